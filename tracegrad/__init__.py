@@ -1,0 +1,61 @@
+"""tracegrad: automatic differentiation for Python and NumPy, three ways in, one core.
+
+``import tracegrad as torch`` gives the eager, PyTorch-compatible API: Tensors that record
+operations, ``backward()``, ``grad_fn``, hooks, ``no_grad``. Every operation is an entry of
+one rule table (:mod:`tracegrad.rules`) that the staged paths share.
+"""
+from . import backend, rules
+from .backend import device
+from .backend.dtypes import (bool_ as bool, complex64, complex128, float16, float32, float64,  # noqa: A001
+                             get_default_dtype, int8, int16, int32, int64, set_default_dtype, uint8)
+from .backend.dtypes import dtype, promote_types
+from .runtime.creation import (Generator, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
+                               full_like, initial_seed, linspace, logspace, manual_seed, normal, ones,
+                               ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
+                               randperm, seed, tensor, zeros, zeros_like)
+from .runtime.formatting import get_printoptions, set_printoptions
+from .runtime.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                                is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .runtime.tensor import Size, Tensor, is_tensor
+from .runtime import dispatch as _dispatch  # noqa: F401  (registers the eager handler)
+from . import ops as _ops
+from .ops import return_types  # noqa: F401
+from . import autograd  # noqa: F401
+
+globals().update(_ops.FUNCTIONS)
+
+float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+cfloat = complex64
+cdouble = complex128
+
+
+def result_type(tensor1, tensor2):
+    """The dtype PyTorch's type promotion gives an operation on the two operands."""
+    from .backend.dtypes import result_type as _rt
+    dims, zeros, numbers = [], [], []
+    for x in (tensor1, tensor2):
+        if isinstance(x, Tensor):
+            (dims if x.ndim else zeros).append(x.dtype)
+        else:
+            numbers.append(x)
+    return _rt(dims, zeros, numbers)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return input.is_complex()
+
+
+def numel(input):
+    return input.numel()
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,26 @@
+"""``tracegrad.autograd``: the engine's front doors, as in ``torch.autograd``."""
+from ..runtime.engine import backward, grad
+from ..runtime.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from ..runtime.tensor import Tensor
+from . import graph
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The pre-0.4 wrapper, kept for old code: ``Variable(t, requires_grad=True)`` returns a
+    Tensor sharing ``t``'s storage, and every Tensor is an instance of ``Variable``."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        t = data.detach()
+        t.requires_grad_(requires_grad)
+        return t
+
+
+__all__ = ["backward", "grad", "Variable", "graph", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode"]

@@ -1,0 +1,55 @@
+"""The CPU array namespace: NumPy, plus the few kernels NumPy and CuPy spell differently.
+
+Kernels never import NumPy; they receive this module as ``xp`` (see
+:func:`tracegrad.backend.namespace_of`), so the CUDA namespace can stand in unchanged.
+"""
+from numpy import *  # noqa: F401,F403 -- the CPU namespace *is* NumPy's
+import math as _math
+
+import numpy as _np
+from numpy.lib.stride_tricks import as_strided, sliding_window_view  # noqa: F401
+
+name = "cpu"
+ndarray = _np.ndarray
+_rng = _np.random.default_rng()
+
+
+def scatter_add(target, index, values):
+    """``target[index] += values`` with repeated indices accumulated (not overwritten)."""
+    _np.add.at(target, index, values)
+
+
+def to_host(a):
+    """A NumPy array with ``a``'s values (a no-op on the CPU)."""
+    return _np.asarray(a)
+
+
+def from_host(a, dtype=None):
+    return _np.asarray(a, dtype=dtype)
+
+
+def owns_data(a):
+    """True when ``a`` is not a view of another array (so a gradient may adopt it)."""
+    return a.base is None
+
+
+def seed(value):
+    global _rng
+    _rng = _np.random.default_rng(value)
+
+
+def rng():
+    return _rng
+
+
+_erf_scalar = _np.frompyfunc(_math.erf, 1, 1)
+
+
+def erf(x):
+    """The error function, elementwise, exact to float64 (the C library's ``erf``).
+
+    NumPy has no ``erf``; this vectorises ``math.erf`` element by element, which is exact
+    but slow (about 0.1 us per element)."""
+    x = _np.asarray(x)
+    out = _erf_scalar(x)
+    return _np.asarray(out, dtype=x.dtype if x.dtype.kind in "fc" else _np.float64)

@@ -1,0 +1,174 @@
+"""tracegrad's dtypes and PyTorch's type-promotion rules.
+
+A :class:`dtype` wraps the NumPy dtype that both array backends (NumPy and CuPy) use
+for storage, and adds what PyTorch users expect: ``tracegrad.float32`` names, the
+``is_floating_point``/``is_complex`` flags, and the promotion rules of ``torch.result_type``.
+Those rules differ from NumPy's: ``int32 tensor * 2.5`` is float32 (not float64), a
+zero-dim tensor does not upgrade a dimensioned one of the same category, and a Python
+float adopts the default dtype.
+"""
+import threading
+
+import numpy as np
+
+__all__ = ["dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16",
+           "float32", "float64", "complex64", "complex128", "as_dtype", "from_numpy_dtype",
+           "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
+
+# Categories order the promotion lattice: a higher category always wins.
+BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
+_KIND_CATEGORY = {"b": BOOL, "u": INT, "i": INT, "f": FLOAT, "c": COMPLEX}
+
+
+class dtype:
+    """A tensor element type; compares and hashes by identity like ``torch.dtype``."""
+
+    __slots__ = ("name", "np", "itemsize", "category", "is_floating_point", "is_complex",
+                 "is_signed", "_legacy")
+
+    def __init__(self, name, np_dtype, legacy):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.category = _KIND_CATEGORY[self.np.kind]
+        self.is_floating_point = self.category == FLOAT
+        self.is_complex = self.category == COMPLEX
+        self.is_signed = self.np.kind in "ifc"
+        self._legacy = legacy  # the name of PyTorch's legacy tensor type, e.g. FloatTensor
+
+    def __repr__(self):
+        return f"tracegrad.{self.name}"
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+    def to_real(self):
+        """The real dtype of a complex dtype (complex64 -> float32); identity otherwise."""
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self):
+        """The complex dtype holding this float precision (float64 -> complex128)."""
+        return complex128 if self in (float64, complex128) else complex64
+
+
+bool_ = dtype("bool", np.bool_, "BoolTensor")
+uint8 = dtype("uint8", np.uint8, "ByteTensor")
+int8 = dtype("int8", np.int8, "CharTensor")
+int16 = dtype("int16", np.int16, "ShortTensor")
+int32 = dtype("int32", np.int32, "IntTensor")
+int64 = dtype("int64", np.int64, "LongTensor")
+float16 = dtype("float16", np.float16, "HalfTensor")
+float32 = dtype("float32", np.float32, "FloatTensor")
+float64 = dtype("float64", np.float64, "DoubleTensor")
+complex64 = dtype("complex64", np.complex64, "ComplexFloatTensor")
+complex128 = dtype("complex128", np.complex128, "ComplexDoubleTensor")
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
+_BY_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64,
+                 "int": int32, "short": int16, "cfloat": complex64, "cdouble": complex128})
+
+
+def from_numpy_dtype(np_dtype):
+    """The tracegrad dtype of a NumPy/CuPy array dtype."""
+    try:
+        return _BY_NP[np_dtype]
+    except KeyError:
+        raise TypeError(f"tracegrad has no dtype for NumPy dtype {np_dtype!r}; supported: "
+                        + ", ".join(d.name for d in ALL)) from None
+
+
+def as_dtype(spec):
+    """Accept a tracegrad dtype, a NumPy dtype/type, Python ``float``/``int``/``bool`` or a name."""
+    if isinstance(spec, dtype):
+        return spec
+    if spec is float:
+        return get_default_dtype()
+    if spec is int:
+        return int64
+    if spec is bool:
+        return bool_
+    if spec is complex:
+        return get_default_dtype().to_complex()
+    if isinstance(spec, str) and spec in _BY_NAME:
+        return _BY_NAME[spec]
+    try:
+        return from_numpy_dtype(np.dtype(spec))
+    except TypeError:
+        raise TypeError(f"dtype must be a tracegrad dtype such as tracegrad.float32, got {spec!r}") from None
+
+
+class _DefaultDtype(threading.local):
+    value = float32
+
+
+_default = _DefaultDtype()
+
+
+def get_default_dtype():
+    """The dtype Python floats and float factories use (float32 unless changed)."""
+    return _default.value
+
+
+def set_default_dtype(d):
+    d = as_dtype(d)
+    if d not in (float16, float32, float64):
+        raise TypeError(f"only floating-point types are supported as the default type, got {d!r}")
+    _default.value = d
+
+
+def promote_types(a, b):
+    """``torch.promote_types`` on tracegrad dtypes: the higher category wins; within a
+    category the wider type; complex absorbs the precision of a wider float."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi.is_complex and lo is float64:
+            return complex128
+        return hi
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+def _scalar_dtype(value):
+    """The dtype PyTorch gives a bare Python number when it takes part in promotion."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, complex):
+        return get_default_dtype().to_complex()
+    return get_default_dtype()
+
+
+def _combine(higher, lower):
+    # torch's combine_categories: the operand tier `higher` keeps its dtype unless `lower`
+    # belongs to a higher category.
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(dim_dtypes, zero_dim_dtypes=(), scalars=()):
+    """``torch.result_type`` from three tiers of operands: dimensioned tensors, zero-dim
+    tensors and Python scalars. A lower tier only matters when its category is higher."""
+    dim = zero = wrapped = None
+    for d in dim_dtypes:
+        dim = d if dim is None else promote_types(dim, d)
+    for d in zero_dim_dtypes:
+        zero = d if zero is None else promote_types(zero, d)
+    for s in scalars:
+        d = _scalar_dtype(s)
+        wrapped = d if wrapped is None else promote_types(wrapped, d)
+    return _combine(dim, _combine(zero, wrapped))

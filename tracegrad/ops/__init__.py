@@ -1,0 +1,18 @@
+"""The torch-style functions (``tracegrad.sum``, ``tracegrad.cat``...) and Tensor methods.
+
+Each submodule maps PyTorch's signatures onto rule-table primitives and lists its public
+functions (``FUNCTIONS``) and Tensor methods (``METHODS``); this package attaches the
+methods to :class:`~tracegrad.runtime.tensor.Tensor`.
+"""
+from ..runtime.tensor import Tensor
+from . import conversion, indexing, pointwise, reduction, shape
+
+MODULES = (pointwise, reduction, shape, indexing, conversion)
+
+FUNCTIONS = {}
+for _m in MODULES:
+    FUNCTIONS.update(getattr(_m, "FUNCTIONS", {}))
+    for _name, _fn in _m.METHODS.items():
+        setattr(Tensor, _name, _fn)
+
+__all__ = ["FUNCTIONS", "MODULES"]

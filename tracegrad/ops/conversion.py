@@ -1,0 +1,90 @@
+"""Dtype and device conversion (``to``, ``float()``, ``cpu()``...) and ``new_*`` factories."""
+from .. import backend
+from ..backend import dtypes as _dt
+from ..rules import memory as M
+from ..runtime import creation as C
+from ..runtime.tensor import Tensor
+
+
+def _parse_to(args, kwargs):
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    other = kwargs.pop("other", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            other = a
+        elif isinstance(a, (_dt.dtype,)) or a in (float, int, bool, complex):
+            dtype = a
+        elif isinstance(a, (str, backend.device)):
+            device = a
+        elif isinstance(a, bool):
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    if other is not None:
+        device, dtype = other.device, other.dtype
+    return device, (None if dtype is None else _dt.as_dtype(dtype)), copy
+
+
+def to(input, *args, **kwargs):
+    """A tensor with the requested dtype and/or device (``input`` itself if nothing changes)."""
+    device, dtype, copy = _parse_to(args, dict(kwargs))
+    out = input
+    if dtype is not None and dtype != input.dtype:
+        out = M.cast(out, dtype=dtype.np, src_dtype=input.dtype.np)
+        copy = False
+    if device is not None and backend.device(device).type != input.device.type:
+        from .devices import to_device
+        out = to_device(out, backend.device(device))
+        copy = False
+    if copy:
+        out = M.clone(out)
+    return out
+
+
+def _cast_method(d):
+    def method(self, memory_format=None):
+        return to(self, d)
+    method.__name__ = d.name
+    return method
+
+
+def cpu(input, memory_format=None):
+    return to(input, "cpu")
+
+
+def cuda(input, device=None, non_blocking=False, memory_format=None):
+    return to(input, "cuda" if device is None else backend.device("cuda", device if isinstance(device, int) else None))
+
+
+def _new(factory):
+    def method(self, *size, dtype=None, device=None, requires_grad=False):
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad)
+    return method
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return C.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
+
+
+METHODS = {
+    "to": to, "cpu": cpu, "cuda": cuda, "float": _cast_method(_dt.float32),
+    "double": _cast_method(_dt.float64), "half": _cast_method(_dt.float16),
+    "int": _cast_method(_dt.int32), "long": _cast_method(_dt.int64),
+    "short": _cast_method(_dt.int16), "char": _cast_method(_dt.int8),
+    "byte": _cast_method(_dt.uint8), "bool": _cast_method(_dt.bool_),
+    "cfloat": _cast_method(_dt.complex64), "cdouble": _cast_method(_dt.complex128),
+    "new_tensor": new_tensor, "new_zeros": _new(C.zeros), "new_ones": _new(C.ones),
+    "new_empty": _new(C.empty), "new_full": new_full,
+}

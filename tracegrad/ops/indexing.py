@@ -1,0 +1,252 @@
+"""Indexing with PyTorch's semantics: ``x[...]``, ``x[...] = v``, gather/scatter and friends.
+
+``split_index`` separates a user index into a static structure and the index arrays, so
+basic indexing becomes a view rule and advanced indexing a copying rule whose gradient
+scatter-adds. ``x[i] = v`` is a write through a view (``CopySlices``) for basic indices and
+``index_put_`` for advanced ones, as in PyTorch.
+"""
+from .. import backend
+from ..rules import index as I
+from ..rules.memory import copy
+from ..runtime.dispatch import apply_inplace
+from ..runtime.tensor import Tensor
+from ._args import wrap_dim
+
+_INDEX_KINDS = "biu"
+
+
+def split_index(x, index):
+    """(structure, arrays, is_basic) for ``x[index]``; checks bounds and steps."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    parts, arrays = [], []
+    dim = 0
+    ndim = x.ndim
+    consumed = sum(1 for p in index if p is not None and p is not Ellipsis and not _is_mask(p))
+    consumed += sum(_mask_ndim(p) for p in index if _is_mask(p))
+    for p in index:
+        if isinstance(p, Tensor) and p.ndim == 0 and p.dtype.category == 1:
+            p = p.item()
+        if p is None:
+            parts.append(None)
+        elif p is Ellipsis:
+            parts.append(Ellipsis)
+            dim += ndim - consumed
+        elif isinstance(p, bool):
+            parts.append(I.ARRAY)
+            arrays.append(backend.cpu.asarray(p))
+        elif isinstance(p, int):
+            if dim >= ndim:
+                raise IndexError(f"too many indices for tensor of dimension {ndim}")
+            size = x.shape[dim]
+            if not -size <= p < size:
+                raise IndexError(f"index {p} is out of bounds for dimension {dim} with size {size}")
+            parts.append(p)
+            dim += 1
+        elif isinstance(p, slice):
+            if p.step is not None and _int(p.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            parts.append(slice(_int(p.start), _int(p.stop), _int(p.step)))
+            dim += 1
+        else:
+            arr = _index_array(p)
+            if arr.dtype.kind == "b":
+                _check_mask(x, arr, dim)
+                dim += arr.ndim
+            else:
+                if dim < ndim and arr.size:
+                    size = x.shape[dim]
+                    hi, lo = int(arr.max()), int(arr.min())
+                    if hi >= size or lo < -size:
+                        bad = hi if hi >= size else lo
+                        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+                dim += 1
+            parts.append(I.ARRAY)
+            arrays.append(arr)
+    if dim > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    return tuple(parts), arrays, not arrays
+
+
+def _int(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def _is_mask(p):
+    return (isinstance(p, Tensor) and p.dtype.name == "bool") or (
+        hasattr(p, "dtype") and not isinstance(p, Tensor) and getattr(p.dtype, "kind", "") == "b")
+
+
+def _mask_ndim(p):
+    return p.ndim
+
+
+def _index_array(p):
+    if isinstance(p, Tensor):
+        arr = p._data
+    else:
+        arr = backend.cpu.asarray(p)
+    if arr.dtype.kind not in _INDEX_KINDS:
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return arr
+
+
+def _check_mask(x, mask, dim):
+    want = tuple(x.shape[dim:dim + mask.ndim])
+    if tuple(mask.shape) != want:
+        for i, (m, s) in enumerate(zip(mask.shape, want)):
+            if m != s:
+                raise IndexError(f"The shape of the mask {list(mask.shape)} at index {i} does not "
+                                 f"match the shape of the indexed tensor {list(x.shape)} at index {dim + i}")
+
+
+def getitem(x, index):
+    structure, arrays, basic = split_index(x, index)
+    if basic:
+        return I.basic_index(x, index=structure)
+    return I.advanced_index(x, *arrays, index=structure)
+
+
+def setitem(x, index, value):
+    structure, arrays, basic = split_index(x, index)
+    if basic:
+        apply_inplace(copy, (I.basic_index(x, index=structure), value), {})
+    else:
+        apply_inplace(I.index_put, (x, value) + tuple(arrays), {"index": structure, "accumulate": False})
+
+
+def index_put(input, indices, values, accumulate=False):
+    structure, arrays, _ = split_index(input, tuple(indices))
+    return I.index_put(input, values, *arrays, index=structure, accumulate=accumulate)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    structure, arrays, _ = split_index(input, tuple(indices))
+    return apply_inplace(I.index_put, (input, values) + tuple(arrays),
+                         {"index": structure, "accumulate": accumulate})
+
+
+def _check_index_tensor(index, what):
+    if not isinstance(index, Tensor) or index.dtype.category != 1:
+        raise RuntimeError(f"{what}(): Expected dtype int64 for index")
+
+
+def index_select(input, dim, index):
+    _check_index_tensor(index, "index_select")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    return I.index_select(input, index, dim=wrap_dim(dim, input.ndim))
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    _check_index_tensor(index, "gather")
+    d = wrap_dim(dim, input.ndim)
+    if index.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k, (a, b) in enumerate(zip(index.shape, input.shape)):
+        if k != d and a > b:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} "
+                               f"to be smaller than self {list(input.shape)} apart from dimension {d}")
+    return I.gather(input, index, dim=d)
+
+
+def take_along_dim(input, indices, dim=None):
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    return gather(input, dim, indices)
+
+
+def _scatter_args(input, dim, index, src, value):
+    _check_index_tensor(index, "scatter")
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter() needs 'src' or 'value'")
+    return wrap_dim(dim, input.ndim), src
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    if reduce is not None:
+        raise NotImplementedError("scatter(reduce=...) is not supported; use scatter_add")
+    d, src = _scatter_args(input, dim, index, src, value)
+    return I.scatter(input, index, src, dim=d)
+
+
+def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
+    if reduce is not None:
+        raise NotImplementedError("scatter_(reduce=...) is not supported; use scatter_add_")
+    d, src = _scatter_args(input, dim, index, src, value)
+    return apply_inplace(I.scatter, (input, index, src), {"dim": d})
+
+
+def scatter_add(input, dim, index, src):
+    _check_index_tensor(index, "scatter_add")
+    return I.scatter_add(input, index, src, dim=wrap_dim(dim, input.ndim))
+
+
+def scatter_add_(input, dim, index, src):
+    _check_index_tensor(index, "scatter_add")
+    return apply_inplace(I.scatter_add, (input, index, src), {"dim": wrap_dim(dim, input.ndim)})
+
+
+def _mask_check(mask):
+    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+
+
+def masked_fill(input, mask, value):
+    _mask_check(mask)
+    return I.masked_fill(input, mask, value)
+
+
+def masked_fill_(input, mask, value):
+    _mask_check(mask)
+    return apply_inplace(I.masked_fill, (input, mask, value), {})
+
+
+def masked_select(input, mask):
+    _mask_check(mask)
+    from .shape import broadcast_tensors
+    input, mask = broadcast_tensors(input, mask)
+    return I.advanced_index(input, mask._data, index=(I.ARRAY,))
+
+
+def nonzero(input, *, as_tuple=False):
+    idx = I.nonzero(input)
+    if not as_tuple:
+        return idx
+    if input.ndim == 0:
+        return (idx.reshape(-1),)
+    return tuple(idx[:, k] for k in range(input.ndim))
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+def narrow(input, dim, start, length):
+    d = wrap_dim(dim, input.ndim)
+    start = start.item() if isinstance(start, Tensor) else start
+    if start < 0:
+        start += input.shape[d]
+    if not 0 <= start <= input.shape[d] - length:
+        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({input.shape[d]}).")
+    return I.basic_index(input, index=(slice(None),) * d + (slice(start, start + length),))
+
+
+def select(input, dim, index):
+    d = wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} "
+                         f"at dimension {d}")
+    return I.basic_index(input, index=(slice(None),) * d + (index,))
+
+
+FUNCTIONS = {n: globals()[n] for n in (
+    "index_put", "index_put_", "index_select", "gather", "take_along_dim", "scatter",
+    "scatter_add", "masked_fill", "masked_select", "nonzero", "argwhere", "narrow", "select")}
+METHODS = dict(FUNCTIONS)
+METHODS.update(__getitem__=getitem, __setitem__=setitem, scatter_=scatter_,
+               scatter_add_=scatter_add_, masked_fill_=masked_fill_)

@@ -1,0 +1,376 @@
+"""Elementwise functions with PyTorch's signatures, and the Tensor operators.
+
+Functions call primitives (so they work on any operand kind the rule table dispatches
+on); Tensor operators and simple methods call the eager runtime directly, which is the
+hot path of every model.
+"""
+from ..rules import arith as A
+from ..rules import unary as U
+from ..rules.views import copy_slices  # noqa: F401  (re-exported for in-place views)
+from ..runtime.dispatch import apply, apply_inplace, binary, unary
+from ..runtime.tensor import Tensor
+from ._args import is_number, scalar
+from ..rules.memory import copy, fill
+
+_NO = {}
+
+
+def _bool_check(x, y, what):
+    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype.name == "bool" and y.dtype.name == "bool":
+        raise RuntimeError(f"Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           f"Use the `^` or `logical_xor()` operator instead.")
+
+
+# -- arithmetic --------------------------------------------------------------------------------
+
+def add(input, other, *, alpha=1):
+    if alpha != 1:
+        other = A.mul(other, scalar(alpha))
+    return A.add(input, other)
+
+
+def sub(input, other, *, alpha=1):
+    _bool_check(input, other, "sub")
+    if alpha != 1:
+        other = A.mul(other, scalar(alpha))
+    return A.sub(input, other)
+
+
+def rsub(input, other, *, alpha=1):
+    return sub(other, input, alpha=alpha)
+
+
+def mul(input, other):
+    return A.mul(input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return A.div(input, other)
+    if rounding_mode == "floor":
+        return A.floor_divide(input, other)
+    if rounding_mode == "trunc":
+        return U.trunc(A.div(input, other))
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def true_divide(input, other):
+    return A.div(input, other)
+
+
+def floor_divide(input, other):
+    return A.floor_divide(input, other)
+
+
+def remainder(input, other):
+    return A.remainder(input, other)
+
+
+def pow(input, exponent):
+    return A.pow(input, exponent)
+
+
+def square(input):
+    return A.pow(input, 2)
+
+
+def neg(input):
+    if isinstance(input, Tensor) and input.dtype.name == "bool":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return A.neg(input)
+
+
+def clamp(input, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = A.maximum(out, min)
+        if max is not None:
+            out = A.minimum(out, max)
+        return out
+    return A.clamp(input, min=min, max=max)
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    return A.where(condition, input, other)
+
+
+def atan2(input, other):
+    return A.atan2(input, other)
+
+
+def maximum(input, other):
+    return A.maximum(input, other)
+
+
+def minimum(input, other):
+    return A.minimum(input, other)
+
+
+def reciprocal(input):
+    return U.reciprocal(input)
+
+
+def lerp(input, end, weight):
+    return input + weight * (end - input)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 / tensor2
+
+
+def _unary(prim):
+    def f(input):
+        return prim(input)
+    f.__name__ = f.__qualname__ = prim.name
+    f.__doc__ = f"Elementwise ``{prim.name}`` (rule ``{prim.name}`` of the rule table)."
+    return f
+
+
+exp = _unary(U.exp)
+exp2 = _unary(U.exp2)
+expm1 = _unary(U.expm1)
+log = _unary(U.log)
+log2 = _unary(U.log2)
+log10 = _unary(U.log10)
+log1p = _unary(U.log1p)
+sqrt = _unary(U.sqrt)
+rsqrt = _unary(U.rsqrt)
+sin = _unary(U.sin)
+cos = _unary(U.cos)
+tan = _unary(U.tan)
+asin = _unary(U.asin)
+acos = _unary(U.acos)
+atan = _unary(U.atan)
+sinh = _unary(U.sinh)
+cosh = _unary(U.cosh)
+tanh = _unary(U.tanh)
+erf = _unary(U.erf)
+abs = _unary(U.abs)
+sign = _unary(U.sign)
+floor = _unary(U.floor)
+ceil = _unary(U.ceil)
+trunc = _unary(U.trunc)
+frac = _unary(U.frac)
+
+
+def round(input, *, decimals=0):
+    return U.round(input, decimals=decimals)
+
+
+# -- comparison and logic ------------------------------------------------------------------------
+
+eq, ne, lt, le, gt, ge = (lambda input, other, _p=p: _p(input, other)
+                          for p in (A.eq, A.ne, A.lt, A.le, A.gt, A.ge))
+for _f, _n in zip((eq, ne, lt, le, gt, ge), ("eq", "ne", "lt", "le", "gt", "ge")):
+    _f.__name__ = _f.__qualname__ = _n
+
+
+def logical_not(input):
+    return A.logical_not(input)
+
+
+def logical_and(input, other):
+    return A.logical_and(input, other)
+
+
+def logical_or(input, other):
+    return A.logical_or(input, other)
+
+
+def logical_xor(input, other):
+    return A.logical_xor(input, other)
+
+
+def bitwise_not(input):
+    return A.bitwise_not(input)
+
+
+def isnan(input):
+    return A.isnan(input)
+
+
+def isinf(input):
+    return A.isinf(input)
+
+
+def isfinite(input):
+    return A.isfinite(input)
+
+
+def equal(input, other):
+    """True if both tensors have the same shape and values."""
+    return input.shape == other.shape and bool(A.eq(input, other).all())
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    close = A.le(U.abs(input - other), atol + rtol * U.abs(other))
+    if equal_nan:
+        close = A.logical_or(close, A.logical_and(A.isnan(input), A.isnan(other)))
+    return close
+
+
+# -- Tensor operators and methods --------------------------------------------------------------
+
+def _binary(prim, reflected=False):
+    if reflected:
+        def op(self, other):
+            return apply(prim, (other, self), _NO)
+    else:
+        def op(self, other):
+            return binary(prim, self, other)
+    return op
+
+
+def _inplace(fn_prim, convert=None):
+    """An in-place method ``x.op_(other)`` writing ``op(x, other)`` into ``x``."""
+    def op_(self, *args, **params):
+        if convert is not None:
+            args, params = convert(self, *args, **params)
+        return apply_inplace(fn_prim, (self,) + tuple(args), params)
+    return op_
+
+
+def _alpha(self, other, alpha=1):
+    return ((A.mul(other, scalar(alpha)) if alpha != 1 else other),), {}
+
+
+def _clamp_params(self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return (), {"min": scalar(min), "max": scalar(max)}
+
+
+def _rsub(self, other):
+    return apply(A.sub, (other, self), _NO)
+
+
+def _rtruediv(self, other):
+    # PyTorch computes `number / x` as `reciprocal(x) * number` (a MulBackward0 node).
+    return apply(A.mul, (apply(U.reciprocal, (self,), _NO), other), _NO)
+
+
+def _neg(self):
+    return neg(self)
+
+
+def _sub_op(self, other):
+    _bool_check(self, other, "sub")
+    return apply(A.sub, (self, other), _NO)
+
+
+def _zero_(self):
+    return apply_inplace(fill, (self,), {"value": 0})
+
+
+def _fill_(self, value):
+    if isinstance(value, Tensor):
+        return apply_inplace(copy, (self, value), _NO)
+    return apply_inplace(fill, (self,), {"value": value})
+
+
+def _copy_(self, src, non_blocking=False):
+    if not isinstance(src, Tensor) and not is_number(src):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    return apply_inplace(copy, (self, src), _NO)
+
+
+def _unary_method(prim):
+    def method(self):
+        return unary(prim, self)
+    method.__name__ = prim.name
+    return method
+
+
+METHODS = {
+    "__add__": _binary(A.add), "__radd__": _binary(A.add),
+    "__sub__": _sub_op, "__rsub__": _rsub,
+    "__mul__": _binary(A.mul), "__rmul__": _binary(A.mul),
+    "__truediv__": _binary(A.div), "__rtruediv__": _rtruediv,
+    "__floordiv__": _binary(A.floor_divide), "__rfloordiv__": _binary(A.floor_divide, True),
+    "__mod__": _binary(A.remainder), "__rmod__": _binary(A.remainder, True),
+    "__pow__": _binary(A.pow), "__rpow__": _binary(A.pow, True),
+    "__neg__": _neg, "__pos__": lambda self: self, "__abs__": _unary_method(U.abs),
+    "__eq__": _binary(A.eq), "__ne__": _binary(A.ne), "__lt__": _binary(A.lt),
+    "__le__": _binary(A.le), "__gt__": _binary(A.gt), "__ge__": _binary(A.ge),
+    "__and__": _binary(A.bitwise_and), "__rand__": _binary(A.bitwise_and, True),
+    "__or__": _binary(A.bitwise_or), "__ror__": _binary(A.bitwise_or, True),
+    "__xor__": _binary(A.bitwise_xor), "__rxor__": _binary(A.bitwise_xor, True),
+    "__invert__": _unary_method(A.bitwise_not),
+    "__iadd__": _inplace(A.add, _alpha), "__isub__": _inplace(A.sub, _alpha),
+    "__imul__": _inplace(A.mul), "__itruediv__": _inplace(A.div),
+    "__ipow__": _inplace(A.pow), "__ifloordiv__": _inplace(A.floor_divide),
+    "__imod__": _inplace(A.remainder),
+    "__iand__": _inplace(A.bitwise_and), "__ior__": _inplace(A.bitwise_or),
+    "__ixor__": _inplace(A.bitwise_xor),
+    "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div,
+    "divide": div, "true_divide": true_divide, "floor_divide": floor_divide,
+    "remainder": remainder, "pow": pow, "square": square, "neg": neg, "negative": neg,
+    "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "where": lambda self, condition, other: A.where(condition, self, other),
+    "atan2": atan2, "arctan2": atan2, "maximum": maximum, "minimum": minimum,
+    "reciprocal": reciprocal, "round": round, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt, "less": lt,
+    "greater_equal": ge, "less_equal": le, "not_equal": ne,
+    "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "bitwise_not": bitwise_not,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "equal": equal,
+    "allclose": allclose, "isclose": isclose,
+    "add_": _inplace(A.add, _alpha), "sub_": _inplace(A.sub, _alpha), "mul_": _inplace(A.mul),
+    "div_": _inplace(A.div), "pow_": _inplace(A.pow), "neg_": _inplace(A.neg),
+    "clamp_": _inplace(A.clamp, _clamp_params), "clip_": _inplace(A.clamp, _clamp_params),
+    "clamp_min_": _inplace(A.clamp, lambda self, min: ((), {"min": scalar(min), "max": None})),
+    "clamp_max_": _inplace(A.clamp, lambda self, max: ((), {"min": None, "max": scalar(max)})),
+    "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
+    "remainder_": _inplace(A.remainder), "floor_divide_": _inplace(A.floor_divide),
+}
+for _p in (U.exp, U.exp2, U.expm1, U.log, U.log2, U.log10, U.log1p, U.sqrt, U.rsqrt, U.sin,
+           U.cos, U.tan, U.asin, U.acos, U.atan, U.sinh, U.cosh, U.tanh, U.erf, U.abs, U.sign,
+           U.floor, U.ceil, U.trunc, U.frac):
+    METHODS[_p.name] = _unary_method(_p)
+    METHODS[_p.name + "_"] = _inplace(_p)
+for _alias, _name in (("absolute", "abs"), ("arcsin", "asin"), ("arccos", "acos"),
+                      ("arctan", "atan"), ("arcsinh", "asinh"), ("fix", "trunc")):
+    if _name in METHODS:
+        METHODS[_alias] = METHODS[_name]
+
+FUNCTIONS = {
+    "add": add, "sub": sub, "subtract": sub, "rsub": rsub, "mul": mul, "multiply": mul,
+    "div": div, "divide": div, "true_divide": true_divide, "floor_divide": floor_divide,
+    "remainder": remainder, "pow": pow, "square": square, "neg": neg, "negative": neg,
+    "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "where": where, "atan2": atan2, "arctan2": atan2, "maximum": maximum, "minimum": minimum,
+    "reciprocal": reciprocal, "round": round, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv,
+    "exp": exp, "exp2": exp2, "expm1": expm1, "log": log, "log2": log2, "log10": log10,
+    "log1p": log1p, "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "tan": tan,
+    "asin": asin, "arcsin": asin, "acos": acos, "arccos": acos, "atan": atan, "arctan": atan,
+    "sinh": sinh, "cosh": cosh, "tanh": tanh, "erf": erf, "abs": abs, "absolute": abs,
+    "sign": sign, "floor": floor, "ceil": ceil, "trunc": trunc, "fix": trunc, "frac": frac,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt, "less": lt,
+    "greater_equal": ge, "less_equal": le, "not_equal": ne,
+    "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "bitwise_not": bitwise_not, "isnan": isnan, "isinf": isinf,
+    "isfinite": isfinite, "equal": equal, "allclose": allclose, "isclose": isclose,
+}

@@ -1,0 +1,24 @@
+"""Named results such as ``max(x, dim)``'s ``(values, indices)``, printed like PyTorch's."""
+import collections
+
+__all__ = ["max", "min", "sort", "topk", "mode", "median", "kthvalue"]
+
+
+def _structseq(name, fields):
+    base = collections.namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
+        return f"tracegrad.return_types.{name}(\n{body})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__,
+                                "__module__": "tracegrad.return_types"})
+
+
+max = _structseq("max", ["values", "indices"])
+min = _structseq("min", ["values", "indices"])
+sort = _structseq("sort", ["values", "indices"])
+topk = _structseq("topk", ["values", "indices"])
+mode = _structseq("mode", ["values", "indices"])
+median = _structseq("median", ["values", "indices"])
+kthvalue = _structseq("kthvalue", ["values", "indices"])

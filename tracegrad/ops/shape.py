@@ -1,0 +1,332 @@
+"""Shape functions with PyTorch's signatures: view/reshape (with ``-1`` and PyTorch's
+view-compatibility rule), squeeze, transpose, expand, cat, split, chunk, ..."""
+import math
+
+from ..rules import broadcast as B
+from ..rules import memory as M
+from ..rules import shape as S
+from ._args import shape_args, wrap_dim
+
+
+def infer_shape(shape, numel):
+    """Resolve one ``-1`` in ``shape`` against ``numel``, with PyTorch's error."""
+    shape = tuple(shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def view_strides(old_shape, old_strides, new_shape):
+    """Strides that let ``new_shape`` alias storage laid out as (old_shape, old_strides),
+    or None when no view can (PyTorch's rule: each run of merged dims must be contiguous)."""
+    if math.prod(old_shape) == 0:
+        return ()
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base = old_strides[-1] if old_strides else 1
+    tensor_numel = 1
+    view_numel = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = old_strides[d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def view(input, *shape):
+    shape = infer_shape(shape_args(shape), input.numel())
+    if view_strides(input.shape, input.stride(), shape) is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.")
+    return S.reshape(input, shape=shape)
+
+
+def reshape(input, *shape):
+    """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
+    shape = infer_shape(shape_args(shape), input.numel())
+    if view_strides(input.shape, input.stride(), shape) is None:
+        input = M.clone(input)
+    return S.reshape(input, shape=shape)
+
+
+def view_as(input, other):
+    return view(input, other.shape)
+
+
+def reshape_as(input, other):
+    return reshape(input, other.shape)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = tuple(input.shape)
+    return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    d = wrap_dim(dim, input.ndim)
+    shape = tuple(input.shape)
+    sizes = infer_shape(sizes, shape[d])
+    return view(input, shape[:d] + tuple(sizes) + shape[d + 1:])
+
+
+def squeeze(input, dim=None):
+    if dim is None:
+        return S.squeeze(input)
+    if isinstance(dim, (tuple, list)):
+        return S.squeeze(input, dim=tuple(wrap_dim(d, input.ndim) for d in dim))
+    return S.squeeze(input, dim=wrap_dim(dim, input.ndim))
+
+
+def unsqueeze(input, dim):
+    return S.unsqueeze(input, dim=wrap_dim(dim, input.ndim + 1))
+
+
+def transpose(input, dim0, dim1):
+    return S.transpose(input, dim0=wrap_dim(dim0, input.ndim), dim1=wrap_dim(dim1, input.ndim))
+
+
+def t(input):
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return S.t(input)
+
+
+def permute(input, *dims):
+    dims = tuple(wrap_dim(d, input.ndim) for d in shape_args(dims))
+    if sorted(dims) != list(range(input.ndim)):
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
+                           f"match the length of the desired ordering of dimensions i.e. input.dim() = "
+                           f"{input.ndim} is not equal to len(dims) = {len(dims)}" if len(dims) != input.ndim
+                           else "permute(): duplicate dims are not allowed.")
+    return S.permute(input, dims=dims)
+
+
+def movedim(input, source, destination):
+    src = [wrap_dim(d, input.ndim) for d in (source if isinstance(source, (tuple, list)) else (source,))]
+    dst = [wrap_dim(d, input.ndim) for d in (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    order = [d for d in range(input.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return S.permute(input, dims=tuple(order))
+
+
+def _T(input):
+    return S.permute(input, dims=tuple(reversed(range(input.ndim))))
+
+
+def _mT(input):
+    if input.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return S.transpose(input, dim0=input.ndim - 2, dim1=input.ndim - 1)
+
+
+def expand(input, *sizes):
+    sizes = shape_args(sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(input.shape)}}}, size={list(sizes)}): the "
+                           "number of sizes provided (" + str(len(sizes)) + ") must be greater or equal "
+                           "to the number of dimensions in the tensor (" + str(input.ndim) + ")")
+    lead = len(sizes) - input.ndim
+    target = []
+    for i, s in enumerate(sizes):
+        have = input.shape[i - lead] if i >= lead else None
+        if s == -1:
+            if have is None:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
+            s = have
+        elif have is not None and have != s and have != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
+                               f"({have}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                               f"Tensor sizes: {list(input.shape)}")
+        target.append(s)
+    return B.broadcast_to(input, shape=tuple(target))
+
+
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def broadcast_shapes(*shapes):
+    out = []
+    for dims in _zip_right(shapes):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape. "
+                               f"Mismatch is between {list(shapes[0])} and {list(shapes[1])}.")
+        out.append(sizes.pop() if sizes else 1)
+    from ..runtime.tensor import Size
+    return Size(reversed(out))
+
+
+def _zip_right(shapes):
+    n = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
+    return reversed(list(zip(*padded))) if n else []
+
+
+def repeat(input, *sizes):
+    sizes = shape_args(sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    return S.repeat(input, repeats=sizes)
+
+
+def flip(input, dims):
+    dims = (dims,) if isinstance(dims, int) else dims
+    return S.flip(input, dims=tuple(wrap_dim(d, input.ndim) for d in dims))
+
+
+def fliplr(input):
+    return flip(input, (1,))
+
+
+def flipud(input):
+    return flip(input, (0,))
+
+
+def roll(input, shifts, dims=None):
+    if dims is None:
+        return view(S.roll(flatten(input), shifts=shifts, dims=0), input.shape)
+    if isinstance(shifts, (tuple, list)):
+        return S.roll(input, shifts=tuple(shifts), dims=tuple(wrap_dim(d, input.ndim) for d in dims))
+    return S.roll(input, shifts=shifts, dims=wrap_dim(dims, input.ndim))
+
+
+def tril(input, diagonal=0):
+    return S.tril(input, diagonal=diagonal)
+
+
+def triu(input, diagonal=0):
+    return S.triu(input, diagonal=diagonal)
+
+
+def cat(tensors, dim=0):
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    d = wrap_dim(dim, tensors[0].ndim)
+    ref = tensors[0].shape
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != len(ref):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {t.ndim}")
+        for k, (a, b) in enumerate(zip(ref, t.shape)):
+            if k != d and a != b:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                                   f"size {a} but got size {b} for tensor number {i} in the list.")
+    return S.cat(*tensors, dim=d)
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
+    return S.stack(*tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
+
+
+def hstack(tensors):
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t if t.ndim > 1 else unsqueeze(t, 0) for t in tensors], 0)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    d = wrap_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+        return S.split(tensor, sizes=tuple(sizes), dim=d, chunked=True)
+    sizes = tuple(split_size_or_sections)
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                           f"size at dimension {d}), but got split_sizes={list(sizes)}")
+    return S.split(tensor, sizes=sizes, dim=d)
+
+
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, input.ndim)
+    size = -(-input.shape[d] // chunks) if input.shape[d] else 1
+    return split(input, size, d)
+
+
+def unbind(input, dim=0):
+    return S.unbind(input, dim=wrap_dim(dim, input.ndim))
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return S.diagonal(input, offset=offset, dim1=wrap_dim(dim1, input.ndim), dim2=wrap_dim(dim2, input.ndim))
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    return S.diagonal_scatter(input, src, offset=offset, dim1=wrap_dim(dim1, input.ndim),
+                              dim2=wrap_dim(dim2, input.ndim))
+
+
+def clone(input, *, memory_format=None):
+    return M.clone(input)
+
+
+def contiguous(input, memory_format=None):
+    return input if input.is_contiguous() else M.clone(input)
+
+
+FUNCTIONS = {n: globals()[n] for n in (
+    "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "t", "permute",
+    "movedim", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "flip", "fliplr",
+    "flipud", "roll", "tril", "triu", "cat", "stack", "hstack", "vstack", "split", "chunk",
+    "unbind", "diagonal", "diagonal_scatter", "clone")}
+FUNCTIONS.update(concat=cat, concatenate=cat, swapaxes=transpose, swapdims=transpose,
+                 moveaxis=movedim)
+METHODS = {n: globals()[n] for n in (
+    "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
+    "transpose", "t", "permute", "movedim", "expand", "expand_as", "broadcast_to", "repeat",
+    "flip", "fliplr", "flipud", "roll", "tril", "triu", "split", "chunk", "unbind", "diagonal",
+    "clone", "contiguous")}
+METHODS.update(swapaxes=transpose, swapdims=transpose, moveaxis=movedim,
+               T=property(_T), mT=property(_mT))

@@ -1,0 +1,13 @@
+"""THE derivative table: one entry per primitive (forward kernel, vjps, jvp), shared by
+the eager, tape and AST paths. ``TABLE`` maps each primitive's name to its entry.
+
+To add a rule: decorate a kernel ``impl(xp, *operands, **params)`` with ``@primitive``
+(see :mod:`tracegrad.rules.core`), give each differentiable operand a vjp with
+``@prim.vjp("x", uses=...)`` written with operators and other primitives only, add a jvp
+unless the rule is ``diagonal`` or ``linear``, and add samples for it to
+``tests/rules/samples.py`` (the table-walking gradient check refuses rules without them).
+"""
+from . import core, broadcast, unary, arith, views, memory, shape, index, reduce  # noqa: F401
+from .core import OUT, TABLE, Meta, Primitive, primitive  # noqa: F401
+
+__all__ = ["TABLE", "Primitive", "primitive", "Meta", "OUT"]

@@ -1,0 +1,408 @@
+"""Binary arithmetic, selection and comparison: the broadcasting elementwise rules.
+
+Each vjp reduces its gradient back to the operand's shape with ``unbroadcast``; each jvp
+contribution is broadcast up to the result's shape with ``expand_to``.
+"""
+from .broadcast import expand_to, unbroadcast, zeros_like
+from .core import FLOAT, KEEP, primitive
+
+
+def _is_number(a):
+    return isinstance(a, (int, float, complex))
+
+
+# -- + - * / -------------------------------------------------------------------------------
+
+@primitive("AddBackward0", ufunc="add")
+def add(xp, x, y):
+    return x + y
+
+
+@add.vjp("x")
+def add_vjp_x(g, out, x, y):
+    return unbroadcast(g, x)
+
+
+@add.vjp("y")
+def add_vjp_y(g, out, x, y):
+    return unbroadcast(g, y)
+
+
+@add.jvp("x")
+def add_jvp_x(t, out, x, y):
+    return expand_to(t, out)
+
+
+@add.jvp("y")
+def add_jvp_y(t, out, x, y):
+    return expand_to(t, out)
+
+
+def _sub_name(args, params):
+    return "RsubBackward1" if _is_number(args[0]) else "SubBackward0"
+
+
+@primitive(_sub_name, ufunc="subtract")
+def sub(xp, x, y):
+    return x - y
+
+
+@sub.vjp("x")
+def sub_vjp_x(g, out, x, y):
+    return unbroadcast(g, x)
+
+
+@sub.vjp("y")
+def sub_vjp_y(g, out, x, y):
+    return unbroadcast(-g, y)
+
+
+@sub.jvp("x")
+def sub_jvp_x(t, out, x, y):
+    return expand_to(t, out)
+
+
+@sub.jvp("y")
+def sub_jvp_y(t, out, x, y):
+    return expand_to(-t, out)
+
+
+@primitive("MulBackward0", ufunc="multiply")
+def mul(xp, x, y):
+    return x * y
+
+
+@mul.vjp("x", uses="y")
+def mul_vjp_x(g, out, x, y):
+    return unbroadcast(g * y, x)
+
+
+@mul.vjp("y", uses="x")
+def mul_vjp_y(g, out, x, y):
+    return unbroadcast(g * x, y)
+
+
+@mul.jvp("x")
+def mul_jvp_x(t, out, x, y):
+    return expand_to(t * y, out)
+
+
+@mul.jvp("y")
+def mul_jvp_y(t, out, x, y):
+    return expand_to(x * t, out)
+
+
+@primitive("DivBackward0", dtypes=FLOAT, ufunc="true_divide")
+def div(xp, x, y):
+    return x / y
+
+
+@div.vjp("x", uses="y")
+def div_vjp_x(g, out, x, y):
+    return unbroadcast(g / y, x)
+
+
+@div.vjp("y", uses="x y")
+def div_vjp_y(g, out, x, y):
+    return unbroadcast(-g * x / (y * y), y)
+
+
+@div.jvp("x")
+def div_jvp_x(t, out, x, y):
+    return expand_to(t / y, out)
+
+
+@div.jvp("y")
+def div_jvp_y(t, out, x, y):
+    return expand_to(-t * x / (y * y), out)
+
+
+@primitive("NegBackward0", dtypes=KEEP, diagonal=True, ufunc="negative")
+def neg(xp, x):
+    return -x
+
+
+@neg.vjp("x")
+def neg_vjp(g, out, x):
+    return -g
+
+
+# -- powers ----------------------------------------------------------------------------------
+
+def _pow_name(args, params):
+    if _is_number(args[1]):
+        return "PowBackward0"
+    return "PowBackward2" if _is_number(args[0]) else "PowBackward1"
+
+
+@primitive(_pow_name, number_edges=False, ufunc="power")
+def pow(xp, x, y):
+    return x ** y
+
+
+@pow.vjp("x", uses="x y")
+def pow_vjp_x(g, out, x, y):
+    # d/dx x**y = y * x**(y-1); PyTorch defines it as 0 where y == 0 (even at x == 0).
+    return unbroadcast(g * where(y == 0, 0.0, y * x ** (y - 1)), x)
+
+
+@pow.vjp("y", uses="x y out")
+def pow_vjp_y(g, out, x, y):
+    # d/dy x**y = x**y * log(x); 0 where x == 0 and y >= 0, the limit PyTorch uses.
+    return unbroadcast(g * where((x == 0) & (y >= 0), 0.0, out * log(x)), y)
+
+
+@pow.jvp("x")
+def pow_jvp_x(t, out, x, y):
+    return expand_to(t * where(y == 0, 0.0, y * x ** (y - 1)), out)
+
+
+@pow.jvp("y")
+def pow_jvp_y(t, out, x, y):
+    return expand_to(t * where((x == 0) & (y >= 0), 0.0, out * log(x)), out)
+
+
+@primitive("RemainderBackward0", ufunc="remainder")
+def remainder(xp, x, y):
+    return xp.remainder(x, y)
+
+
+@remainder.vjp("x")
+def remainder_vjp_x(g, out, x, y):
+    return unbroadcast(g, x)
+
+
+@remainder.vjp("y", uses="x y")
+def remainder_vjp_y(g, out, x, y):
+    return unbroadcast(-g * floor_divide(x, y), y)
+
+
+@remainder.jvp("x")
+def remainder_jvp_x(t, out, x, y):
+    return expand_to(t, out)
+
+
+@remainder.jvp("y")
+def remainder_jvp_y(t, out, x, y):
+    return expand_to(-t * floor_divide(x, y), out)
+
+
+@primitive(differentiable=False, ufunc="floor_divide")
+def floor_divide(xp, x, y):
+    return xp.floor_divide(x, y)
+
+
+@primitive("Atan2Backward0", dtypes=FLOAT)
+def atan2(xp, x, y):
+    return xp.arctan2(x, y)
+
+
+@atan2.vjp("x", uses="x y")
+def atan2_vjp_x(g, out, x, y):
+    return unbroadcast(g * y / (x * x + y * y), x)
+
+
+@atan2.vjp("y", uses="x y")
+def atan2_vjp_y(g, out, x, y):
+    return unbroadcast(-g * x / (x * x + y * y), y)
+
+
+@atan2.jvp("x")
+def atan2_jvp_x(t, out, x, y):
+    return expand_to(t * y / (x * x + y * y), out)
+
+
+@atan2.jvp("y")
+def atan2_jvp_y(t, out, x, y):
+    return expand_to(-t * x / (x * x + y * y), out)
+
+
+# -- selection -------------------------------------------------------------------------------
+
+@primitive("WhereBackward0", cast=(1, 2))
+def where(xp, condition, x, y):
+    return xp.where(condition, x, y)
+
+
+@where.vjp("x", uses="condition")
+def where_vjp_x(g, out, condition, x, y):
+    return unbroadcast(where(condition, g, 0.0), x)
+
+
+@where.vjp("y", uses="condition")
+def where_vjp_y(g, out, condition, x, y):
+    return unbroadcast(where(condition, 0.0, g), y)
+
+
+@where.jvp("x")
+def where_jvp_x(t, out, condition, x, y):
+    return expand_to(where(condition, t, 0.0), out)
+
+
+@where.jvp("y")
+def where_jvp_y(t, out, condition, x, y):
+    return expand_to(where(condition, 0.0, t), out)
+
+
+# maximum/minimum split the gradient evenly between tied operands, as PyTorch does.
+@primitive("MaximumBackward0", ufunc="maximum")
+def maximum(xp, x, y):
+    return xp.maximum(x, y)
+
+
+@maximum.vjp("x", uses="x y")
+def maximum_vjp_x(g, out, x, y):
+    return unbroadcast(where(x > y, g, where(x == y, g / 2, 0.0)), x)
+
+
+@maximum.vjp("y", uses="x y")
+def maximum_vjp_y(g, out, x, y):
+    return unbroadcast(where(y > x, g, where(x == y, g / 2, 0.0)), y)
+
+
+@maximum.jvp("x")
+def maximum_jvp_x(t, out, x, y):
+    return expand_to(where(x > y, t, where(x == y, t / 2, 0.0)), out)
+
+
+@maximum.jvp("y")
+def maximum_jvp_y(t, out, x, y):
+    return expand_to(where(y > x, t, where(x == y, t / 2, 0.0)), out)
+
+
+@primitive("MinimumBackward0", ufunc="minimum")
+def minimum(xp, x, y):
+    return xp.minimum(x, y)
+
+
+@minimum.vjp("x", uses="x y")
+def minimum_vjp_x(g, out, x, y):
+    return unbroadcast(where(x < y, g, where(x == y, g / 2, 0.0)), x)
+
+
+@minimum.vjp("y", uses="x y")
+def minimum_vjp_y(g, out, x, y):
+    return unbroadcast(where(y < x, g, where(x == y, g / 2, 0.0)), y)
+
+
+@minimum.jvp("x")
+def minimum_jvp_x(t, out, x, y):
+    return expand_to(where(x < y, t, where(x == y, t / 2, 0.0)), out)
+
+
+@minimum.jvp("y")
+def minimum_jvp_y(t, out, x, y):
+    return expand_to(where(y < x, t, where(x == y, t / 2, 0.0)), out)
+
+
+@primitive("ClampBackward1", diagonal=True)
+def clamp(xp, x, *, min=None, max=None):
+    return xp.clip(x, min, max)
+
+
+@clamp.vjp("x", uses="x")
+def clamp_vjp(g, out, x, *, min=None, max=None):
+    # The gradient passes where min <= x <= max (bounds included), as in PyTorch.
+    if min is None:
+        inside = x <= max
+    elif max is None:
+        inside = x >= min
+    else:
+        inside = (x >= min) & (x <= max)
+    return where(inside, g, 0.0)
+
+
+# -- comparisons and logic (no gradient) -----------------------------------------------------
+
+@primitive(differentiable=False)
+def eq(xp, x, y):
+    return x == y
+
+
+@primitive(differentiable=False)
+def ne(xp, x, y):
+    return x != y
+
+
+@primitive(differentiable=False)
+def lt(xp, x, y):
+    return x < y
+
+
+@primitive(differentiable=False)
+def le(xp, x, y):
+    return x <= y
+
+
+@primitive(differentiable=False)
+def gt(xp, x, y):
+    return x > y
+
+
+@primitive(differentiable=False)
+def ge(xp, x, y):
+    return x >= y
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def logical_not(xp, x):
+    return xp.logical_not(x)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def logical_and(xp, x, y):
+    return xp.logical_and(x, y)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def logical_or(xp, x, y):
+    return xp.logical_or(x, y)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def logical_xor(xp, x, y):
+    return xp.logical_xor(x, y)
+
+
+@primitive(differentiable=False)
+def bitwise_and(xp, x, y):
+    return x & y
+
+
+@primitive(differentiable=False)
+def bitwise_or(xp, x, y):
+    return x | y
+
+
+@primitive(differentiable=False)
+def bitwise_xor(xp, x, y):
+    return x ^ y
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def bitwise_not(xp, x):
+    return ~x
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def isnan(xp, x):
+    return xp.isnan(x)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def isinf(xp, x):
+    return xp.isinf(x)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def isfinite(xp, x):
+    return xp.isfinite(x)
+
+
+from .unary import log  # noqa: E402  (pow's vjp; unary imports nothing from here at load)
+
+__all__ = ["add", "sub", "mul", "div", "neg", "pow", "remainder", "floor_divide", "atan2",
+           "where", "maximum", "minimum", "clamp", "eq", "ne", "lt", "le", "gt", "ge",
+           "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+           "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
+           "zeros_like"]

@@ -1,0 +1,246 @@
+"""Indexing rules. An index is split by :mod:`tracegrad.ops.indexing` into a static
+structure (slices, ints, None, Ellipsis, and :data:`ARRAY` placeholders) and the index
+arrays, which are passed as operands. Basic indexing is a view; advanced indexing copies,
+and its vjp scatter-adds, so repeated indices accumulate their gradients."""
+from .broadcast import expand_to, unbroadcast, zeros_of
+from .core import KEEP, primitive
+from .views import copy_slices
+
+
+class _ArrayPlaceholder:
+    """Marks where an index array sits in an index structure."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "ARRAY"
+
+    def __reduce__(self):
+        return "ARRAY"
+
+
+ARRAY = _ArrayPlaceholder()
+
+
+def fill_index(index, arrays):
+    """The backend index: ``index`` with its placeholders replaced by ``arrays``, in order."""
+    it = iter(arrays)
+    return tuple(next(it) if part is ARRAY else part for part in index)
+
+
+def _basic_name(args, params):
+    for part in reversed(params["index"]):
+        if isinstance(part, int):
+            return "SelectBackward0"
+        if part is None:
+            return "UnsqueezeBackward0"
+        if isinstance(part, slice) and part != slice(None):
+            return "SliceBackward0"
+    return "AliasBackward0"
+
+
+@primitive(_basic_name, dtypes=KEEP, view=True, linear=True)
+def basic_index(xp, x, *, index):
+    """``x[index]`` with only ints, slices, None and Ellipsis: a view. (A trailing ``...``
+    makes NumPy return a 0-d view, not a copied scalar, when every dim is indexed.)"""
+    return x[index if any(part is Ellipsis for part in index) else index + (Ellipsis,)]
+
+
+@basic_index.vjp("x")
+def basic_index_vjp(g, out, x, *, index):
+    return copy_slices(zeros_of(g, shape=x.shape), g, chain=((basic_index, {"index": index}, 0),))
+
+
+@primitive("IndexBackward0", dtypes=KEEP, linear=True)
+def advanced_index(xp, x, *indices, index):
+    """``x[index]`` with index arrays (integers or boolean masks): a copy."""
+    return x[fill_index(index, indices)]
+
+
+@advanced_index.vjp("x", uses="indices")
+def advanced_index_vjp(g, out, x, *indices, index):
+    return index_put(zeros_of(g, shape=x.shape), g, *indices, index=index, accumulate=True)
+
+
+@primitive("IndexPutBackward0", dtypes=KEEP)
+def index_put(xp, x, values, *indices, index, accumulate=False):
+    """A copy of ``x`` with ``x[index] = values`` (``+=``, summing repeats, if ``accumulate``)."""
+    out = x.copy()
+    index_put_into(xp, out, values, *indices, index=index, accumulate=accumulate)
+    return out
+
+
+@index_put.inplace
+def index_put_into(xp, dst, values, *indices, index, accumulate=False):
+    where = fill_index(index, indices)
+    if accumulate:
+        xp.scatter_add(dst, where, xp.broadcast_to(values, dst[where].shape))
+    else:
+        dst[where] = values
+
+
+@index_put.vjp("x", uses="indices")
+def index_put_vjp_x(g, out, x, values, *indices, index, accumulate=False):
+    return g if accumulate else index_put(g, 0.0, *indices, index=index)
+
+
+@index_put.vjp("values", uses="indices")
+def index_put_vjp_values(g, out, x, values, *indices, index, accumulate=False):
+    return unbroadcast(advanced_index(g, *indices, index=index), values)
+
+
+@index_put.jvp("x")
+def index_put_jvp_x(t, out, x, values, *indices, index, accumulate=False):
+    return t if accumulate else index_put(t, 0.0, *indices, index=index)
+
+
+@index_put.jvp("values")
+def index_put_jvp_values(t, out, x, values, *indices, index, accumulate=False):
+    return index_put(0.0 * out, t, *indices, index=index, accumulate=accumulate)
+
+
+def _along(dim, ndim):
+    """An index structure picking one index array along ``dim``."""
+    return (slice(None),) * dim + (ARRAY,) + (slice(None),) * (ndim - dim - 1)
+
+
+@primitive("IndexSelectBackward0", dtypes=KEEP, linear=True)
+def index_select(xp, x, index, *, dim):
+    return xp.take(x, index, axis=dim)
+
+
+@index_select.vjp("x", uses="index")
+def index_select_vjp(g, out, x, index, *, dim):
+    return index_put(zeros_of(g, shape=x.shape), g, index, index=_along(dim, x.ndim), accumulate=True)
+
+
+def _mesh(xp, index, dim):
+    """Full coordinates for ``index`` used along ``dim`` (as gather/scatter read it)."""
+    coords = []
+    for d in range(index.ndim):
+        if d == dim:
+            coords.append(index)
+        else:
+            shape = [1] * index.ndim
+            shape[d] = index.shape[d]
+            coords.append(xp.arange(index.shape[d]).reshape(shape))
+    return tuple(coords)
+
+
+@primitive("GatherBackward0", dtypes=KEEP, linear=True)
+def gather(xp, x, index, *, dim):
+    """``out[i][j][k] = x[i][index[i][j][k]][k]`` (for dim=1); index may be smaller than x."""
+    return x[_mesh(xp, index, dim)]
+
+
+@gather.vjp("x", uses="index")
+def gather_vjp(g, out, x, index, *, dim):
+    return scatter_add(zeros_of(g, shape=x.shape), index, g, dim=dim)
+
+
+@primitive("ScatterAddBackward0", dtypes=KEEP, linear=True)
+def scatter_add(xp, x, index, src, *, dim):
+    """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats summed)."""
+    out = x.copy()
+    scatter_add_into(xp, out, index, src, dim=dim)
+    return out
+
+
+@scatter_add.inplace
+def scatter_add_into(xp, dst, index, src, *, dim):
+    xp.scatter_add(dst, _mesh(xp, index, dim), src[tuple(slice(0, n) for n in index.shape)])
+
+
+@scatter_add.vjp("x")
+def scatter_add_vjp_x(g, out, x, index, src, *, dim):
+    return g
+
+
+@scatter_add.vjp("src", uses="index")
+def scatter_add_vjp_src(g, out, x, index, src, *, dim):
+    return _fit(gather(g, index, dim=dim), src)
+
+
+def _fit(v, like):
+    """``v`` (shaped like an index) padded with zeros to the shape of ``like`` (a src);
+    summed, if ``like`` is a number that was written everywhere."""
+    if not hasattr(like, "shape"):
+        return unbroadcast(v, like)
+    if tuple(v.shape) == tuple(like.shape):
+        return v
+    region = tuple(slice(0, n) for n in v.shape)
+    return copy_slices(zeros_of(v, shape=like.shape), v, chain=((basic_index, {"index": region}, 0),))
+
+
+@primitive("ScatterBackward0", dtypes=KEEP)
+def scatter(xp, x, index, src, *, dim):
+    """A copy of ``x`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``."""
+    out = x.copy()
+    scatter_into(xp, out, index, src, dim=dim)
+    return out
+
+
+@scatter.inplace
+def scatter_into(xp, dst, index, src, *, dim):
+    if getattr(src, "ndim", 0):
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    dst[_mesh(xp, index, dim)] = src
+
+
+@scatter.vjp("x", uses="index")
+def scatter_vjp_x(g, out, x, index, src, *, dim):
+    return scatter(g, index, 0.0, dim=dim)
+
+
+@scatter.vjp("src", uses="index")
+def scatter_vjp_src(g, out, x, index, src, *, dim):
+    return _fit(gather(g, index, dim=dim), src)
+
+
+@scatter.jvp("x")
+def scatter_jvp_x(t, out, x, index, src, *, dim):
+    return scatter(t, index, 0.0, dim=dim)
+
+
+@scatter.jvp("src")
+def scatter_jvp_src(t, out, x, index, src, *, dim):
+    return scatter(0.0 * out, index, t, dim=dim)
+
+
+@primitive("MaskedFillBackward0", dtypes=KEEP, number_edges=False)
+def masked_fill(xp, x, mask, value):
+    return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
+
+
+@masked_fill.inplace
+def masked_fill_into(xp, dst, mask, value):
+    dst[xp.broadcast_to(mask, dst.shape)] = value
+
+
+@masked_fill.vjp("x", uses="mask")
+def masked_fill_vjp_x(g, out, x, mask, value):
+    return unbroadcast(where_(mask, 0.0, g), x)
+
+
+@masked_fill.vjp("value", uses="mask")
+def masked_fill_vjp_value(g, out, x, mask, value):
+    return unbroadcast(where_(mask, g, 0.0), value)
+
+
+@masked_fill.jvp("x")
+def masked_fill_jvp_x(t, out, x, mask, value):
+    return expand_to(where_(mask, 0.0, t), out)
+
+
+@masked_fill.jvp("value")
+def masked_fill_jvp_value(t, out, x, mask, value):
+    return expand_to(where_(mask, t, 0.0), out)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def nonzero(xp, x):
+    """Indices of the non-zero elements, one row per element (PyTorch's layout)."""
+    return xp.stack(xp.nonzero(x), axis=-1) if x.ndim else xp.zeros((int(bool(x)), 0), dtype="int64")
+
+
+from .arith import where as where_  # noqa: E402  (arith imports nothing from here)

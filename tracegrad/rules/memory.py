@@ -1,0 +1,75 @@
+"""Copies and conversions: ``clone``, dtype ``cast``, and the rules behind ``copy_``,
+``fill_`` and ``zero_`` (which PyTorch records as differentiable in-place writes)."""
+from .broadcast import unbroadcast, zeros_like
+from .core import KEEP, primitive
+
+
+@primitive("CloneBackward0", dtypes=KEEP, diagonal=True)
+def clone(xp, x):
+    return x.copy()
+
+
+@clone.vjp("x")
+def clone_vjp(g, out, x):
+    return g
+
+
+@primitive("ToCopyBackward0", dtypes=KEEP, linear=True)
+def cast(xp, x, *, dtype, src_dtype):
+    """``x`` converted to ``dtype``; ``src_dtype`` is kept so the gradient converts back."""
+    return x.astype(dtype)
+
+
+@cast.vjp("x")
+def cast_vjp(g, out, x, *, dtype, src_dtype):
+    return cast(g, dtype=src_dtype, src_dtype=dtype)
+
+
+@primitive("CopyBackwards", dtypes=KEEP)
+def copy(xp, x, src):
+    """The value ``x.copy_(src)`` writes: ``src`` broadcast to ``x``'s shape and dtype."""
+    return xp.broadcast_to(xp.asarray(src).astype(x.dtype, copy=False), x.shape).copy()
+
+
+@copy.inplace
+def copy_into(xp, dst, src):
+    dst[...] = src
+
+
+@copy.vjp("x")
+def copy_vjp_x(g, out, x, src):
+    return zeros_like(g)
+
+
+@copy.vjp("src")
+def copy_vjp_src(g, out, x, src):
+    return unbroadcast(g, src)
+
+
+@copy.jvp("x")
+def copy_jvp_x(t, out, x, src):
+    return zeros_like(t)
+
+
+@copy.jvp("src")
+def copy_jvp_src(t, out, x, src):
+    return copy(out, t)
+
+
+def _fill_name(args, params):
+    return "ZeroBackward0" if params.get("value") == 0 else "FillBackward0"
+
+
+@primitive(_fill_name, dtypes=KEEP, diagonal=True)
+def fill(xp, x, *, value):
+    return xp.full_like(x, value)
+
+
+@fill.inplace
+def fill_into(xp, dst, *, value):
+    dst.fill(value)
+
+
+@fill.vjp("x")
+def fill_vjp(g, out, x, *, value):
+    return zeros_like(g)

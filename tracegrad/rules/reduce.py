@@ -1,0 +1,356 @@
+"""Reductions and scans. ``dim`` is always a tuple of non-negative dims or None (all);
+the torch-style functions in :mod:`tracegrad.ops.reduction` normalise it. A vjp first
+gives the gradient the kept-dims shape (``keep``), then broadcasts it over the input."""
+import math
+
+from .arith import where
+from .broadcast import broadcast_to, indicator
+from .core import FLOAT, KEEP, primitive
+from .shape import flip, reshape
+from .unary import abs, exp, log, sign, sqrt
+
+
+def kept_shape(shape, dim):
+    """``shape`` with the reduced dims set to 1 (what keepdim=True gives)."""
+    if dim is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dim else s for i, s in enumerate(shape))
+
+
+def count(shape, dim):
+    """Number of elements reduced into each output element."""
+    return math.prod(shape if dim is None else [shape[i] for i in dim])
+
+
+def keep(g, shape, dim, keepdim):
+    """A reduction's gradient (or result) reshaped to the kept-dims shape of ``shape``."""
+    return g if keepdim else reshape(g, shape=kept_shape(shape, dim))
+
+
+def spread(g, x, dim, keepdim):
+    """A reduction's gradient broadcast back over the input ``x``."""
+    return broadcast_to(keep(g, x.shape, dim, keepdim), shape=x.shape)
+
+
+def _axis(dim):
+    return None if dim is None else tuple(dim)
+
+
+def _by_dim(name):
+    def node(args, params):
+        return f"{name}Backward{0 if params.get('dim') is None else 1}"
+    return node
+
+
+@primitive(_by_dim("Sum"), dtypes=KEEP, linear=True)
+def sum(xp, x, *, dim=None, keepdim=False, dtype=None):
+    return xp.sum(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
+
+
+@sum.vjp("x")
+def sum_vjp(g, out, x, *, dim=None, keepdim=False, dtype=None):
+    return spread(g, x, dim, keepdim)
+
+
+@primitive(_by_dim("Mean"), dtypes=KEEP, linear=True)
+def mean(xp, x, *, dim=None, keepdim=False):
+    return xp.mean(x, axis=_axis(dim), keepdims=keepdim)
+
+
+@mean.vjp("x")
+def mean_vjp(g, out, x, *, dim=None, keepdim=False):
+    return spread(g, x, dim, keepdim) / count(x.shape, dim)
+
+
+@primitive(_by_dim("Prod"), dtypes=KEEP)
+def prod(xp, x, *, dim=None, keepdim=False, dtype=None):
+    return xp.prod(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
+
+
+def prod_partials(x, dim):
+    """d prod / d x_i = the product of the other elements: prod / x_i where no zero is
+    reduced; where one zero is, only that element gets the product of the rest; with two
+    or more zeros, every partial is 0. Kept-dims shape, broadcastable over ``x``."""
+    zero = x == 0
+    zeros = sum(where(zero, 1.0, 0.0), dim=dim, keepdim=True)
+    rest = prod(where(zero, 1.0, x), dim=dim, keepdim=True)
+    return where(zeros == 0, rest / where(zero, 1.0, x), where((zeros == 1) & zero, rest, 0.0))
+
+
+@prod.vjp("x", uses="x")
+def prod_vjp(g, out, x, *, dim=None, keepdim=False, dtype=None):
+    return spread(g, x, dim, keepdim) * prod_partials(x, dim)
+
+
+@prod.jvp("x")
+def prod_jvp(t, out, x, *, dim=None, keepdim=False, dtype=None):
+    return sum(t * prod_partials(x, dim), dim=dim, keepdim=keepdim)
+
+
+@primitive("VarBackward0", dtypes=FLOAT)
+def var(xp, x, *, dim=None, correction=1, keepdim=False):
+    return xp.var(x, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+
+
+@var.vjp("x", uses="x")
+def var_vjp(g, out, x, *, dim=None, correction=1, keepdim=False):
+    centered = x - mean(x, dim=dim, keepdim=True)
+    return spread(g, x, dim, keepdim) * centered * (2.0 / (count(x.shape, dim) - correction))
+
+
+@var.jvp("x")
+def var_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
+    centered = x - mean(x, dim=dim, keepdim=True)
+    return sum(t * centered, dim=dim, keepdim=keepdim) * (2.0 / (count(x.shape, dim) - correction))
+
+
+@primitive("StdBackward0", dtypes=FLOAT)
+def std(xp, x, *, dim=None, correction=1, keepdim=False):
+    return xp.std(x, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+
+
+@std.vjp("x", uses="x out")
+def std_vjp(g, out, x, *, dim=None, correction=1, keepdim=False):
+    centered = x - mean(x, dim=dim, keepdim=True)
+    scale = spread(g / out, x, dim, keepdim) / (count(x.shape, dim) - correction)
+    return scale * centered
+
+
+@std.jvp("x")
+def std_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
+    centered = x - mean(x, dim=dim, keepdim=True)
+    return sum(t * centered, dim=dim, keepdim=keepdim) / (out * (count(x.shape, dim) - correction))
+
+
+# -- extrema: ties share the gradient evenly, as PyTorch's max()/amax() do ---------------------
+
+def tie_weights(out, x, dim, keepdim):
+    """1/(number of ties) where ``x`` attains the extremum ``out``, 0 elsewhere."""
+    hit = indicator(x == keep(out, x.shape, dim, keepdim), x)
+    return hit / sum(hit, dim=dim, keepdim=True)
+
+
+@primitive("AmaxBackward0", dtypes=KEEP)
+def amax(xp, x, *, dim=None, keepdim=False):
+    return xp.amax(x, axis=_axis(dim), keepdims=keepdim)
+
+
+@primitive("AminBackward0", dtypes=KEEP)
+def amin(xp, x, *, dim=None, keepdim=False):
+    return xp.amin(x, axis=_axis(dim), keepdims=keepdim)
+
+
+@primitive("MaxBackward1", dtypes=KEEP)
+def max(xp, x):
+    return xp.max(x)
+
+
+@primitive("MinBackward1", dtypes=KEEP)
+def min(xp, x):
+    return xp.min(x)
+
+
+def extremum_vjp(g, out, x, *, dim=None, keepdim=False):
+    return spread(g, x, dim, keepdim) * tie_weights(out, x, dim, keepdim)
+
+
+def extremum_jvp(t, out, x, *, dim=None, keepdim=False):
+    return sum(t * tie_weights(out, x, dim, keepdim), dim=dim, keepdim=keepdim)
+
+
+for _p in (amax, amin, max, min):
+    _p.vjp("x", uses="x out")(extremum_vjp)
+    _p.jvp("x")(extremum_jvp)
+
+
+@primitive("MaxBackward0", dtypes=KEEP, nout=2, nondiff_outputs=(1,))
+def max_dim(xp, x, *, dim, keepdim=False):
+    """``max(x, dim)``: (values, indices); the gradient goes to the index found."""
+    idx = xp.expand_dims(xp.argmax(x, axis=dim), dim)
+    values = xp.take_along_axis(x, idx, axis=dim)
+    return (values if keepdim else xp.squeeze(values, dim)), (idx if keepdim else xp.squeeze(idx, dim))
+
+
+@primitive("MinBackward0", dtypes=KEEP, nout=2, nondiff_outputs=(1,))
+def min_dim(xp, x, *, dim, keepdim=False):
+    idx = xp.expand_dims(xp.argmin(x, axis=dim), dim)
+    values = xp.take_along_axis(x, idx, axis=dim)
+    return (values if keepdim else xp.squeeze(values, dim)), (idx if keepdim else xp.squeeze(idx, dim))
+
+
+def select_dim_vjp(g, out, x, *, dim, keepdim=False):
+    values_grad, indices = g[0], out[1]
+    shape = kept_shape(x.shape, (dim,))
+    return scatter_add(zeros_of(values_grad, shape=x.shape), reshape(indices, shape=shape),
+                       reshape(values_grad, shape=shape), dim=dim)
+
+
+def select_dim_jvp(t, out, x, *, dim, keepdim=False):
+    picked = gather(t, reshape(out[1], shape=kept_shape(x.shape, (dim,))), dim=dim)
+    return (keep_or_squeeze(picked, dim, keepdim), None)
+
+
+for _p in (max_dim, min_dim):
+    _p.vjp("x", uses="out")(select_dim_vjp)
+    _p.jvp("x")(select_dim_jvp)
+
+
+def keep_or_squeeze(v, dim, keepdim):
+    return v if keepdim else reshape(v, shape=tuple(s for i, s in enumerate(v.shape) if i != dim))
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def argmax(xp, x, *, dim=None, keepdim=False):
+    if dim is None:
+        r = xp.argmax(x)
+        return xp.reshape(r, (1,) * x.ndim) if keepdim else r
+    return xp.argmax(x, axis=dim, keepdims=keepdim)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def argmin(xp, x, *, dim=None, keepdim=False):
+    if dim is None:
+        r = xp.argmin(x)
+        return xp.reshape(r, (1,) * x.ndim) if keepdim else r
+    return xp.argmin(x, axis=dim, keepdims=keepdim)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def all_(xp, x, *, dim=None, keepdim=False):
+    return xp.all(x, axis=_axis(dim), keepdims=keepdim)
+
+
+@primitive(differentiable=False, dtypes=KEEP)
+def any_(xp, x, *, dim=None, keepdim=False):
+    return xp.any(x, axis=_axis(dim), keepdims=keepdim)
+
+
+# -- smooth reductions -------------------------------------------------------------------------
+
+@primitive("LogsumexpBackward0", dtypes=FLOAT)
+def logsumexp(xp, x, *, dim, keepdim=False):
+    m = xp.amax(x, axis=_axis(dim), keepdims=True) if x.size else xp.zeros(kept_shape(x.shape, dim), x.dtype)
+    m = xp.where(xp.isfinite(m), m, 0)
+    s = xp.log(xp.sum(xp.exp(x - m), axis=_axis(dim), keepdims=True)) + m
+    return s if keepdim else xp.reshape(s, tuple(n for i, n in enumerate(x.shape) if i not in dim))
+
+
+@logsumexp.vjp("x", uses="x out")
+def logsumexp_vjp(g, out, x, *, dim, keepdim=False):
+    return spread(g, x, dim, keepdim) * exp(x - keep(out, x.shape, dim, keepdim))
+
+
+@logsumexp.jvp("x")
+def logsumexp_jvp(t, out, x, *, dim, keepdim=False):
+    return sum(t * exp(x - keep(out, x.shape, dim, keepdim)), dim=dim, keepdim=keepdim)
+
+
+@primitive("LinalgVectorNormBackward0", dtypes=FLOAT)
+def vector_norm(xp, x, *, ord=2, dim=None, keepdim=False):
+    a = xp.abs(x)
+    axis = _axis(dim)
+    if ord == math.inf:
+        return xp.amax(a, axis=axis, keepdims=keepdim) if a.size else xp.zeros(
+            kept_shape(a.shape, dim) if keepdim else (), a.dtype)
+    if ord == -math.inf:
+        return xp.amin(a, axis=axis, keepdims=keepdim)
+    if ord == 0:
+        return xp.sum(a != 0, axis=axis, keepdims=keepdim).astype(a.dtype)
+    if ord == 1:
+        return xp.sum(a, axis=axis, keepdims=keepdim)
+    if ord == 2:
+        return xp.sqrt(xp.sum(a * a, axis=axis, keepdims=keepdim))
+    return xp.sum(a ** ord, axis=axis, keepdims=keepdim) ** (1.0 / ord)
+
+
+@vector_norm.vjp("x", uses="x out")
+def vector_norm_vjp(g, out, x, *, ord=2, dim=None, keepdim=False):
+    return spread(g, x, dim, keepdim) * norm_slope(out, x, ord, dim, keepdim)
+
+
+@vector_norm.jvp("x")
+def vector_norm_jvp(t, out, x, *, ord=2, dim=None, keepdim=False):
+    return sum(t * norm_slope(out, x, ord, dim, keepdim), dim=dim, keepdim=keepdim)
+
+
+def norm_slope(out, x, ord, dim, keepdim):
+    """d norm / d x, with 0 where the norm is 0 (PyTorch's choice at the kink)."""
+    n = keep(out, x.shape, dim, keepdim)
+    if ord == 0:
+        return 0.0 * x
+    if ord == 1:
+        return sign(x)
+    if ord == 2:
+        return where(n == 0, 0.0, x / where(n == 0, 1.0, n))
+    if ord in (math.inf, -math.inf):
+        hit = indicator(abs(x) == n, x)
+        return sign(x) * hit / sum(hit, dim=dim, keepdim=True)
+    safe = where(n == 0, 1.0, n)
+    return where(n == 0, 0.0, sign(x) * abs(x) ** (ord - 1) / safe ** (ord - 1))
+
+
+# -- scans -------------------------------------------------------------------------------------
+
+@primitive("CumsumBackward0", dtypes=KEEP, linear=True)
+def cumsum(xp, x, *, dim, dtype=None):
+    if x.ndim == 0:  # NumPy would return shape (1,)
+        return x.astype(dtype or x.dtype, copy=True)
+    return xp.cumsum(x, axis=dim, dtype=dtype)
+
+
+@cumsum.vjp("x")
+def cumsum_vjp(g, out, x, *, dim, dtype=None):
+    return _rev_cumsum(g, dim)
+
+
+@primitive("CumprodBackward0", dtypes=KEEP)
+def cumprod(xp, x, *, dim, dtype=None):
+    if x.ndim == 0:
+        return x.astype(dtype or x.dtype, copy=True)
+    return xp.cumprod(x, axis=dim, dtype=dtype)
+
+
+@cumprod.vjp("x", uses="x out")
+def cumprod_vjp(g, out, x, *, dim, dtype=None):
+    # dL/dx_i = sum_{k>=i} g_k * prod_{j<=k, j!=i} x_j. Before the first zero of a slice this
+    # is revcumsum(g*out)_i / x_i; at the first zero it is revcumsum(g * cumprod(x with that
+    # zero replaced by 1)); after it, every product contains the zero, so 0.
+    zero = where(x == 0, 1.0, 0.0)
+    zeros_so_far = cumsum(zero, dim=dim)
+    before = zeros_so_far == 0
+    first_zero = (zeros_so_far == 1) & (zero == 1)
+    from_start = _rev_cumsum(g * out, dim) / where(before, x, 1.0)
+    at_zero = _rev_cumsum(g * cumprod(where(first_zero, 1.0, x), dim=dim), dim)
+    return where(before, from_start, where(first_zero, at_zero, 0.0))
+
+
+@cumprod.jvp("x")
+def cumprod_jvp(t, out, x, *, dim, dtype=None):
+    # Forward mode needs no division: d out_k = sum_{i<=k} t_i * prod_{j<=k, j!=i} x_j,
+    # computed by the recurrence d out_k = d out_{k-1} * x_k + out_{k-1} * t_k.
+    if x.ndim == 0:
+        return t
+    xs, ts, outs = _unstack(x, dim), _unstack(t, dim), _unstack(out, dim)
+    d = [ts[0]]
+    for k in range(1, len(xs)):
+        d.append(d[-1] * xs[k] + outs[k - 1] * ts[k])
+    return stack(*d, dim=dim) if d else t
+
+
+def _rev_cumsum(v, dim):
+    """Sums from each position to the end along ``dim`` (a 0-d value is its own sum)."""
+    if v.ndim == 0:
+        return v
+    return flip(cumsum(flip(v, dims=(dim,)), dim=dim), dims=(dim,))
+
+
+def _unstack(v, dim):
+    return list(unbind(v, dim=dim)) if v.shape[dim] else []
+
+
+from .index import gather, scatter_add, zeros_of  # noqa: E402  (index imports reduce's helpers lazily)
+from .shape import stack, unbind  # noqa: E402
+
+__all__ = ["sum", "mean", "prod", "var", "std", "amax", "amin", "max", "min", "max_dim",
+           "min_dim", "argmax", "argmin", "all_", "any_", "logsumexp", "vector_norm", "cumsum", "cumprod",
+           "kept_shape", "count", "keep", "spread"]

@@ -1,0 +1,220 @@
+"""Shape rules: reshaping views, axis permutations, flips and rolls, repetition, triangles,
+joining (cat, stack) and splitting (split, unbind). All are linear, so their jvps are the
+rule applied to the tangent; each vjp undoes the rearrangement."""
+from .broadcast import sum_to, zeros_of
+from .core import KEEP, primitive
+
+
+# -- views that only reinterpret the shape ------------------------------------------------------
+
+@primitive("ViewBackward0", dtypes=KEEP, view=True, linear=True)
+def reshape(xp, x, *, shape):
+    return xp.reshape(x, tuple(shape))
+
+
+def _squeeze_name(args, params):
+    dim = params.get("dim")
+    return "SqueezeBackward0" if dim is None else (
+        "SqueezeBackward2" if isinstance(dim, tuple) else "SqueezeBackward1")
+
+
+@primitive(_squeeze_name, dtypes=KEEP, view=True, linear=True)
+def squeeze(xp, x, *, dim=None):
+    """Drop size-1 dims: all of them (``dim=None``), or those among ``dim`` (int or tuple)."""
+    dims = (dim,) if isinstance(dim, int) else dim
+    shape = tuple(s for i, s in enumerate(x.shape) if s != 1 or (dims is not None and i not in dims))
+    return xp.reshape(x, shape)
+
+
+@primitive("UnsqueezeBackward0", dtypes=KEEP, view=True, linear=True)
+def unsqueeze(xp, x, *, dim):
+    return xp.expand_dims(x, dim)
+
+
+def reshape_back(g, out, x, **params):
+    """The vjp of every shape-only view: the gradient reshaped to the input's shape."""
+    return reshape(g, shape=x.shape)
+
+
+for _p in (reshape, squeeze, unsqueeze):
+    _p.vjp("x")(reshape_back)
+
+
+# -- permutations ---------------------------------------------------------------------------------
+
+@primitive("TransposeBackward0", dtypes=KEEP, view=True, linear=True)
+def transpose(xp, x, *, dim0, dim1):
+    return xp.swapaxes(x, dim0, dim1)
+
+
+@transpose.vjp("x")
+def transpose_vjp(g, out, x, *, dim0, dim1):
+    return transpose(g, dim0=dim0, dim1=dim1)
+
+
+@primitive("TBackward0", dtypes=KEEP, view=True, linear=True)
+def t(xp, x):
+    return x.T
+
+
+@t.vjp("x")
+def t_vjp(g, out, x):
+    return t(g)
+
+
+@primitive("PermuteBackward0", dtypes=KEEP, view=True, linear=True)
+def permute(xp, x, *, dims):
+    return xp.transpose(x, tuple(dims))
+
+
+@permute.vjp("x")
+def permute_vjp(g, out, x, *, dims):
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return permute(g, dims=tuple(inverse))
+
+
+@primitive("FlipBackward0", dtypes=KEEP, linear=True)
+def flip(xp, x, *, dims):
+    return xp.flip(x, tuple(dims)).copy()  # a copy: PyTorch never has negative strides
+
+
+@flip.vjp("x")
+def flip_vjp(g, out, x, *, dims):
+    return flip(g, dims=dims)
+
+
+@primitive("RollBackward0", dtypes=KEEP, linear=True)
+def roll(xp, x, *, shifts, dims):
+    return xp.roll(x, shifts, dims)
+
+
+@roll.vjp("x")
+def roll_vjp(g, out, x, *, shifts, dims):
+    back = tuple(-s for s in shifts) if isinstance(shifts, tuple) else -shifts
+    return roll(g, shifts=back, dims=dims)
+
+
+@primitive("RepeatBackward0", dtypes=KEEP, linear=True)
+def repeat(xp, x, *, repeats):
+    return xp.tile(x, tuple(repeats))
+
+
+@repeat.vjp("x")
+def repeat_vjp(g, out, x, *, repeats):
+    # View g as (r0, s0, r1, s1, ...) and sum away the repetition axes.
+    sizes = (1,) * (len(repeats) - x.ndim) + tuple(x.shape)
+    split = tuple(v for r, s in zip(repeats, sizes) for v in (r, s))
+    kept = tuple(v for s in sizes for v in (1, s))
+    return reshape(sum_to(reshape(g, shape=split), shape=kept), shape=x.shape)
+
+
+@primitive("TrilBackward0", dtypes=KEEP, linear=True)
+def tril(xp, x, *, diagonal=0):
+    return xp.tril(x, diagonal)
+
+
+@tril.vjp("x")
+def tril_vjp(g, out, x, *, diagonal=0):
+    return tril(g, diagonal=diagonal)
+
+
+@primitive("TriuBackward0", dtypes=KEEP, linear=True)
+def triu(xp, x, *, diagonal=0):
+    return xp.triu(x, diagonal)
+
+
+@triu.vjp("x")
+def triu_vjp(g, out, x, *, diagonal=0):
+    return triu(g, diagonal=diagonal)
+
+
+# -- joining and splitting ------------------------------------------------------------------------
+
+@primitive("CatBackward0", linear=True)
+def cat(xp, *xs, dim):
+    return xp.concatenate(xs, axis=dim)
+
+
+@cat.vjp_all()
+def cat_vjp(g, out, *xs, dim):
+    return split(g, sizes=tuple(x.shape[dim] for x in xs), dim=dim)
+
+
+@primitive("StackBackward0", linear=True)
+def stack(xp, *xs, dim):
+    return xp.stack(xs, axis=dim)
+
+
+@stack.vjp_all()
+def stack_vjp(g, out, *xs, dim):
+    return unbind(g, dim=dim)
+
+
+def _split_name(args, params):
+    return "SplitBackward0" if params.get("chunked") else "SplitWithSizesBackward0"
+
+
+@primitive(_split_name, dtypes=KEEP, view=True, nout=None, linear=True)
+def split(xp, x, *, sizes, dim, chunked=False):
+    """Views of consecutive pieces of ``x`` along ``dim`` with the given ``sizes``."""
+    bounds, start = [], 0
+    for s in sizes[:-1]:
+        start += s
+        bounds.append(start)
+    return tuple(xp.split(x, bounds, axis=dim))
+
+
+@split.vjp("x")
+def split_vjp(g, out, x, *, sizes, dim, chunked=False):
+    return cat(*g, dim=dim)
+
+
+@primitive("UnbindBackward0", dtypes=KEEP, view=True, nout=None, linear=True)
+def unbind(xp, x, *, dim):
+    lead = (slice(None),) * dim
+    return tuple(x[lead + (i, Ellipsis)] for i in range(x.shape[dim]))
+
+
+@unbind.vjp("x")
+def unbind_vjp(g, out, x, *, dim):
+    return stack(*g, dim=dim)
+
+
+# -- diagonals ------------------------------------------------------------------------------------
+
+@primitive("DiagonalBackward0", dtypes=KEEP, view=True, linear=True)
+def diagonal(xp, x, *, offset=0, dim1=0, dim2=1):
+    """A writable view of a diagonal (NumPy's own ``diagonal`` view is read-only)."""
+    d = xp.diagonal(x, offset, dim1, dim2)
+    start = [slice(None)] * x.ndim
+    if offset >= 0:
+        start[dim2] = slice(offset, None)
+    else:
+        start[dim1] = slice(-offset, None)
+    return xp.as_strided(x[tuple(start)], d.shape, d.strides)
+
+
+@diagonal.vjp("x")
+def diagonal_vjp(g, out, x, *, offset=0, dim1=0, dim2=1):
+    return diagonal_scatter(zeros_of(g, shape=x.shape), g, offset=offset, dim1=dim1, dim2=dim2)
+
+
+@primitive("DiagonalScatterBackward0", dtypes=KEEP, linear=True)
+def diagonal_scatter(xp, x, src, *, offset=0, dim1=0, dim2=1):
+    """``x`` with the chosen diagonal replaced by ``src``."""
+    out = x.copy()
+    diagonal.impl(xp, out, offset=offset, dim1=dim1, dim2=dim2)[...] = src
+    return out
+
+
+@diagonal_scatter.vjp("x")
+def diagonal_scatter_vjp_x(g, out, x, src, *, offset=0, dim1=0, dim2=1):
+    return diagonal_scatter(g, 0.0 * diagonal(g, offset=offset, dim1=dim1, dim2=dim2),
+                            offset=offset, dim1=dim1, dim2=dim2)
+
+
+@diagonal_scatter.vjp("src")
+def diagonal_scatter_vjp_src(g, out, x, src, *, offset=0, dim1=0, dim2=1):
+    return diagonal(g, offset=offset, dim1=dim1, dim2=dim2)

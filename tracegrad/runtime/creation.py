@@ -1,0 +1,326 @@
+"""Creating tensors: ``tensor``, ``as_tensor``, ``from_numpy``, the factories, randomness.
+
+Dtypes are inferred as PyTorch does: Python floats take the default float dtype (not
+float64 as NumPy would), ints int64, bools bool; NumPy arrays keep their dtype.
+"""
+import builtins
+
+from .. import backend
+from ..backend import dtypes as _dt
+from . import grad_mode
+from .tensor import Size, Tensor, mark_inference, wrap
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
+           "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
+           "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+           "randint_like", "manual_seed", "seed", "initial_seed", "Generator",
+           "legacy_tensor_data", "parse_size"]
+
+
+def _finish(data, requires_grad):
+    t = wrap(data)
+    if grad_mode.state.mode == grad_mode.INFERENCE:
+        mark_inference(t)
+    if requires_grad:
+        if data.dtype.kind not in "fc":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        t._requires_grad = True
+    return t
+
+
+def _infer_dtype(data):
+    """PyTorch's dtype for nested Python data: the highest kind present, default widths."""
+    rank = -1
+    found = None
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            found = x.dtype if found is None else _dt.promote_types(found, x.dtype)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, bool):
+            rank = max(rank, 0)
+        elif isinstance(x, int):
+            rank = max(rank, 1)
+        elif isinstance(x, float):
+            rank = max(rank, 2)
+        elif isinstance(x, complex):
+            rank = max(rank, 3)
+        elif hasattr(x, "dtype"):
+            d = _dt.from_numpy_dtype(backend.cpu.asarray(x).dtype)
+            found = d if found is None else _dt.promote_types(found, d)
+        else:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+    by_rank = [_dt.bool_, _dt.int64, _dt.get_default_dtype(), _dt.get_default_dtype().to_complex()]
+    if rank < 0:
+        return found if found is not None else _dt.get_default_dtype()
+    inferred = by_rank[rank]
+    return inferred if found is None else _dt.promote_types(found, inferred)
+
+
+def _unwrap_nested(data):
+    if isinstance(data, Tensor):
+        return backend.namespace_of(data._data).to_host(data._data)
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_nested(x) for x in data]
+    return data
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, Tensors)."""
+    xp = backend.namespace_for(device)
+    if isinstance(data, Tensor):
+        d = _dt.as_dtype(dtype) if dtype is not None else data.dtype
+        arr = xp.asarray(data._data, dtype=d.np).copy() if device is not None else data._data.astype(d.np, copy=True)
+        return _finish(arr, requires_grad)
+    if backend.is_array(data) or type(data).__module__.startswith("numpy"):
+        host = backend.cpu.asarray(data)
+        d = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(host.dtype)
+        return _finish(xp.asarray(host, dtype=d.np).copy(), requires_grad)
+    d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+    try:
+        host = backend.cpu.asarray(_unwrap_nested(data), dtype=d.np)
+    except ValueError as e:
+        raise ValueError(f"tensor(): could not build a tensor from the data given: {e}") from None
+    return _finish(xp.asarray(host), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like :func:`tensor`, but shares memory with a NumPy array or Tensor when it can."""
+    if isinstance(data, Tensor):
+        if (dtype is None or _dt.as_dtype(dtype) == data.dtype) and (device is None or backend.device(device) == data.device):
+            return data
+        return data.to(device=device, dtype=dtype)
+    if backend.is_array(data) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and device in (None, "cpu"):
+        return wrap(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with ``ndarray`` (writes to one show in the other)."""
+    if not isinstance(ndarray, backend.cpu.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    _dt.from_numpy_dtype(ndarray.dtype)
+    return wrap(ndarray)
+
+
+def parse_size(size):
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(Size)`` all mean shape (2, 3)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s)
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise TypeError(f"size must be a sequence of ints, but got an element of type {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(s)
+    return tuple(out)
+
+
+def _float_dtype(dtype):
+    return _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    return _finish(xp.zeros(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    return _finish(xp.ones(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
+    """Uninitialised in PyTorch; zero-filled here, so results never depend on garbage."""
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(fill_value)
+    return _finish(xp.full(parse_size((size,)), fill_value, dtype=d.np), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    return _finish(xp.eye(n, n if m is None else m, dtype=_float_dtype(dtype).np), requires_grad)
+
+
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments."""
+    if end is None:
+        start, end = 0, start
+    values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(values)
+    xp = backend.namespace_for(device)
+    return _finish(xp.arange(*values).astype(d.np), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    return _finish(xp.linspace(start, end, steps).astype(_float_dtype(dtype).np), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    xp = backend.namespace_for(device)
+    return _finish(xp.logspace(start, end, steps, base=base).astype(_float_dtype(dtype).np), requires_grad)
+
+
+# -- randomness ----------------------------------------------------------------------------------
+
+class Generator:
+    """The default random generator: ``manual_seed`` reseeds every backend."""
+
+    def __init__(self):
+        self._seed = 67280421310721
+
+    def manual_seed(self, value):
+        value = int(value)
+        self._seed = value
+        for xp in _seeded_namespaces():
+            xp.seed(value)
+        return self
+
+    def seed(self):
+        import random
+        return self.manual_seed(random.getrandbits(63)).initial_seed()
+
+    def initial_seed(self):
+        return self._seed
+
+    def __repr__(self):
+        return f"<tracegrad.Generator object at {id(self):#x}>"
+
+
+def _seeded_namespaces():
+    from ..backend import _NS_BY_DEVICE_TYPE
+    return list(_NS_BY_DEVICE_TYPE.values())
+
+
+default_generator = Generator()
+
+
+def manual_seed(value):
+    """Seed the random number generators of every device; returns the default generator."""
+    return default_generator.manual_seed(value)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    d = _float_dtype(dtype)
+    return _finish(xp.asarray(xp.rng().random(parse_size(size), dtype=_sampling_dtype(d))).astype(d.np, copy=False), requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    d = _float_dtype(dtype)
+    return _finish(xp.asarray(xp.rng().standard_normal(parse_size(size), dtype=_sampling_dtype(d))).astype(d.np, copy=False), requires_grad)
+
+
+def _sampling_dtype(d):
+    if not d.is_floating_point:
+        raise RuntimeError(f"random sampling of floating values is not implemented for {d}")
+    return "float32" if d is not _dt.float64 else "float64"
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False, out=None):
+    """``randint(high, size)`` or ``randint(low, high, size)``: ints in [low, high)."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    xp = backend.namespace_for(device)
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    return _finish(xp.asarray(xp.rng().integers(low, high, parse_size((size,)))).astype(d.np), requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    xp = backend.namespace_for(device)
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    return _finish(xp.asarray(xp.rng().permutation(n)).astype(d.np), requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False, out=None):
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        shape = (mean if isinstance(mean, Tensor) else std).shape
+        noise = randn(shape, dtype=(mean if isinstance(mean, Tensor) else std).dtype,
+                      device=(mean if isinstance(mean, Tensor) else std).device)
+        return noise * std + mean
+    return randn(size, dtype=dtype, device=device, requires_grad=requires_grad) * std + mean
+
+
+# -- *_like ------------------------------------------------------------------------------------
+
+def _like(fn, t, dtype, device, **kw):
+    return fn(t.shape, dtype=dtype if dtype is not None else t.dtype,
+              device=device if device is not None else t.device, **kw)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(zeros, input, dtype, device, requires_grad=requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(ones, input, dtype, device, requires_grad=requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(empty, input, dtype, device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
+                device=device if device is not None else input.device, requires_grad=requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(rand, input, dtype, device, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(randn, input, dtype, device, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape, dtype=dtype if dtype is not None else input.dtype,
+                   device=device if device is not None else input.device)
+
+
+# -- the legacy constructor --------------------------------------------------------------------
+
+def legacy_tensor_data(args, device, dtype):
+    """The array behind ``Tensor(...)``: data, a shape, or nothing; default float dtype."""
+    d = _float_dtype(dtype)
+    xp = backend.namespace_for(device)
+    if not args:
+        return xp.zeros((0,), dtype=d.np)
+    if len(args) == 1 and not isinstance(args[0], (int, Size)) or (
+            len(args) == 1 and isinstance(args[0], bool)):
+        data = args[0]
+        if isinstance(data, Tensor):
+            return data._data
+        return tensor(data, dtype=d, device=device)._data
+    if builtins.all(isinstance(a, int) and not isinstance(a, bool) for a in args) or isinstance(args[0], Size):
+        return xp.zeros(parse_size(args), dtype=d.np)
+    raise TypeError(f"Tensor() takes data or a size, got {args!r}")

@@ -1,0 +1,397 @@
+"""Eager execution of rule-table primitives on Tensors: the define-by-run interpreter.
+
+:func:`apply` unwraps Tensor operands, promotes dtypes as PyTorch does, runs the kernel,
+and -- when grad mode is on and a differentiable operand requires grad -- records a
+:class:`~tracegrad.runtime.node.FunctionNode` saving only what the needed vjps read.
+:func:`apply_inplace` runs a primitive into its first operand's storage and rebases that
+tensor's history onto the new node (through ``CopySlices`` when it is a view).
+"""
+import weakref
+
+from .. import backend
+from ..backend import dtypes as _dt
+from ..rules.core import FLOAT, KEEP, register_handler
+from . import grad_mode
+from .node import AccumulateGrad, node_class
+from .tensor import Tensor, mark_inference, wrap
+
+__all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
+
+_state = grad_mode.state
+_GRAD, _INFERENCE = grad_mode.GRAD, grad_mode.INFERENCE
+_NUMBER = (int, float, complex)
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_NUMBER_RANK = {bool: 0, int: 1, float: 2, complex: 3}
+_NO_PARAMS = {}
+_NS_BY_TYPE = backend._NS_BY_TYPE
+_INFERENCE_SAVE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `tracegrad.no_grad()` instead "
+    "of `tracegrad.inference_mode()`.")
+
+
+def apply(prim, args, params):
+    """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
+    arrays = list(args)
+    rmask = 0
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            arrays[i] = a._data
+            if a._requires_grad:
+                rmask |= 1 << i
+        elif a is not None and not isinstance(a, _NUMBER):
+            arrays[i] = _constant(a)
+    if prim.dtypes is not KEEP:
+        _promote(prim, arrays)
+    xp = _namespace(arrays)
+    out = prim.impl(xp, *arrays, **params)
+    node = None
+    if rmask and _state.mode == _GRAD and prim.differentiable:
+        node = _record(prim, args, params, rmask)
+    return _outputs(prim, args, params, out, node)
+
+
+def unary(prim, x):
+    """``apply`` for a one-operand, parameterless, single-output, non-view primitive."""
+    data = x._data
+    if prim.dtypes is FLOAT and data.dtype.kind not in "fc":
+        return apply(prim, (x,), _NO_PARAMS)
+    out = prim.impl(_NS_BY_TYPE[type(data)], data)
+    mode = _state.mode
+    if mode == _GRAD and x._requires_grad and prim.differentiable:
+        return _result(out, _record(prim, (x,), _NO_PARAMS, 1))
+    t = wrap(out)
+    return mark_inference(t) if mode == _INFERENCE else t
+
+
+def binary(prim, a, b):
+    """``apply`` for two operands (Tensor, and Tensor or number) of one dtype, no params."""
+    ad = a._data
+    tb = type(b)
+    if tb is Tensor:
+        bd = b._data
+        if bd.dtype != ad.dtype:
+            return apply(prim, (a, b), _NO_PARAMS)
+        rmask = a._requires_grad | (b._requires_grad << 1)
+    elif tb is float or tb is int:
+        kind = ad.dtype.kind
+        if kind == "b" or (tb is float and kind not in "fc"):
+            return apply(prim, (a, b), _NO_PARAMS)
+        bd = b
+        rmask = a._requires_grad
+    else:
+        return apply(prim, (a, b), _NO_PARAMS)
+    if prim.dtypes is FLOAT and ad.dtype.kind not in "fc":
+        return apply(prim, (a, b), _NO_PARAMS)
+    out = prim.impl(_NS_BY_TYPE[type(ad)], ad, bd)
+    mode = _state.mode
+    if rmask and mode == _GRAD and prim.differentiable:
+        return _result(out, _record(prim, (a, b), _NO_PARAMS, rmask))
+    t = wrap(out)
+    return mark_inference(t) if mode == _INFERENCE else t
+
+
+def _result(out, node):
+    """The single Tensor result of a fast-path op, with ``node`` (if any) as its grad_fn."""
+    if node is None:
+        return wrap(out)
+    t = wrap(out, True, node, 0)
+    if node._out is True:
+        vc = t._vc = [0]
+        node._out = (t._data, vc, 0)
+    return t
+
+
+def _constant(a):
+    """A non-Tensor array operand (a NumPy array or scalar) taken as a constant."""
+    if backend.is_array(a) or hasattr(a, "dtype"):
+        return backend.namespace_of(a).asarray(a)
+    raise TypeError(f"expected a Tensor or a number as an operand, got {type(a).__name__}")
+
+
+def _namespace(arrays):
+    xp = None
+    for a in arrays:
+        if a is not None and not isinstance(a, _NUMBER):
+            ns = backend.namespace_of(a)
+            if xp is None:
+                xp = ns
+            elif ns is not xp:
+                raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                                   f"least two devices, {xp.name} and {ns.name}!")
+    return xp if xp is not None else backend.cpu
+
+
+def _promote(prim, arrays):
+    """Cast array operands (in place in ``arrays``) to PyTorch's result dtype."""
+    positions = prim.cast if prim.cast is not None else range(len(arrays))
+    common = None
+    mixed = False
+    top_number = -1
+    for i in positions:
+        a = arrays[i]
+        if a is None:
+            continue
+        if isinstance(a, _NUMBER):
+            top_number = max(top_number, _NUMBER_RANK[type(a)])
+        elif common is None:
+            common = a.dtype
+        elif a.dtype != common:
+            mixed = True
+    if common is not None and not mixed and top_number <= _KIND_RANK[common.kind]:
+        target = common                      # fast path: nothing to promote
+    else:
+        target = _result_dtype(arrays, positions).np
+    if prim.dtypes is FLOAT and target.kind in "biu":
+        target = _dt.get_default_dtype().np
+    if common is None:                       # only numbers: make them arrays of the target
+        for i in positions:
+            if isinstance(arrays[i], _NUMBER):
+                arrays[i] = backend.cpu.asarray(arrays[i], dtype=target)
+        return
+    for i in positions:
+        a = arrays[i]
+        if a is not None and not isinstance(a, _NUMBER) and a.dtype != target:
+            arrays[i] = a.astype(target)
+
+
+def _result_dtype(arrays, positions):
+    dims, zeros, numbers = [], [], []
+    for i in positions:
+        a = arrays[i]
+        if a is None:
+            continue
+        if isinstance(a, _NUMBER):
+            numbers.append(a)
+        else:
+            (dims if a.ndim else zeros).append(_dt.from_numpy_dtype(a.dtype))
+    return _dt.result_type(dims, zeros, numbers)
+
+
+# -- recording ---------------------------------------------------------------------------------
+
+def grad_accumulator(t):
+    """The AccumulateGrad node of leaf ``t`` (one per leaf while any graph holds it)."""
+    acc = t._acc() if t._acc is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._acc = weakref.ref(acc)
+    return acc
+
+
+def edge_of(t):
+    """``(node, output_nr)``: where the gradient of tensor ``t`` flows."""
+    if t._view is not None:
+        from .views import refresh_view_grad_fn
+        refresh_view_grad_fn(t)
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (grad_accumulator(t), 0)
+    return (None, 0)
+
+
+def _record(prim, args, params, rmask, node_args=None):
+    """A node for ``prim`` applied to ``args``, or None if no differentiable operand
+    requires grad. ``node_args`` replaces the saved operands (in-place ops save a copy).
+
+    One pass over the operands builds both the edges (``next_functions``: one per
+    differentiable operand) and what the node stores: the operands its needed vjps read,
+    version-stamped, and only the shapes of the others."""
+    nargs = len(args)
+    flags = prim._diff_pos.get(-1 - nargs) or prim.diff_flags(nargs)
+    save_idx, save_out = prim._plans.get(rmask | nargs << 32) or prim.save_plan(rmask, nargs)
+    stored = list(args)
+    edges = []
+    pos = []
+    needed = False
+    vers = None
+    for i in range(nargs):
+        a = stored[i]
+        if isinstance(a, Tensor):
+            if flags[i]:
+                fn = a._grad_fn
+                if a._view is not None:
+                    edge = edge_of(a)
+                elif fn is not None:
+                    edge = (fn, a._output_nr)
+                elif a._requires_grad:
+                    edge = (grad_accumulator(a), 0)
+                else:
+                    edge = _NO_EDGE
+                if edge[0] is not None:
+                    needed = True
+                edges.append(edge)
+                pos.append(i)
+            if node_args is not None:
+                a = stored[i] = node_args[i]
+            if i not in save_idx:
+                stored[i] = a._data.shape
+                continue
+            if a._extra is not None and a._extra.get("inference"):
+                raise RuntimeError(_INFERENCE_SAVE)
+            if vers is None:
+                vers = [None] * nargs
+            vers[i] = a._vc[0] if a._vc is not None else 0
+        elif flags[i] and prim.number_edges and i > 0:
+            edges.append(_NO_EDGE)
+            pos.append(i)
+    if not needed:
+        return None
+    node = _new_node(prim.node_cls or _node_class(prim, args, params))
+    node._next_functions = tuple(edges)
+    node._extra = None
+    node._args = stored
+    node._vers = vers
+    node._out = True if save_out else None  # True: save the result once it exists
+    node._params = params or None
+    node._pos = pos
+    node._released = False
+    node._outs = None
+    return node
+
+
+def _node_class(prim, args, params):
+    cls = node_class(prim, prim.node_name(args, params))
+    if isinstance(prim.node, str):
+        prim.node_cls = cls
+    return cls
+
+
+_new_node = object.__new__
+_NO_EDGE = (None, 0)
+
+
+def _outputs(prim, args, params, out, node):
+    """Wrap kernel results as Tensors, link views to their base, attach ``node``."""
+    single = prim.nout == 1
+    outs = (out,) if single else tuple(out)
+    tensors = []
+    inference = _state.mode == _INFERENCE
+    for k, o in enumerate(outs):
+        diff = node is not None and k not in prim.nondiff_outputs
+        t = wrap(o, diff, node if diff else None, k if diff else 0)
+        tensors.append(mark_inference(t) if inference else t)
+    if prim.view:
+        _link_views(prim, args[0], params, tensors)
+    if node is not None:
+        if not single:
+            xp = backend.namespace_of(outs[0]) if outs else backend.cpu
+            node._outs = tuple((o.shape, o.dtype, xp) for o in outs)
+        if node._out is True:
+            vcs = tuple(t._version_counter() for t in tensors)
+            node._out = ((tensors[0]._data, vcs[0], vcs[0][0]) if single else
+                         (tuple(t._data for t in tensors), vcs, tuple(vc[0] for vc in vcs)))
+    return tensors[0] if single else tuple(tensors)
+
+
+def _link_views(prim, src, params, tensors):
+    base = src._base if src._base is not None else src
+    vc = src._version_counter()
+    chain = src._view[0] if src._view is not None else ()
+    for k, t in enumerate(tensors):
+        t._base = base
+        t._vc = vc
+        t._view = (chain + ((prim, params, k),), vc[0], _state.mode == _GRAD)
+
+
+# -- in place ----------------------------------------------------------------------------------
+
+def apply_inplace(prim, args, params):
+    """Run ``prim`` and write its result into ``args[0]``'s storage; returns ``args[0]``."""
+    from .views import rebase_history
+    self = args[0]
+    mode = _state.mode
+    check_inplace(self, mode)
+    rmask = 0
+    arrays = list(args)
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            arrays[i] = a._data
+            if a._requires_grad:
+                rmask |= 1 << i
+        elif a is not None and not isinstance(a, _NUMBER):
+            arrays[i] = _constant(a)
+    target = self._data.dtype
+    if prim.dtypes is not KEEP:
+        _promote(prim, arrays)
+        computed = arrays[0].dtype if not isinstance(arrays[0], _NUMBER) else target
+        if _KIND_RANK[computed.kind] > _KIND_RANK[target.kind]:
+            raise RuntimeError(f"result type {_dt.from_numpy_dtype(computed).name.capitalize()} "
+                               f"can't be cast to the desired output type "
+                               f"{_LEGACY_NAMES.get(target.name, target.name.capitalize())}")
+    node = None
+    record = rmask and mode == _GRAD and prim.differentiable
+    if record:
+        # Operands the vjps read must be their values *before* the write: save a copy of self.
+        save_idx, _ = prim.save_plan(rmask, len(args))
+        node_args = args
+        if 0 in save_idx:
+            old = wrap(self._data.copy(), self._requires_grad, self._grad_fn, self._output_nr)
+            node_args = (old,) + tuple(args[1:])
+        node = _record(prim, args, params, rmask, node_args)
+    xp = _namespace(arrays)
+    _write(prim, xp, self, arrays, params)
+    self._bump_version()
+    if node is not None:
+        rebase_history(self, node)
+    return self
+
+
+_LEGACY_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                 "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
+                 "float16": "Half"}
+
+
+def check_inplace(self, mode):
+    """PyTorch's refusals for writing into ``self`` in the current grad ``mode``."""
+    if self._extra is not None and self._extra.get("inference") and mode != _INFERENCE:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.You can make a clone to get a normal tensor before doing "
+                           "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.")
+    if mode != _GRAD:
+        return
+    if self._grad_fn is None and self._requires_grad and self._base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = self._base
+    if base is not None and self._view is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _write(prim, xp, self, arrays, params):
+    dst = self._data
+    try:
+        if prim.inplace_impl is not None:
+            prim.inplace_impl(xp, dst, *arrays[1:], **params)
+        elif prim.ufunc is not None and not params and len(arrays) <= 2:
+            getattr(xp, prim.ufunc)(*arrays, out=dst, casting="unsafe")
+        else:
+            result = prim.impl(xp, *arrays, **params)
+            if dst.shape != result.shape and xp.broadcast_shapes(dst.shape, result.shape) != dst.shape:
+                raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the "
+                                   f"broadcast shape {list(result.shape)}")
+            dst[...] = result
+    except ValueError as e:
+        if "read-only" in str(e):
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location. Please clone() the "
+                               "tensor before performing the operation.") from None
+        if "broadcast" in str(e) or "shape" in str(e):
+            raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the broadcast "
+                               f"shape of the operands: {e}") from None
+        raise
+
+
+def _eager(prim, args, params):
+    """The rule table's handler for Tensor operands (``tracegrad.exp(t)`` lands here)."""
+    if not params and prim.nout == 1 and not prim.view and type(args[0]) is Tensor:
+        if len(args) == 1:
+            return unary(prim, args[0])
+        if len(args) == 2:
+            return binary(prim, args[0], args[1])
+    return apply(prim, args, params)
+
+
+register_handler(Tensor, _eager)

@@ -1,0 +1,403 @@
+"""The backward engine: runs the graph of nodes from the outputs back to the leaves.
+
+Iterative (no recursion limit), dependency-counted: a node runs once every node feeding
+it has run, with the sum of the gradients of each of its outputs. By default gradients
+are raw backend arrays and the vjps run on them directly (the fast path); with
+``create_graph=True`` they are Tensors and the vjps' own operations are recorded, so
+higher derivatives fall out. Saved values are freed after the pass unless
+``retain_graph``. When ``inputs`` are given only the part of the graph that leads to them
+runs, and (for ``autograd.grad``) their gradients are returned instead of accumulated.
+"""
+from .. import backend
+from . import grad_mode
+from .dispatch import edge_of
+from .node import AccumulateGrad
+from .tensor import Size, Tensor, wrap
+
+__all__ = ["backward", "grad", "call_node"]
+
+_state = grad_mode.state
+
+
+# -- front doors -------------------------------------------------------------------------------
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate d(tensors)/d(leaf) (weighted by ``grad_tensors``) into each leaf's ``.grad``."""
+    tensors = _as_tuple(tensors, "tensors")
+    if grad_tensors is None:
+        grad_tensors = grad_variables
+    grads = _root_grads(tensors, grad_tensors, create_graph)
+    roots = _root_edges(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is None:
+        run(roots, grads, retain_graph, create_graph)
+        return
+    inputs = _as_tuple(inputs, "inputs")
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    targets = [_input_edge(t, i) for i, t in enumerate(inputs)]
+    captured = run(roots, grads, retain_graph, create_graph, targets=targets)
+    for t, g in zip(inputs, captured):
+        if g is not None:
+            _accumulate_grad(t, g, create_graph, fresh=False)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated)."""
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported by tracegrad")
+    outputs = _as_tuple(outputs, "outputs")
+    inputs_seq = _as_tuple(inputs, "inputs")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    for t in inputs_seq:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _root_grads(outputs, grad_outputs, create_graph)
+    roots = _root_edges(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    targets = [_input_edge(t, i) for i, t in enumerate(inputs_seq)]
+    captured = run(roots, grads, retain_graph, create_graph, targets=targets)
+    result = []
+    for i, (t, g) in enumerate(zip(inputs_seq, captured)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                g = backend.namespace_of(t._data).zeros_like(t._data)
+        if g is not None and not isinstance(g, Tensor):
+            g = wrap(g)
+        result.append(g)
+    return tuple(result)
+
+
+def _as_tuple(x, what):
+    if isinstance(x, Tensor):
+        return (x,)
+    if isinstance(x, (list, tuple)):
+        for t in x:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
+        return tuple(x)
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
+
+
+def _root_edges(tensors):
+    edges = []
+    for i, t in enumerate(tensors):
+        edge = edge_of(t)
+        if edge[0] is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        edges.append(edge)
+    return edges
+
+
+def _input_edge(t, i):
+    edge = edge_of(t)
+    if edge[0] is None:
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return edge
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    """The seed gradient of each output: given, or ones for a single-element output."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    else:
+        grad_outputs = tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(grad_outputs)} tensors in grad_outputs but {len(outputs)} outputs")
+    grads = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        data = out._data
+        if g is None:
+            if out._requires_grad and data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            arr = backend.namespace_of(data).ones_like(data)
+            grads.append(wrap(arr) if create_graph else arr)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"grad_outputs must be Tensors or None, got {type(g).__name__}")
+        if g.shape != out.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                               f"output[{i}] has a shape of {out.shape}.")
+        if g._data.dtype != data.dtype:
+            g = wrap(g._data.astype(data.dtype)) if not g._requires_grad else g.to(out.dtype)
+        grads.append(g if create_graph else g._data)
+    return grads
+
+
+# -- the pass ----------------------------------------------------------------------------------
+
+def run(roots, root_grads, keep_graph, create_graph, targets=None):
+    """Run backward from ``roots`` (edges) seeded with ``root_grads``. Without ``targets``
+    every reachable leaf accumulates; with ``targets`` (edges) only the graph leading to
+    them runs and their gradients are returned, in order."""
+    prev_mode = _state.mode
+    _state.mode = grad_mode.GRAD if create_graph else grad_mode.NO_GRAD
+    try:
+        return _run(roots, root_grads, keep_graph, create_graph, targets)
+    finally:
+        _state.mode = prev_mode
+
+
+def _run(roots, root_grads, keep_graph, graph, targets):
+    root_nodes = list(dict.fromkeys(n for n, _ in roots))
+    if targets is None:
+        deps = _count_deps(root_nodes, None)
+        wanted = None
+    else:
+        wanted = {}
+        for i, (n, nr) in enumerate(targets):
+            wanted.setdefault((n, nr), []).append(i)
+        deps = _count_deps(root_nodes, {n for n, _ in targets})
+    captured = [None] * (len(targets) if targets is not None else 0)
+
+    # Gradients waiting for a node with several consumers; a node whose last input has
+    # arrived moves to `ready` together with its gradients.
+    buffers = {}
+    fresh = {}  # AccumulateGrad -> whether its gradient is an array nobody else holds
+    for (n, nr), g in zip(roots, root_grads):
+        if n in deps:
+            _add_to_buffer(buffers, fresh, n, nr, g, False)
+    ready = [(n, buffers.pop(n, None)) for n in root_nodes if n in deps and deps[n] == 0]
+    accumulate_grad = AccumulateGrad
+
+    while ready:
+        node, grads = ready.pop()
+        if grads is not None:
+            if node._extra is not None:
+                grads = _run_tensor_hooks(node, grads, graph)
+            if wanted is not None:
+                for nr, g in enumerate(grads):
+                    for i in wanted.get((node, nr), ()):
+                        captured[i] = g if captured[i] is None else captured[i] + g
+        if type(node) is accumulate_grad:
+            if grads is not None and grads[0] is not None and targets is None:
+                _accumulate_grad(node.variable, grads[0], graph, fresh.pop(node, False))
+            continue
+        if grads is None or (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
+            in_grads = None
+        else:
+            in_grads = node._apply(grads, graph)
+            if not keep_graph and (node._vers is not None or node._out is not None):
+                node._release()
+        j = -1
+        for nxt, nr in node._next_functions:
+            j += 1
+            if nxt is None:
+                continue
+            d = deps.get(nxt)
+            if d is None:
+                continue  # pruned: does not lead to a target
+            g = None if in_grads is None else in_grads[j]
+            if d == 1:
+                del deps[nxt]
+                buf = buffers.pop(nxt, None)
+                if buf is None:
+                    if g is not None:
+                        outs = nxt._outs
+                        if outs is None:
+                            buf = [g]
+                        else:
+                            buf = [None] * len(outs)
+                            buf[nr] = g
+                        if type(nxt) is accumulate_grad:
+                            fresh[nxt] = _is_fresh(g, grads, graph)
+                elif g is not None:
+                    _add_grad(buf, fresh, nxt, nr, g, grads, graph)
+                ready.append((nxt, buf))
+            else:
+                deps[nxt] = d - 1
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        outs = nxt._outs
+                        buf = buffers[nxt] = [None] * (len(outs) if outs else 1)
+                    _add_grad(buf, fresh, nxt, nr, g, grads, graph)
+    return captured
+
+
+def _add_grad(buf, fresh, node, nr, g, incoming, graph):
+    if buf[nr] is None:
+        buf[nr] = g
+        if type(node) is AccumulateGrad:
+            fresh[node] = _is_fresh(g, incoming, graph)
+    else:
+        buf[nr] = buf[nr] + g
+        fresh[node] = True
+
+
+def _count_deps(root_nodes, target_nodes):
+    """How many edges lead into each node to run. With ``target_nodes``, only nodes from
+    which a target can be reached are kept (the rest of the graph is pruned)."""
+    if target_nodes is None:
+        deps = dict.fromkeys(root_nodes, 0)
+        stack = list(root_nodes)
+        while stack:
+            for nxt, _ in stack.pop()._next_functions:
+                if nxt is None:
+                    continue
+                c = deps.get(nxt)
+                if c is None:
+                    deps[nxt] = 1
+                    stack.append(nxt)
+                else:
+                    deps[nxt] = c + 1
+        return deps
+    # Post-order walk: a node is needed if it is a target or feeds a needed node.
+    needed = set()
+    done = set()
+    for root in root_nodes:
+        if root in done:
+            continue
+        stack = [(root, iter(root._next_functions))]
+        done.add(root)
+        while stack:
+            node, it = stack[-1]
+            for nxt, _ in it:
+                if nxt is not None and nxt not in done:
+                    done.add(nxt)
+                    stack.append((nxt, iter(nxt._next_functions)))
+                    break
+            else:
+                stack.pop()
+                if node in target_nodes or any(n in needed for n, _ in node._next_functions):
+                    needed.add(node)
+    deps = {n: 0 for n in root_nodes if n in needed}
+    for node in needed:
+        for nxt, _ in node._next_functions:
+            if nxt in needed:
+                deps[nxt] = deps.get(nxt, 0) + 1
+    return deps
+
+
+def _add_to_buffer(buffers, fresh, node, nr, g, is_fresh):
+    buf = buffers.get(node)
+    if buf is None:
+        outs = node._outs
+        buf = buffers[node] = [None] * (len(outs) if outs else 1)
+    if buf[nr] is None:
+        buf[nr] = g
+        if type(node) is AccumulateGrad:
+            fresh[node] = is_fresh
+    else:
+        buf[nr] = buf[nr] + g
+        if type(node) is AccumulateGrad:
+            fresh[node] = True
+
+
+def _is_fresh(g, incoming, graph):
+    """True when ``g`` is a new array a vjp made (not an incoming gradient passed through
+    and not a view), so a leaf may keep it as its ``.grad`` without copying."""
+    data = g._data if graph else g
+    for x in incoming:
+        if x is g:
+            return False
+    return backend.namespace_of(data).owns_data(data) if hasattr(data, "base") else True
+
+
+def _accumulate_grad(var, g, graph, fresh):
+    """Add gradient ``g`` into leaf ``var.grad`` (running the leaf's hooks first)."""
+    extra = var._extra
+    if extra is not None and extra.get("hooks"):
+        g = _call_hooks(extra["hooks"].values(), g, graph)
+        fresh = False
+    current = var._grad
+    if graph:
+        g = g if isinstance(g, Tensor) else wrap(g)
+        if g._data.dtype != var._data.dtype:
+            g = g.to(var.dtype)
+        if current is None:
+            var._grad = g if fresh and g._base is None else g.clone()
+        else:
+            var._grad = current + g
+    else:
+        data = g._data if isinstance(g, Tensor) else g
+        if data.dtype != var._data.dtype:
+            data, fresh = data.astype(var._data.dtype), True
+        if current is None:
+            var._grad = wrap(data if fresh else data.copy())
+        elif current._requires_grad or not current._data.flags.writeable:
+            var._grad = wrap(current._data + data)
+        else:
+            current._data += data
+            current._bump_version()
+    if extra is not None and extra.get("post_accumulate_hooks"):
+        for hook in list(extra["post_accumulate_hooks"].values()):
+            hook(var)
+
+
+# -- hooks -------------------------------------------------------------------------------------
+
+def _call_hooks(hooks, g, graph):
+    """Run tensor hooks in order; a non-None result replaces the gradient."""
+    t = g if graph else wrap(g)
+    for hook in list(hooks):
+        r = hook(t)
+        if r is not None:
+            if not isinstance(r, Tensor):
+                raise TypeError(f"a tensor hook must return a Tensor or None, got {type(r).__name__}")
+            if r.shape != t.shape:
+                raise RuntimeError(f"hook returned a gradient of shape {r.shape} where {t.shape} was expected")
+            t = r
+    return t if graph else t._data
+
+
+def _run_tensor_hooks(node, grads, graph):
+    """Hooks and ``retain_grad`` of the non-leaf tensors this node produced."""
+    extra = node._extra
+    hooks = extra.get("tensor_hooks")
+    retains = extra.get("retains")
+    if not hooks and not retains:
+        return grads
+    grads = list(grads)
+    for nr, g in enumerate(grads):
+        if g is None:
+            continue
+        if hooks and hooks.get(nr):
+            g = grads[nr] = _call_hooks(hooks[nr].values(), g, graph)
+        ref = retains.get(nr) if retains else None
+        t = ref() if ref is not None else None
+        if t is not None:
+            value = g if graph else wrap(g.copy())
+            t._grad = value if t._grad is None else t._grad + value
+    return grads
+
+
+# -- calling a node by hand --------------------------------------------------------------------
+
+def call_node(node, grads):
+    """``node(*grads)``: gradients of the node's inputs from those of its outputs."""
+    for g in grads:
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"a node is called with Tensors, got {type(g).__name__}")
+    if type(node) is AccumulateGrad:
+        if len(grads) != 1:
+            raise TypeError(f"AccumulateGrad expects 1 gradient, got {len(grads)}")
+        if grads[0] is not None:
+            _accumulate_grad(node.variable, grads[0]._data, False, False)
+        return ()
+    graph = _state.mode == grad_mode.GRAD and any(g is not None and g._requires_grad for g in grads)
+    raw = [None if g is None else (g if graph else g._data) for g in grads]
+    prev = _state.mode
+    _state.mode = grad_mode.GRAD if graph else grad_mode.NO_GRAD
+    try:
+        out = node._apply(raw, graph)
+    finally:
+        _state.mode = prev
+    out = tuple(None if g is None else (g if isinstance(g, Tensor) else wrap(g)) for g in out)
+    return out[0] if len(out) == 1 else out
+
+
+_ = Size  # (re-exported name used in messages via Tensor.shape)

@@ -1,0 +1,67 @@
+"""Tensor hooks and ``retain_grad``: callbacks the engine runs as gradients arrive.
+
+A leaf keeps its hooks itself (they run before its gradient is accumulated); a non-leaf's
+hooks live on its ``grad_fn``, keyed by the tensor's output number, and run before that
+node's vjps see the gradient.
+"""
+import itertools
+import weakref
+
+__all__ = ["RemovableHandle", "register_tensor_hook", "retain_grad"]
+
+_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
+
+    def __init__(self, hooks, key):
+        self._hooks = weakref.ref(hooks) if hooks is not None else None
+        self.id = key
+
+    def remove(self):
+        hooks = self._hooks() if self._hooks is not None else None
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that can be weakly referenced by its handles."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _hook_dict(owner, key, subkey=None):
+    extra = owner._extra
+    if extra is None:
+        extra = owner._extra = {}
+    if subkey is None:
+        return extra.setdefault(key, _HookDict())
+    return extra.setdefault(key, {}).setdefault(subkey, _HookDict())
+
+
+def register_tensor_hook(t, hook):
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    fn = t.grad_fn
+    hooks = _hook_dict(t, "hooks") if fn is None else _hook_dict(fn, "tensor_hooks", t._output_nr)
+    key = next(_ids)
+    hooks[key] = hook
+    return RemovableHandle(hooks, key)
+
+
+def retain_grad(t):
+    fn = t.grad_fn
+    retains = fn._extras().setdefault("retains", {})
+    retains[t._output_nr] = weakref.ref(t)
+    if t._extra is None:
+        t._extra = {}
+    t._extra["retains_grad"] = True

@@ -1,0 +1,205 @@
+"""Backward graph nodes: what ``Tensor.grad_fn`` points at.
+
+A :class:`FunctionNode` records one application of a rule-table primitive: the operands
+its needed vjps read (saved Tensors, version-checked when unpacked), the shapes of the
+others, the static parameters, and ``next_functions`` -- one ``(node, output_nr)`` edge per
+differentiable operand. Each PyTorch name (``MulBackward0``...) is its own subclass, made
+on first use, so ``type(y.grad_fn).__name__`` and the repr read as in PyTorch.
+
+:class:`AccumulateGrad` is the node of a leaf that requires grad: it adds incoming
+gradients into the leaf's ``.grad``.
+"""
+from ..rules.core import Meta
+from . import tensor as _tensor
+
+__all__ = ["Node", "FunctionNode", "AccumulateGrad", "node_class"]
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+class Node:
+    """Base class of every backward node (``tracegrad.autograd.graph.Node``)."""
+
+    __slots__ = ("_next_functions", "_extra", "__weakref__")
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    @property
+    def next_functions(self):
+        """``((node_or_None, output_nr), ...)``: one edge per differentiable input."""
+        return self._next_functions
+
+    @property
+    def metadata(self):
+        """A dict for the user's own annotations, kept with the node."""
+        extra = self._extras()
+        return extra.setdefault("metadata", {})
+
+    def _extras(self):
+        if self._extra is None:
+            self._extra = {}
+        return self._extra
+
+    def __call__(self, *grads):
+        """Apply this node by hand: gradients of its outputs in, gradients of its inputs out
+        (a Tensor for a single input, a tuple otherwise)."""
+        from .engine import call_node
+        return call_node(self, grads)
+
+
+class FunctionNode(Node):
+    """A node recorded by a primitive; subclasses per name carry ``_prim``."""
+
+    # _out: None (result not saved), or (result array(s), version counter(s), version(s)).
+    __slots__ = ("_args", "_vers", "_out", "_params", "_pos", "_released", "_outs")
+    _prim = None
+
+    # -- saved values --------------------------------------------------------------------
+    def _unpack_args(self, graph):
+        """Operands for the vjps: saved values (arrays, or Tensors when building a graph of
+        the backward), ``Meta`` shapes for operands whose values were not saved."""
+        args, vers = self._args, self._vers
+        if vers is None:
+            res = list(args)
+            for i in range(len(res)):
+                if type(res[i]) is tuple:
+                    m = res[i] = _new(Meta)
+                    m.shape = args[i]
+            return res
+        if self._released:
+            raise RuntimeError(_FREED_MESSAGE)
+        res = []
+        for i, a in enumerate(args):
+            v = vers[i]
+            if v is not None:
+                cur = a._vc[0] if a._vc is not None else 0
+                if cur != v:
+                    raise RuntimeError(version_message(a, cur, v))
+                res.append(a if graph else a._data)
+            elif type(a) is tuple:
+                res.append(_meta(a))
+            else:
+                res.append(a)
+        return res
+
+    def _unpack_out(self, graph):
+        """The saved result(s), version-checked; Tensors (with this node as grad_fn) when
+        building a graph of the backward."""
+        if self._released:
+            raise RuntimeError(_FREED_MESSAGE)
+        out, vcs, vers = self._out
+        single = type(out) is not tuple
+        if single:
+            out, vcs, vers = (out,), (vcs,), (vers,)
+        for k, (vc, v) in enumerate(zip(vcs, vers)):
+            if vc[0] != v:
+                raise RuntimeError(version_message(_tensor.wrap(out[k]), vc[0], v,
+                                                   f", which is output {k} of {self.name()},"))
+        if graph:
+            out = tuple(_tensor.wrap(o, True, self, k) for k, o in enumerate(out))
+        return out[0] if single else out
+
+    def _release(self):
+        """Free saved values after a backward that did not ask to retain the graph."""
+        if self._vers is not None:
+            self._args = tuple(None if v is not None else a for a, v in zip(self._args, self._vers))
+            self._released = True
+        if self._out is not None:
+            self._out = ()
+            self._released = True
+
+    # -- applying ------------------------------------------------------------------------
+    def _apply(self, grads, graph):
+        """Gradients for ``next_functions`` from the gradients of this node's outputs."""
+        prim = self._prim
+        if self._vers is None:  # nothing saved but shapes: skip the version checks
+            args = list(self._args)
+            for i in range(len(args)):
+                if type(args[i]) is tuple:
+                    m = args[i] = _new(Meta)
+                    m.shape = self._args[i]
+        else:
+            args = self._unpack_args(graph)
+        saved = self._out
+        if saved is None:
+            out = None
+        elif not graph and not self._released and type(saved[0]) is not tuple:
+            out, vc, version = saved
+            if vc[0] != version:
+                out = self._unpack_out(graph)  # raises the version error
+        else:
+            out = self._unpack_out(graph)
+        params = self._params or _NO_PARAMS
+        if self._outs is None:
+            g = grads[0]
+        else:
+            g = tuple(gk if gk is not None else _zeros(meta, graph) for gk, meta in zip(grads, self._outs))
+        pos = self._pos
+        edges = self._next_functions
+        if prim.vjp_all_fn is not None:
+            every = prim.vjp_all_fn(g, out, *args, **params)
+            return tuple(every[p] if edges[j][0] is not None else None for j, p in enumerate(pos))
+        vjps = prim.vjps
+        if len(pos) == 1:
+            return (vjps[pos[0]](g, out, *args, **params) if edges[0][0] is not None else None,)
+        if len(pos) == 2:
+            return (vjps[pos[0]](g, out, *args, **params) if edges[0][0] is not None else None,
+                    vjps[pos[1]](g, out, *args, **params) if edges[1][0] is not None else None)
+        return tuple(vjps[p](g, out, *args, **params) if edges[j][0] is not None else None
+                     for j, p in enumerate(pos))
+
+
+_NO_PARAMS = {}
+_new = object.__new__
+
+
+def _meta(shape):
+    m = _new(Meta)
+    m.shape = shape
+    return m
+
+
+def _zeros(meta, graph):
+    shape, dtype, xp = meta
+    z = xp.zeros(shape, dtype=dtype)
+    return _tensor.wrap(z) if graph else z
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor that requires grad; ``variable`` is that leaf."""
+
+    __slots__ = ("variable",)
+    _outs = None  # one output, like a FunctionNode of a single-output rule
+
+    def __init__(self, variable):
+        self.variable = variable
+        self._next_functions = ()
+        self._extra = None
+
+
+def node_class(prim, name):
+    """The node class named ``name`` for primitive ``prim`` (made once, then cached)."""
+    cls = prim.node_classes.get(name)
+    if cls is None:
+        cls = type(name, (FunctionNode,), {"__slots__": (), "_prim": prim,
+                                           "__module__": "tracegrad.autograd.graph"})
+        prim.node_classes[name] = cls
+    return cls
+
+
+def version_message(t, current, expected, which=""):
+    shape = list(t.shape)
+    return ("one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{t.type()} {shape}]{which} is at version {current}; expected "
+            f"version {expected} instead. Hint: enable anomaly detection to find the operation "
+            "that failed to compute its gradient, with "
+            "tracegrad.autograd.set_detect_anomaly(True).")

@@ -1,0 +1,382 @@
+"""The eager ``Tensor``: a backend array plus the autograd metadata PyTorch users know.
+
+Storage, shape, strides and offset are the backend array's own (a NumPy/CuPy view is a
+strided window on shared memory), so views made by view primitives share storage with
+their ``_base`` for free. A version counter (``_vc``, a one-element list shared by a base
+and all its views, made on first need) lets saved tensors detect in-place changes.
+
+Math methods are attached by :mod:`tracegrad.ops`; this module holds the data model.
+"""
+import warnings
+
+from .. import backend
+from ..backend import dtypes as _dt
+from ..backend.device import CPU
+from . import grad_mode
+
+__all__ = ["Tensor", "Size", "wrap", "is_tensor"]
+
+_ARRAY_TYPES = set(backend.ARRAY_TYPES)
+_new = object.__new__
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple that prints like ``torch.Size``."""
+
+    def __repr__(self):
+        return f"tracegrad.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+
+def wrap(data, requires_grad=False, grad_fn=None, output_nr=0):
+    """A new Tensor around backend array ``data`` (NumPy scalars become 0-d arrays)."""
+    if type(data) not in _ARRAY_TYPES:
+        data = backend.namespace_of(data).asarray(data)
+    t = _new(Tensor)
+    t._data = data
+    t._requires_grad = requires_grad
+    t._grad_fn = grad_fn
+    t._output_nr = output_nr
+    t._grad = None
+    t._vc = None
+    t._base = None
+    t._view = None
+    t._acc = None
+    t._extra = None
+    return t
+
+
+def mark_inference(t):
+    """Flag a tensor made in inference mode (autograd will refuse to save it later)."""
+    if t._extra is None:
+        t._extra = {}
+    t._extra["inference"] = True
+    return t
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+class Tensor:
+    """A multi-dimensional array that can record the operations applied to it."""
+
+    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_vc", "_base",
+                 "_view", "_acc", "_extra", "__weakref__")
+
+    __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
+
+    def __init__(self, *args, device=None, dtype=None):
+        """The legacy constructor: ``Tensor([1, 2])`` (data), ``Tensor(2, 3)`` (a shape,
+        uninitialised), ``Tensor()`` (empty). Always the default float dtype."""
+        from .creation import legacy_tensor_data
+        t = wrap(legacy_tensor_data(args, device, dtype))
+        for slot in Tensor.__slots__[:-1]:
+            setattr(self, slot, getattr(t, slot))
+
+    # -- array metadata ------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        from ..ops._args import wrap_dim
+        return self._data.shape[wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return _dt.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self):
+        return backend.device_of(self._data)
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    def stride(self, dim=None):
+        """Strides in elements, as PyTorch reports them."""
+        size = self._data.itemsize
+        strides = tuple(s // size for s in self._data.strides)
+        if dim is None:
+            return strides
+        from ..ops._args import wrap_dim
+        return strides[wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        """Elements between the start of the base's storage and this view's first element."""
+        if self._base is None:
+            return 0
+        start = _address(self._data) - _address(self._base._data)
+        return start // self._data.itemsize if self._data.size else 0
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self._data.flags.c_contiguous)
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self):
+        return self._data.dtype.kind == "c"
+
+    def type(self, dtype=None):
+        """The legacy type name (``'tracegrad.FloatTensor'``), or a copy cast to ``dtype``."""
+        if dtype is None:
+            return f"tracegrad.{self.dtype._legacy}"
+        return self.to(_dt.as_dtype(dtype))
+
+    def is_inference(self):
+        return self._extra is not None and self._extra.get("inference", False)
+
+    # -- autograd metadata ---------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        flag = bool(requires_grad)
+        if self._grad_fn is not None:
+            if not flag:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach().")
+            return self
+        if flag and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = flag
+        return self
+
+    @property
+    def grad_fn(self):
+        if self._view is not None and self._base is not None:
+            from .views import refresh_view_grad_fn
+            refresh_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self.retains_grad:
+            warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
+                    f"size '{list(self.shape)}'. Please ensure that the gradient and the tensor are "
+                    "the same size")
+            if value.dtype != self.dtype:
+                raise RuntimeError("attempting to assign a gradient with dtype "
+                                   f"'{value.dtype}' to a tensor with dtype '{self.dtype}'. Please ensure "
+                                   "that the gradient and the tensor have the same dtype")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self):
+        return self._extra is not None and self._extra.get("retains_grad", False)
+
+    @property
+    def _version(self):
+        return self._vc[0] if self._vc is not None else 0
+
+    def _version_counter(self):
+        """The shared version counter, made on first need (saving, views, in-place)."""
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        return vc
+
+    def _bump_version(self):
+        self._version_counter()[0] += 1
+
+    @property
+    def data(self):
+        """This tensor's storage as a new leaf that autograd does not track (own version counter)."""
+        return wrap(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    def detach(self):
+        """A new leaf sharing storage and version counter, outside the graph."""
+        t = wrap(self._data)
+        t._vc = self._version_counter()
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._view is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    def retain_grad(self):
+        """Keep this non-leaf's gradient in ``.grad`` during backward (no-op on leaves)."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        from .hooks import retain_grad
+        retain_grad(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` whenever this tensor's gradient is computed; a non-None
+        return value replaces the gradient. Returns a handle with ``.remove()``."""
+        from .hooks import register_tensor_hook
+        return register_tensor_hook(self, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the ``.grad`` of graph leaves."""
+        from .engine import backward
+        backward((self,), None if gradient is None else (gradient,), retain_graph,
+                 create_graph, inputs=inputs)
+
+    # -- conversion ----------------------------------------------------------------------
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item() if self.device == CPU else backend.namespace_of(
+            self._data).to_host(self._data).reshape(()).item()
+
+    def tolist(self):
+        return backend.namespace_of(self._data).to_host(self._data).tolist()
+
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.device != CPU and not force:
+            raise TypeError(f"can't convert {self.device.type}:0 device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return backend.namespace_of(self._data).to_host(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "biu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("tracegrad tensors are saved with tracegrad.save, not pickled")
+
+    def __deepcopy__(self, memo):
+        t = self.detach().clone() if self._grad_fn is None else self.clone()
+        t._requires_grad = self._requires_grad
+        memo[id(self)] = t
+        return t
+
+
+def _address(a):
+    return a.__array_interface__["data"][0] if hasattr(a, "__array_interface__") else a.data.ptr
