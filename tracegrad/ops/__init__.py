@@ -5,9 +5,9 @@ functions (``FUNCTIONS``) and Tensor methods (``METHODS``); this package attache
 methods to :class:`~tracegrad.runtime.tensor.Tensor`.
 """
 from ..runtime.tensor import Tensor
-from . import conversion, indexing, pointwise, reduction, shape
+from . import activation, conversion, indexing, linalg, pointwise, reduction, shape
 
-MODULES = (pointwise, reduction, shape, indexing, conversion)
+MODULES = (pointwise, reduction, shape, indexing, linalg, activation, conversion)
 
 FUNCTIONS = {}
 for _m in MODULES:

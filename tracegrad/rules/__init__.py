@@ -8,6 +8,7 @@ unless the rule is ``diagonal`` or ``linear``, and add samples for it to
 ``tests/rules/samples.py`` (the table-walking gradient check refuses rules without them).
 """
 from . import core, broadcast, unary, arith, views, memory, shape, index, reduce  # noqa: F401
+from . import linalg, activation  # noqa: F401
 from .core import OUT, TABLE, Meta, Primitive, primitive  # noqa: F401
 
 __all__ = ["TABLE", "Primitive", "primitive", "Meta", "OUT"]
