@@ -135,7 +135,7 @@ def _pow_name(args, params):
     return "PowBackward2" if _is_number(args[0]) else "PowBackward1"
 
 
-@primitive(_pow_name, number_edges=False, ufunc="power")
+@primitive(_pow_name, number_edges=False, ufunc="power", saved_names=("self", "exponent"))
 def pow(xp, x, y):
     return x ** y
 
@@ -219,7 +219,7 @@ def atan2_jvp_y(t, out, x, y):
 
 # -- selection -------------------------------------------------------------------------------
 
-@primitive("WhereBackward0", cast=(1, 2))
+@primitive("WhereBackward0", cast=(1, 2), saved_names=("condition", "self", "other"))
 def where(xp, condition, x, y):
     return xp.where(condition, x, y)
 

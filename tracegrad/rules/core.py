@@ -85,11 +85,11 @@ class Primitive:
     __slots__ = ("name", "impl", "node", "dtypes", "differentiable", "view", "nout",
                  "nondiff_outputs", "ufunc", "inplace_impl", "cast", "number_edges", "_diff_pos", "argnames", "variadic", "params", "vjps", "uses",
                  "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal", "_plans",
-                 "node_classes", "node_cls", "__weakref__")
+                 "node_classes", "node_cls", "saved_names", "__weakref__")
 
     def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, differentiable=True,
                  view=False, nout=1, nondiff_outputs=(), ufunc=None, linear=False,
-                 diagonal=False, cast=None, number_edges=True):
+                 diagonal=False, cast=None, number_edges=True, saved_names=None):
         self.name = name or impl.__name__.rstrip("_")
         self.impl = impl
         self.node = node
@@ -121,6 +121,8 @@ class Primitive:
         self._plans = {}
         self.node_classes = {}              # filled by the eager runtime: node name -> class
         self.node_cls = None                # the eager runtime's node class when the name is fixed
+        # PyTorch's names for the operands, as in grad_fn._saved_<name> (default: self, other)
+        self.saved_names = saved_names
         if self.name in TABLE:
             raise ValueError(f"primitive {self.name!r} is already in the rule table")
         TABLE[self.name] = self

@@ -9,6 +9,8 @@ on first use, so ``type(y.grad_fn).__name__`` and the repr read as in PyTorch.
 :class:`AccumulateGrad` is the node of a leaf that requires grad: it adds incoming
 gradients into the leaf's ``.grad``.
 """
+import re
+
 from ..rules.core import Meta
 from . import tensor as _tensor
 
@@ -102,8 +104,9 @@ class FunctionNode(Node):
             out, vcs, vers = (out,), (vcs,), (vers,)
         for k, (vc, v) in enumerate(zip(vcs, vers)):
             if vc[0] != v:
+                op = re.sub(r"Backward\d*$", "", self.name())
                 raise RuntimeError(version_message(_tensor.wrap(out[k]), vc[0], v,
-                                                   f", which is output {k} of {self.name()},"))
+                                                   f", which is output {k} of {op},"))
         if graph:
             out = tuple(_tensor.wrap(o, True, self, k) for k, o in enumerate(out))
         return out[0] if single else out
@@ -116,6 +119,33 @@ class FunctionNode(Node):
         if self._out is not None:
             self._out = ()
             self._released = True
+
+    # -- introspection -------------------------------------------------------------------
+    def __getattr__(self, name):
+        """``_saved_self``, ``_saved_other``, ``_saved_result``, ``_saved_dim``...: what the
+        node saved, under PyTorch's names (AttributeError for what it did not save)."""
+        if not name.startswith("_saved_"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        key = name[len("_saved_"):]
+        prim = self._prim
+        if key == "result":
+            if self._out is None:
+                raise AttributeError(f"{self.name()} did not save its result")
+            return self._unpack_out(True)
+        names = prim.saved_names or _DEFAULT_SAVED_NAMES
+        if key in names:
+            i = names.index(key)
+            if i < len(self._args) and self._args[i] is not None and type(self._args[i]) is not tuple:
+                if self._released and self._vers is not None and self._vers[i] is not None:
+                    raise RuntimeError(_FREED_MESSAGE)
+                return self._args[i]  # a saved Tensor, or a number operand
+            if self._released:
+                raise RuntimeError(_FREED_MESSAGE)
+            raise AttributeError(f"{self.name()} did not save '{key}'")
+        params = self._params or {}
+        if key in params:
+            return params[key]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     # -- applying ------------------------------------------------------------------------
     def _apply(self, grads, graph):
@@ -159,6 +189,7 @@ class FunctionNode(Node):
 
 
 _NO_PARAMS = {}
+_DEFAULT_SAVED_NAMES = ("self", "other")
 _new = object.__new__
 
 

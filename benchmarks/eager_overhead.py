@@ -1,0 +1,180 @@
+"""Eager-mode overhead, as ratios against hand-written NumPy (and torch / HIPS autograd
+when installed).
+
+  chain: 200 steps of ``x = tanh(x * 1.01 + 0.1)`` on 16 float32 values, forward and
+         backward -- almost pure per-operation overhead;
+  mlp:   one SGD training step of a 784-512-512-10 ReLU network with softmax
+         cross-entropy at batch 256 (float32) -- almost pure array work.
+
+Run: ``python benchmarks/eager_overhead.py`` (``--quick`` for fewer repeats).
+Each figure is the best of several timed repeats, after a warm-up.
+"""
+import argparse
+import importlib.util
+import time
+
+import numpy as np
+
+import tracegrad as tg
+
+STEPS, WIDTH = 200, 16
+SIZES, BATCH, LR = (784, 512, 512, 10), 256, 0.01
+
+
+def best_time(fn, repeats, inner):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        times.append((time.perf_counter() - start) / inner)
+    return min(times)
+
+
+# -- chain ------------------------------------------------------------------------------------
+
+def chain_numpy(x0):
+    def run():
+        x, outs = x0, []
+        for _ in range(STEPS):
+            x = np.tanh(x * 1.01 + 0.1)
+            outs.append(x)
+        g = np.ones_like(x)
+        for y in reversed(outs):
+            g = g * (1 - y * y) * 1.01
+        return g
+    return run
+
+
+def chain_eager(lib, x0):
+    def run():
+        x = lib.tensor(x0, requires_grad=True)
+        h = x
+        for _ in range(STEPS):
+            h = (h * 1.01 + 0.1).tanh()
+        h.sum().backward()
+        return x.grad
+    return run
+
+
+def chain_autograd(x0):
+    import autograd
+    import autograd.numpy as anp
+
+    def f(x):
+        for _ in range(STEPS):
+            x = anp.tanh(x * 1.01 + 0.1)
+        return anp.sum(x)
+    g = autograd.grad(f)
+    return lambda: g(x0)
+
+
+# -- MLP --------------------------------------------------------------------------------------
+
+def init_params(rng):
+    params = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        params += [rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32),
+                   rng.uniform(-bound, bound, fan_out).astype(np.float32)]
+    return params
+
+
+def mlp_numpy(params, x, y):
+    params = [p.copy() for p in params]
+    rows = np.arange(len(y))
+
+    def step():
+        w1, b1, w2, b2, w3, b3 = params
+        h1 = x @ w1 + b1
+        a1 = np.maximum(h1, 0)
+        h2 = a1 @ w2 + b2
+        a2 = np.maximum(h2, 0)
+        z = a2 @ w3 + b3
+        e = np.exp(z - z.max(1, keepdims=True))
+        p = e / e.sum(1, keepdims=True)
+        loss = -np.log(p[rows, y]).mean()
+        dz = p
+        dz[rows, y] -= 1
+        dz /= len(y)
+        grads = [None] * 6
+        grads[4], grads[5] = a2.T @ dz, dz.sum(0)
+        dh2 = (dz @ w3.T) * (h2 > 0)
+        grads[2], grads[3] = a1.T @ dh2, dh2.sum(0)
+        dh1 = (dh2 @ w2.T) * (h1 > 0)
+        grads[0], grads[1] = x.T @ dh1, dh1.sum(0)
+        for q, g in zip(params, grads):
+            q -= LR * g
+        return loss
+    return step
+
+
+def mlp_eager(lib, params, x, y):
+    params = [lib.tensor(p, requires_grad=True) for p in params]
+    xt, yt = lib.tensor(x), lib.tensor(y)
+
+    def step():
+        w1, b1, w2, b2, w3, b3 = params
+        a1 = (xt @ w1 + b1).relu()
+        a2 = (a1 @ w2 + b2).relu()
+        z = a2 @ w3 + b3
+        loss = -z.log_softmax(1).gather(1, yt[:, None]).mean()
+        loss.backward()
+        with lib.no_grad():
+            for q in params:
+                q -= LR * q.grad
+                q.grad = None
+        return loss
+    return step
+
+
+def report(title, rows, unit, scale):
+    print(title)
+    base = rows["numpy (hand-written)"]
+    torch_time = rows.get("torch")
+    for name, t in rows.items():
+        line = f"  {name:22s} {t * scale:9.2f} {unit}"
+        if name != "numpy (hand-written)":
+            line += f"   {t / base:5.2f}x numpy"
+            if torch_time and name != "torch":
+                line += f"   {t / torch_time:5.2f}x torch"
+        print(line)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 9
+    has_torch = importlib.util.find_spec("torch") is not None
+    has_autograd = importlib.util.find_spec("autograd") is not None
+    if has_torch:
+        import torch
+        torch.set_num_threads(max(1, torch.get_num_threads()))
+
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal(WIDTH).astype(np.float32)
+    rows = {"numpy (hand-written)": best_time(chain_numpy(x0), repeats, 20),
+            "tracegrad": best_time(chain_eager(tg, x0), repeats, 20)}
+    if has_torch:
+        rows["torch"] = best_time(chain_eager(torch, x0), repeats, 20)
+    if has_autograd:
+        rows["autograd (HIPS)"] = best_time(chain_autograd(x0.astype(np.float64)), repeats, 20)
+    report(f"chain: tanh(x*1.01+0.1), {WIDTH} floats, {STEPS} steps, forward+backward",
+           rows, "us/step", 1e6 / STEPS)
+
+    params = init_params(rng)
+    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], BATCH)
+    mlp_rows = {"numpy (hand-written)": best_time(mlp_numpy(params, x, y), repeats, 3),
+                "tracegrad": best_time(mlp_eager(tg, params, x, y), repeats, 3)}
+    if has_torch:
+        mlp_rows["torch"] = best_time(mlp_eager(torch, params, x, y), repeats, 3)
+    print()
+    report(f"mlp: {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, one SGD step",
+           mlp_rows, "ms/step", 1e3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The guided tour (``python -m tracegrad``): short programs run as a REPL transcript, so
+each line is shown with what it printed. Sections are data; later parts of tracegrad
+(tape, AST) add their own."""
+import ast
+import contextlib
+import io
+import textwrap
+
+SECTIONS = []
+
+
+def section(title, text, code):
+    SECTIONS.append((title, textwrap.dedent(text).strip(), textwrap.dedent(code).strip()))
+
+
+section("Tensors that remember how they were made", """
+    A tensor with requires_grad=True is a leaf of the graph. Every operation on it
+    records a node (its grad_fn) that knows how to send gradients back.""", """
+    import tracegrad as torch
+    a = torch.tensor([2., 3.], requires_grad=True)
+    b = torch.tensor([6., 4.], requires_grad=True)
+    Q = 3 * a**3 - b**2
+    Q
+    Q.grad_fn
+    a.is_leaf, Q.is_leaf
+    """)
+
+section("backward() fills .grad", """
+    Q is a vector, so backward needs the gradient of something with respect to Q: here
+    ones, meaning "the sum of Q". dQ/da = 9a^2 and dQ/db = -2b.""", """
+    Q.backward(gradient=torch.tensor([1., 1.]))
+    a.grad
+    b.grad
+    9 * a**2 == a.grad
+    """)
+
+section("The graph is made of nodes you can call", """
+    next_functions links each node to the nodes of its inputs; a leaf's node is
+    AccumulateGrad. Calling the nodes by hand does what backward() does.""", """
+    torch.manual_seed(6)
+    x = torch.randn(2, 2, requires_grad=True)
+    y = torch.randn(2, 2, requires_grad=True)
+    l = (x * y).sum()
+    l.grad_fn, l.grad_fn.next_functions
+    back_mul = l.grad_fn.next_functions[0][0]
+    dz = l.grad_fn(torch.tensor(1.))
+    dx, dy = back_mul(dz)
+    torch.equal(dx, y), torch.equal(dy, x)
+    back_mul.next_functions[0][0](dx)
+    torch.equal(x.grad, y)
+    """)
+
+section("Gradients accumulate", """
+    Every backward() adds into .grad; zero it (or set it to None) between steps.""", """
+    w = torch.ones(1, 2, requires_grad=True)
+    w.sum().backward()
+    w.grad
+    w.sum().backward()
+    w.grad
+    w.grad.zero_()
+    w.sum().backward()
+    w.grad
+    """)
+
+section("Only leaves keep gradients; retain_grad() keeps an intermediate's", """
+    Intermediate gradients are computed but freed, which saves memory.""", """
+    x = torch.ones(2, requires_grad=True)
+    h = x * 3
+    h.retain_grad()
+    (h ** 2).sum().backward()
+    h.grad, x.grad
+    """)
+
+section("Switching recording off", """
+    Under no_grad nothing is recorded; inference_mode also marks the results so they
+    cannot sneak into a graph later. Both are thread-local and work as decorators.""", """
+    with torch.no_grad():
+        z = x * 2
+    z.requires_grad
+    @torch.no_grad()
+    def evaluate(t):
+        return t * 2
+    evaluate(x).requires_grad
+    """)
+
+section("In-place changes are checked", """
+    A saved tensor modified in place would silently give wrong gradients, so every tensor
+    carries a version counter and backward refuses stale values.""", """
+    x = torch.ones(1, 3, requires_grad=True)
+    y = x ** 2
+    with torch.no_grad():
+        x += 1
+    x._version
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        print(str(e)[:150] + "...")
+    """)
+
+section("Views share storage, and writes through them are differentiable", """
+    Slicing, transposing and reshaping return views. Writing into a view of a tensor
+    with history records a CopySlices node, as PyTorch does.""", """
+    p = torch.tensor([1., 2., 3.], requires_grad=True)
+    q = p * 2
+    q[0] = 10.
+    q, q.grad_fn
+    q.sum().backward()
+    p.grad
+    m = torch.zeros(2, 3)
+    m.t().stride(), m.t().is_contiguous(), m.t()._base is m
+    """)
+
+section("Higher derivatives", """
+    With create_graph=True the backward pass is itself recorded, so it can be
+    differentiated again.""", """
+    x = torch.tensor(5.0, requires_grad=True)
+    y = x ** 3
+    (g,) = torch.autograd.grad(y, x, create_graph=True)
+    g
+    torch.autograd.grad(g, x)
+    """)
+
+section("One rule table behind it all", """
+    Every operation is one entry of tracegrad.rules: a kernel plus one vjp per operand,
+    written with ordinary operators so the same function serves raw arrays, eager
+    Tensors, and (in the staged modes) traced values.""", """
+    import inspect
+    from tracegrad.rules import TABLE
+    len(TABLE)
+    print(inspect.getsource(TABLE["tanh"].vjps[0]))
+    print(inspect.getsource(TABLE["mul"].vjps[1]))
+    """)
+
+
+def run_code(code, namespace):
+    """Run ``code`` statement by statement, echoing it and each expression's value."""
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    shown = 0  # source lines echoed so far (several statements may share one line)
+    for node in tree.body:
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        if node.end_lineno > shown:
+            src = lines[max(start, shown + 1) - 1:node.end_lineno]
+            print("\n".join((">>> " if i == 0 else "... ") + line for i, line in enumerate(src)))
+            shown = node.end_lineno
+        if isinstance(node, ast.Expr):
+            value = eval(compile(ast.Expression(node.value), "<tour>", "eval"), namespace)
+            if value is not None:
+                print(repr(value))
+        else:
+            exec(compile(ast.Module([node], []), "<tour>", "exec"), namespace)
+
+
+def run(sections=None):
+    """Run the tour; with ``sections`` (numbers from 1) show only those, running the
+    earlier ones silently because later sections build on their variables."""
+    namespace = {}
+    last = len(SECTIONS) if not sections else max(sections)
+    for n, (title, text, code) in enumerate(SECTIONS[:last], 1):
+        shown = not sections or n in sections
+        with contextlib.nullcontext() if shown else contextlib.redirect_stdout(io.StringIO()):
+            print(f"\n== {n}. {title} " + "=" * max(0, 70 - len(title)))
+            print(text + "\n")
+            run_code(code, namespace)
