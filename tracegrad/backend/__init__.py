@@ -4,6 +4,8 @@ Every kernel in the rule table receives an array namespace ``xp`` (NumPy's on th
 CuPy's on CUDA) and calls only that: this package is the one place that knows which
 array library backs which device.
 """
+import warnings as _warnings
+
 import numpy as _np
 
 from . import cpu
@@ -14,6 +16,11 @@ from .dtypes import (as_dtype, from_numpy_dtype, get_default_dtype, promote_type
 __all__ = ["cpu", "device", "namespace_of", "namespace_for", "device_of", "is_array",
            "ARRAY_TYPES", "as_dtype", "from_numpy_dtype", "get_default_dtype",
            "set_default_dtype", "promote_types", "result_type"]
+
+# PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy warns. Silence the floating
+# point warnings raised inside tracegrad's own kernels only (the user's NumPy code keeps
+# its warnings), at no cost per operation.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tracegrad\.")
 
 # Exact type -> namespace. NumPy scalars (what NumPy returns from 0-d reductions) and
 # Python numbers belong to the CPU namespace.
@@ -45,7 +52,9 @@ def namespace_for(dev):
     try:
         return _NS_BY_DEVICE_TYPE[kind]
     except KeyError:
-        raise RuntimeError(f"device '{kind}' is not available in this build of tracegrad") from None
+        raise RuntimeError(f"device '{kind}' is not available: tracegrad runs on CUDA through "
+                           "CuPy, which needs the gpu extra (pip install 'tracegrad[gpu]') and an "
+                           "NVIDIA GPU") from None
 
 
 def device_of(array):

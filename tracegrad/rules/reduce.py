@@ -163,19 +163,24 @@ for _p in (amax, amin, max, min):
     _p.jvp("x")(extremum_jvp)
 
 
+def _pick_along(xp, x, dim, keepdim, position):
+    """(values, indices) of the element ``position`` (xp.argmax/argmin) picks along ``dim``."""
+    idx = xp.expand_dims(position(x, axis=dim), dim)
+    values = xp.take_along_axis(x, idx, axis=dim)
+    if keepdim:
+        return values, idx
+    return xp.squeeze(values, dim), xp.squeeze(idx, dim)
+
+
 @primitive("MaxBackward0", dtypes=KEEP, nout=2, nondiff_outputs=(1,))
 def max_dim(xp, x, *, dim, keepdim=False):
     """``max(x, dim)``: (values, indices); the gradient goes to the index found."""
-    idx = xp.expand_dims(xp.argmax(x, axis=dim), dim)
-    values = xp.take_along_axis(x, idx, axis=dim)
-    return (values if keepdim else xp.squeeze(values, dim)), (idx if keepdim else xp.squeeze(idx, dim))
+    return _pick_along(xp, x, dim, keepdim, xp.argmax)
 
 
 @primitive("MinBackward0", dtypes=KEEP, nout=2, nondiff_outputs=(1,))
 def min_dim(xp, x, *, dim, keepdim=False):
-    idx = xp.expand_dims(xp.argmin(x, axis=dim), dim)
-    values = xp.take_along_axis(x, idx, axis=dim)
-    return (values if keepdim else xp.squeeze(values, dim)), (idx if keepdim else xp.squeeze(idx, dim))
+    return _pick_along(xp, x, dim, keepdim, xp.argmin)
 
 
 def select_dim_vjp(g, out, x, *, dim, keepdim=False):

@@ -31,8 +31,9 @@ _INFERENCE_SAVE = (
     "of `tracegrad.inference_mode()`.")
 
 
-def apply(prim, args, params):
-    """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
+def unwrap(args):
+    """The backend arrays (or numbers) behind ``args``, and a bit mask of the operands
+    that require grad."""
     arrays = list(args)
     rmask = 0
     for i, a in enumerate(args):
@@ -42,10 +43,19 @@ def apply(prim, args, params):
                 rmask |= 1 << i
         elif a is not None and not isinstance(a, _NUMBER):
             arrays[i] = _constant(a)
+    return arrays, rmask
+
+
+def apply(prim, args, params):
+    """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
+    arrays, rmask = unwrap(args)
     if prim.dtypes is not KEEP:
         _promote(prim, arrays)
     xp = _namespace(arrays)
-    out = prim.impl(xp, *arrays, **params)
+    try:
+        out = prim.impl(xp, *arrays, **params)
+    except ValueError as e:
+        raise _kernel_error(e, arrays) from None
     node = None
     if rmask and _state.mode == _GRAD and prim.differentiable:
         node = _record(prim, args, params, rmask)
@@ -84,7 +94,10 @@ def binary(prim, a, b):
         return apply(prim, (a, b), _NO_PARAMS)
     if prim.dtypes is FLOAT and ad.dtype.kind not in "fc":
         return apply(prim, (a, b), _NO_PARAMS)
-    out = prim.impl(_NS_BY_TYPE[type(ad)], ad, bd)
+    try:
+        out = prim.impl(_NS_BY_TYPE[type(ad)], ad, bd)
+    except ValueError as e:
+        raise _kernel_error(e, (ad, bd)) from None
     mode = _state.mode
     if rmask and mode == _GRAD and prim.differentiable:
         return _result(out, _record(prim, (a, b), _NO_PARAMS, rmask))
@@ -101,6 +114,20 @@ def _result(out, node):
         vc = t._vc = [0]
         node._out = (t._data, vc, 0)
     return t
+
+
+def _kernel_error(exc, arrays):
+    """PyTorch's message for operands that do not broadcast (NumPy raises ValueError)."""
+    shapes = [a.shape for a in arrays if hasattr(a, "shape")]
+    if "broadcast" in str(exc) and len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        n = max(len(a), len(b))
+        pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+        for d in range(n - 1, -1, -1):
+            if pa[d] != pb[d] and pa[d] != 1 and pb[d] != 1:
+                return RuntimeError(f"The size of tensor a ({pa[d]}) must match the size of tensor "
+                                    f"b ({pb[d]}) at non-singleton dimension {d}")
+    return RuntimeError(str(exc))
 
 
 def _constant(a):
@@ -305,15 +332,7 @@ def apply_inplace(prim, args, params):
     self = args[0]
     mode = _state.mode
     check_inplace(self, mode)
-    rmask = 0
-    arrays = list(args)
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            arrays[i] = a._data
-            if a._requires_grad:
-                rmask |= 1 << i
-        elif a is not None and not isinstance(a, _NUMBER):
-            arrays[i] = _constant(a)
+    arrays, rmask = unwrap(args)
     target = self._data.dtype
     if prim.dtypes is not KEEP:
         _promote(prim, arrays)
