@@ -1,12 +1,23 @@
 """Reductions and scans with PyTorch's signatures (``dim``, ``keepdim``, ``correction``)."""
-import builtins
-import math
-
 from ..backend import dtypes as _dt
 from ..rules import arith as A
 from ..rules import reduce as R
 from . import return_types
 from ._args import wrap_dim, wrap_dims
+
+
+def numpy_names(fn):
+    """Accept NumPy's ``axis=`` and ``keepdims=`` for ``dim=`` and ``keepdim=``, as PyTorch does."""
+    def wrapper(*args, axis=None, keepdims=None, **kwargs):
+        if axis is not None:
+            kwargs["dim"] = axis
+        if keepdims is not None:
+            kwargs["keepdim"] = keepdims
+        return fn(*args, **kwargs)
+    wrapper.__name__ = wrapper.__qualname__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    wrapper.__wrapped__ = fn
+    return wrapper
 
 
 def _dims(input, dim):
@@ -139,7 +150,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p == "nuc":
         raise NotImplementedError("norm(p='nuc') needs a singular value decomposition, which "
                                   "tracegrad's rule table does not have yet")
-    return vector_norm(input, float(p) if not builtins.isinstance(p, int) else p, dim, keepdim, dtype=dtype)
+    return vector_norm(input, p if isinstance(p, int) else float(p), dim, keepdim, dtype=dtype)
 
 
 def cumsum(input, dim, *, dtype=None):
@@ -150,8 +161,7 @@ def cumprod(input, dim, *, dtype=None):
     return R.cumprod(input, dim=wrap_dim(dim, input.ndim), dtype=_int_sum_dtype(input, dtype))
 
 
-_ = math
-FUNCTIONS = {n: globals()[n] for n in (
+FUNCTIONS = {n: numpy_names(globals()[n]) for n in (
     "sum", "nansum", "mean", "prod", "var", "std", "var_mean", "std_mean", "max", "min", "amax",
     "amin", "aminmax", "argmax", "argmin", "all", "any", "count_nonzero", "logsumexp", "norm",
     "cumsum", "cumprod")}

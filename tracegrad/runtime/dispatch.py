@@ -12,7 +12,7 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, KEEP, register_handler
 from . import grad_mode
-from .node import AccumulateGrad, node_class
+from .node import NOTHING_SAVED, SAVED, AccumulateGrad, node_class
 from .tensor import Tensor, mark_inference, wrap
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
@@ -275,7 +275,7 @@ def _record(prim, args, params, rmask, node_args=None):
     node._out = True if save_out else None  # True: save the result once it exists
     node._params = params or None
     node._pos = pos
-    node._released = False
+    node._saved = SAVED if save_idx or save_out else NOTHING_SAVED
     node._outs = None
     return node
 
@@ -315,13 +315,19 @@ def _outputs(prim, args, params, out, node):
 
 
 def _link_views(prim, src, params, tensors):
+    """Make ``tensors`` views of ``src``'s base: shared version counter, the chain of view
+    rules from the base (to re-derive history after in-place writes), and -- for views
+    made without recording, as in PyTorch -- the base's ``requires_grad``."""
     base = src._base if src._base is not None else src
     vc = src._version_counter()
     chain = src._view[0] if src._view is not None else ()
+    tracked = _state.mode == _GRAD
     for k, t in enumerate(tensors):
         t._base = base
         t._vc = vc
-        t._view = (chain + ((prim, params, k),), vc[0], _state.mode == _GRAD)
+        t._view = (chain + ((prim, params, k),), vc[0], tracked)
+        if not tracked and src._requires_grad and _state.mode == grad_mode.NO_GRAD:
+            t._requires_grad = True
 
 
 # -- in place ----------------------------------------------------------------------------------

@@ -8,10 +8,12 @@ higher derivatives fall out. Saved values are freed after the pass unless
 ``retain_graph``. When ``inputs`` are given only the part of the graph that leads to them
 runs, and (for ``autograd.grad``) their gradients are returned instead of accumulated.
 """
+import warnings
+
 from .. import backend
 from . import grad_mode
 from .dispatch import edge_of
-from .node import AccumulateGrad
+from .node import SAVED, AccumulateGrad
 from .tensor import Size, Tensor, wrap
 
 __all__ = ["backward", "grad", "call_node"]
@@ -25,7 +27,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     """Accumulate d(tensors)/d(leaf) (weighted by ``grad_tensors``) into each leaf's ``.grad``."""
     tensors = _as_tuple(tensors, "tensors")
-    if grad_tensors is None:
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                               "passed to `backward()`. Please only use `grad_tensors`.")
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
         grad_tensors = grad_variables
     grads = _root_grads(tensors, grad_tensors, create_graph)
     roots = _root_edges(tensors)
@@ -190,7 +196,7 @@ def _run(roots, root_grads, keep_graph, graph, targets):
             in_grads = None
         else:
             in_grads = node._apply(grads, graph)
-            if not keep_graph and (node._vers is not None or node._out is not None):
+            if not keep_graph and node._saved == SAVED:
                 node._release()
         j = -1
         for nxt, nr in node._next_functions:
@@ -327,7 +333,7 @@ def _accumulate_grad(var, g, graph, fresh):
         if data.dtype != var._data.dtype:
             data, fresh = data.astype(var._data.dtype), True
         if current is None:
-            var._grad = wrap(data if fresh else data.copy())
+            var._grad = wrap(_with_layout_of(var._data, data, fresh))
         elif current._requires_grad or not current._data.flags.writeable:
             var._grad = wrap(current._data + data)
         else:
@@ -336,6 +342,26 @@ def _accumulate_grad(var, g, graph, fresh):
     if extra is not None and extra.get("post_accumulate_hooks"):
         for hook in list(extra["post_accumulate_hooks"].values()):
             hook(var)
+
+
+def _with_layout_of(param, g, fresh):
+    """``g`` as a leaf's new gradient: PyTorch gives a dense parameter (e.g. a transposed
+    one) a gradient with the same strides, and any other parameter a contiguous one."""
+    if g.strides == param.strides or not _dense(param):
+        return g if fresh else g.copy(order="C")
+    out = backend.namespace_of(param).empty_like(param)  # keeps the parameter's layout
+    out[...] = g
+    return out
+
+
+def _dense(a):
+    """True when ``a``'s elements fill a contiguous block in some dim order."""
+    expected = a.itemsize
+    for stride, size in sorted((abs(st), sh) for st, sh in zip(a.strides, a.shape) if sh != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 # -- hooks -------------------------------------------------------------------------------------

@@ -62,7 +62,9 @@ class FunctionNode(Node):
     """A node recorded by a primitive; subclasses per name carry ``_prim``."""
 
     # _out: None (result not saved), or (result array(s), version counter(s), version(s)).
-    __slots__ = ("_args", "_vers", "_out", "_params", "_pos", "_released", "_outs")
+    # _saved: NOTHING_SAVED, SAVED (values held for backward) or FREED (after a backward
+    # without retain_graph; using the node again is then an error, as in PyTorch).
+    __slots__ = ("_args", "_vers", "_out", "_params", "_pos", "_saved", "_outs")
     _prim = None
 
     # -- saved values --------------------------------------------------------------------
@@ -77,7 +79,7 @@ class FunctionNode(Node):
                     m = res[i] = _new(Meta)
                     m.shape = args[i]
             return res
-        if self._released:
+        if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
         res = []
         for i, a in enumerate(args):
@@ -85,7 +87,7 @@ class FunctionNode(Node):
             if v is not None:
                 cur = a._vc[0] if a._vc is not None else 0
                 if cur != v:
-                    raise RuntimeError(version_message(a, cur, v))
+                    raise RuntimeError(version_message(a, cur, v, output_of(a)))
                 res.append(a if graph else a._data)
             elif type(a) is tuple:
                 res.append(_meta(a))
@@ -96,7 +98,7 @@ class FunctionNode(Node):
     def _unpack_out(self, graph):
         """The saved result(s), version-checked; Tensors (with this node as grad_fn) when
         building a graph of the backward."""
-        if self._released:
+        if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
         out, vcs, vers = self._out
         single = type(out) is not tuple
@@ -104,9 +106,8 @@ class FunctionNode(Node):
             out, vcs, vers = (out,), (vcs,), (vers,)
         for k, (vc, v) in enumerate(zip(vcs, vers)):
             if vc[0] != v:
-                op = re.sub(r"Backward\d*$", "", self.name())
                 raise RuntimeError(version_message(_tensor.wrap(out[k]), vc[0], v,
-                                                   f", which is output {k} of {op},"))
+                                                   f", which is output {k} of {_op_name(self)},"))
         if graph:
             out = tuple(_tensor.wrap(o, True, self, k) for k, o in enumerate(out))
         return out[0] if single else out
@@ -115,10 +116,9 @@ class FunctionNode(Node):
         """Free saved values after a backward that did not ask to retain the graph."""
         if self._vers is not None:
             self._args = tuple(None if v is not None else a for a, v in zip(self._args, self._vers))
-            self._released = True
         if self._out is not None:
             self._out = ()
-            self._released = True
+        self._saved = FREED
 
     # -- introspection -------------------------------------------------------------------
     def __getattr__(self, name):
@@ -136,10 +136,8 @@ class FunctionNode(Node):
         if key in names:
             i = names.index(key)
             if i < len(self._args) and self._args[i] is not None and type(self._args[i]) is not tuple:
-                if self._released and self._vers is not None and self._vers[i] is not None:
-                    raise RuntimeError(_FREED_MESSAGE)
                 return self._args[i]  # a saved Tensor, or a number operand
-            if self._released:
+            if self._saved == FREED:
                 raise RuntimeError(_FREED_MESSAGE)
             raise AttributeError(f"{self.name()} did not save '{key}'")
         params = self._params or {}
@@ -151,6 +149,8 @@ class FunctionNode(Node):
     def _apply(self, grads, graph):
         """Gradients for ``next_functions`` from the gradients of this node's outputs."""
         prim = self._prim
+        if self._saved == FREED:
+            raise RuntimeError(_FREED_MESSAGE)
         if self._vers is None:  # nothing saved but shapes: skip the version checks
             args = list(self._args)
             for i in range(len(args)):
@@ -162,7 +162,7 @@ class FunctionNode(Node):
         saved = self._out
         if saved is None:
             out = None
-        elif not graph and not self._released and type(saved[0]) is not tuple:
+        elif not graph and type(saved[0]) is not tuple:
             out, vc, version = saved
             if vc[0] != version:
                 out = self._unpack_out(graph)  # raises the version error
@@ -190,6 +190,7 @@ class FunctionNode(Node):
 
 _NO_PARAMS = {}
 _DEFAULT_SAVED_NAMES = ("self", "other")
+NOTHING_SAVED, SAVED, FREED = 0, 1, 2
 _new = object.__new__
 
 
@@ -225,6 +226,17 @@ def node_class(prim, name):
                                            "__module__": "tracegrad.autograd.graph"})
         prim.node_classes[name] = cls
     return cls
+
+
+def _op_name(node):
+    """The forward operation's name as PyTorch's messages give it: MulBackward0 -> Mul."""
+    return re.sub(r"Backward\d*$", "", node.name())
+
+
+def output_of(t):
+    """", which is output N of Op," for a tensor some node produced (else empty)."""
+    fn = t._grad_fn
+    return f", which is output {t._output_nr} of {_op_name(fn)}," if fn is not None else ""
 
 
 def version_message(t, current, expected, which=""):

@@ -72,6 +72,9 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
+_NONLEAF_REQUIRES_GRAD = "you can only change requires_grad flags of leaf variables."
+_DETACH_HINT = (" If you want to use a computed variable in a subgraph that doesn't require "
+                "differentiation use var_no_grad = var.detach().")
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -183,19 +186,20 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
+        if self._grad_fn is not None:  # the attribute may never change on a non-leaf
+            raise RuntimeError(_NONLEAF_REQUIRES_GRAD + ("" if flag else _DETACH_HINT))
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad=True):
         flag = bool(requires_grad)
         if self._grad_fn is not None:
             if not flag:
-                raise RuntimeError(
-                    "you can only change requires_grad flags of leaf variables. If you want to "
-                    "use a computed variable in a subgraph that doesn't require differentiation "
-                    "use var_no_grad = var.detach().")
+                raise RuntimeError(_NONLEAF_REQUIRES_GRAD + _DETACH_HINT)
             return self
         if flag and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if flag and self.is_inference() and grad_mode.state.mode != grad_mode.INFERENCE:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = flag
         return self
 
