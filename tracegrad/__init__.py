@@ -4,6 +4,7 @@
 operations, ``backward()``, ``grad_fn``, hooks, ``no_grad``. Every operation is an entry of
 one rule table (:mod:`tracegrad.rules`) that the staged paths share.
 """
+# ruff: noqa: F401 -- this module is the public namespace: its imports are re-exports
 from . import backend, rules
 from .backend import device
 from .backend.dtypes import (bool_ as bool, complex64, complex128, float16, float32, float64,  # noqa: A001
@@ -36,14 +37,7 @@ cdouble = complex128
 
 def result_type(tensor1, tensor2):
     """The dtype PyTorch's type promotion gives an operation on the two operands."""
-    from .backend.dtypes import result_type as _rt
-    dims, zeros, numbers = [], [], []
-    for x in (tensor1, tensor2):
-        if isinstance(x, Tensor):
-            (dims if x.ndim else zeros).append(x.dtype)
-        else:
-            numbers.append(x)
-    return _rt(dims, zeros, numbers)
+    return _dispatch.result_dtype([x._data if isinstance(x, Tensor) else x for x in (tensor1, tensor2)])
 
 
 def is_floating_point(input):

@@ -17,8 +17,8 @@ _NO = {}
 
 def _bool_check(x, y, what):
     if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype.name == "bool" and y.dtype.name == "bool":
-        raise RuntimeError(f"Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           f"Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
 
 
 # -- arithmetic --------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from .arith import where
 from .broadcast import broadcast_to, indicator
 from .core import FLOAT, KEEP, primitive
 from .shape import flip, reshape
-from .unary import abs, exp, log, sign, sqrt
+from .unary import abs, exp, sign
 
 
 def kept_shape(shape, dim):

@@ -169,7 +169,7 @@ def _promote(prim, arrays):
     if common is not None and not mixed and top_number <= _KIND_RANK[common.kind]:
         target = common                      # fast path: nothing to promote
     else:
-        target = _result_dtype(arrays, positions).np
+        target = result_dtype(arrays, positions).np
     if prim.dtypes is FLOAT and target.kind in "biu":
         target = _dt.get_default_dtype().np
     if common is None:                       # only numbers: make them arrays of the target
@@ -183,9 +183,10 @@ def _promote(prim, arrays):
             arrays[i] = a.astype(target)
 
 
-def _result_dtype(arrays, positions):
+def result_dtype(arrays, positions=None):
+    """``torch.result_type`` of backend arrays and Python numbers (all, or ``positions``)."""
     dims, zeros, numbers = [], [], []
-    for i in positions:
+    for i in range(len(arrays)) if positions is None else positions:
         a = arrays[i]
         if a is None:
             continue
@@ -362,6 +363,9 @@ def apply_inplace(prim, args, params):
     self._bump_version()
     if node is not None:
         rebase_history(self, node)
+        if node._out is True:  # the result the vjps read is self, as it is now
+            vc = self._version_counter()
+            node._out = (self._data, vc, vc[0])
     return self
 
 

@@ -229,8 +229,9 @@ def node_class(prim, name):
 
 
 def _op_name(node):
-    """The forward operation's name as PyTorch's messages give it: MulBackward0 -> Mul."""
-    return re.sub(r"Backward\d*$", "", node.name())
+    """The forward operation's name as PyTorch's messages give it: MulBackward0 -> Mul,
+    EluBackward1 -> Elu1."""
+    return re.sub(r"Backward(\d*)$", lambda m: "" if m.group(1) == "0" else m.group(1), node.name())
 
 
 def output_of(t):
