@@ -5,7 +5,8 @@ To add a rule: decorate a kernel ``impl(xp, *operands, **params)`` with ``@primi
 (see :mod:`tracegrad.rules.core`), give each differentiable operand a vjp with
 ``@prim.vjp("x", uses=...)`` written with operators and other primitives only, add a jvp
 unless the rule is ``diagonal`` or ``linear``, and add samples for it to
-``tests/rules/samples.py`` (the table-walking gradient check refuses rules without them).
+a ``tests/rules/samples_*.py`` module (the table-walking gradient check refuses rules
+without them).
 """
 from . import core, broadcast, unary, arith, views, memory, shape, index, reduce  # noqa: F401
 from . import linalg, activation  # noqa: F401

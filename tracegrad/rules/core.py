@@ -274,13 +274,16 @@ class Primitive:
             if h is not None:
                 return h(self, args, params)
         for a in args:
-            if a is not None and not isinstance(a, (int, float, complex)):
+            if a is not None and type(a) not in _PY_NUMBERS:  # NumPy scalars count as arrays
                 return self.impl(namespace_of(a), *args, **params)
         # Only Python numbers: compute on the CPU and answer with a Python number, which
         # (unlike a NumPy scalar) adopts the dtype of the arrays it later meets.
         from ..backend import cpu
         out = self.impl(cpu, *args, **params)
         return out.item() if getattr(out, "ndim", None) == 0 else out
+
+
+_PY_NUMBERS = (int, float, complex, bool)
 
 
 def _add_tangents(a, b):
