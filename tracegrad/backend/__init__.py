@@ -65,3 +65,9 @@ def device_of(array):
 
 def is_array(value):
     return isinstance(value, ARRAY_TYPES)
+
+
+def python_scalar(value):
+    """A NumPy scalar (np.float64(2.5)...) as the Python number PyTorch treats it as;
+    None for anything else."""
+    return value.item() if isinstance(value, _np.generic) else None

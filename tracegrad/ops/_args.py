@@ -20,8 +20,9 @@ def wrap_dims(dim, ndim):
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
         dims = tuple(wrap_dim(d, ndim) for d in dim)
-        if len(set(dims)) != len(dims):
-            raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+        for i, d in enumerate(dims):
+            if d in dims[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         return tuple(sorted(dims))
     return (wrap_dim(dim, ndim),)
 

@@ -126,9 +126,13 @@ def index_put_(input, indices, values, accumulate=False):
                          {"index": structure, "accumulate": accumulate})
 
 
+_INDEX_DTYPES = {"gather": "int32/int64", "scatter": "int32/int64", "scatter_add": "int32/int64",
+                 "index_select": "int32 or int64"}
+
+
 def _check_index_tensor(index, what):
     if not isinstance(index, Tensor) or index.dtype.category != 1:
-        raise RuntimeError(f"{what}(): Expected dtype int64 for index")
+        raise RuntimeError(f"{what}(): Expected dtype {_INDEX_DTYPES[what]} for index")
 
 
 def index_select(input, dim, index):
@@ -191,8 +195,8 @@ def scatter_add_(input, dim, index, src):
 
 def _mask_check(mask):
     if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        kind = mask.dtype._legacy[:-len("Tensor")].lower() if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
 
 
 def masked_fill(input, mask, value):
@@ -231,7 +235,7 @@ def narrow(input, dim, start, length):
     if start < 0:
         start += input.shape[d]
     if not 0 <= start <= input.shape[d] - length:
-        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({input.shape[d]}).")
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({input.shape[d]}).")
     return I.basic_index(input, index=(slice(None),) * d + (slice(start, start + length),))
 
 

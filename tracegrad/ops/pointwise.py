@@ -235,13 +235,23 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 # -- Tensor operators and methods --------------------------------------------------------------
 
 def _binary(prim, reflected=False):
+    """A Tensor operator; operands it cannot take give NotImplemented, so Python raises its
+    usual TypeError (and ``x == None`` is simply False)."""
     if reflected:
         def op(self, other):
+            if not _operand(other):
+                return NotImplemented
             return apply(prim, (other, self), _NO)
     else:
         def op(self, other):
+            if not _operand(other):
+                return NotImplemented
             return binary(prim, self, other)
     return op
+
+
+def _operand(x):
+    return isinstance(x, (Tensor, int, float, complex)) or hasattr(x, "__array_interface__")
 
 
 def _inplace(fn_prim, convert=None):

@@ -5,6 +5,7 @@ import math
 from ..rules import broadcast as B
 from ..rules import memory as M
 from ..rules import shape as S
+from ..runtime.shapes import broadcast_shapes, expand_shape
 from ._args import shape_args, wrap_dim
 
 
@@ -146,26 +147,7 @@ def _mT(input):
 
 
 def expand(input, *sizes):
-    sizes = shape_args(sizes)
-    if len(sizes) < input.ndim:
-        raise RuntimeError(f"expand(torch.FloatTensor{{{list(input.shape)}}}, size={list(sizes)}): the "
-                           "number of sizes provided (" + str(len(sizes)) + ") must be greater or equal "
-                           "to the number of dimensions in the tensor (" + str(input.ndim) + ")")
-    lead = len(sizes) - input.ndim
-    target = []
-    for i, s in enumerate(sizes):
-        have = input.shape[i - lead] if i >= lead else None
-        if s == -1:
-            if have is None:
-                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
-                                   f"non-existing dimension {i}")
-            s = have
-        elif have is not None and have != s and have != 1:
-            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
-                               f"({have}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
-                               f"Tensor sizes: {list(input.shape)}")
-        target.append(s)
-    return B.broadcast_to(input, shape=tuple(target))
+    return B.broadcast_to(input, shape=expand_shape(input.shape, shape_args(sizes), input.type()))
 
 
 def expand_as(input, other):
@@ -177,26 +159,9 @@ def broadcast_to(input, size):
 
 
 def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape."""
     shape = broadcast_shapes(*(t.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
-
-
-def broadcast_shapes(*shapes):
-    out = []
-    for dims in _zip_right(shapes):
-        sizes = {d for d in dims if d != 1}
-        if len(sizes) > 1:
-            raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape. "
-                               f"Mismatch is between {list(shapes[0])} and {list(shapes[1])}.")
-        out.append(sizes.pop() if sizes else 1)
-    from ..runtime.tensor import Size
-    return Size(reversed(out))
-
-
-def _zip_right(shapes):
-    n = max((len(s) for s in shapes), default=0)
-    padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
-    return reversed(list(zip(*padded))) if n else []
 
 
 def repeat(input, *sizes):
@@ -239,7 +204,7 @@ def triu(input, diagonal=0):
 def cat(tensors, dim=0):
     tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("tracegrad.cat(): expected a non-empty list of Tensors")
     d = wrap_dim(dim, tensors[0].ndim)
     ref = tensors[0].shape
     for i, t in enumerate(tensors[1:], 1):

@@ -162,8 +162,16 @@ def pow_jvp_y(t, out, x, y):
     return expand_to(t * where((x == 0) & (y >= 0), 0.0, out * log(x)), out)
 
 
-@primitive("RemainderBackward0", ufunc="remainder")
+def _check_integer_divisor(xp, x, y):
+    """Integer division by zero is an error in PyTorch (NumPy would return 0)."""
+    if getattr(x, "dtype", None) is not None and x.dtype.kind in "biu" and \
+            getattr(y, "dtype", xp.asarray(y).dtype).kind in "biu" and xp.any(xp.asarray(y) == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+@primitive("RemainderBackward0")
 def remainder(xp, x, y):
+    _check_integer_divisor(xp, x, y)
     return xp.remainder(x, y)
 
 
@@ -187,8 +195,9 @@ def remainder_jvp_y(t, out, x, y):
     return expand_to(-t * floor_divide(x, y), out)
 
 
-@primitive(differentiable=False, ufunc="floor_divide")
+@primitive(differentiable=False)
 def floor_divide(xp, x, y):
+    _check_integer_divisor(xp, x, y)
     return xp.floor_divide(x, y)
 
 

@@ -43,7 +43,34 @@ def _basic_name(args, params):
 def basic_index(xp, x, *, index):
     """``x[index]`` with only ints, slices, None and Ellipsis: a view. (A trailing ``...``
     makes NumPy return a 0-d view, not a copied scalar, when every dim is indexed.)"""
-    return x[index if any(part is Ellipsis for part in index) else index + (Ellipsis,)]
+    out = x[index if any(part is Ellipsis for part in index) else index + (Ellipsis,)]
+    if any(part is None for part in index):
+        out = xp.as_strided(out, out.shape, _torch_strides(x, index))
+    return out
+
+
+def _torch_strides(x, index):
+    """The strides PyTorch gives ``x[index]``: as NumPy's, except that a new (``None``)
+    axis inserted before dim d gets stride size[d] * stride[d] (NumPy uses 0). Only
+    size-1 axes differ, so the memory addressed is the same."""
+    shape, strides = list(x.shape), list(x.strides)
+    consumed = sum(1 for part in index if part is not None and part is not Ellipsis)
+    d = 0
+    for part in index:
+        if part is None:
+            strides.insert(d, shape[d] * strides[d] if d < len(shape) else x.itemsize)
+            shape.insert(d, 1)
+            d += 1
+        elif part is Ellipsis:
+            d += x.ndim - consumed
+        elif isinstance(part, int):
+            del shape[d], strides[d]
+        else:
+            start, stop, step = part.indices(shape[d])
+            shape[d] = len(range(start, stop, step))
+            strides[d] *= step
+            d += 1
+    return tuple(strides)
 
 
 @basic_index.vjp("x")

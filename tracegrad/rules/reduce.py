@@ -54,7 +54,8 @@ def sum_vjp(g, out, x, *, dim=None, keepdim=False, dtype=None):
 
 @primitive(_by_dim("Mean"), dtypes=KEEP, linear=True)
 def mean(xp, x, *, dim=None, keepdim=False):
-    return xp.mean(x, axis=_axis(dim), keepdims=keepdim)
+    # sum / count rather than xp.mean: an empty mean is nan without NumPy's own warning
+    return xp.sum(x, axis=_axis(dim), keepdims=keepdim) / x.dtype.type(count(x.shape, dim))
 
 
 @mean.vjp("x")
@@ -89,7 +90,18 @@ def prod_jvp(t, out, x, *, dim=None, keepdim=False, dtype=None):
 
 @primitive("VarBackward0", dtypes=FLOAT)
 def var(xp, x, *, dim=None, correction=1, keepdim=False):
-    return xp.var(x, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+    return _variance(xp, x, dim, correction, keepdim)
+
+
+def _variance(xp, x, dim, correction, keepdim):
+    """Sum of squared deviations / (n - correction), computed here (not xp.var) so that
+    degenerate counts give inf/nan silently, as in PyTorch."""
+    axis = _axis(dim)
+    n = count(x.shape, dim)
+    # (max/min/sum are rules in this module: plain conditionals instead of the builtins)
+    centered = x - xp.sum(x, axis=axis, keepdims=True) / x.dtype.type(n if n > 0 else 1)
+    squares = xp.sum(centered * centered, axis=axis, keepdims=keepdim)
+    return squares / x.dtype.type(n - correction if n > correction else 0)
 
 
 @var.vjp("x", uses="x")
@@ -106,7 +118,7 @@ def var_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
 
 @primitive("StdBackward0", dtypes=FLOAT)
 def std(xp, x, *, dim=None, correction=1, keepdim=False):
-    return xp.std(x, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+    return xp.sqrt(_variance(xp, x, dim, correction, keepdim))
 
 
 @std.vjp("x", uses="x out")

@@ -28,7 +28,11 @@ def squeeze(xp, x, *, dim=None):
 
 @primitive("UnsqueezeBackward0", dtypes=KEEP, view=True, linear=True)
 def unsqueeze(xp, x, *, dim):
-    return xp.expand_dims(x, dim)
+    """A new size-1 axis at ``dim``, with PyTorch's stride for it (size * stride of the dim
+    it is inserted before, or 1 at the end)."""
+    strides = list(x.strides)
+    strides.insert(dim, x.shape[dim] * x.strides[dim] if dim < x.ndim else x.itemsize)
+    return xp.as_strided(x, x.shape[:dim] + (1,) + x.shape[dim:], tuple(strides))
 
 
 def reshape_back(g, out, x, **params):

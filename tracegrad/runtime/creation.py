@@ -37,6 +37,9 @@ def _infer_dtype(data):
         x = stack.pop()
         if isinstance(x, Tensor):
             found = x.dtype if found is None else _dt.promote_types(found, x.dtype)
+        elif backend.python_scalar(x) is not None or backend.is_array(x):  # NumPy keeps its dtype
+            d = _dt.from_numpy_dtype(backend.cpu.asarray(x).dtype)
+            found = d if found is None else _dt.promote_types(found, d)
         elif isinstance(x, (list, tuple)):
             stack.extend(x)
         elif isinstance(x, bool):

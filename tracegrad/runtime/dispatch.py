@@ -13,6 +13,7 @@ from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, KEEP, register_handler
 from . import grad_mode
 from .node import NOTHING_SAVED, SAVED, AccumulateGrad, node_class
+from .shapes import broadcast_shapes, expand_shape
 from .tensor import Tensor, mark_inference, wrap
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
@@ -41,8 +42,9 @@ def unwrap(args):
             arrays[i] = a._data
             if a._requires_grad:
                 rmask |= 1 << i
-        elif a is not None and not isinstance(a, _NUMBER):
-            arrays[i] = _constant(a)
+        elif a is not None and type(a) not in _NUMBER_RANK:
+            number = backend.python_scalar(a)  # NumPy scalars act as Python numbers
+            arrays[i] = _constant(a) if number is None else number
     return arrays, rmask
 
 
@@ -118,15 +120,8 @@ def _result(out, node):
 
 def _kernel_error(exc, arrays):
     """PyTorch's message for operands that do not broadcast (NumPy raises ValueError)."""
-    shapes = [a.shape for a in arrays if hasattr(a, "shape")]
-    if "broadcast" in str(exc) and len(shapes) >= 2:
-        a, b = shapes[0], shapes[1]
-        n = max(len(a), len(b))
-        pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-        for d in range(n - 1, -1, -1):
-            if pa[d] != pb[d] and pa[d] != 1 and pb[d] != 1:
-                return RuntimeError(f"The size of tensor a ({pa[d]}) must match the size of tensor "
-                                    f"b ({pb[d]}) at non-singleton dimension {d}")
+    if "broadcast" in str(exc):
+        broadcast_shapes(*[a.shape for a in arrays if hasattr(a, "shape")])  # raises PyTorch's
     return RuntimeError(str(exc))
 
 
@@ -322,13 +317,17 @@ def _link_views(prim, src, params, tensors):
     base = src._base if src._base is not None else src
     vc = src._version_counter()
     chain = src._view[0] if src._view is not None else ()
-    tracked = _state.mode == _GRAD
+    mode = _state.mode
+    tracked = mode == _GRAD
+    inference = src.is_inference()
     for k, t in enumerate(tensors):
         t._base = base
         t._vc = vc
         t._view = (chain + ((prim, params, k),), vc[0], tracked)
-        if not tracked and src._requires_grad and _state.mode == grad_mode.NO_GRAD:
+        if not tracked and src._requires_grad and mode == grad_mode.NO_GRAD:
             t._requires_grad = True
+        if inference and not t.is_inference():
+            mark_inference(t)  # a view of an inference tensor is one too
 
 
 # -- in place ----------------------------------------------------------------------------------
@@ -345,9 +344,8 @@ def apply_inplace(prim, args, params):
         _promote(prim, arrays)
         computed = arrays[0].dtype if not isinstance(arrays[0], _NUMBER) else target
         if _KIND_RANK[computed.kind] > _KIND_RANK[target.kind]:
-            raise RuntimeError(f"result type {_dt.from_numpy_dtype(computed).name.capitalize()} "
-                               f"can't be cast to the desired output type "
-                               f"{_LEGACY_NAMES.get(target.name, target.name.capitalize())}")
+            raise RuntimeError(f"result type {_scalar_type_name(computed)} can't be cast to the "
+                               f"desired output type {_scalar_type_name(target)}")
     node = None
     record = rmask and mode == _GRAD and prim.differentiable
     if record:
@@ -369,9 +367,9 @@ def apply_inplace(prim, args, params):
     return self
 
 
-_LEGACY_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                 "uint8": "Byte", "bool": "Bool", "float32": "Float", "float64": "Double",
-                 "float16": "Half"}
+def _scalar_type_name(np_dtype):
+    """PyTorch's name for a dtype in messages: Float, Double, Long, ComplexFloat..."""
+    return _dt.from_numpy_dtype(np_dtype)._legacy[:-len("Tensor")]
 
 
 def check_inplace(self, mode):
@@ -384,9 +382,28 @@ def check_inplace(self, mode):
         return
     if self._grad_fn is None and self._requires_grad and self._base is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    view = self._view
+    if view is None:
+        return
     base = self._base
-    if base is not None and self._view is not None and base._grad_fn is None and base._requires_grad:
+    if base._grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    chain, _, tracked = view
+    if not tracked and self._requires_grad:
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
+            "can clarify your code by moving both the view and the inplace either both inside the "
+            "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+            "want the inplace to be tracked).")
+    prim, params, k = chain[-1]
+    if prim.nout != 1 and self._requires_grad:
+        op = prim.node_name((), params).replace("Backward0", "")
+        raise RuntimeError(
+            f"Output {k} of {op} is a view and is being modified inplace. This view is the output "
+            "of a function that returns multiple views. Such functions do not allow the output "
+            "views to be modified inplace. You should replace the inplace operation by an "
+            "out-of-place one.")
 
 
 def _write(prim, xp, self, arrays, params):
@@ -397,20 +414,24 @@ def _write(prim, xp, self, arrays, params):
         elif prim.ufunc is not None and not params and len(arrays) <= 2:
             getattr(xp, prim.ufunc)(*arrays, out=dst, casting="unsafe")
         else:
-            result = prim.impl(xp, *arrays, **params)
-            if dst.shape != result.shape and xp.broadcast_shapes(dst.shape, result.shape) != dst.shape:
-                raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the "
-                                   f"broadcast shape {list(result.shape)}")
-            dst[...] = result
+            dst[...] = prim.impl(xp, *arrays, **params)
     except ValueError as e:
-        if "read-only" in str(e):
-            raise RuntimeError("unsupported operation: more than one element of the written-to "
-                               "tensor refers to a single memory location. Please clone() the "
-                               "tensor before performing the operation.") from None
-        if "broadcast" in str(e) or "shape" in str(e):
-            raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the broadcast "
-                               f"shape of the operands: {e}") from None
-        raise
+        raise _write_error(e, prim, self, arrays) from None
+
+
+def _write_error(exc, prim, self, arrays):
+    """PyTorch's message for a write into ``self`` that NumPy refused."""
+    if "read-only" in str(exc):
+        return RuntimeError("unsupported operation: more than one element of the written-to "
+                            "tensor refers to a single memory location. Please clone() the "
+                            "tensor before performing the operation.")
+    dst = tuple(self._data.shape)
+    if prim.inplace_impl is not None and len(arrays) == 2 and hasattr(arrays[1], "shape"):
+        expand_shape(arrays[1].shape, dst, self.type())  # copy_/x[i] = v: src expands to dst
+    shape = broadcast_shapes(*[a.shape for a in arrays if hasattr(a, "shape")])
+    if tuple(shape) != dst:
+        return RuntimeError(f"output with shape {list(dst)} doesn't match the broadcast shape {list(shape)}")
+    return RuntimeError(str(exc))
 
 
 def _eager(prim, args, params):

@@ -42,11 +42,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         return
     inputs = _as_tuple(inputs, "inputs")
     if not inputs:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    for t in inputs:
+        if t.grad_fn is not None:
+            t.retain_grad()  # as PyTorch: a non-leaf input keeps its .grad from now on
     targets = [_input_edge(t, i) for i, t in enumerate(inputs)]
     captured = run(roots, grads, retain_graph, create_graph, targets=targets)
     for t, g in zip(inputs, captured):
-        if g is not None:
+        if g is not None and t.grad_fn is None:
             _accumulate_grad(t, g, create_graph, fresh=False)
 
 
@@ -149,12 +152,11 @@ def run(roots, root_grads, keep_graph, create_graph, targets=None):
     """Run backward from ``roots`` (edges) seeded with ``root_grads``. Without ``targets``
     every reachable leaf accumulates; with ``targets`` (edges) only the graph leading to
     them runs and their gradients are returned, in order."""
-    prev_mode = _state.mode
-    _state.mode = grad_mode.GRAD if create_graph else grad_mode.NO_GRAD
+    prev = grad_mode.swap(create_graph)
     try:
         return _run(roots, root_grads, keep_graph, create_graph, targets)
     finally:
-        _state.mode = prev_mode
+        grad_mode.restore(prev)
 
 
 def _run(roots, root_grads, keep_graph, graph, targets):
@@ -181,8 +183,9 @@ def _run(roots, root_grads, keep_graph, graph, targets):
 
     while ready:
         node, grads = ready.pop()
+        extra = node._extra
         if grads is not None:
-            if node._extra is not None:
+            if extra is not None:
                 grads = _run_tensor_hooks(node, grads, graph)
             if wanted is not None:
                 for nr, g in enumerate(grads):
@@ -196,6 +199,8 @@ def _run(roots, root_grads, keep_graph, graph, targets):
             in_grads = None
         else:
             in_grads = node._apply(grads, graph)
+            if extra is not None and extra.get("hooks"):
+                in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
             if not keep_graph and node._saved == SAVED:
                 node._release()
         j = -1
@@ -380,12 +385,37 @@ def _call_hooks(hooks, g, graph):
     return t if graph else t._data
 
 
+def _as_tensors(values, graph):
+    return tuple(None if v is None else (v if graph else wrap(v)) for v in values)
+
+
+def _from_tensors(values, graph, what):
+    if not isinstance(values, (tuple, list)):
+        raise TypeError(f"a node {what} must return a tuple of gradients or None")
+    return tuple(None if v is None else (v if graph else v._data) for v in values)
+
+
+def _run_node_hooks(hooks, in_grads, grads, graph):
+    """``node.register_hook`` hooks: ``hook(grad_inputs, grad_outputs)``; a non-None
+    result replaces the gradients the node passes on."""
+    outputs = _as_tensors(grads, graph)
+    for hook in list(hooks.values()):
+        r = hook(_as_tensors(in_grads, graph), outputs)
+        if r is not None:
+            if len(r) != len(in_grads):
+                raise RuntimeError(f"hook returned {len(r)} gradients where {len(in_grads)} were expected")
+            in_grads = _from_tensors(r, graph, "hook")
+    return in_grads
+
+
 def _run_tensor_hooks(node, grads, graph):
-    """Hooks and ``retain_grad`` of the non-leaf tensors this node produced."""
+    """Before a node runs: hooks and ``retain_grad`` of the non-leaf tensors it produced,
+    then its own pre-hooks (``hook(grad_outputs)``, which may replace them)."""
     extra = node._extra
     hooks = extra.get("tensor_hooks")
     retains = extra.get("retains")
-    if not hooks and not retains:
+    prehooks = extra.get("prehooks")
+    if not hooks and not retains and not prehooks:
         return grads
     grads = list(grads)
     for nr, g in enumerate(grads):
@@ -398,6 +428,10 @@ def _run_tensor_hooks(node, grads, graph):
         if t is not None:
             value = g if graph else wrap(g.copy())
             t._grad = value if t._grad is None else t._grad + value
+    for hook in list((prehooks or {}).values()):
+        r = hook(_as_tensors(grads, graph))
+        if r is not None:
+            grads = list(_from_tensors(r, graph, "pre-hook"))
     return grads
 
 
@@ -416,12 +450,11 @@ def call_node(node, grads):
         return ()
     graph = _state.mode == grad_mode.GRAD and any(g is not None and g._requires_grad for g in grads)
     raw = [None if g is None else (g if graph else g._data) for g in grads]
-    prev = _state.mode
-    _state.mode = grad_mode.GRAD if graph else grad_mode.NO_GRAD
+    prev = grad_mode.swap(graph)
     try:
         out = node._apply(raw, graph)
     finally:
-        _state.mode = prev
+        grad_mode.restore(prev)
     out = tuple(None if g is None else (g if isinstance(g, Tensor) else wrap(g)) for g in out)
     return out[0] if len(out) == 1 else out
 

@@ -1,75 +1,94 @@
 """Grad modes: whether operations are recorded for backward, per thread.
 
-``state.mode`` is read once per operation: GRAD records when an input requires grad,
-NO_GRAD records nothing, INFERENCE records nothing and marks new tensors as inference
-tensors (which autograd later refuses to save). Each class works as a context manager
-and as a decorator, like PyTorch's.
+Two flags, as in PyTorch: grad mode (``no_grad``/``enable_grad``/``set_grad_enabled``) and
+inference mode. Operations read one derived value, ``state.mode``: GRAD records when an
+input requires grad, NO_GRAD records nothing, INFERENCE records nothing (even with grad
+mode on) and marks new tensors as inference tensors, which autograd later refuses to
+save. Each class works as a context manager and as a decorator.
 """
 import functools
 import inspect
 import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled", "state", "GRAD", "NO_GRAD", "INFERENCE"]
+           "is_inference_mode_enabled", "state", "GRAD", "NO_GRAD", "INFERENCE", "swap", "restore"]
 
 GRAD, NO_GRAD, INFERENCE = 0, 1, 2
 
 
 class _State(threading.local):
-    mode = GRAD  # class attribute: every new thread starts in grad mode
+    # Class attributes: every new thread starts with grad mode on, inference mode off.
+    grad_enabled = True
+    inference = False
+    mode = GRAD
 
 
 state = _State()
 
 
+def swap(grad_enabled, inference=None):
+    """Set the flags (``inference=None`` keeps it); return the previous flags."""
+    prev = (state.grad_enabled, state.inference)
+    state.grad_enabled = grad_enabled
+    if inference is not None:
+        state.inference = inference
+    state.mode = INFERENCE if state.inference else (GRAD if grad_enabled else NO_GRAD)
+    return prev
+
+
+def restore(prev):
+    swap(*prev)
+
+
 def is_grad_enabled():
-    return state.mode == GRAD
+    return state.grad_enabled
 
 
 def is_inference_mode_enabled():
-    return state.mode == INFERENCE
+    return state.inference
 
 
 class _Mode:
-    """Base: a context manager that sets ``state.mode`` and restores it on exit."""
+    """Base: a context manager (and decorator) that sets the flags and restores them."""
 
-    _target = GRAD
+    def _flags(self):
+        """(grad_enabled, inference or None to keep) this mode sets."""
+        raise NotImplementedError
 
     def __enter__(self):
-        self._prev = state.mode
-        state.mode = self._target
+        self._prev = swap(*self._flags())
         return None
 
     def __exit__(self, *exc):
-        state.mode = self._prev
+        restore(self._prev)
         return False
 
     def __call__(self, fn):
         """Use as a decorator: run ``fn`` (or each step of a generator) in this mode."""
-        target = self._target
+        flags = self._flags()
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def gen_wrapper(*args, **kwargs):
                 gen = fn(*args, **kwargs)
                 value = None
                 while True:
-                    prev, state.mode = state.mode, target
+                    prev = swap(*flags)
                     try:
                         value = gen.send(value)
                     except StopIteration as stop:
                         return stop.value
                     finally:
-                        state.mode = prev
+                        restore(prev)
                     value = yield value
             return gen_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            prev, state.mode = state.mode, target
+            prev = swap(*flags)
             try:
                 return fn(*args, **kwargs)
             finally:
-                state.mode = prev
+                restore(prev)
         return wrapper
 
     def clone(self):
@@ -79,8 +98,6 @@ class _Mode:
 class no_grad(_Mode):
     """Run without recording operations; results do not require grad."""
 
-    _target = NO_GRAD
-
     def __new__(cls, orig_func=None):
         if orig_func is None:
             return super().__new__(cls)
@@ -88,29 +105,45 @@ class no_grad(_Mode):
             raise TypeError("no_grad takes no arguments; use it as `with tracegrad.no_grad():`")
         return cls()(orig_func)  # used bare as a decorator: @no_grad
 
+    def _flags(self):
+        return False, None
+
 
 class enable_grad(_Mode):
-    """Re-enable recording inside a ``no_grad`` block."""
+    """Re-enable recording inside a ``no_grad`` block (not inside inference mode)."""
 
-    _target = GRAD
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def _flags(self):
+        return True, None
 
 
 class set_grad_enabled(_Mode):
-    """``set_grad_enabled(False)`` acts immediately (like a function call) and, used with
-    ``with``, restores the previous mode on exit."""
+    """``set_grad_enabled(False)`` acts immediately (like a function call); used with
+    ``with`` it restores the previous mode on exit, used as a decorator it restores it at
+    once and applies the mode to each call."""
 
     def __init__(self, mode):
         if not isinstance(mode, bool):
             raise TypeError(f"set_grad_enabled() expects a bool, got {type(mode).__name__}")
-        self._target = GRAD if mode else NO_GRAD
-        self._prev = state.mode
-        state.mode = self._target
+        self._enabled = mode
+        self._prev = swap(mode)
+
+    def _flags(self):
+        return self._enabled, None
 
     def __enter__(self):
         return None
 
+    def __call__(self, fn):
+        restore(self._prev)
+        return super().__call__(fn)
+
     def clone(self):
-        return set_grad_enabled(self._target == GRAD)
+        return set_grad_enabled(self._enabled)
 
 
 class inference_mode(_Mode):
@@ -125,18 +158,12 @@ class inference_mode(_Mode):
     def __init__(self, mode=True):
         if not isinstance(mode, bool):
             raise TypeError(f"inference_mode() expects a bool, got {type(mode).__name__}")
-        self._target = INFERENCE if mode else None
+        self._enabled = mode
 
-    def __enter__(self):
-        self._prev = state.mode
-        if self._target is not None:
-            state.mode = self._target
-        return None
-
-    def __call__(self, fn):
-        if self._target is None:
-            return fn
-        return super().__call__(fn)
+    def _flags(self):
+        if self._enabled:
+            return False, True
+        return state.grad_enabled, False
 
     def clone(self):
-        return inference_mode(self._target == INFERENCE)
+        return inference_mode(self._enabled)

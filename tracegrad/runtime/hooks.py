@@ -46,13 +46,25 @@ def _hook_dict(owner, key, subkey=None):
     return extra.setdefault(key, {}).setdefault(subkey, _HookDict())
 
 
+def add_hook(owner, kind, hook):
+    """Register ``hook`` in ``owner._extra[kind]``; returns its removable handle."""
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    hooks = _hook_dict(owner, kind)
+    key = next(_ids)
+    hooks[key] = hook
+    return RemovableHandle(hooks, key)
+
+
 def register_tensor_hook(t, hook):
     if not t._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    fn = t.grad_fn
+    if fn is None:
+        return add_hook(t, "hooks", hook)
     if not callable(hook):
         raise TypeError(f"hook must be callable, got {type(hook).__name__}")
-    fn = t.grad_fn
-    hooks = _hook_dict(t, "hooks") if fn is None else _hook_dict(fn, "tensor_hooks", t._output_nr)
+    hooks = _hook_dict(fn, "tensor_hooks", t._output_nr)
     key = next(_ids)
     hooks[key] = hook
     return RemovableHandle(hooks, key)

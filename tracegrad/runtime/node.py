@@ -12,6 +12,7 @@ gradients into the leaf's ``.grad``.
 import re
 
 from ..rules.core import Meta
+from . import hooks as _hooks
 from . import tensor as _tensor
 
 __all__ = ["Node", "FunctionNode", "AccumulateGrad", "node_class"]
@@ -50,6 +51,16 @@ class Node:
         if self._extra is None:
             self._extra = {}
         return self._extra
+
+    def register_hook(self, fn):
+        """Call ``fn(grad_inputs, grad_outputs)`` after this node computes the gradients of
+        its inputs; a non-None return value (a tuple) replaces ``grad_inputs``."""
+        return _hooks.add_hook(self, "hooks", fn)
+
+    def register_prehook(self, fn):
+        """Call ``fn(grad_outputs)`` before this node runs; a non-None return value (a
+        tuple) replaces ``grad_outputs``."""
+        return _hooks.add_hook(self, "prehooks", fn)
 
     def __call__(self, *grads):
         """Apply this node by hand: gradients of its outputs in, gradients of its inputs out

@@ -40,11 +40,10 @@ def refresh_view_grad_fn(t):
 
 
 def _regenerate(t, chain):
-    state = grad_mode.state
-    prev, state.mode = state.mode, grad_mode.GRAD
+    prev = grad_mode.swap(True, False)  # record the replay, whatever the current mode
     try:
         fresh = replay_view(chain, t._base)
     finally:
-        state.mode = prev
+        grad_mode.restore(prev)
     t._grad_fn, t._output_nr, t._requires_grad = fresh._grad_fn, fresh._output_nr, fresh._requires_grad
     t._view = (chain, t._vc[0], True)
