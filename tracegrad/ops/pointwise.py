@@ -7,7 +7,7 @@ hot path of every model.
 from ..rules import arith as A
 from ..rules import unary as U
 from ..rules.views import copy_slices  # noqa: F401  (re-exported for in-place views)
-from ..runtime.dispatch import apply, apply_inplace, binary, unary
+from ..runtime.dispatch import apply, apply_inplace, eager_binary, eager_unary
 from ..runtime.tensor import Tensor
 from ._args import is_number, scalar
 from ..rules.memory import copy, fill
@@ -237,16 +237,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def _binary(prim, reflected=False):
     """A Tensor operator; operands it cannot take give NotImplemented, so Python raises its
     usual TypeError (and ``x == None`` is simply False)."""
-    if reflected:
-        def op(self, other):
-            if not _operand(other):
-                return NotImplemented
-            return apply(prim, (other, self), _NO)
-    else:
-        def op(self, other):
-            if not _operand(other):
-                return NotImplemented
-            return binary(prim, self, other)
+    if not reflected:
+        return eager_binary(prim)
+
+    def op(self, other):
+        if not _operand(other):
+            return NotImplemented
+        return apply(prim, (other, self), _NO)
     return op
 
 
@@ -308,10 +305,7 @@ def _copy_(self, src, non_blocking=False):
 
 
 def _unary_method(prim):
-    def method(self):
-        return unary(prim, self)
-    method.__name__ = prim.name
-    return method
+    return eager_unary(prim)
 
 
 METHODS = {

@@ -66,45 +66,89 @@ def apply(prim, args, params):
 
 def unary(prim, x):
     """``apply`` for a one-operand, parameterless, single-output, non-view primitive."""
-    data = x._data
-    if prim.dtypes is FLOAT and data.dtype.kind not in "fc":
-        return apply(prim, (x,), _NO_PARAMS)
-    out = prim.impl(_NS_BY_TYPE[type(data)], data)
-    mode = _state.mode
-    if mode == _GRAD and x._requires_grad and prim.differentiable:
-        return _result(out, _record(prim, (x,), _NO_PARAMS, 1))
-    t = wrap(out)
-    return mark_inference(t) if mode == _INFERENCE else t
+    return eager_unary(prim)(x)
 
 
 def binary(prim, a, b):
     """``apply`` for two operands (Tensor, and Tensor or number) of one dtype, no params."""
-    ad = a._data
-    tb = type(b)
-    if tb is Tensor:
-        bd = b._data
-        if bd.dtype != ad.dtype:
+    r = eager_binary(prim)(a, b)
+    if r is NotImplemented:
+        raise TypeError(f"{prim.name}() received an operand of type {type(b).__name__}")
+    return r
+
+
+def eager_unary(prim):
+    """The eager fast path of a one-operand rule, made once per rule: a closure, so a
+    Tensor method is this function itself (no further call layers)."""
+    fn = _FAST.get((prim, 1))
+    if fn is not None:
+        return fn
+    impl, float_only = prim.impl, prim.dtypes is FLOAT
+    recordable = prim.differentiable and prim.diff_positions(1) == (0,)
+
+    def op(x):
+        data = x._data
+        if float_only and data.dtype.kind not in "fc":
+            return apply(prim, (x,), _NO_PARAMS)
+        out = impl(_NS_BY_TYPE[type(data)], data)
+        mode = _state.mode
+        if mode == _GRAD and x._requires_grad:
+            node = _record_fast(prim, x, _ABSENT, 1) if recordable else _record(prim, (x,), _NO_PARAMS, 1)
+            return _result(out, node)
+        t = wrap(out)
+        return mark_inference(t) if mode == _INFERENCE else t
+    op.__name__ = prim.name
+    _FAST[prim, 1] = op
+    return op
+
+
+def eager_binary(prim):
+    """The eager fast path of a two-operand rule: ``a`` a Tensor, ``b`` a Tensor of the same
+    dtype or a Python number; anything else goes through :func:`apply` (and an operand a
+    Tensor cannot take gives NotImplemented, so Python operators raise their TypeError)."""
+    fn = _FAST.get((prim, 2))
+    if fn is not None:
+        return fn
+    impl, float_only = prim.impl, prim.dtypes is FLOAT
+    recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
+
+    def op(a, b):
+        ad = a._data
+        tb = type(b)
+        if tb is Tensor:
+            bd = b._data
+            if bd.dtype != ad.dtype:
+                return apply(prim, (a, b), _NO_PARAMS)
+            rmask = a._requires_grad | (b._requires_grad << 1)
+        elif tb is float or tb is int:
+            kind = ad.dtype.kind
+            if kind == "b" or (tb is float and kind not in "fc"):
+                return apply(prim, (a, b), _NO_PARAMS)
+            bd = b
+            rmask = a._requires_grad
+        elif isinstance(b, Tensor) or type(b) in _NUMBER_RANK or hasattr(b, "__array_interface__"):
             return apply(prim, (a, b), _NO_PARAMS)
-        rmask = a._requires_grad | (b._requires_grad << 1)
-    elif tb is float or tb is int:
-        kind = ad.dtype.kind
-        if kind == "b" or (tb is float and kind not in "fc"):
+        else:
+            return NotImplemented
+        if float_only and ad.dtype.kind not in "fc":
             return apply(prim, (a, b), _NO_PARAMS)
-        bd = b
-        rmask = a._requires_grad
-    else:
-        return apply(prim, (a, b), _NO_PARAMS)
-    if prim.dtypes is FLOAT and ad.dtype.kind not in "fc":
-        return apply(prim, (a, b), _NO_PARAMS)
-    try:
-        out = prim.impl(_NS_BY_TYPE[type(ad)], ad, bd)
-    except ValueError as e:
-        raise _kernel_error(e, (ad, bd)) from None
-    mode = _state.mode
-    if rmask and mode == _GRAD and prim.differentiable:
-        return _result(out, _record(prim, (a, b), _NO_PARAMS, rmask))
-    t = wrap(out)
-    return mark_inference(t) if mode == _INFERENCE else t
+        try:
+            out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
+        except ValueError as e:
+            raise _kernel_error(e, (ad, bd)) from None
+        mode = _state.mode
+        if rmask and mode == _GRAD:
+            node = _record_fast(prim, a, b, rmask) if recordable else _record(prim, (a, b), _NO_PARAMS, rmask)
+            return _result(out, node)
+        t = wrap(out)
+        return mark_inference(t) if mode == _INFERENCE else t
+    op.__name__ = prim.name
+    _FAST[prim, 2] = op
+    return op
+
+
+_FAST = {}
+_ABSENT = object()  # marks "no second operand" for _record_fast
 
 
 def _result(out, node):
@@ -235,15 +279,7 @@ def _record(prim, args, params, rmask, node_args=None):
         a = stored[i]
         if isinstance(a, Tensor):
             if flags[i]:
-                fn = a._grad_fn
-                if a._view is not None:
-                    edge = edge_of(a)
-                elif fn is not None:
-                    edge = (fn, a._output_nr)
-                elif a._requires_grad:
-                    edge = (grad_accumulator(a), 0)
-                else:
-                    edge = _NO_EDGE
+                edge = edge_of(a)
                 if edge[0] is not None:
                     needed = True
                 edges.append(edge)
@@ -253,27 +289,74 @@ def _record(prim, args, params, rmask, node_args=None):
             if i not in save_idx:
                 stored[i] = a._data.shape
                 continue
-            if a._extra is not None and a._extra.get("inference"):
-                raise RuntimeError(_INFERENCE_SAVE)
             if vers is None:
                 vers = [None] * nargs
-            vers[i] = a._vc[0] if a._vc is not None else 0
+            vers[i] = _saved_version(a)
         elif flags[i] and prim.number_edges and i > 0:
             edges.append(_NO_EDGE)
             pos.append(i)
     if not needed:
         return None
-    node = _new_node(prim.node_cls or _node_class(prim, args, params))
-    node._next_functions = tuple(edges)
+    return _new_node(prim, args, params, tuple(edges), stored, vers, save_idx or save_out, save_out, pos)
+
+
+def _record_fast(prim, a, b, rmask):
+    """``_record`` for the fast paths: operand ``a`` a Tensor, ``b`` a Tensor, a number or
+    ``_ABSENT``, no params, every operand position differentiable."""
+    nargs = 1 if b is _ABSENT else 2
+    save_idx, save_out = prim._plans.get(rmask | nargs << 32) or prim.save_plan(rmask, nargs)
+    ea = edge_of(a)
+    vers = None
+    if 0 in save_idx:
+        vers = [_saved_version(a), None]
+        sa = a
+    else:
+        sa = a._data.shape
+    if nargs == 1:
+        if ea[0] is None:
+            return None
+        return _new_node(prim, (a,), _NO_PARAMS, (ea,), [sa], vers, save_idx or save_out, save_out, _POS0)
+    if type(b) is Tensor:
+        eb = edge_of(b)
+        edges, pos = (ea, eb), _POS01
+        if 1 in save_idx:
+            if vers is None:
+                vers = [None, None]
+            vers[1] = _saved_version(b)
+            sb = b
+        else:
+            sb = b._data.shape
+    else:
+        eb = _NO_EDGE
+        edges, pos = ((ea, eb), _POS01) if prim.number_edges else ((ea,), _POS0)
+        sb = b
+    if ea[0] is None and eb[0] is None:
+        return None
+    return _new_node(prim, (a, b), _NO_PARAMS, edges, [sa, sb], vers, save_idx or save_out, save_out, pos)
+
+
+def _saved_version(t):
+    """The version of a tensor being saved for backward (inference tensors refused)."""
+    if t._extra is not None and t._extra.get("inference"):
+        raise RuntimeError(_INFERENCE_SAVE)
+    return t._vc[0] if t._vc is not None else 0
+
+
+def _new_node(prim, args, params, edges, stored, vers, saves, save_out, pos):
+    node = _alloc(prim.node_cls or _node_class(prim, args, params))
+    node._next_functions = edges
     node._extra = None
     node._args = stored
     node._vers = vers
     node._out = True if save_out else None  # True: save the result once it exists
     node._params = params or None
     node._pos = pos
-    node._saved = SAVED if save_idx or save_out else NOTHING_SAVED
+    node._saved = SAVED if saves else NOTHING_SAVED
     node._outs = None
     return node
+
+
+_POS0, _POS01 = (0,), (0, 1)
 
 
 def _node_class(prim, args, params):
@@ -283,7 +366,7 @@ def _node_class(prim, args, params):
     return cls
 
 
-_new_node = object.__new__
+_alloc = object.__new__
 _NO_EDGE = (None, 0)
 
 
@@ -438,7 +521,7 @@ def _eager(prim, args, params):
     """The rule table's handler for Tensor operands (``tracegrad.exp(t)`` lands here)."""
     if not params and prim.nout == 1 and not prim.view and type(args[0]) is Tensor:
         if len(args) == 1:
-            return unary(prim, args[0])
+            return eager_unary(prim)(args[0])
         if len(args) == 2:
             return binary(prim, args[0], args[1])
     return apply(prim, args, params)

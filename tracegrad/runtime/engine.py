@@ -201,7 +201,7 @@ def _run(roots, root_grads, keep_graph, graph, targets):
             in_grads = node._apply(grads, graph)
             if extra is not None and extra.get("hooks"):
                 in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
-            if not keep_graph and node._saved == SAVED:
+            if node._saved == SAVED and not keep_graph:
                 node._release()
         j = -1
         for nxt, nr in node._next_functions:
@@ -214,7 +214,7 @@ def _run(roots, root_grads, keep_graph, graph, targets):
             g = None if in_grads is None else in_grads[j]
             if d == 1:
                 del deps[nxt]
-                buf = buffers.pop(nxt, None)
+                buf = buffers.pop(nxt, None) if buffers else None
                 if buf is None:
                     if g is not None:
                         outs = nxt._outs

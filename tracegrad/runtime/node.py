@@ -159,15 +159,15 @@ class FunctionNode(Node):
     # -- applying ------------------------------------------------------------------------
     def _apply(self, grads, graph):
         """Gradients for ``next_functions`` from the gradients of this node's outputs."""
-        prim = self._prim
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
         if self._vers is None:  # nothing saved but shapes: skip the version checks
             args = list(self._args)
             for i in range(len(args)):
                 if type(args[i]) is tuple:
-                    m = args[i] = _new(Meta)
-                    m.shape = self._args[i]
+                    m = _new(Meta)
+                    m.shape = args[i]
+                    args[i] = m
         else:
             args = self._unpack_args(graph)
         saved = self._out
@@ -179,22 +179,24 @@ class FunctionNode(Node):
                 out = self._unpack_out(graph)  # raises the version error
         else:
             out = self._unpack_out(graph)
-        params = self._params or _NO_PARAMS
         if self._outs is None:
             g = grads[0]
         else:
             g = tuple(gk if gk is not None else _zeros(meta, graph) for gk, meta in zip(grads, self._outs))
+        prim = self._prim
         pos = self._pos
         edges = self._next_functions
+        params = self._params
         if prim.vjp_all_fn is not None:
-            every = prim.vjp_all_fn(g, out, *args, **params)
+            every = prim.vjp_all_fn(g, out, *args, **(params or _NO_PARAMS))
             return tuple(every[p] if edges[j][0] is not None else None for j, p in enumerate(pos))
         vjps = prim.vjps
-        if len(pos) == 1:
-            return (vjps[pos[0]](g, out, *args, **params) if edges[0][0] is not None else None,)
-        if len(pos) == 2:
-            return (vjps[pos[0]](g, out, *args, **params) if edges[0][0] is not None else None,
-                    vjps[pos[1]](g, out, *args, **params) if edges[1][0] is not None else None)
+        if params is None and len(pos) <= 2:  # the common case, without keyword unpacking
+            first = vjps[pos[0]](g, out, *args) if edges[0][0] is not None else None
+            if len(pos) == 1:
+                return (first,)
+            return (first, vjps[pos[1]](g, out, *args) if edges[1][0] is not None else None)
+        params = params or _NO_PARAMS
         return tuple(vjps[p](g, out, *args, **params) if edges[j][0] is not None else None
                      for j, p in enumerate(pos))
 
