@@ -176,3 +176,34 @@ def test_second_order_matches_finite_differences(name, k):
             analytic = 0.0 if hv is None else float((hv * tg.tensor(v)).sum())
         assert checks.close(analytic, numeric, max(sample.rtol, 1e-5)), (
             f"{name} operand {i}: second order {analytic}, finite differences {numeric}")
+
+
+def test_derivatives_are_plain_module_level_functions():
+    """Each vjp/jvp is a module-level function of the rules package (no closure over the
+    forward call), so the tape can call it and the AST path can inline its body."""
+    offenders = []
+    for name, prim in TABLE.items():
+        for fn in list(prim.vjps) + list(prim.jvps) + [prim.vjp_all_fn, prim.jvp_all_fn]:
+            if fn is None:
+                continue
+            if fn.__closure__ or "<locals>" in fn.__qualname__ or fn.__name__ == "<lambda>" \
+                    or not fn.__module__.startswith("tracegrad.rules"):
+                offenders.append(f"{name}: {fn.__module__}.{fn.__qualname__}")
+    assert not offenders, offenders
+
+
+def test_only_the_backend_imports_numpy():
+    """Kernels and the runtime reach arrays through the backend namespace (``xp``), so a
+    CuPy backend can stand in: no module outside tracegrad/backend imports NumPy."""
+    root = pathlib.Path(tg.__file__).parent
+    # Printing formats host copies of the values (backend.to_host), never device arrays.
+    host_only = {pathlib.Path("runtime/formatting.py")}
+    offenders = []
+    for path in root.rglob("*.py"):
+        if "backend" in path.relative_to(root).parts or path.relative_to(root) in host_only:
+            continue
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if words[:2] in (["import", "numpy"], ["from", "numpy"]) or words[:1] == ["import"] and "numpy" in words:
+                offenders.append(f"{path.relative_to(root)}: {line.strip()}")
+    assert not offenders, offenders

@@ -42,6 +42,11 @@ class dtype:
     def __reduce__(self):
         return (as_dtype, (self.name,))
 
+    @property
+    def scalar_name(self):
+        """PyTorch's name for the type in messages: Float, Double, Long, ComplexFloat..."""
+        return self._legacy[:-len("Tensor")]
+
     def to_real(self):
         """The real dtype of a complex dtype (complex64 -> float32); identity otherwise."""
         return {complex64: float32, complex128: float64}.get(self, self)

@@ -26,7 +26,7 @@ _FLOAT_MAX = {"float16": "65504", "float32": "3.40282e+38", "float64": "1.79769e
 def _float_only(input, kernel):
     """PyTorch's CPU kernels for these functions have no integer or bool version."""
     if isinstance(input, Tensor) and not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{input.dtype._legacy[:-6]}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{input.dtype.scalar_name}\'')
 
 
 def _no_bool(input, op):
@@ -156,7 +156,7 @@ def softshrink(input, lambd=0.5):
     if lambd < 0:
         d = input.dtype
         raise RuntimeError(f"lambda must be in range [0, {_FLOAT_MAX.get(d.name, 'inf')}] for input "
-                           f"dtype {d._legacy[:-6]}, but found {lambd:g}")
+                           f"dtype {d.scalar_name}, but found {lambd:g}")
     return R.softshrink(input, lambd=lambd)
 
 

@@ -12,6 +12,7 @@ from ..rules import arith as A
 from ..rules import linalg as L
 from ..rules import reduce as R
 from ..runtime.dispatch import binary
+from ..runtime.shapes import expand_shape
 from ..runtime.tensor import Tensor
 from ._args import scalar, wrap_dim
 from .shape import permute, reshape
@@ -29,7 +30,7 @@ def _c(t):
 
 
 def _legacy(t):
-    return t.dtype._legacy[:-len("Tensor")]
+    return t.dtype.scalar_name
 
 
 def _tensor(x, fn, arg, pos):
@@ -78,16 +79,7 @@ def _check_bmm_sizes(sa, sb):
 
 def _check_expand(t, sizes):
     """That ``t`` broadcasts to ``sizes`` (what PyTorch's addmm expands ``input`` to)."""
-    if t.ndim > len(sizes):
-        raise RuntimeError(f"expand(torch.{t.dtype._legacy}{{{list(t.shape)}}}, size={list(sizes)}): the "
-                           f"number of sizes provided ({len(sizes)}) must be greater or equal to the "
-                           f"number of dimensions in the tensor ({t.ndim})")
-    lead = len(sizes) - t.ndim
-    for i, have in enumerate(t.shape):
-        if have != 1 and have != sizes[lead + i]:
-            raise RuntimeError(f"The expanded size of the tensor ({sizes[lead + i]}) must match the existing "
-                               f"size ({have}) at non-singleton dimension {lead + i}.  Target sizes: "
-                               f"{list(sizes)}.  Tensor sizes: {list(t.shape)}")
+    expand_shape(t.shape, sizes, t.type())
 
 
 # -- products ---------------------------------------------------------------------------------

@@ -40,10 +40,6 @@ def rsub(input, other, *, alpha=1):
     return sub(other, input, alpha=alpha)
 
 
-def mul(input, other):
-    return A.mul(input, other)
-
-
 def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return A.div(input, other)
@@ -52,18 +48,6 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "trunc":
         return U.trunc(A.div(input, other))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-
-
-def true_divide(input, other):
-    return A.div(input, other)
-
-
-def floor_divide(input, other):
-    return A.floor_divide(input, other)
-
-
-def remainder(input, other):
-    return A.remainder(input, other)
 
 
 def pow(input, exponent):
@@ -109,22 +93,6 @@ def where(condition, input=None, other=None):
     return A.where(condition, input, other)
 
 
-def atan2(input, other):
-    return A.atan2(input, other)
-
-
-def maximum(input, other):
-    return A.maximum(input, other)
-
-
-def minimum(input, other):
-    return A.minimum(input, other)
-
-
-def reciprocal(input):
-    return U.reciprocal(input)
-
-
 def lerp(input, end, weight):
     return input + weight * (end - input)
 
@@ -145,6 +113,12 @@ def _unary(prim):
     return f
 
 
+reciprocal = _unary(U.reciprocal)
+logical_not = _unary(A.logical_not)
+bitwise_not = _unary(A.bitwise_not)
+isnan = _unary(A.isnan)
+isinf = _unary(A.isinf)
+isfinite = _unary(A.isfinite)
 exp = _unary(U.exp)
 exp2 = _unary(U.exp2)
 expm1 = _unary(U.expm1)
@@ -178,42 +152,26 @@ def round(input, *, decimals=0):
 
 # -- comparison and logic ------------------------------------------------------------------------
 
-eq, ne, lt, le, gt, ge = (lambda input, other, _p=p: _p(input, other)
-                          for p in (A.eq, A.ne, A.lt, A.le, A.gt, A.ge))
-for _f, _n in zip((eq, ne, lt, le, gt, ge), ("eq", "ne", "lt", "le", "gt", "ge")):
-    _f.__name__ = _f.__qualname__ = _n
+def _binary_function(prim, name=None):
+    """``torch.<name>(input, other)`` for a two-operand rule."""
+    def f(input, other):
+        return prim(input, other)
+    f.__name__ = f.__qualname__ = name or prim.name
+    f.__doc__ = f"Elementwise ``{f.__name__}`` (rule ``{prim.name}`` of the rule table)."
+    return f
 
 
-def logical_not(input):
-    return A.logical_not(input)
-
-
-def logical_and(input, other):
-    return A.logical_and(input, other)
-
-
-def logical_or(input, other):
-    return A.logical_or(input, other)
-
-
-def logical_xor(input, other):
-    return A.logical_xor(input, other)
-
-
-def bitwise_not(input):
-    return A.bitwise_not(input)
-
-
-def isnan(input):
-    return A.isnan(input)
-
-
-def isinf(input):
-    return A.isinf(input)
-
-
-def isfinite(input):
-    return A.isfinite(input)
+mul = _binary_function(A.mul)
+true_divide = _binary_function(A.div, "true_divide")
+floor_divide = _binary_function(A.floor_divide)
+remainder = _binary_function(A.remainder)
+atan2 = _binary_function(A.atan2)
+maximum = _binary_function(A.maximum)
+minimum = _binary_function(A.minimum)
+eq, ne, lt, le, gt, ge = (_binary_function(p) for p in (A.eq, A.ne, A.lt, A.le, A.gt, A.ge))
+logical_and = _binary_function(A.logical_and)
+logical_or = _binary_function(A.logical_or)
+logical_xor = _binary_function(A.logical_xor)
 
 
 def equal(input, other):

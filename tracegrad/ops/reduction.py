@@ -47,7 +47,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     d = input.dtype
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           f"floating point or complex dtype. Got: {d._legacy[:-6]}")
+                           f"floating point or complex dtype. Got: {d.scalar_name}")
     return R.mean(input, dim=_dims(input, dim), keepdim=keepdim)
 
 

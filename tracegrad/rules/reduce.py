@@ -216,20 +216,22 @@ def keep_or_squeeze(v, dim, keepdim):
     return v if keepdim else reshape(v, shape=tuple(s for i, s in enumerate(v.shape) if i != dim))
 
 
+def _arg_extremum(x, dim, keepdim, position):
+    """``position`` (xp.argmax/argmin) over ``dim``, or over the flattened ``x``."""
+    if dim is None:
+        r = position(x)
+        return r.reshape((1,) * x.ndim) if keepdim else r
+    return position(x, axis=dim, keepdims=keepdim)
+
+
 @primitive(differentiable=False, dtypes=KEEP)
 def argmax(xp, x, *, dim=None, keepdim=False):
-    if dim is None:
-        r = xp.argmax(x)
-        return xp.reshape(r, (1,) * x.ndim) if keepdim else r
-    return xp.argmax(x, axis=dim, keepdims=keepdim)
+    return _arg_extremum(x, dim, keepdim, xp.argmax)
 
 
 @primitive(differentiable=False, dtypes=KEEP)
 def argmin(xp, x, *, dim=None, keepdim=False):
-    if dim is None:
-        r = xp.argmin(x)
-        return xp.reshape(r, (1,) * x.ndim) if keepdim else r
-    return xp.argmin(x, axis=dim, keepdims=keepdim)
+    return _arg_extremum(x, dim, keepdim, xp.argmin)
 
 
 @primitive(differentiable=False, dtypes=KEEP)

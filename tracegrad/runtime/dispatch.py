@@ -95,8 +95,7 @@ def eager_unary(prim):
         if mode == _GRAD and x._requires_grad:
             node = _record_fast(prim, x, _ABSENT, 1) if recordable else _record(prim, (x,), _NO_PARAMS, 1)
             return _result(out, node)
-        t = wrap(out)
-        return mark_inference(t) if mode == _INFERENCE else t
+        return _untracked(out, mode)
     op.__name__ = prim.name
     _FAST[prim, 1] = op
     return op
@@ -140,8 +139,7 @@ def eager_binary(prim):
         if rmask and mode == _GRAD:
             node = _record_fast(prim, a, b, rmask) if recordable else _record(prim, (a, b), _NO_PARAMS, rmask)
             return _result(out, node)
-        t = wrap(out)
-        return mark_inference(t) if mode == _INFERENCE else t
+        return _untracked(out, mode)
     op.__name__ = prim.name
     _FAST[prim, 2] = op
     return op
@@ -149,6 +147,12 @@ def eager_binary(prim):
 
 _FAST = {}
 _ABSENT = object()  # marks "no second operand" for _record_fast
+
+
+def _untracked(out, mode):
+    """A result that autograd does not track (marked if made in inference mode)."""
+    t = wrap(out)
+    return mark_inference(t) if mode == _INFERENCE else t
 
 
 def _result(out, node):
@@ -452,7 +456,7 @@ def apply_inplace(prim, args, params):
 
 def _scalar_type_name(np_dtype):
     """PyTorch's name for a dtype in messages: Float, Double, Long, ComplexFloat..."""
-    return _dt.from_numpy_dtype(np_dtype)._legacy[:-len("Tensor")]
+    return _dt.from_numpy_dtype(np_dtype).scalar_name
 
 
 def check_inplace(self, mode):
