@@ -177,7 +177,7 @@ def _run(roots, root_grads, keep_graph, graph, targets):
     fresh = {}  # AccumulateGrad -> whether its gradient is an array nobody else holds
     for (n, nr), g in zip(roots, root_grads):
         if n in deps:
-            _add_to_buffer(buffers, fresh, n, nr, g, False)
+            _buffer(buffers, fresh, n, nr, g, (g,), graph)  # the caller's gradient: not fresh
     ready = [(n, buffers.pop(n, None)) for n in root_nodes if n in deps and deps[n] == 0]
     accumulate_grad = AccumulateGrad
 
@@ -231,12 +231,17 @@ def _run(roots, root_grads, keep_graph, graph, targets):
             else:
                 deps[nxt] = d - 1
                 if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        outs = nxt._outs
-                        buf = buffers[nxt] = [None] * (len(outs) if outs else 1)
-                    _add_grad(buf, fresh, nxt, nr, g, grads, graph)
+                    _buffer(buffers, fresh, nxt, nr, g, grads, graph)
     return captured
+
+
+def _buffer(buffers, fresh, node, nr, g, incoming, graph):
+    """Add ``g`` to the gradients waiting for output ``nr`` of ``node``."""
+    buf = buffers.get(node)
+    if buf is None:
+        outs = node._outs
+        buf = buffers[node] = [None] * (len(outs) if outs else 1)
+    _add_grad(buf, fresh, node, nr, g, incoming, graph)
 
 
 def _add_grad(buf, fresh, node, nr, g, incoming, graph):
@@ -291,21 +296,6 @@ def _count_deps(root_nodes, target_nodes):
             if nxt in needed:
                 deps[nxt] = deps.get(nxt, 0) + 1
     return deps
-
-
-def _add_to_buffer(buffers, fresh, node, nr, g, is_fresh):
-    buf = buffers.get(node)
-    if buf is None:
-        outs = node._outs
-        buf = buffers[node] = [None] * (len(outs) if outs else 1)
-    if buf[nr] is None:
-        buf[nr] = g
-        if type(node) is AccumulateGrad:
-            fresh[node] = is_fresh
-    else:
-        buf[nr] = buf[nr] + g
-        if type(node) is AccumulateGrad:
-            fresh[node] = True
 
 
 def _is_fresh(g, incoming, graph):
