@@ -206,24 +206,30 @@ def atan2(xp, x, y):
     return xp.arctan2(x, y)
 
 
+def atan2_denominator(x, y):
+    """x^2 + y^2, with 1 where it is 0 (the slopes are taken as 0 there, as in PyTorch)."""
+    r2 = x * x + y * y
+    return where(r2 == 0, 1.0, r2)
+
+
 @atan2.vjp("x", uses="x y")
 def atan2_vjp_x(g, out, x, y):
-    return unbroadcast(g * y / (x * x + y * y), x)
+    return unbroadcast(g * y / atan2_denominator(x, y), x)
 
 
 @atan2.vjp("y", uses="x y")
 def atan2_vjp_y(g, out, x, y):
-    return unbroadcast(-g * x / (x * x + y * y), y)
+    return unbroadcast(-g * x / atan2_denominator(x, y), y)
 
 
 @atan2.jvp("x")
 def atan2_jvp_x(t, out, x, y):
-    return expand_to(t * y / (x * x + y * y), out)
+    return expand_to(t * y / atan2_denominator(x, y), out)
 
 
 @atan2.jvp("y")
 def atan2_jvp_y(t, out, x, y):
-    return expand_to(-t * x / (x * x + y * y), out)
+    return expand_to(-t * x / atan2_denominator(x, y), out)
 
 
 # -- selection -------------------------------------------------------------------------------

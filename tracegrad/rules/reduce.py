@@ -104,16 +104,28 @@ def _variance(xp, x, dim, correction, keepdim):
     return squares / x.dtype.type(n - correction if n > correction else 0)
 
 
+def variance_slope(x, dim, correction):
+    """d var / d x = 2 (x - mean) / (n - correction), with PyTorch's conventions when the
+    correction leaves no degrees of freedom: over all elements, +inf (nan where x equals
+    the mean); over ``dim``, the plain ratio (inf at 0, negative below)."""
+    dof = count(x.shape, dim) - correction
+    centered = x - mean(x, dim=dim, keepdim=True)
+    if dof > 0:
+        return centered * (2.0 / dof)
+    if dim is None or x.ndim == 0:
+        # nan where x is the mean, +inf elsewhere -- built from `centered` to keep its dtype
+        return where(centered == 0, centered * float("nan"), abs(centered) * float("inf"))
+    return centered * (2.0 / dof if dof else float("inf"))
+
+
 @var.vjp("x", uses="x")
 def var_vjp(g, out, x, *, dim=None, correction=1, keepdim=False):
-    centered = x - mean(x, dim=dim, keepdim=True)
-    return spread(g, x, dim, keepdim) * centered * (2.0 / (count(x.shape, dim) - correction))
+    return spread(g, x, dim, keepdim) * variance_slope(x, dim, correction)
 
 
 @var.jvp("x")
 def var_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
-    centered = x - mean(x, dim=dim, keepdim=True)
-    return sum(t * centered, dim=dim, keepdim=keepdim) * (2.0 / (count(x.shape, dim) - correction))
+    return sum(t * variance_slope(x, dim, correction), dim=dim, keepdim=keepdim)
 
 
 @primitive("StdBackward0", dtypes=FLOAT)
@@ -121,17 +133,19 @@ def std(xp, x, *, dim=None, correction=1, keepdim=False):
     return xp.sqrt(_variance(xp, x, dim, correction, keepdim))
 
 
+def _half_over(out):
+    """d std / d var = 1 / (2 std), taken as 0 where std is 0 (PyTorch's choice)."""
+    return where(out == 0, 0.0, 0.5 / where(out == 0, 1.0, out))
+
+
 @std.vjp("x", uses="x out")
 def std_vjp(g, out, x, *, dim=None, correction=1, keepdim=False):
-    centered = x - mean(x, dim=dim, keepdim=True)
-    scale = spread(g / out, x, dim, keepdim) / (count(x.shape, dim) - correction)
-    return scale * centered
+    return spread(g * _half_over(out), x, dim, keepdim) * variance_slope(x, dim, correction)
 
 
 @std.jvp("x")
 def std_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
-    centered = x - mean(x, dim=dim, keepdim=True)
-    return sum(t * centered, dim=dim, keepdim=keepdim) / (out * (count(x.shape, dim) - correction))
+    return sum(t * variance_slope(x, dim, correction), dim=dim, keepdim=keepdim) * _half_over(out)
 
 
 # -- extrema: ties share the gradient evenly, as PyTorch's max()/amax() do ---------------------
@@ -304,8 +318,11 @@ def norm_slope(out, x, ord, dim, keepdim):
     if ord in (math.inf, -math.inf):
         hit = indicator(abs(x) == n, x)
         return sign(x) * hit / sum(hit, dim=dim, keepdim=True)
-    safe = where(n == 0, 1.0, n)
-    return where(n == 0, 0.0, sign(x) * abs(x) ** (ord - 1) / safe ** (ord - 1))
+    # sign(x) |x|^(p-1) / norm^(p-1); 0 where the norm is 0, and where x is 0 (for p < 1
+    # the power would be infinite there), as PyTorch does.
+    safe_n = where(n == 0, 1.0, n)
+    safe_x = where(x == 0, 1.0, abs(x))
+    return where((n == 0) | (x == 0), 0.0, sign(x) * safe_x ** (ord - 1) / safe_n ** (ord - 1))
 
 
 # -- scans -------------------------------------------------------------------------------------
