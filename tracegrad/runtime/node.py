@@ -181,6 +181,10 @@ class FunctionNode(Node):
             out = self._unpack_out(graph)
         if self._outs is None:
             g = grads[0]
+            if (g._data if graph else g).dtype.kind == "c":
+                raise NotImplementedError(
+                    f"{self.name()}: tracegrad does not differentiate through complex values yet "
+                    "(its rules give real gradients); complex tensors work without autograd")
         else:
             g = tuple(gk if gk is not None else _zeros(meta, graph) for gk, meta in zip(grads, self._outs))
         prim = self._prim
