@@ -7,7 +7,8 @@ when installed).
          cross-entropy at batch 256 (float32) -- almost pure array work.
 
 Run: ``python benchmarks/eager_overhead.py`` (``--quick`` for fewer repeats).
-Each figure is the best of several timed repeats, after a warm-up.
+Each figure is the best of several timed rounds, after a warm-up; the contenders run in
+alternating rounds so that the machine's slow spells hit them alike.
 """
 import argparse
 import importlib.util
@@ -21,15 +22,21 @@ STEPS, WIDTH = 200, 16
 SIZES, BATCH, LR = (784, 512, 512, 10), 256, 0.01
 
 
-def best_time(fn, repeats, inner):
-    fn()
-    times = []
+def best_times(fns, repeats, inner):
+    """The best time per call of each function in ``fns`` (a dict), measured in alternating
+    rounds so that a slow spell of the machine affects every contender alike. (torch is
+    timed in its own block: its OpenMP threads keep spinning after each call and would
+    slow whatever runs next.)"""
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        times.append((time.perf_counter() - start) / inner)
-    return min(times)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            times[name].append((time.perf_counter() - start) / inner)
+    return {name: min(ts) for name, ts in times.items()}
 
 
 # -- chain ------------------------------------------------------------------------------------
@@ -155,25 +162,25 @@ def main():
 
     rng = np.random.default_rng(0)
     x0 = rng.standard_normal(WIDTH).astype(np.float32)
-    rows = {"numpy (hand-written)": best_time(chain_numpy(x0), repeats, 20),
-            "tracegrad": best_time(chain_eager(tg, x0), repeats, 20)}
-    if has_torch:
-        rows["torch"] = best_time(chain_eager(torch, x0), repeats, 20)
+    chain = {"numpy (hand-written)": chain_numpy(x0), "tracegrad": chain_eager(tg, x0)}
     if has_autograd:
-        rows["autograd (HIPS)"] = best_time(chain_autograd(x0.astype(np.float64)), repeats, 20)
+        chain["autograd (HIPS)"] = chain_autograd(x0.astype(np.float64))
+    chain = best_times(chain, repeats, 20)
+    if has_torch:
+        chain.update(best_times({"torch": chain_eager(torch, x0)}, repeats, 20))
     report(f"chain: tanh(x*1.01+0.1), {WIDTH} floats, {STEPS} steps, forward+backward",
-           rows, "us/step", 1e6 / STEPS)
+           chain, "us/step", 1e6 / STEPS)
 
     params = init_params(rng)
     x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
     y = rng.integers(0, SIZES[-1], BATCH)
-    mlp_rows = {"numpy (hand-written)": best_time(mlp_numpy(params, x, y), repeats, 3),
-                "tracegrad": best_time(mlp_eager(tg, params, x, y), repeats, 3)}
+    mlp = best_times({"numpy (hand-written)": mlp_numpy(params, x, y),
+                      "tracegrad": mlp_eager(tg, params, x, y)}, repeats, 3)
     if has_torch:
-        mlp_rows["torch"] = best_time(mlp_eager(torch, params, x, y), repeats, 3)
+        mlp.update(best_times({"torch": mlp_eager(torch, params, x, y)}, repeats, 3))
     print()
     report(f"mlp: {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, one SGD step",
-           mlp_rows, "ms/step", 1e3)
+           mlp, "ms/step", 1e3)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, KEEP, register_handler
 from . import grad_mode
-from .node import NOTHING_SAVED, SAVED, AccumulateGrad, node_class
+from .node import NOTHING_SAVED, SAVED, AccumulateGrad, meta, node_class
 from .shapes import broadcast_shapes, expand_shape
 from .tensor import Tensor, mark_inference, wrap
 
@@ -291,7 +291,7 @@ def _record(prim, args, params, rmask, node_args=None):
             if node_args is not None:
                 a = stored[i] = node_args[i]
             if i not in save_idx:
-                stored[i] = a._data.shape
+                stored[i] = meta(a._data.shape)
                 continue
             if vers is None:
                 vers = [None] * nargs
@@ -309,13 +309,14 @@ def _record_fast(prim, a, b, rmask):
     ``_ABSENT``, no params, every operand position differentiable."""
     nargs = 1 if b is _ABSENT else 2
     save_idx, save_out = prim._plans.get(rmask | nargs << 32) or prim.save_plan(rmask, nargs)
-    ea = edge_of(a)
+    fn = a._grad_fn
+    ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
     vers = None
     if 0 in save_idx:
         vers = [_saved_version(a), None]
         sa = a
     else:
-        sa = a._data.shape
+        sa = meta(a._data.shape)
     if nargs == 1:
         if ea[0] is None:
             return None
@@ -329,7 +330,7 @@ def _record_fast(prim, a, b, rmask):
             vers[1] = _saved_version(b)
             sb = b
         else:
-            sb = b._data.shape
+            sb = meta(b._data.shape)
     else:
         eb = _NO_EDGE
         edges, pos = ((ea, eb), _POS01) if prim.number_edges else ((ea,), _POS0)

@@ -72,6 +72,8 @@ class Node:
 class FunctionNode(Node):
     """A node recorded by a primitive; subclasses per name carry ``_prim``."""
 
+    # _args: the operands as the vjps receive them: saved Tensors (version-stamped in
+    #   _vers), numbers, and Meta shapes for operands whose values were not saved.
     # _out: None (result not saved), or (result array(s), version counter(s), version(s)).
     # _saved: NOTHING_SAVED, SAVED (values held for backward) or FREED (after a backward
     # without retain_graph; using the node again is then an error, as in PyTorch).
@@ -81,29 +83,21 @@ class FunctionNode(Node):
     # -- saved values --------------------------------------------------------------------
     def _unpack_args(self, graph):
         """Operands for the vjps: saved values (arrays, or Tensors when building a graph of
-        the backward), ``Meta`` shapes for operands whose values were not saved."""
+        the backward), version-checked; the ``Meta`` shapes stored for the others."""
         args, vers = self._args, self._vers
         if vers is None:
-            res = list(args)
-            for i in range(len(res)):
-                if type(res[i]) is tuple:
-                    m = res[i] = _new(Meta)
-                    m.shape = args[i]
-            return res
+            return args
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
-        res = []
-        for i, a in enumerate(args):
-            v = vers[i]
+        res = list(args)
+        for i, v in enumerate(vers):
             if v is not None:
+                a = args[i]
                 cur = a._vc[0] if a._vc is not None else 0
                 if cur != v:
                     raise RuntimeError(version_message(a, cur, v, output_of(a)))
-                res.append(a if graph else a._data)
-            elif type(a) is tuple:
-                res.append(_meta(a))
-            else:
-                res.append(a)
+                if not graph:
+                    res[i] = a._data
         return res
 
     def _unpack_out(self, graph):
@@ -146,7 +140,7 @@ class FunctionNode(Node):
         names = prim.saved_names or _DEFAULT_SAVED_NAMES
         if key in names:
             i = names.index(key)
-            if i < len(self._args) and self._args[i] is not None and type(self._args[i]) is not tuple:
+            if i < len(self._args) and self._args[i] is not None and type(self._args[i]) is not Meta:
                 return self._args[i]  # a saved Tensor, or a number operand
             if self._saved == FREED:
                 raise RuntimeError(_FREED_MESSAGE)
@@ -161,15 +155,8 @@ class FunctionNode(Node):
         """Gradients for ``next_functions`` from the gradients of this node's outputs."""
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
-        if self._vers is None:  # nothing saved but shapes: skip the version checks
-            args = list(self._args)
-            for i in range(len(args)):
-                if type(args[i]) is tuple:
-                    m = _new(Meta)
-                    m.shape = args[i]
-                    args[i] = m
-        else:
-            args = self._unpack_args(graph)
+        # Operands as stored (numbers, Meta shapes) unless tensors were saved for backward.
+        args = self._args if self._vers is None else self._unpack_args(graph)
         saved = self._out
         if saved is None:
             out = None
@@ -211,7 +198,8 @@ NOTHING_SAVED, SAVED, FREED = 0, 1, 2
 _new = object.__new__
 
 
-def _meta(shape):
+def meta(shape):
+    """A ``Meta`` standing in for an operand whose value is not saved (its shape only)."""
     m = _new(Meta)
     m.shape = shape
     return m
