@@ -10,7 +10,7 @@ from .backend import device
 from .backend.dtypes import (bool_ as bool, complex64, complex128, float16, float32, float64,  # noqa: A001
                              get_default_dtype, int8, int16, int32, int64, set_default_dtype, uint8)
 from .backend.dtypes import dtype, promote_types
-from .runtime.creation import (Generator, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
+from .runtime.creation import (Generator, arange, default_generator, as_tensor, empty, empty_like, eye, from_numpy, full,
                                full_like, initial_seed, linspace, logspace, manual_seed, normal, ones,
                                ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                                randperm, seed, tensor, zeros, zeros_like)

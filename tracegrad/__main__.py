@@ -5,13 +5,15 @@ from . import tour
 
 
 def main(argv=None):
-    sections = argparse.ArgumentParser(add_help=False)
-    sections.add_argument("--section", type=int, action="append",
-                          help=f"run only this section (1..{len(tour.SECTIONS)}); may be repeated")
-    parser = argparse.ArgumentParser(prog="python -m tracegrad", parents=[sections],
+    def add_section_option(p, default):
+        p.add_argument("--section", type=int, action="append", default=default,
+                       help=f"run only this section (1..{len(tour.SECTIONS)}); may be repeated")
+    parser = argparse.ArgumentParser(prog="python -m tracegrad",
                                      description="tracegrad's guided tour (the default command).")
+    add_section_option(parser, None)
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("tour", parents=[sections], help="run the guided tour (the default)")
+    # SUPPRESS: the subcommand's --section adds to, and does not reset, one given before it
+    add_section_option(sub.add_parser("tour", help="run the guided tour (the default)"), argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.command in (None, "tour"):
         sections = getattr(args, "section", None)
@@ -21,4 +23,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # e.g. `python -m tracegrad | head`
+        import os
+        import sys
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

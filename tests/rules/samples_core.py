@@ -67,6 +67,8 @@ SAMPLES = {
     # -- shapes
     "reshape": [S(r(3, 4), shape=(2, 6)), S(r(2, 3, 4), shape=(4, 6)),
                 S(zd(), shape=(1, 1), tags="0d"), S(r(0, 3), shape=(3, 0), tags="empty")],
+    "unsafe_view": [S(r(3, 4), shape=(2, 6)), S(zd(), shape=(1,), tags="0d"),
+                    S(r(0, 3), shape=(3, 0), tags="empty")],
     "squeeze": [S(r(3, 1, 4), dim=1), S(r(1, 3, 1)), S(r(1, 3, 1), dim=(0, 2)),
                 S(r(1), tags="0d"), S(r(0, 1), dim=1, tags="empty")],
     "unsqueeze": [S(r(3, 4), dim=1), S(r(3, 4), dim=2), S(zd(), dim=0, tags="0d"),

@@ -28,18 +28,37 @@ def from_host(a, dtype=None):
     return _np.asarray(a, dtype=dtype)
 
 
+def storage_offset(a):
+    """Elements from the start of ``a``'s memory block (its owning array) to its first
+    element. (NumPy keeps no start address for an empty view, so that reads 0.)"""
+    root = a
+    while getattr(root, "base", None) is not None:
+        root = root.base
+    if not isinstance(root, _np.ndarray) or a.size == 0:
+        return 0
+    start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return start // a.itemsize
+
+
 def owns_data(a):
     """True when ``a`` is not a view of another array (so a gradient may adopt it)."""
     return a.base is None
 
 
 def seed(value):
+    """Reseed this device's default random generator."""
     global _rng
     _rng = _np.random.default_rng(value)
 
 
 def rng():
+    """This device's default random generator."""
     return _rng
+
+
+def new_rng(value):
+    """A random generator of this device's own, seeded with ``value``."""
+    return _np.random.default_rng(value)
 
 
 _erf_scalar = _np.frompyfunc(_math.erf, 1, 1)

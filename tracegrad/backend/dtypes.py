@@ -7,8 +7,6 @@ Those rules differ from NumPy's: ``int32 tensor * 2.5`` is float32 (not float64)
 zero-dim tensor does not upgrade a dimensioned one of the same category, and a Python
 float adopts the default dtype.
 """
-import threading
-
 import numpy as np
 
 __all__ = ["dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16",
@@ -17,7 +15,8 @@ __all__ = ["dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float1
 
 # Categories order the promotion lattice: a higher category always wins.
 BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
-_KIND_CATEGORY = {"b": BOOL, "u": INT, "i": INT, "f": FLOAT, "c": COMPLEX}
+KIND_CATEGORY = {"b": BOOL, "u": INT, "i": INT, "f": FLOAT, "c": COMPLEX}  # by NumPy dtype.kind
+NUMBER_CATEGORY = {bool: BOOL, int: INT, float: FLOAT, complex: COMPLEX}  # Python numbers
 
 
 class dtype:
@@ -30,7 +29,7 @@ class dtype:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
-        self.category = _KIND_CATEGORY[self.np.kind]
+        self.category = KIND_CATEGORY[self.np.kind]
         self.is_floating_point = self.category == FLOAT
         self.is_complex = self.category == COMPLEX
         self.is_signed = self.np.kind in "ifc"
@@ -104,23 +103,19 @@ def as_dtype(spec):
         raise TypeError(f"dtype must be a tracegrad dtype such as tracegrad.float32, got {spec!r}") from None
 
 
-class _DefaultDtype(threading.local):
-    value = float32
-
-
-_default = _DefaultDtype()
+_default = [float32]  # process-wide, as in PyTorch (not per thread)
 
 
 def get_default_dtype():
     """The dtype Python floats and float factories use (float32 unless changed)."""
-    return _default.value
+    return _default[0]
 
 
 def set_default_dtype(d):
     d = as_dtype(d)
     if d not in (float16, float32, float64):
         raise TypeError(f"only floating-point types are supported as the default type, got {d!r}")
-    _default.value = d
+    _default[0] = d
 
 
 def promote_types(a, b):
@@ -136,15 +131,14 @@ def promote_types(a, b):
     return _BY_NP[np.promote_types(a.np, b.np)]
 
 
+def category_default(category):
+    """The dtype PyTorch gives a Python number (or nested data) of ``category``."""
+    return (bool_, int64, get_default_dtype(), get_default_dtype().to_complex())[category]
+
+
 def _scalar_dtype(value):
     """The dtype PyTorch gives a bare Python number when it takes part in promotion."""
-    if isinstance(value, bool):
-        return bool_
-    if isinstance(value, int):
-        return int64
-    if isinstance(value, complex):
-        return get_default_dtype().to_complex()
-    return get_default_dtype()
+    return category_default(NUMBER_CATEGORY[type(value)])
 
 
 def _combine(higher, lower):
@@ -177,3 +171,23 @@ def result_type(dim_dtypes, zero_dim_dtypes=(), scalars=()):
         d = _scalar_dtype(s)
         wrapped = d if wrapped is None else promote_types(wrapped, d)
     return _combine(dim, _combine(zero, wrapped))
+
+
+_INT_RANGES = {}
+
+
+def fits(value, np_dtype):
+    """Whether Python int ``value`` is representable in integer dtype ``np_dtype``."""
+    lo_hi = _INT_RANGES.get(np_dtype)
+    if lo_hi is None:
+        info = np.iinfo(np_dtype)
+        lo_hi = _INT_RANGES[np_dtype] = (int(info.min), int(info.max))
+    return lo_hi[0] <= value <= lo_hi[1]
+
+
+def wrap_int(value, np_dtype):
+    """``value`` wrapped into integer dtype ``np_dtype`` as PyTorch converts scalars
+    (uint8: -1 -> 255), as a Python int."""
+    info = np.iinfo(np_dtype)
+    span = int(info.max) - int(info.min) + 1
+    return (value - int(info.min)) % span + int(info.min)

@@ -1,17 +1,8 @@
 """Argument normalisation shared by the torch-style functions: dims, shapes, scalars."""
-from ..runtime.tensor import Tensor
+from ..runtime.shapes import shape_args
+from ..runtime.tensor import Tensor, wrap_dim
 
-__all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number"]
-
-
-def wrap_dim(dim, ndim):
-    """A dimension index checked and made non-negative, with PyTorch's IndexError."""
-    n = max(ndim, 1)
-    if isinstance(dim, Tensor):
-        dim = int(dim)
-    if not isinstance(dim, int) or isinstance(dim, bool) or not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
+__all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type"]
 
 
 def wrap_dims(dim, ndim):
@@ -27,15 +18,14 @@ def wrap_dims(dim, ndim):
     return (wrap_dim(dim, ndim),)
 
 
-def shape_args(shape):
-    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(Size)`` -> (2, 3)."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
-    return tuple(int(s) for s in shape)
-
-
 def is_number(x):
     return isinstance(x, (int, float, complex))
+
+
+def result_type(*operands):
+    """``torch.result_type`` of Tensors and Python numbers."""
+    from ..runtime.dispatch import result_dtype
+    return result_dtype([x._data if isinstance(x, Tensor) else x for x in operands])
 
 
 def scalar(x):

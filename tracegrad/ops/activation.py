@@ -11,7 +11,7 @@ import warnings
 
 from ..rules import activation as R
 from ..rules.unary import abs as _abs
-from ..runtime.dispatch import apply_inplace, unary
+from ..runtime.dispatch import apply_inplace, eager_unary
 from ..runtime.tensor import Tensor
 from ._args import scalar, wrap_dim
 from .pointwise import tanh
@@ -254,13 +254,13 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 # -- Tensor methods (the hot ones skip the generic dispatch) ---------------------------------------
 
-def _sigmoid_method(self):
-    return unary(R.sigmoid, self)
+_sigmoid_method = eager_unary(R.sigmoid)
+_eager_relu = eager_unary(R.relu)
 
 
 def _relu_method(self):
     _no_bool(self, "relu")
-    return unary(R.relu, self)
+    return _eager_relu(self)
 
 
 def _softmax_method(self, dim, dtype=None):

@@ -9,8 +9,9 @@ from .. import backend
 from ..rules import index as I
 from ..rules.memory import copy
 from ..runtime.dispatch import apply_inplace
+from ..runtime.shapes import broadcast_shapes
 from ..runtime.tensor import Tensor
-from ._args import wrap_dim
+from ._args import scalar, wrap_dim
 
 _INDEX_KINDS = "biu"
 
@@ -23,7 +24,7 @@ def split_index(x, index):
     dim = 0
     ndim = x.ndim
     consumed = sum(1 for p in index if p is not None and p is not Ellipsis and not _is_mask(p))
-    consumed += sum(_mask_ndim(p) for p in index if _is_mask(p))
+    consumed += sum(p.ndim for p in index if _is_mask(p))
     for p in index:
         if isinstance(p, Tensor) and p.ndim == 0 and p.dtype.category == 1:
             p = p.item()
@@ -44,9 +45,9 @@ def split_index(x, index):
             parts.append(p)
             dim += 1
         elif isinstance(p, slice):
-            if p.step is not None and _int(p.step) <= 0:
+            if p.step is not None and scalar(p.step) <= 0:
                 raise ValueError("step must be greater than zero")
-            parts.append(slice(_int(p.start), _int(p.stop), _int(p.step)))
+            parts.append(slice(scalar(p.start), scalar(p.stop), scalar(p.step)))
             dim += 1
         else:
             arr = _index_array(p)
@@ -68,17 +69,9 @@ def split_index(x, index):
     return tuple(parts), arrays, not arrays
 
 
-def _int(v):
-    return v.item() if isinstance(v, Tensor) else v
-
-
 def _is_mask(p):
     return (isinstance(p, Tensor) and p.dtype.name == "bool") or (
         hasattr(p, "dtype") and not isinstance(p, Tensor) and getattr(p.dtype, "kind", "") == "b")
-
-
-def _mask_ndim(p):
-    return p.ndim
 
 
 def _index_array(p):
@@ -130,21 +123,31 @@ _INDEX_DTYPES = {"gather": "int32/int64", "scatter": "int32/int64", "scatter_add
                  "index_select": "int32 or int64"}
 
 
-def _check_index_tensor(index, what):
+def _check_index(input, dim, index, what):
+    """The index's dtype and range, with PyTorch's messages (NumPy would wrap negatives)."""
     if not isinstance(index, Tensor) or index.dtype.category != 1:
         raise RuntimeError(f"{what}(): Expected dtype {_INDEX_DTYPES[what]} for index")
+    d = wrap_dim(dim, input.ndim)
+    if index.numel():
+        size = input.shape[d] if input.ndim else 1
+        lo, hi = int(index.min()), int(index.max())
+        bad = lo if lo < 0 else (hi if hi >= size else None)
+        if bad is not None:
+            if what == "index_select":
+                raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    return d
 
 
 def index_select(input, dim, index):
-    _check_index_tensor(index, "index_select")
+    d = _check_index(input, dim, index, "index_select")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    return I.index_select(input, index, dim=wrap_dim(dim, input.ndim))
+    return I.index_select(input, index, dim=d)
 
 
 def gather(input, dim, index, *, sparse_grad=False):
-    _check_index_tensor(index, "gather")
-    d = wrap_dim(dim, input.ndim)
+    d = _check_index(input, dim, index, "gather")
     if index.ndim != input.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for k, (a, b) in enumerate(zip(index.shape, input.shape)):
@@ -155,18 +158,26 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 
 def take_along_dim(input, indices, dim=None):
+    """``gather`` after broadcasting ``input`` and ``indices`` against each other outside
+    ``dim`` (on the flattened input when ``dim`` is None)."""
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
-    return gather(input, dim, indices)
+    d = wrap_dim(dim, input.ndim)
+    shape_in, shape_ix = list(input.shape), list(indices.shape)
+    shape_in[d] = shape_ix[d] = 1
+    common = list(broadcast_shapes(shape_in, shape_ix))
+    input = input.expand(common[:d] + [input.shape[d]] + common[d + 1:])
+    indices = indices.expand(common[:d] + [indices.shape[d]] + common[d + 1:])
+    return gather(input, d, indices)
 
 
 def _scatter_args(input, dim, index, src, value):
-    _check_index_tensor(index, "scatter")
+    d = _check_index(input, dim, index, "scatter")
     if src is None:
         src = value
     if src is None:
         raise TypeError("scatter() needs 'src' or 'value'")
-    return wrap_dim(dim, input.ndim), src
+    return d, src
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
@@ -184,13 +195,13 @@ def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
 
 
 def scatter_add(input, dim, index, src):
-    _check_index_tensor(index, "scatter_add")
-    return I.scatter_add(input, index, src, dim=wrap_dim(dim, input.ndim))
+    d = _check_index(input, dim, index, "scatter_add")
+    return I.scatter_add(input, index, src, dim=d)
 
 
 def scatter_add_(input, dim, index, src):
-    _check_index_tensor(index, "scatter_add")
-    return apply_inplace(I.scatter_add, (input, index, src), {"dim": wrap_dim(dim, input.ndim)})
+    d = _check_index(input, dim, index, "scatter_add")
+    return apply_inplace(I.scatter_add, (input, index, src), {"dim": d})
 
 
 def _mask_check(mask):
@@ -231,7 +242,7 @@ def argwhere(input):
 
 def narrow(input, dim, start, length):
     d = wrap_dim(dim, input.ndim)
-    start = start.item() if isinstance(start, Tensor) else start
+    start = scalar(start)
     if start < 0:
         start += input.shape[d]
     if not 0 <= start <= input.shape[d] - length:

@@ -6,16 +6,15 @@ hot path of every model.
 """
 from ..rules import arith as A
 from ..rules import unary as U
-from ..rules.views import copy_slices  # noqa: F401  (re-exported for in-place views)
 from ..runtime.dispatch import apply, apply_inplace, eager_binary, eager_unary
 from ..runtime.tensor import Tensor
-from ._args import is_number, scalar
+from ._args import is_number, result_type, scalar
 from ..rules.memory import copy, fill
 
 _NO = {}
 
 
-def _bool_check(x, y, what):
+def _bool_check(x, y):
     if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype.name == "bool" and y.dtype.name == "bool":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
@@ -30,7 +29,7 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
-    _bool_check(input, other, "sub")
+    _bool_check(input, other)
     if alpha != 1:
         other = A.mul(other, scalar(alpha))
     return A.sub(input, other)
@@ -75,6 +74,10 @@ def clamp(input, min=None, max=None):
         if max is not None:
             out = A.minimum(out, max)
         return out
+    # The bounds take part in type promotion: int_tensor.clamp(min=0.5) is float.
+    target = result_type(input, *(b for b in (min, max) if b is not None))
+    if isinstance(input, Tensor) and target != input.dtype:
+        input = input.to(target)
     return A.clamp(input, min=min, max=max)
 
 
@@ -90,6 +93,9 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         from .indexing import nonzero
         return nonzero(condition, as_tuple=True)
+    if isinstance(condition, Tensor) and condition.dtype.name != "bool":
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition.dtype.scalar_name}")
     return A.where(condition, input, other)
 
 
@@ -225,6 +231,10 @@ def _alpha(self, other, alpha=1):
 def _clamp_params(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    target = result_type(self, *(scalar(b) for b in (min, max) if b is not None))
+    if target.category > self.dtype.category:
+        raise RuntimeError(f"result type {target.scalar_name} can't be cast to the desired output "
+                           f"type {self.dtype.scalar_name}")
     return (), {"min": scalar(min), "max": scalar(max)}
 
 
@@ -242,12 +252,12 @@ def _neg(self):
 
 
 def _sub_op(self, other):
-    _bool_check(self, other, "sub")
+    _bool_check(self, other)
     return apply(A.sub, (self, other), _NO)
 
 
 def _zero_(self):
-    return apply_inplace(fill, (self,), {"value": 0})
+    return apply_inplace(fill, (self,), {"value": 0, "zero": True})
 
 
 def _fill_(self, value):
@@ -291,7 +301,7 @@ METHODS = {
     "divide": div, "true_divide": true_divide, "floor_divide": floor_divide,
     "remainder": remainder, "pow": pow, "square": square, "neg": neg, "negative": neg,
     "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
-    "where": lambda self, condition, other: A.where(condition, self, other),
+    "where": lambda self, condition, other: where(condition, self, other),
     "atan2": atan2, "arctan2": atan2, "maximum": maximum, "minimum": minimum,
     "reciprocal": reciprocal, "round": round, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt, "less": lt,

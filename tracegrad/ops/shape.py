@@ -66,7 +66,7 @@ def reshape(input, *shape):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
     shape = infer_shape(shape_args(shape), input.numel())
     if view_strides(input.shape, input.stride(), shape) is None:
-        input = M.clone(input)
+        return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
     return S.reshape(input, shape=shape)
 
 

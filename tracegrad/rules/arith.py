@@ -195,7 +195,7 @@ def remainder_jvp_y(t, out, x, y):
     return expand_to(-t * floor_divide(x, y), out)
 
 
-@primitive(differentiable=False)
+@primitive()
 def floor_divide(xp, x, y):
     _check_integer_divisor(xp, x, y)
     return xp.floor_divide(x, y)
@@ -236,17 +236,19 @@ def atan2_jvp_y(t, out, x, y):
 
 @primitive("WhereBackward0", cast=(1, 2), saved_names=("condition", "self", "other"))
 def where(xp, condition, x, y):
-    # Masking with zero (every `where(mask, g, 0.0)` in a vjp) is a multiplication by the
-    # mask, branch-free and ~10x faster than a data-dependent select on random masks. The
-    # two agree wherever the product is finite; otherwise (nan/inf) select properly.
-    if type(y) in _ZERO_TYPES and y == 0 and getattr(x, "ndim", 0) and x.dtype.kind in "fc":
-        masked = x * condition
-        if xp.isfinite(masked).all():
-            return masked
-    elif type(x) in _ZERO_TYPES and x == 0 and getattr(y, "ndim", 0) and y.dtype.kind in "fc":
-        masked = y * ~xp.asarray(condition, dtype=bool)
-        if xp.isfinite(masked).all():
-            return masked
+    # Masking with zero (every `where(mask, g, 0.0)` in a vjp) is done as a multiplication
+    # by a boolean mask: branch-free, ~10x faster than NumPy's select on random masks. It
+    # equals the select wherever x is finite (x * False would be nan for inf/nan x; adding
+    # 0.0 turns the -0.0 of negative x * False into 0.0); otherwise select properly.
+    if getattr(condition, "dtype", None) == bool:
+        if type(y) in _ZERO_TYPES and y == 0 and getattr(x, "ndim", 0) and x.dtype.kind in "fc":
+            masked = x * condition
+            if xp.isfinite(masked).all():
+                return xp.add(masked, 0.0, out=masked)
+        elif type(x) in _ZERO_TYPES and x == 0 and getattr(y, "ndim", 0) and y.dtype.kind in "fc":
+            masked = y * ~condition
+            if xp.isfinite(masked).all():
+                return xp.add(masked, 0.0, out=masked)
     return xp.where(condition, x, y)
 
 
@@ -343,87 +345,87 @@ def clamp_vjp(g, out, x, *, min=None, max=None):
 
 # -- comparisons and logic (no gradient) -----------------------------------------------------
 
-@primitive(differentiable=False)
+@primitive()
 def eq(xp, x, y):
     return x == y
 
 
-@primitive(differentiable=False)
+@primitive()
 def ne(xp, x, y):
     return x != y
 
 
-@primitive(differentiable=False)
+@primitive()
 def lt(xp, x, y):
     return x < y
 
 
-@primitive(differentiable=False)
+@primitive()
 def le(xp, x, y):
     return x <= y
 
 
-@primitive(differentiable=False)
+@primitive()
 def gt(xp, x, y):
     return x > y
 
 
-@primitive(differentiable=False)
+@primitive()
 def ge(xp, x, y):
     return x >= y
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def logical_not(xp, x):
     return xp.logical_not(x)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def logical_and(xp, x, y):
     return xp.logical_and(x, y)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def logical_or(xp, x, y):
     return xp.logical_or(x, y)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def logical_xor(xp, x, y):
     return xp.logical_xor(x, y)
 
 
-@primitive(differentiable=False)
+@primitive()
 def bitwise_and(xp, x, y):
     return x & y
 
 
-@primitive(differentiable=False)
+@primitive()
 def bitwise_or(xp, x, y):
     return x | y
 
 
-@primitive(differentiable=False)
+@primitive()
 def bitwise_xor(xp, x, y):
     return x ^ y
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def bitwise_not(xp, x):
     return ~x
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def isnan(xp, x):
     return xp.isnan(x)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def isinf(xp, x):
     return xp.isinf(x)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def isfinite(xp, x):
     return xp.isfinite(x)
 

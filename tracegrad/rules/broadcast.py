@@ -32,12 +32,12 @@ def broadcast_to_vjp(g, out, x, *, shape):
     return sum_to(g, shape=x.shape)
 
 
-@primitive(dtypes=KEEP, differentiable=False)
+@primitive(dtypes=KEEP)
 def zeros_like(xp, x):
     return xp.zeros_like(x)
 
 
-@primitive(dtypes=KEEP, differentiable=False)
+@primitive(dtypes=KEEP)
 def zeros_of(xp, like, *, shape):
     """Zeros of ``shape`` with ``like``'s dtype and device (for scattering gradients into)."""
     return xp.zeros(tuple(shape), dtype=like.dtype)
@@ -64,7 +64,7 @@ def expand_to(t, out):
     return broadcast_to(t, shape=out.shape)
 
 
-@primitive(dtypes=KEEP, differentiable=False)
+@primitive(dtypes=KEEP)
 def indicator(xp, condition, like):
     """1 where ``condition`` holds and 0 elsewhere, in ``like``'s dtype (so that counting
     ties or zeros in a float32 gradient stays float32)."""

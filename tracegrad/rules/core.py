@@ -26,7 +26,7 @@ import inspect
 
 from ..backend import namespace_of
 
-__all__ = ["Primitive", "primitive", "Meta", "TABLE", "register_handler", "PROMOTE", "FLOAT",
+__all__ = ["Primitive", "primitive", "Meta", "meta", "TABLE", "register_handler", "PROMOTE", "FLOAT",
            "KEEP", "OUT"]
 
 PROMOTE = "promote"  # cast array operands to torch.result_type of all operands
@@ -79,25 +79,35 @@ class Meta:
         return f"Meta(shape={self.shape})"
 
 
+def meta(shape):
+    """``Meta(shape)`` without the call overhead (the eager runtime makes one per operand)."""
+    m = _new(Meta)
+    m.shape = shape
+    return m
+
+
+_new = object.__new__
+
+
 class Primitive:
     """One entry of the rule table. See the module docstring for the parts."""
 
-    __slots__ = ("name", "impl", "node", "dtypes", "differentiable", "view", "nout",
-                 "nondiff_outputs", "ufunc", "inplace_impl", "cast", "number_edges", "_diff_pos", "argnames", "variadic", "params", "vjps", "uses",
-                 "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal", "_plans",
-                 "node_classes", "node_cls", "saved_names", "__weakref__")
+    __slots__ = ("name", "impl", "node", "dtypes", "differentiable", "view", "nout", "ufunc",
+                 "inplace_impl", "cast", "number_edges", "argnames", "variadic", "params", "vjps",
+                 "uses", "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal",
+                 "_diff_pos", "_diff_flags", "_plans", "node_classes", "node_cls", "saved_names",
+                 "__weakref__")
 
-    def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, differentiable=True,
-                 view=False, nout=1, nondiff_outputs=(), ufunc=None, linear=False,
-                 diagonal=False, cast=None, number_edges=True, saved_names=None):
+    def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, view=False, nout=1,
+                 ufunc=None, linear=False, diagonal=False, cast=None, number_edges=True,
+                 saved_names=None):
         self.name = name or impl.__name__.rstrip("_")
         self.impl = impl
         self.node = node
         self.dtypes = dtypes
-        self.differentiable = differentiable
+        self.differentiable = False         # becomes True when a vjp is registered
         self.view = view
         self.nout = nout                    # number of outputs; None when it varies (split)
-        self.nondiff_outputs = frozenset(nondiff_outputs)
         self.ufunc = ufunc                  # NumPy/CuPy ufunc name: lets in-place ops write via out=
         self.inplace_impl = None            # optional writer(xp, dst, *operands, **params)
         self.linear = linear                # jvp = the primitive applied to the tangents
@@ -106,7 +116,8 @@ class Primitive:
         # Whether a Python-number operand in a differentiable position still gets a
         # (None, 0) entry in next_functions, as PyTorch's wrapped scalars do (x * 2).
         self.number_edges = number_edges
-        self._diff_pos = {}
+        self._diff_pos = {}                 # arity -> positions that take a gradient
+        self._diff_flags = {}               # arity -> per position: takes a gradient?
         sig = inspect.signature(impl)
         ps = list(sig.parameters.values())[1:]  # drop xp
         self.argnames = tuple(p.name for p in ps if p.kind is p.POSITIONAL_OR_KEYWORD)
@@ -154,8 +165,7 @@ class Primitive:
         def register(fn):
             self.vjps[i] = fn
             self.uses[i] = self._uses(uses)
-            self._plans.clear()
-            self._diff_pos.clear()
+            self._derivatives_changed()
             return fn
         return register
 
@@ -165,10 +175,15 @@ class Primitive:
         def register(fn):
             self.vjp_all_fn = fn
             self.all_uses = self._uses(uses)
-            self._plans.clear()
-            self._diff_pos.clear()
+            self._derivatives_changed()
             return fn
         return register
+
+    def _derivatives_changed(self):
+        self.differentiable = True
+        self._plans.clear()
+        self._diff_pos.clear()
+        self._diff_flags.clear()
 
     def jvp(self, wrt):
         """Decorator: the jvp contribution of positional argument ``wrt`` (linear in ``t``)."""
@@ -191,32 +206,31 @@ class Primitive:
         return fn
 
     # -- what the runtimes ask -----------------------------------------------------------
-    def is_diff_arg(self, i, nargs):
-        """Whether positional operand ``i`` (of ``nargs``) can receive a gradient."""
+    def is_diff_arg(self, i):
+        """Whether positional operand ``i`` can receive a gradient."""
         if self.vjp_all_fn is not None:
             return True
         return i < len(self.vjps) and self.vjps[i] is not None
 
     def diff_positions(self, nargs):
-        """The operand positions that can receive a gradient, in order."""
+        """The operand positions (of ``nargs``) that can receive a gradient, in order."""
         pos = self._diff_pos.get(nargs)
         if pos is None:
-            pos = self._diff_pos[nargs] = tuple(i for i in range(nargs) if self.is_diff_arg(i, nargs))
+            pos = self._diff_pos[nargs] = tuple(i for i in range(nargs) if self.is_diff_arg(i))
         return pos
 
     def diff_flags(self, nargs):
         """Per operand position: whether it can receive a gradient (cached per arity)."""
-        key = -1 - nargs
-        flags = self._diff_pos.get(key)
+        flags = self._diff_flags.get(nargs)
         if flags is None:
-            pos = self.diff_positions(nargs)
-            flags = self._diff_pos[key] = tuple(i in pos for i in range(nargs))
+            flags = self._diff_flags[nargs] = tuple(self.is_diff_arg(i) for i in range(nargs))
         return flags
 
     def save_plan(self, mask, nargs):
         """For the operands flagged in bit-mask ``mask`` (those needing a gradient): the
-        positional indices whose values must be saved, and whether ``out`` must be."""
-        key = mask | nargs << 32
+        positional indices whose values must be saved, and whether ``out`` must be. Cached
+        under ``nargs | mask << 16`` (unambiguous for any arity below 65536)."""
+        key = nargs | mask << 16
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make_plan(mask, nargs)
@@ -246,12 +260,12 @@ class Primitive:
     def apply_jvp(self, tangents, out, args, params):
         """Output tangent(s) for input tangents (``None`` where an input has none)."""
         if self.jvp_all_fn is not None or (self.linear and not any(self.jvps)):
-            full = tuple(_zeros_like_tangent(a) if t is None and self.is_diff_arg(i, len(args))
+            full = tuple(_zeros_like_tangent(a) if t is None and self.is_diff_arg(i)
                          else t for i, (t, a) in enumerate(zip(tangents, args)))
             if self.jvp_all_fn is not None:
                 return self.jvp_all_fn(full, out, *args, **params)
-            return self(*[t if self.is_diff_arg(i, len(args)) else a
-                          for i, (t, a) in enumerate(zip(full, args))], **params)
+            return self(*[t if self.is_diff_arg(i) else a for i, (t, a) in enumerate(zip(full, args))],
+                        **params)
         total = None
         for i, t in enumerate(tangents):
             if t is None:

@@ -2,7 +2,7 @@
 structure (slices, ints, None, Ellipsis, and :data:`ARRAY` placeholders) and the index
 arrays, which are passed as operands. Basic indexing is a view; advanced indexing copies,
 and its vjp scatter-adds, so repeated indices accumulate their gradients."""
-from .broadcast import expand_to, unbroadcast, zeros_of
+from .broadcast import expand_to, unbroadcast, zeros_like, zeros_of
 from .core import KEEP, primitive
 from .views import copy_slices
 
@@ -123,7 +123,7 @@ def index_put_jvp_x(t, out, x, values, *indices, index, accumulate=False):
 
 @index_put.jvp("values")
 def index_put_jvp_values(t, out, x, values, *indices, index, accumulate=False):
-    return index_put(0.0 * out, t, *indices, index=index, accumulate=accumulate)
+    return index_put(zeros_like(out), t, *indices, index=index, accumulate=accumulate)
 
 
 def _along(dim, ndim):
@@ -231,7 +231,7 @@ def scatter_jvp_x(t, out, x, index, src, *, dim):
 
 @scatter.jvp("src")
 def scatter_jvp_src(t, out, x, index, src, *, dim):
-    return scatter(0.0 * out, index, t, dim=dim)
+    return scatter(zeros_like(out), index, t, dim=dim)
 
 
 @primitive("MaskedFillBackward0", dtypes=KEEP, number_edges=False)
@@ -264,7 +264,7 @@ def masked_fill_jvp_value(t, out, x, mask, value):
     return expand_to(where_(mask, t, 0.0), out)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def nonzero(xp, x):
     """Indices of the non-zero elements, one row per element (PyTorch's layout)."""
     return xp.stack(xp.nonzero(x), axis=-1) if x.ndim else xp.zeros((int(bool(x)), 0), dtype="int64")

@@ -373,7 +373,7 @@ def einsum(xp, *operands, equation):
     return xp.asarray(xp.einsum(explicit, *ops, optimize=big))
 
 
-@primitive(dtypes=KEEP, differentiable=False)
+@primitive(dtypes=KEEP)
 def eye_of(xp, like, *, n):
     """An n x n identity in ``like``'s dtype: einsum's vjp multiplies by it to put a
     gradient back on a diagonal (a label repeated within one operand)."""

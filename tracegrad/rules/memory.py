@@ -57,19 +57,20 @@ def copy_jvp_src(t, out, x, src):
 
 
 def _fill_name(args, params):
-    return "ZeroBackward0" if params.get("value") == 0 else "FillBackward0"
+    return "ZeroBackward0" if params.get("zero") else "FillBackward2"
 
 
 @primitive(_fill_name, dtypes=KEEP, diagonal=True)
-def fill(xp, x, *, value):
+def fill(xp, x, *, value, zero=False):
+    """``x.fill_(value)`` (``zero`` marks ``x.zero_()``, which PyTorch names differently)."""
     return xp.full_like(x, value)
 
 
 @fill.inplace
-def fill_into(xp, dst, *, value):
+def fill_into(xp, dst, *, value, zero=False):
     dst.fill(value)
 
 
 @fill.vjp("x")
-def fill_vjp(g, out, x, *, value):
+def fill_vjp(g, out, x, *, value, zero=False):
     return zeros_like(g)

@@ -4,7 +4,7 @@ gives the gradient the kept-dims shape (``keep``), then broadcasts it over the i
 import math
 
 from .arith import where
-from .broadcast import broadcast_to, indicator
+from .broadcast import broadcast_to, indicator, zeros_like
 from .core import FLOAT, KEEP, primitive
 from .shape import flip, reshape
 from .unary import abs, exp, sign
@@ -42,9 +42,17 @@ def _by_dim(name):
     return node
 
 
+def _total(xp, x, dim, keepdim, dtype=None):
+    """Sum over ``dim`` through the ufunc itself (so float warnings are attributed to
+    tracegrad, which silences them like PyTorch); float16 accumulates in float32."""
+    if x.dtype == xp.float16 and dtype is None:
+        return xp.add.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=xp.float32).astype(x.dtype)
+    return xp.add.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
+
+
 @primitive(_by_dim("Sum"), dtypes=KEEP, linear=True)
 def sum(xp, x, *, dim=None, keepdim=False, dtype=None):
-    return xp.sum(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
+    return _total(xp, x, dim, keepdim, dtype)
 
 
 @sum.vjp("x")
@@ -54,8 +62,11 @@ def sum_vjp(g, out, x, *, dim=None, keepdim=False, dtype=None):
 
 @primitive(_by_dim("Mean"), dtypes=KEEP, linear=True)
 def mean(xp, x, *, dim=None, keepdim=False):
-    # sum / count rather than xp.mean: an empty mean is nan without NumPy's own warning
-    return xp.sum(x, axis=_axis(dim), keepdims=keepdim) / x.dtype.type(count(x.shape, dim))
+    # sum / count rather than xp.mean: an empty mean is nan without NumPy's own warning;
+    # the count as a Python number cannot overflow a float16
+    acc = xp.float32 if x.dtype == xp.float16 else x.dtype
+    total = xp.add.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=acc)
+    return (total / count(x.shape, dim)).astype(x.dtype, copy=False)
 
 
 @mean.vjp("x")
@@ -65,7 +76,7 @@ def mean_vjp(g, out, x, *, dim=None, keepdim=False):
 
 @primitive(_by_dim("Prod"), dtypes=KEEP)
 def prod(xp, x, *, dim=None, keepdim=False, dtype=None):
-    return xp.prod(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
+    return xp.multiply.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
 
 
 def prod_partials(x, dim):
@@ -96,12 +107,13 @@ def var(xp, x, *, dim=None, correction=1, keepdim=False):
 def _variance(xp, x, dim, correction, keepdim):
     """Sum of squared deviations / (n - correction), computed here (not xp.var) so that
     degenerate counts give inf/nan silently, as in PyTorch."""
-    axis = _axis(dim)
     n = count(x.shape, dim)
+    work = x.astype(xp.float32) if x.dtype == xp.float16 else x  # float16: accumulate in float32
     # (max/min/sum are rules in this module: plain conditionals instead of the builtins)
-    centered = x - xp.sum(x, axis=axis, keepdims=True) / x.dtype.type(n if n > 0 else 1)
-    squares = xp.sum(centered * centered, axis=axis, keepdims=keepdim)
-    return squares / x.dtype.type(n - correction if n > correction else 0)
+    centered = work - _total(xp, work, dim, True) / (n if n > 0 else 1)
+    squares = _total(xp, centered * centered, dim, keepdim)
+    dof = n - correction if n > correction else 0
+    return (squares / work.dtype.type(dof)).astype(x.dtype, copy=False)
 
 
 def variance_slope(x, dim, correction):
@@ -198,13 +210,13 @@ def _pick_along(xp, x, dim, keepdim, position):
     return xp.squeeze(values, dim), xp.squeeze(idx, dim)
 
 
-@primitive("MaxBackward0", dtypes=KEEP, nout=2, nondiff_outputs=(1,))
+@primitive("MaxBackward0", dtypes=KEEP, nout=2)
 def max_dim(xp, x, *, dim, keepdim=False):
     """``max(x, dim)``: (values, indices); the gradient goes to the index found."""
     return _pick_along(xp, x, dim, keepdim, xp.argmax)
 
 
-@primitive("MinBackward0", dtypes=KEEP, nout=2, nondiff_outputs=(1,))
+@primitive("MinBackward0", dtypes=KEEP, nout=2)
 def min_dim(xp, x, *, dim, keepdim=False):
     return _pick_along(xp, x, dim, keepdim, xp.argmin)
 
@@ -238,22 +250,22 @@ def _arg_extremum(x, dim, keepdim, position):
     return position(x, axis=dim, keepdims=keepdim)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def argmax(xp, x, *, dim=None, keepdim=False):
     return _arg_extremum(x, dim, keepdim, xp.argmax)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def argmin(xp, x, *, dim=None, keepdim=False):
     return _arg_extremum(x, dim, keepdim, xp.argmin)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def all_(xp, x, *, dim=None, keepdim=False):
     return xp.all(x, axis=_axis(dim), keepdims=keepdim)
 
 
-@primitive(differentiable=False, dtypes=KEEP)
+@primitive(dtypes=KEEP)
 def any_(xp, x, *, dim=None, keepdim=False):
     return xp.any(x, axis=_axis(dim), keepdims=keepdim)
 
@@ -310,14 +322,13 @@ def norm_slope(out, x, ord, dim, keepdim):
     """d norm / d x, with 0 where the norm is 0 (PyTorch's choice at the kink)."""
     n = keep(out, x.shape, dim, keepdim)
     if ord == 0:
-        return 0.0 * x
+        return zeros_like(x)
     if ord == 1:
         return sign(x)
     if ord == 2:
         return where(n == 0, 0.0, x / where(n == 0, 1.0, n))
     if ord in (math.inf, -math.inf):
-        hit = indicator(abs(x) == n, x)
-        return sign(x) * hit / sum(hit, dim=dim, keepdim=True)
+        return sign(x) * tie_weights(out, abs(x), dim, keepdim)
     # sign(x) |x|^(p-1) / norm^(p-1); 0 where the norm is 0, and where x is 0 (for p < 1
     # the power would be infinite there), as PyTorch does.
     safe_n = where(n == 0, 1.0, n)
@@ -331,7 +342,7 @@ def norm_slope(out, x, ord, dim, keepdim):
 def cumsum(xp, x, *, dim, dtype=None):
     if x.ndim == 0:  # NumPy would return shape (1,)
         return x.astype(dtype or x.dtype, copy=True)
-    return xp.cumsum(x, axis=dim, dtype=dtype)
+    return xp.add.accumulate(x, axis=dim, dtype=dtype)
 
 
 @cumsum.vjp("x")
@@ -343,7 +354,7 @@ def cumsum_vjp(g, out, x, *, dim, dtype=None):
 def cumprod(xp, x, *, dim, dtype=None):
     if x.ndim == 0:
         return x.astype(dtype or x.dtype, copy=True)
-    return xp.cumprod(x, axis=dim, dtype=dtype)
+    return xp.multiply.accumulate(x, axis=dim, dtype=dtype)
 
 
 @cumprod.vjp("x", uses="x out")

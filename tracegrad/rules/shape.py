@@ -40,7 +40,14 @@ def reshape_back(g, out, x, **params):
     return reshape(g, shape=x.shape)
 
 
-for _p in (reshape, squeeze, unsqueeze):
+@primitive("UnsafeViewBackward0", dtypes=KEEP, linear=True)
+def unsafe_view(xp, x, *, shape):
+    """``reshape`` of a fresh copy (what ``reshape`` does when no view can alias ``x``):
+    not a view of anything the user holds."""
+    return xp.reshape(x, tuple(shape))
+
+
+for _p in (reshape, squeeze, unsqueeze, unsafe_view):
     _p.vjp("x")(reshape_back)
 
 
@@ -215,8 +222,7 @@ def diagonal_scatter(xp, x, src, *, offset=0, dim1=0, dim2=1):
 
 @diagonal_scatter.vjp("x")
 def diagonal_scatter_vjp_x(g, out, x, src, *, offset=0, dim1=0, dim2=1):
-    return diagonal_scatter(g, 0.0 * diagonal(g, offset=offset, dim1=dim1, dim2=dim2),
-                            offset=offset, dim1=dim1, dim2=dim2)
+    return diagonal_scatter(g, 0.0, offset=offset, dim1=dim1, dim2=dim2)
 
 
 @diagonal_scatter.vjp("src")

@@ -1,7 +1,7 @@
 """Writing through a view: ``copy_slices`` puts a new value into the region of a base
 that a chain of view primitives selects. It is the rule behind PyTorch's ``CopySlices``
 node (``x[0] = v``, or any in-place op on a view of a tensor that has history)."""
-from .broadcast import unbroadcast
+from .broadcast import unbroadcast, zeros_like
 from .core import KEEP, primitive
 
 
@@ -38,4 +38,4 @@ def copy_slices_jvp_base(t, out, base, value, *, chain):
 
 @copy_slices.jvp("value")
 def copy_slices_jvp_value(t, out, base, value, *, chain):
-    return copy_slices(out * 0.0, t, chain=chain)
+    return copy_slices(zeros_like(out), t, chain=chain)

@@ -8,12 +8,13 @@ import builtins
 from .. import backend
 from ..backend import dtypes as _dt
 from . import grad_mode
+from .shapes import shape_args
 from .tensor import Size, Tensor, mark_inference, wrap
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
            "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-           "randint_like", "manual_seed", "seed", "initial_seed", "Generator",
+           "randint_like", "manual_seed", "seed", "initial_seed", "Generator", "default_generator",
            "legacy_tensor_data", "parse_size"]
 
 
@@ -55,10 +56,9 @@ def _infer_dtype(data):
             found = d if found is None else _dt.promote_types(found, d)
         else:
             raise TypeError(f"Could not infer dtype of {type(x).__name__}")
-    by_rank = [_dt.bool_, _dt.int64, _dt.get_default_dtype(), _dt.get_default_dtype().to_complex()]
     if rank < 0:
         return found if found is not None else _dt.get_default_dtype()
-    inferred = by_rank[rank]
+    inferred = _dt.category_default(rank)
     return inferred if found is None else _dt.promote_types(found, inferred)
 
 
@@ -109,19 +109,12 @@ def from_numpy(ndarray):
 
 
 def parse_size(size):
-    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(Size)`` all mean shape (2, 3)."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
-        size = tuple(size[0])
-    out = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = int(s)
-        if not isinstance(s, int) or isinstance(s, bool):
-            raise TypeError(f"size must be a sequence of ints, but got an element of type {type(s).__name__}")
+    """The shape a factory was asked for (see :func:`shapes.shape_args`), none negative."""
+    shape = shape_args(size)
+    for s in shape:
         if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-        out.append(s)
-    return tuple(out)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+    return shape
 
 
 def _float_dtype(dtype):
@@ -130,17 +123,17 @@ def _float_dtype(dtype):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
-    return _finish(xp.zeros(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad)
+    return _into(out, _finish(xp.zeros(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad))
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
-    return _finish(xp.ones(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad)
+    return _into(out, _finish(xp.ones(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad))
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
     """Uninitialised in PyTorch; zero-filled here, so results never depend on garbage."""
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad, out=out)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
@@ -148,12 +141,12 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(fill_value)
-    return _finish(xp.full(parse_size((size,)), fill_value, dtype=d.np), requires_grad)
+    return _into(out, _finish(xp.full(parse_size((size,)), fill_value, dtype=d.np), requires_grad))
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
-    return _finish(xp.eye(n, n if m is None else m, dtype=_float_dtype(dtype).np), requires_grad)
+    return _into(out, _finish(xp.eye(n, n if m is None else m, dtype=_float_dtype(dtype).np), requires_grad))
 
 
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
@@ -165,12 +158,12 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         raise RuntimeError("step must be nonzero")
     d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(values)
     xp = backend.namespace_for(device)
-    return _finish(xp.arange(*values).astype(d.np), requires_grad)
+    return _into(out, _finish(xp.arange(*values).astype(d.np), requires_grad))
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
-    return _finish(xp.linspace(start, end, steps).astype(_float_dtype(dtype).np), requires_grad)
+    return _into(out, _finish(xp.linspace(start, end, steps).astype(_float_dtype(dtype).np), requires_grad))
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -181,16 +174,22 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 # -- randomness ----------------------------------------------------------------------------------
 
 class Generator:
-    """The default random generator: ``manual_seed`` reseeds every backend."""
+    """A random number generator, like ``torch.Generator``. The default generator (what
+    ``manual_seed`` seeds) drives every device's default stream; a Generator you create
+    has a stream of its own for its device, used by the ``generator=`` arguments."""
 
-    def __init__(self):
+    _SEED_RANGE = 2 ** 64
+
+    def __init__(self, device="cpu"):
+        self.device = backend.device(device)
+        self._xp = backend.namespace_for(self.device)
         self._seed = 67280421310721
+        self._rng = self._xp.new_rng(self._seed)
 
     def manual_seed(self, value):
-        value = int(value)
+        value = int(value) % self._SEED_RANGE  # PyTorch accepts negative seeds this way
+        self._rng = self._xp.new_rng(value)
         self._seed = value
-        for xp in _seeded_namespaces():
-            xp.seed(value)
         return self
 
     def seed(self):
@@ -200,16 +199,33 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
+    def stream(self, xp):
+        """The numpy/cupy random generator to draw from for namespace ``xp``."""
+        if xp is not self._xp:
+            raise RuntimeError(f"Expected a '{xp.name}' device type for generator but found "
+                               f"'{self.device.type}'")
+        return self._rng
+
     def __repr__(self):
         return f"<tracegrad.Generator object at {id(self):#x}>"
 
 
-def _seeded_namespaces():
-    from ..backend import _NS_BY_DEVICE_TYPE
-    return list(_NS_BY_DEVICE_TYPE.values())
+class _DefaultGenerator(Generator):
+    """``tracegrad.default_generator``: seeds and draws from each device's own stream."""
+
+    def manual_seed(self, value):
+        value = int(value) % self._SEED_RANGE
+        from ..backend import _NS_BY_DEVICE_TYPE
+        for xp in list(_NS_BY_DEVICE_TYPE.values()):
+            xp.seed(value)
+        self._seed = value
+        return self
+
+    def stream(self, xp):
+        return xp.rng()
 
 
-default_generator = Generator()
+default_generator = _DefaultGenerator()
 
 
 def manual_seed(value):
@@ -225,16 +241,36 @@ def initial_seed():
     return default_generator.initial_seed()
 
 
+def _stream(generator, xp):
+    return (generator or default_generator).stream(xp)
+
+
+def _into(out, t):
+    """Honour ``out=``: write result ``t`` into ``out`` (resized if its shape differs)."""
+    if out is None:
+        return t
+    if out.dtype != t.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {t.dtype}, but got {out.dtype} instead")
+    if out.shape == t.shape:
+        out._data[...] = t._data
+    else:
+        out._data = t._data
+    out._bump_version()
+    return out
+
+
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     d = _float_dtype(dtype)
-    return _finish(xp.asarray(xp.rng().random(parse_size(size), dtype=_sampling_dtype(d))).astype(d.np, copy=False), requires_grad)
+    sample = _stream(generator, xp).random(parse_size(size), dtype=_sampling_dtype(d))
+    return _into(out, _finish(xp.asarray(sample).astype(d.np, copy=False), requires_grad))
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     d = _float_dtype(dtype)
-    return _finish(xp.asarray(xp.rng().standard_normal(parse_size(size), dtype=_sampling_dtype(d))).astype(d.np, copy=False), requires_grad)
+    sample = _stream(generator, xp).standard_normal(parse_size(size), dtype=_sampling_dtype(d))
+    return _into(out, _finish(xp.asarray(sample).astype(d.np, copy=False), requires_grad))
 
 
 def _sampling_dtype(d):
@@ -252,23 +288,24 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         raise TypeError("randint() expects (high, size) or (low, high, size)")
     xp = backend.namespace_for(device)
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    return _finish(xp.asarray(xp.rng().integers(low, high, parse_size((size,)))).astype(d.np), requires_grad)
+    sample = _stream(generator, xp).integers(low, high, parse_size((size,)))
+    return _into(out, _finish(xp.asarray(sample).astype(d.np), requires_grad))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    return _finish(xp.asarray(xp.rng().permutation(n)).astype(d.np), requires_grad)
+    return _into(out, _finish(xp.asarray(_stream(generator, xp).permutation(n)).astype(d.np), requires_grad))
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad=False, out=None):
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        shape = (mean if isinstance(mean, Tensor) else std).shape
-        noise = randn(shape, dtype=(mean if isinstance(mean, Tensor) else std).dtype,
-                      device=(mean if isinstance(mean, Tensor) else std).device)
-        return noise * std + mean
-    return randn(size, dtype=dtype, device=device, requires_grad=requires_grad) * std + mean
+    like = mean if isinstance(mean, Tensor) else (std if isinstance(std, Tensor) else None)
+    if like is not None:
+        noise = randn(like.shape, generator=generator, dtype=like.dtype, device=like.device)
+        return _into(out, noise * std + mean)
+    noise = randn(size, generator=generator, dtype=dtype, device=device)
+    return _into(out, _finish((noise * std + mean)._data, requires_grad))
 
 
 # -- *_like ------------------------------------------------------------------------------------

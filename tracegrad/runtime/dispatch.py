@@ -15,14 +15,15 @@ from . import grad_mode
 from .node import NOTHING_SAVED, SAVED, AccumulateGrad, meta, node_class
 from .shapes import broadcast_shapes, expand_shape
 from .tensor import Tensor, mark_inference, wrap
+from .views import rebase_history, refresh_stale_view
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
 
 _state = grad_mode.state
 _GRAD, _INFERENCE = grad_mode.GRAD, grad_mode.INFERENCE
 _NUMBER = (int, float, complex)
-_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-_NUMBER_RANK = {bool: 0, int: 1, float: 2, complex: 3}
+_KIND_RANK = _dt.KIND_CATEGORY
+_NUMBER_RANK = _dt.NUMBER_CATEGORY
 _NO_PARAMS = {}
 _NS_BY_TYPE = backend._NS_BY_TYPE
 _INFERENCE_SAVE = (
@@ -40,6 +41,8 @@ def unwrap(args):
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             arrays[i] = a._data
+            if a._view is not None:
+                refresh_stale_view(a)
             if a._requires_grad:
                 rmask |= 1 << i
         elif a is not None and type(a) not in _NUMBER_RANK:
@@ -51,8 +54,7 @@ def unwrap(args):
 def apply(prim, args, params):
     """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
     arrays, rmask = unwrap(args)
-    if prim.dtypes is not KEEP:
-        _promote(prim, arrays)
+    promoted = prim.dtypes is not KEEP and _promote(prim, arrays)
     xp = _namespace(arrays)
     try:
         out = prim.impl(xp, *arrays, **params)
@@ -61,7 +63,15 @@ def apply(prim, args, params):
     node = None
     if rmask and _state.mode == _GRAD and prim.differentiable:
         node = _record(prim, args, params, rmask)
+        if node is not None and promoted:
+            _remember_dtypes(node, args)
     return _outputs(prim, args, params, out, node)
+
+
+def _remember_dtypes(node, args):
+    """The operands' own dtypes, for a node whose kernel saw them promoted: its gradients
+    are cast back to them, so each tensor receives a gradient of its own dtype."""
+    node._extras()["dtypes"] = tuple(a._data.dtype if isinstance(a, Tensor) else None for a in args)
 
 
 def unary(prim, x):
@@ -88,6 +98,8 @@ def eager_unary(prim):
 
     def op(x):
         data = x._data
+        if x._view is not None:
+            refresh_stale_view(x)
         if float_only and data.dtype.kind not in "fc":
             return apply(prim, (x,), _NO_PARAMS)
         out = impl(_NS_BY_TYPE[type(data)], data)
@@ -114,14 +126,19 @@ def eager_binary(prim):
     def op(a, b):
         ad = a._data
         tb = type(b)
+        if a._view is not None:
+            refresh_stale_view(a)
         if tb is Tensor:
             bd = b._data
             if bd.dtype != ad.dtype:
                 return apply(prim, (a, b), _NO_PARAMS)
+            if b._view is not None:
+                refresh_stale_view(b)
             rmask = a._requires_grad | (b._requires_grad << 1)
         elif tb is float or tb is int:
             kind = ad.dtype.kind
-            if kind == "b" or (tb is float and kind not in "fc"):
+            if kind == "b" or (tb is float and kind not in "fc") or (
+                    kind in "iu" and not _dt.fits(b, ad.dtype)):
                 return apply(prim, (a, b), _NO_PARAMS)
             bd = b
             rmask = a._requires_grad
@@ -161,9 +178,19 @@ def _result(out, node):
         return wrap(out)
     t = wrap(out, True, node, 0)
     if node._out is True:
-        vc = t._vc = [0]
-        node._out = (t._data, vc, 0)
+        save_result(node, t)
     return t
+
+
+def save_result(node, result):
+    """Fill a node's placeholder for its saved result (``_out is True``) with the result
+    tensor(s), version-stamped: (data, version counter, version), tuples for several."""
+    if isinstance(result, Tensor):
+        vc = result._version_counter()
+        node._out = (result._data, vc, vc[0])
+    else:
+        vcs = tuple(t._version_counter() for t in result)
+        node._out = (tuple(t._data for t in result), vcs, tuple(vc[0] for vc in vcs))
 
 
 def _kernel_error(exc, arrays):
@@ -194,7 +221,8 @@ def _namespace(arrays):
 
 
 def _promote(prim, arrays):
-    """Cast array operands (in place in ``arrays``) to PyTorch's result dtype."""
+    """Cast array operands (in place in ``arrays``) to PyTorch's result dtype; True if an
+    array operand changed dtype."""
     positions = prim.cast if prim.cast is not None else range(len(arrays))
     common = None
     mixed = False
@@ -219,11 +247,19 @@ def _promote(prim, arrays):
         for i in positions:
             if isinstance(arrays[i], _NUMBER):
                 arrays[i] = backend.cpu.asarray(arrays[i], dtype=target)
-        return
+        return False
+    if target.kind in "iu":  # Python ints wrap into the integer dtype, as in PyTorch
+        for i in positions:
+            a = arrays[i]
+            if type(a) is int and not _dt.fits(a, target):
+                arrays[i] = _dt.wrap_int(a, target)
+    cast = False
     for i in positions:
         a = arrays[i]
         if a is not None and not isinstance(a, _NUMBER) and a.dtype != target:
             arrays[i] = a.astype(target)
+            cast = True
+    return cast
 
 
 def result_dtype(arrays, positions=None):
@@ -254,8 +290,7 @@ def grad_accumulator(t):
 def edge_of(t):
     """``(node, output_nr)``: where the gradient of tensor ``t`` flows."""
     if t._view is not None:
-        from .views import refresh_view_grad_fn
-        refresh_view_grad_fn(t)
+        refresh_stale_view(t)
     fn = t._grad_fn
     if fn is not None:
         return (fn, t._output_nr)
@@ -272,8 +307,8 @@ def _record(prim, args, params, rmask, node_args=None):
     differentiable operand) and what the node stores: the operands its needed vjps read,
     version-stamped, and only the shapes of the others."""
     nargs = len(args)
-    flags = prim._diff_pos.get(-1 - nargs) or prim.diff_flags(nargs)
-    save_idx, save_out = prim._plans.get(rmask | nargs << 32) or prim.save_plan(rmask, nargs)
+    flags = prim._diff_flags.get(nargs) or prim.diff_flags(nargs)
+    save_idx, save_out = prim._plans.get(nargs | rmask << 16) or prim.save_plan(rmask, nargs)
     stored = list(args)
     edges = []
     pos = []
@@ -308,7 +343,7 @@ def _record_fast(prim, a, b, rmask):
     """``_record`` for the fast paths: operand ``a`` a Tensor, ``b`` a Tensor, a number or
     ``_ABSENT``, no params, every operand position differentiable."""
     nargs = 1 if b is _ABSENT else 2
-    save_idx, save_out = prim._plans.get(rmask | nargs << 32) or prim.save_plan(rmask, nargs)
+    save_idx, save_out = prim._plans.get(nargs | rmask << 16) or prim.save_plan(rmask, nargs)
     fn = a._grad_fn
     ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
     vers = None
@@ -382,7 +417,7 @@ def _outputs(prim, args, params, out, node):
     tensors = []
     inference = _state.mode == _INFERENCE
     for k, o in enumerate(outs):
-        diff = node is not None and k not in prim.nondiff_outputs
+        diff = node is not None and o.dtype.kind in "fc"  # integer results never require grad
         t = wrap(o, diff, node if diff else None, k if diff else 0)
         tensors.append(mark_inference(t) if inference else t)
     if prim.view:
@@ -392,9 +427,7 @@ def _outputs(prim, args, params, out, node):
             xp = backend.namespace_of(outs[0]) if outs else backend.cpu
             node._outs = tuple((o.shape, o.dtype, xp) for o in outs)
         if node._out is True:
-            vcs = tuple(t._version_counter() for t in tensors)
-            node._out = ((tensors[0]._data, vcs[0], vcs[0][0]) if single else
-                         (tuple(t._data for t in tensors), vcs, tuple(vc[0] for vc in vcs)))
+            save_result(node, tensors[0] if single else tensors)
     return tensors[0] if single else tuple(tensors)
 
 
@@ -422,14 +455,13 @@ def _link_views(prim, src, params, tensors):
 
 def apply_inplace(prim, args, params):
     """Run ``prim`` and write its result into ``args[0]``'s storage; returns ``args[0]``."""
-    from .views import rebase_history
     self = args[0]
     mode = _state.mode
     check_inplace(self, mode)
     arrays, rmask = unwrap(args)
     target = self._data.dtype
+    promoted = prim.dtypes is not KEEP and _promote(prim, arrays)
     if prim.dtypes is not KEEP:
-        _promote(prim, arrays)
         computed = arrays[0].dtype if not isinstance(arrays[0], _NUMBER) else target
         if _KIND_RANK[computed.kind] > _KIND_RANK[target.kind]:
             raise RuntimeError(f"result type {_scalar_type_name(computed)} can't be cast to the "
@@ -444,14 +476,15 @@ def apply_inplace(prim, args, params):
             old = wrap(self._data.copy(), self._requires_grad, self._grad_fn, self._output_nr)
             node_args = (old,) + tuple(args[1:])
         node = _record(prim, args, params, rmask, node_args)
+        if node is not None and promoted:
+            _remember_dtypes(node, args)
     xp = _namespace(arrays)
     _write(prim, xp, self, arrays, params)
     self._bump_version()
     if node is not None:
         rebase_history(self, node)
         if node._out is True:  # the result the vjps read is self, as it is now
-            vc = self._version_counter()
-            node._out = (self._data, vc, vc[0])
+            save_result(node, self)
     return self
 
 

@@ -8,13 +8,14 @@ higher derivatives fall out. Saved values are freed after the pass unless
 ``retain_graph``. When ``inputs`` are given only the part of the graph that leads to them
 runs, and (for ``autograd.grad``) their gradients are returned instead of accumulated.
 """
+import threading
 import warnings
 
 from .. import backend
 from . import grad_mode
 from .dispatch import edge_of
 from .node import SAVED, AccumulateGrad
-from .tensor import Size, Tensor, wrap
+from .tensor import Tensor, wrap
 
 __all__ = ["backward", "grad", "call_node"]
 
@@ -50,7 +51,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     captured = run(roots, grads, retain_graph, create_graph, targets=targets)
     for t, g in zip(inputs, captured):
         if g is not None and t.grad_fn is None:
-            _accumulate_grad(t, g, create_graph, fresh=False)
+            _accumulate_grad(t, g, create_graph, fresh=False, hooks=False)  # hooks ran in run()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -163,12 +164,12 @@ def _run(roots, root_grads, keep_graph, graph, targets):
     root_nodes = list(dict.fromkeys(n for n, _ in roots))
     if targets is None:
         deps = _count_deps(root_nodes, None)
-        wanted = None
+        wanted, skip = None, ()
     else:
         wanted = {}
         for i, (n, nr) in enumerate(targets):
             wanted.setdefault((n, nr), []).append(i)
-        deps = _count_deps(root_nodes, {n for n, _ in targets})
+        deps, skip = _count_deps(root_nodes, {n for n, _ in targets})
     captured = [None] * (len(targets) if targets is not None else 0)
 
     # Gradients waiting for a node with several consumers; a node whose last input has
@@ -184,23 +185,35 @@ def _run(roots, root_grads, keep_graph, graph, targets):
     while ready:
         node, grads = ready.pop()
         extra = node._extra
+        leaf = type(node) is accumulate_grad
         if grads is not None:
-            if extra is not None:
+            if leaf and grads[0] is not None:
+                hooked = _leaf_hooks(node.variable, grads[0], graph)
+                if hooked is not grads[0]:  # a hook's own tensor: never adopted as .grad
+                    grads = [hooked]
+                    fresh.pop(node, None)
+            if extra is not None:  # user hooks: the gradients may now be held elsewhere
                 grads = _run_tensor_hooks(node, grads, graph)
+                fresh.pop(node, None)
             if wanted is not None:
                 for nr, g in enumerate(grads):
                     for i in wanted.get((node, nr), ()):
                         captured[i] = g if captured[i] is None else captured[i] + g
-        if type(node) is accumulate_grad:
+        if leaf:
             if grads is not None and grads[0] is not None and targets is None:
-                _accumulate_grad(node.variable, grads[0], graph, fresh.pop(node, False))
+                _accumulate_grad(node.variable, grads[0], graph, fresh.pop(node, False), hooks=False)
+                if extra is not None and extra.get("hooks"):
+                    _run_node_hooks(extra["hooks"], (), grads, graph)
             continue
+        if node in skip:
+            continue  # only its gradient was wanted
         if grads is None or (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
             in_grads = None
         else:
             in_grads = node._apply(grads, graph)
             if extra is not None and extra.get("hooks"):
                 in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
+                grads = in_grads  # returned by a hook: never adopted as a leaf's .grad
             if node._saved == SAVED and not keep_graph:
                 node._release()
         j = -1
@@ -256,7 +269,8 @@ def _add_grad(buf, fresh, node, nr, g, incoming, graph):
 
 def _count_deps(root_nodes, target_nodes):
     """How many edges lead into each node to run. With ``target_nodes``, only nodes from
-    which a target can be reached are kept (the rest of the graph is pruned)."""
+    which a target can be reached are kept (the rest of the graph is pruned), and the
+    set of targets that need not run (nothing beyond them is needed) comes too."""
     if target_nodes is None:
         deps = dict.fromkeys(root_nodes, 0)
         stack = list(root_nodes)
@@ -291,11 +305,16 @@ def _count_deps(root_nodes, target_nodes):
                 if node in target_nodes or any(n in needed for n, _ in node._next_functions):
                     needed.add(node)
     deps = {n: 0 for n in root_nodes if n in needed}
+    skip = set()  # targets nothing beyond needs: their gradient is captured, they do not run
     for node in needed:
+        feeds = False
         for nxt, _ in node._next_functions:
             if nxt in needed:
                 deps[nxt] = deps.get(nxt, 0) + 1
-    return deps
+                feeds = True
+        if not feeds:
+            skip.add(node)
+    return deps, skip
 
 
 def _is_fresh(g, incoming, graph):
@@ -308,12 +327,33 @@ def _is_fresh(g, incoming, graph):
     return backend.namespace_of(data).owns_data(data) if hasattr(data, "base") else True
 
 
-def _accumulate_grad(var, g, graph, fresh):
-    """Add gradient ``g`` into leaf ``var.grad`` (running the leaf's hooks first)."""
+def _leaf_hooks(var, g, graph):
+    """Run the hooks registered on leaf ``var`` (``Tensor.register_hook``) on its gradient."""
     extra = var._extra
     if extra is not None and extra.get("hooks"):
-        g = _call_hooks(extra["hooks"].values(), g, graph)
-        fresh = False
+        return _call_hooks(extra["hooks"].values(), g, graph)
+    return g
+
+
+_ACCUMULATE = threading.Lock()  # concurrent backward passes may share leaves (Hogwild)
+
+
+def _accumulate_grad(var, g, graph, fresh, hooks=True):
+    """Add gradient ``g`` into leaf ``var.grad`` (after the leaf's hooks, unless the
+    engine already ran them); then run its post-accumulate-grad hooks."""
+    if hooks:
+        g2 = _leaf_hooks(var, g, graph)
+        fresh = fresh and g2 is g
+        g = g2
+    with _ACCUMULATE:
+        _add_into_grad(var, g, graph, fresh)
+    extra = var._extra
+    if extra is not None and extra.get("post_accumulate_hooks"):
+        for hook in list(extra["post_accumulate_hooks"].values()):
+            hook(var)
+
+
+def _add_into_grad(var, g, graph, fresh):
     current = var._grad
     if graph:
         g = g if isinstance(g, Tensor) else wrap(g)
@@ -334,9 +374,6 @@ def _accumulate_grad(var, g, graph, fresh):
         else:
             current._data += data
             current._bump_version()
-    if extra is not None and extra.get("post_accumulate_hooks"):
-        for hook in list(extra["post_accumulate_hooks"].values()):
-            hook(var)
 
 
 def _with_layout_of(param, g, fresh):
@@ -393,7 +430,8 @@ def _run_node_hooks(hooks, in_grads, grads, graph):
         r = hook(_as_tensors(in_grads, graph), outputs)
         if r is not None:
             if len(r) != len(in_grads):
-                raise RuntimeError(f"hook returned {len(r)} gradients where {len(in_grads)} were expected")
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect "
+                                   f"number of values (got {len(r)}, but expected {len(in_grads)})")
             in_grads = _from_tensors(r, graph, "hook")
     return in_grads
 
@@ -448,5 +486,3 @@ def call_node(node, grads):
     out = tuple(None if g is None else (g if isinstance(g, Tensor) else wrap(g)) for g in out)
     return out[0] if len(out) == 1 else out
 
-
-_ = Size  # (re-exported name used in messages via Tensor.shape)

@@ -64,27 +64,38 @@ class _Mode:
         return False
 
     def __call__(self, fn):
-        """Use as a decorator: run ``fn`` (or each step of a generator) in this mode."""
-        flags = self._flags()
+        """Use as a decorator: run ``fn`` (or each step of a generator, including what is
+        thrown into it and its closing) in this mode. The flags are read at each call."""
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def gen_wrapper(*args, **kwargs):
                 gen = fn(*args, **kwargs)
-                value = None
+                step, value = gen.send, None
                 while True:
-                    prev = swap(*flags)
+                    prev = swap(*self._flags())
                     try:
-                        value = gen.send(value)
+                        out = step(value)
                     except StopIteration as stop:
                         return stop.value
                     finally:
                         restore(prev)
-                    value = yield value
+                    try:
+                        value = yield out
+                        step = gen.send
+                    except GeneratorExit:
+                        prev = swap(*self._flags())
+                        try:
+                            gen.close()
+                        finally:
+                            restore(prev)
+                        raise
+                    except BaseException as exc:  # thrown in: let the generator handle it
+                        step, value = gen.throw, exc
             return gen_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            prev = swap(*flags)
+            prev = swap(*self._flags())
             try:
                 return fn(*args, **kwargs)
             finally:

@@ -46,11 +46,12 @@ def _hook_dict(owner, key, subkey=None):
     return extra.setdefault(key, {}).setdefault(subkey, _HookDict())
 
 
-def add_hook(owner, kind, hook):
-    """Register ``hook`` in ``owner._extra[kind]``; returns its removable handle."""
+def add_hook(owner, kind, hook, subkey=None):
+    """Register ``hook`` in ``owner._extra[kind]`` (or ``[kind][subkey]``); returns its
+    removable handle."""
     if not callable(hook):
         raise TypeError(f"hook must be callable, got {type(hook).__name__}")
-    hooks = _hook_dict(owner, kind)
+    hooks = _hook_dict(owner, kind, subkey)
     key = next(_ids)
     hooks[key] = hook
     return RemovableHandle(hooks, key)
@@ -62,18 +63,22 @@ def register_tensor_hook(t, hook):
     fn = t.grad_fn
     if fn is None:
         return add_hook(t, "hooks", hook)
-    if not callable(hook):
-        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
-    hooks = _hook_dict(fn, "tensor_hooks", t._output_nr)
-    key = next(_ids)
-    hooks[key] = hook
-    return RemovableHandle(hooks, key)
+    return add_hook(fn, "tensor_hooks", hook, t._output_nr)
 
 
 def retain_grad(t):
-    fn = t.grad_fn
+    fn = t._grad_fn
     retains = fn._extras().setdefault("retains", {})
     retains[t._output_nr] = weakref.ref(t)
     if t._extra is None:
         t._extra = {}
     t._extra["retains_grad"] = True
+
+
+def release_retain(t):
+    """Undo :func:`retain_grad` on ``t``'s current grad_fn (before its history changes)."""
+    fn = t._grad_fn
+    retains = fn._extra.get("retains") if fn is not None and fn._extra is not None else None
+    if retains:
+        retains.pop(t._output_nr, None)
+    t._extra["retains_grad"] = False

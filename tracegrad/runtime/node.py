@@ -11,7 +11,7 @@ gradients into the leaf's ``.grad``.
 """
 import re
 
-from ..rules.core import Meta
+from ..rules.core import Meta, meta  # noqa: F401  (meta: re-exported for the dispatcher)
 from . import hooks as _hooks
 from . import tensor as _tensor
 
@@ -173,7 +173,7 @@ class FunctionNode(Node):
                     f"{self.name()}: tracegrad does not differentiate through complex values yet "
                     "(its rules give real gradients); complex tensors work without autograd")
         else:
-            g = tuple(gk if gk is not None else _zeros(meta, graph) for gk, meta in zip(grads, self._outs))
+            g = tuple(gk if gk is not None else _zeros(o, graph) for gk, o in zip(grads, self._outs))
         prim = self._prim
         pos = self._pos
         edges = self._next_functions
@@ -182,14 +182,18 @@ class FunctionNode(Node):
             every = prim.vjp_all_fn(g, out, *args, **(params or _NO_PARAMS))
             return tuple(every[p] if edges[j][0] is not None else None for j, p in enumerate(pos))
         vjps = prim.vjps
-        if params is None and len(pos) <= 2:  # the common case, without keyword unpacking
+        if params is None and len(pos) <= 2 and self._extra is None:  # the common case
             first = vjps[pos[0]](g, out, *args) if edges[0][0] is not None else None
             if len(pos) == 1:
                 return (first,)
             return (first, vjps[pos[1]](g, out, *args) if edges[1][0] is not None else None)
         params = params or _NO_PARAMS
-        return tuple(vjps[p](g, out, *args, **params) if edges[j][0] is not None else None
-                     for j, p in enumerate(pos))
+        grads_in = tuple(vjps[p](g, out, *args, **params) if edges[j][0] is not None else None
+                         for j, p in enumerate(pos))
+        dtypes = self._extra.get("dtypes") if self._extra is not None else None
+        if dtypes is not None:
+            grads_in = tuple(_as_dtype(gi, dtypes[p], graph) for gi, p in zip(grads_in, pos))
+        return grads_in
 
 
 _NO_PARAMS = {}
@@ -198,15 +202,18 @@ NOTHING_SAVED, SAVED, FREED = 0, 1, 2
 _new = object.__new__
 
 
-def meta(shape):
-    """A ``Meta`` standing in for an operand whose value is not saved (its shape only)."""
-    m = _new(Meta)
-    m.shape = shape
-    return m
+def _as_dtype(g, dtype, graph):
+    """Gradient ``g`` in the dtype of the operand it belongs to (after type promotion)."""
+    if g is None or dtype is None:
+        return g
+    if graph:
+        return g if g._data.dtype == dtype else g.to(_tensor.dtype_of(dtype))
+    return g if g.dtype == dtype else g.astype(dtype)
 
 
-def _zeros(meta, graph):
-    shape, dtype, xp = meta
+def _zeros(output, graph):
+    """Zeros for an output that received no gradient (``output``: its shape, dtype, xp)."""
+    shape, dtype, xp = output
     z = xp.zeros(shape, dtype=dtype)
     return _tensor.wrap(z) if graph else z
 
@@ -226,10 +233,9 @@ class AccumulateGrad(Node):
 def node_class(prim, name):
     """The node class named ``name`` for primitive ``prim`` (made once, then cached)."""
     cls = prim.node_classes.get(name)
-    if cls is None:
-        cls = type(name, (FunctionNode,), {"__slots__": (), "_prim": prim,
-                                           "__module__": "tracegrad.autograd.graph"})
-        prim.node_classes[name] = cls
+    if cls is None:  # setdefault: two threads making the class at once agree on one
+        cls = prim.node_classes.setdefault(name, type(name, (FunctionNode,), {
+            "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph"}))
     return cls
 
 

@@ -5,7 +5,22 @@ runtime to turn NumPy's shape errors into the messages PyTorch users know.
 """
 from .tensor import Size
 
-__all__ = ["broadcast_shapes", "expand_shape"]
+__all__ = ["broadcast_shapes", "expand_shape", "shape_args"]
+
+
+def shape_args(shape):
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(Size)`` -> (2, 3); one-element integer
+    tensors count as ints."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    out = []
+    for s in shape:
+        if hasattr(s, "item") and not isinstance(s, int):
+            s = s.item()
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise TypeError(f"size must be a sequence of ints, but got an element of type {type(s).__name__}")
+        out.append(s)
+    return tuple(out)
 
 
 def broadcast_shapes(*shapes):

@@ -68,6 +68,21 @@ def mark_inference(t):
     return t
 
 
+def dtype_of(np_dtype):
+    """The tracegrad dtype of a backend array dtype."""
+    return _dt.from_numpy_dtype(np_dtype)
+
+
+def wrap_dim(dim, ndim):
+    """A dimension index checked and made non-negative, with PyTorch's IndexError."""
+    n = max(ndim, 1)
+    if isinstance(dim, Tensor):
+        dim = int(dim)
+    if not isinstance(dim, int) or isinstance(dim, bool) or not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
 def is_tensor(obj):
     return isinstance(obj, Tensor)
 
@@ -92,10 +107,14 @@ class Tensor:
     __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
 
     def __init__(self, *args, device=None, dtype=None):
-        """The legacy constructor: ``Tensor([1, 2])`` (data), ``Tensor(2, 3)`` (a shape,
-        uninitialised), ``Tensor()`` (empty). Always the default float dtype."""
+        """The legacy constructor: ``Tensor([1, 2])`` (data, in the default float dtype),
+        ``Tensor(2, 3)`` (a shape, zero-filled), ``Tensor()`` (empty), ``Tensor(t)`` (an
+        alias of tensor ``t``: same storage and version counter, any dtype)."""
         from .creation import legacy_tensor_data
-        t = wrap(legacy_tensor_data(args, device, dtype))
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            t = args[0].detach()
+        else:
+            t = wrap(legacy_tensor_data(args, device, dtype))
         for slot in Tensor.__slots__[:-1]:
             setattr(self, slot, getattr(t, slot))
 
@@ -107,7 +126,6 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        from ..ops._args import wrap_dim
         return self._data.shape[wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -151,15 +169,12 @@ class Tensor:
         strides = tuple(s // size for s in self._data.strides)
         if dim is None:
             return strides
-        from ..ops._args import wrap_dim
         return strides[wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
-        """Elements between the start of the base's storage and this view's first element."""
-        if self._base is None:
-            return 0
-        start = _address(self._data) - _address(self._base._data)
-        return start // self._data.itemsize if self._data.size else 0
+        """Elements between the start of the storage and this tensor's first element (also
+        for a view reached through detach() or .data, which has no ``_base``)."""
+        return backend.namespace_of(self._data).storage_offset(self._data)
 
     def is_contiguous(self, memory_format=None):
         return bool(self._data.flags.c_contiguous)
@@ -182,6 +197,9 @@ class Tensor:
     # -- autograd metadata ---------------------------------------------------------------
     @property
     def requires_grad(self):
+        if self._view is not None and self._vc[0] != self._view[1]:
+            from .views import refresh_view_grad_fn
+            refresh_view_grad_fn(self)  # its base may have gained history since
         return self._requires_grad
 
     @requires_grad.setter
@@ -271,6 +289,9 @@ class Tensor:
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
+        if self._requires_grad and value._data.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._data = value._data
 
     def detach(self):
@@ -295,6 +316,16 @@ class Tensor:
             return
         from .hooks import retain_grad
         retain_grad(self)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf's
+        ``.grad`` (e.g. to step an optimizer per parameter). Returns a removable handle."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from .hooks import add_hook
+        return add_hook(self, "post_accumulate_hooks", hook)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` whenever this tensor's gradient is computed; a non-None
@@ -373,14 +404,25 @@ class Tensor:
         return repr(self)
 
     def __reduce_ex__(self, protocol):
-        raise TypeError("tracegrad tensors are saved with tracegrad.save, not pickled")
+        """Pickles the values (a host copy) and ``requires_grad``; history is not kept, so a
+        pickled non-leaf comes back as a leaf, as in PyTorch."""
+        data = backend.namespace_of(self._data).to_host(self._data).copy()
+        return (_rebuild, (data, self._requires_grad, str(self.device)))
 
     def __deepcopy__(self, memo):
-        t = self.detach().clone() if self._grad_fn is None else self.clone()
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        t = wrap(self._data.copy())
         t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = wrap(self._grad._data.copy())
         memo[id(self)] = t
         return t
 
 
-def _address(a):
-    return a.__array_interface__["data"][0] if hasattr(a, "__array_interface__") else a.data.ptr
+def _rebuild(data, requires_grad, device="cpu"):
+    """Unpickling: a leaf with the pickled values."""
+    t = wrap(backend.namespace_for(device).asarray(data))
+    t._requires_grad = requires_grad
+    return t

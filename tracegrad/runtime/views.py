@@ -8,15 +8,26 @@ theirs on next use, so gradients always flow through the base's current history.
 """
 from ..rules.views import copy_slices, replay_view
 from . import grad_mode
+from .hooks import release_retain, retain_grad
 
-__all__ = ["rebase_history", "refresh_view_grad_fn"]
+__all__ = ["rebase_history", "refresh_view_grad_fn", "refresh_stale_view"]
 
 
 def rebase_history(t, node):
-    """Make ``node`` (just recorded for an in-place op on ``t``) the history of ``t``."""
+    """Make ``node`` (just recorded for an in-place op on ``t``) the history of ``t``; a
+    ``retain_grad()`` follows the tensor to its new history, as in PyTorch."""
+    retained = t.retains_grad
+    if retained:
+        release_retain(t)
     if t._base is None or t._view is None:
         t._grad_fn, t._output_nr, t._requires_grad = node, 0, True
-        return
+    else:
+        _rebase_view(t, node)
+    if retained:
+        retain_grad(t)
+
+
+def _rebase_view(t, node):
     from .dispatch import _record
     from .tensor import wrap
     base = t._base
@@ -25,6 +36,12 @@ def rebase_history(t, node):
     base._grad_fn = _record(copy_slices, (base, value), {"chain": chain}, 0b11)
     base._output_nr, base._requires_grad = 0, True
     _regenerate(t, chain)
+
+
+def refresh_stale_view(t):
+    """For a view: re-derive its grad_fn if its base changed since (cheap check first)."""
+    if t._vc[0] != t._view[1]:
+        refresh_view_grad_fn(t)
 
 
 def refresh_view_grad_fn(t):
