@@ -158,6 +158,16 @@ def broadcast_to(input, size):
     return expand(input, size)
 
 
+def sum_to_size(input, *size):
+    """``input`` summed down to ``size`` (a shape ``input`` could be expanded from)."""
+    size = shape_args(size)
+    try:
+        expand_shape(size, input.shape, input.type())
+    except RuntimeError:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(input.shape)}}}.") from None
+    return input if tuple(input.shape) == size else B.sum_to(input, shape=size)
+
+
 def broadcast_tensors(*tensors):
     """The tensors expanded to their common broadcast shape."""
     shape = broadcast_shapes(*(t.shape for t in tensors))
@@ -292,6 +302,6 @@ METHODS = {n: globals()[n] for n in (
     "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
     "transpose", "t", "permute", "movedim", "expand", "expand_as", "broadcast_to", "repeat",
     "flip", "fliplr", "flipud", "roll", "tril", "triu", "split", "chunk", "unbind", "diagonal",
-    "clone", "contiguous")}
+    "clone", "contiguous", "sum_to_size")}
 METHODS.update(swapaxes=transpose, swapdims=transpose, moveaxis=movedim,
                T=property(_T), mT=property(_mT))

@@ -12,9 +12,10 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, KEEP, register_handler
 from . import grad_mode
-from .node import NOTHING_SAVED, SAVED, AccumulateGrad, meta, node_class
+from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, meta, node_class
 from .shapes import broadcast_shapes, expand_shape
 from .tensor import Tensor, mark_inference, wrap
+from .saved_hooks import Packed, pack_hooks
 from .views import rebase_history, refresh_stale_view
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
@@ -51,8 +52,10 @@ def unwrap(args):
     return arrays, rmask
 
 
-def apply(prim, args, params):
+def apply(prim, args, params, _observed=False):
     """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
+    if observer is not None and not _observed:
+        return observer.call(prim.name, apply, (prim, args, params), args)
     arrays, rmask = unwrap(args)
     promoted = prim.dtypes is not KEEP and _promote(prim, arrays)
     xp = _namespace(arrays)
@@ -96,7 +99,9 @@ def eager_unary(prim):
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(1) == (0,)
 
-    def op(x):
+    def op(x, _observed=False):
+        if observer is not None and not _observed:
+            return observer.call(prim.name, op, (x,), (x,))
         data = x._data
         if x._view is not None:
             refresh_stale_view(x)
@@ -123,7 +128,9 @@ def eager_binary(prim):
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
 
-    def op(a, b):
+    def op(a, b, _observed=False):
+        if observer is not None and not _observed:
+            return observer.call(prim.name, op, (a, b), (a, b))
         ad = a._data
         tb = type(b)
         if a._view is not None:
@@ -165,6 +172,10 @@ def eager_binary(prim):
 _FAST = {}
 _ABSENT = object()  # marks "no second operand" for _record_fast
 
+# A profiler, while one is active (see autograd/profiler.py): it times each operation by
+# calling it back with _observed=True. None costs one test per operation.
+observer = None
+
 
 def _untracked(out, mode):
     """A result that autograd does not track (marked if made in inference mode)."""
@@ -184,7 +195,13 @@ def _result(out, node):
 
 def save_result(node, result):
     """Fill a node's placeholder for its saved result (``_out is True``) with the result
-    tensor(s), version-stamped: (data, version counter, version), tuples for several."""
+    tensor(s), version-stamped: (data, version counter, version), tuples for several --
+    or, under saved-tensor hooks, (packed result(s), None, None)."""
+    hooks = pack_hooks()
+    if hooks is not None:
+        packed = Packed(result, hooks) if isinstance(result, Tensor) else tuple(Packed(t, hooks) for t in result)
+        node._out = (packed, None, None)
+        return
     if isinstance(result, Tensor):
         vc = result._version_counter()
         node._out = (result._data, vc, vc[0])
@@ -330,7 +347,7 @@ def _record(prim, args, params, rmask, node_args=None):
                 continue
             if vers is None:
                 vers = [None] * nargs
-            vers[i] = _saved_version(a)
+            stored[i], vers[i] = _save_operand(a)
         elif flags[i] and prim.number_edges and i > 0:
             edges.append(_NO_EDGE)
             pos.append(i)
@@ -348,8 +365,8 @@ def _record_fast(prim, a, b, rmask):
     ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
     vers = None
     if 0 in save_idx:
-        vers = [_saved_version(a), None]
-        sa = a
+        vers = [None, None]
+        sa, vers[0] = _save_operand(a)
     else:
         sa = meta(a._data.shape)
     if nargs == 1:
@@ -362,8 +379,7 @@ def _record_fast(prim, a, b, rmask):
         if 1 in save_idx:
             if vers is None:
                 vers = [None, None]
-            vers[1] = _saved_version(b)
-            sb = b
+            sb, vers[1] = _save_operand(b)
         else:
             sb = meta(b._data.shape)
     else:
@@ -375,11 +391,18 @@ def _record_fast(prim, a, b, rmask):
     return _new_node(prim, (a, b), _NO_PARAMS, edges, [sa, sb], vers, save_idx or save_out, save_out, pos)
 
 
-def _saved_version(t):
-    """The version of a tensor being saved for backward (inference tensors refused)."""
+def _save_operand(t):
+    """(what a node stores, its version stamp) for an operand saved for backward: the
+    tensor and its version, or -- under saved-tensor hooks -- its packed form and -1."""
     if t._extra is not None and t._extra.get("inference"):
         raise RuntimeError(_INFERENCE_SAVE)
-    return t._vc[0] if t._vc is not None else 0
+    hooks = pack_hooks()
+    if hooks is not None:
+        return Packed(t, hooks), PACKED
+    return t, (t._vc[0] if t._vc is not None else 0)
+
+
+anomaly_enabled = False  # set by tracegrad.autograd.detect_anomaly (see runtime/anomaly.py)
 
 
 def _new_node(prim, args, params, edges, stored, vers, saves, save_out, pos):
@@ -393,6 +416,9 @@ def _new_node(prim, args, params, edges, stored, vers, saves, save_out, pos):
     node._pos = pos
     node._saved = SAVED if saves else NOTHING_SAVED
     node._outs = None
+    if anomaly_enabled:
+        from .anomaly import record_trace
+        record_trace(node)
     return node
 
 
@@ -453,8 +479,10 @@ def _link_views(prim, src, params, tensors):
 
 # -- in place ----------------------------------------------------------------------------------
 
-def apply_inplace(prim, args, params):
+def apply_inplace(prim, args, params, _observed=False):
     """Run ``prim`` and write its result into ``args[0]``'s storage; returns ``args[0]``."""
+    if observer is not None and not _observed:
+        return observer.call(prim.name + "_", apply_inplace, (prim, args, params), args)
     self = args[0]
     mode = _state.mode
     check_inplace(self, mode)

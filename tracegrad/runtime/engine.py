@@ -13,8 +13,10 @@ import warnings
 
 from .. import backend
 from . import grad_mode
+from . import dispatch
+from .anomaly import checked_apply
 from .dispatch import edge_of
-from .node import SAVED, AccumulateGrad
+from .node import _FREED_MESSAGE, CLAIMED, SAVED, AccumulateGrad
 from .tensor import Tensor, wrap
 
 __all__ = ["backward", "grad", "call_node"]
@@ -181,6 +183,9 @@ def _run(roots, root_grads, keep_graph, graph, targets):
             _buffer(buffers, fresh, n, nr, g, (g,), graph)  # the caller's gradient: not fresh
     ready = [(n, buffers.pop(n, None)) for n in root_nodes if n in deps and deps[n] == 0]
     accumulate_grad = AccumulateGrad
+    apply = checked_apply if dispatch.anomaly_enabled else _plain_apply
+    if dispatch.observer is not None:
+        apply = dispatch.observer.timed_backward(apply)
 
     while ready:
         node, grads = ready.pop()
@@ -210,11 +215,16 @@ def _run(roots, root_grads, keep_graph, graph, targets):
         if grads is None or (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
             in_grads = None
         else:
-            in_grads = node._apply(grads, graph)
+            consume = node._saved == SAVED and not keep_graph
+            if consume:
+                _claim(node)
+            in_grads = apply(node, grads, graph)
             if extra is not None and extra.get("hooks"):
                 in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
                 grads = in_grads  # returned by a hook: never adopted as a leaf's .grad
-            if node._saved == SAVED and not keep_graph:
+            elif node._opaque:
+                grads = in_grads  # a custom backward's results may be held by the user too
+            if consume:
                 node._release()
         j = -1
         for nxt, nr in node._next_functions:
@@ -246,6 +256,22 @@ def _run(roots, root_grads, keep_graph, graph, targets):
                 if g is not None:
                     _buffer(buffers, fresh, nxt, nr, g, grads, graph)
     return captured
+
+
+def _plain_apply(node, grads, graph):
+    return node._apply(grads, graph)
+
+
+_CLAIMS = threading.Lock()
+
+
+def _claim(node):
+    """Take a node's saved values for this backward pass alone: a second pass through the
+    same graph (another thread, without retain_graph) fails cleanly instead of racing."""
+    with _CLAIMS:
+        if node._saved != SAVED:
+            raise RuntimeError(_FREED_MESSAGE)
+        node._saved = CLAIMED
 
 
 def _buffer(buffers, fresh, node, nr, g, incoming, graph):

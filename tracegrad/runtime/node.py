@@ -29,6 +29,11 @@ class Node:
     """Base class of every backward node (``tracegrad.autograd.graph.Node``)."""
 
     __slots__ = ("_next_functions", "_extra", "__weakref__")
+    _opaque = False  # True for nodes running user code (custom Functions)
+
+    def saved_items(self):
+        """What this node saved for backward (see :meth:`FunctionNode.saved_items`)."""
+        return []
 
     def name(self):
         return type(self).__name__
@@ -93,6 +98,9 @@ class FunctionNode(Node):
         for i, v in enumerate(vers):
             if v is not None:
                 a = args[i]
+                if v == PACKED:  # stored by saved-tensor hooks
+                    res[i] = a.tensor(graph)
+                    continue
                 cur = a._vc[0] if a._vc is not None else 0
                 if cur != v:
                     raise RuntimeError(version_message(a, cur, v, output_of(a)))
@@ -106,6 +114,8 @@ class FunctionNode(Node):
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
         out, vcs, vers = self._out
+        if vcs is None:  # stored by saved-tensor hooks
+            return tuple(p.tensor(graph) for p in out) if type(out) is tuple else out.tensor(graph)
         single = type(out) is not tuple
         if single:
             out, vcs, vers = (out,), (vcs,), (vers,)
@@ -126,6 +136,22 @@ class FunctionNode(Node):
         self._saved = FREED
 
     # -- introspection -------------------------------------------------------------------
+    def saved_items(self):
+        """``[(name, value), ...]``: what this node saved for backward under PyTorch's names
+        (``self``, ``other``, ``result``...): Tensors, or numbers for number operands."""
+        if self._saved == FREED:
+            return []
+        names = self._prim.saved_names or _DEFAULT_SAVED_NAMES
+        items = []
+        vers = self._vers or ()
+        for i, v in enumerate(vers):
+            if v is not None:
+                a = self._args[i]
+                items.append((names[i] if i < len(names) else f"arg{i}", a.tensor(True) if v == PACKED else a))
+        if self._out is not None and self._out is not True:
+            items.append(("result", self._unpack_out(True)))
+        return items
+
     def __getattr__(self, name):
         """``_saved_self``, ``_saved_other``, ``_saved_result``, ``_saved_dim``...: what the
         node saved, under PyTorch's names (AttributeError for what it did not save)."""
@@ -141,7 +167,8 @@ class FunctionNode(Node):
         if key in names:
             i = names.index(key)
             if i < len(self._args) and self._args[i] is not None and type(self._args[i]) is not Meta:
-                return self._args[i]  # a saved Tensor, or a number operand
+                a = self._args[i]  # a saved Tensor (maybe packed by hooks), or a number operand
+                return a.tensor(True) if self._vers and self._vers[i] == PACKED else a
             if self._saved == FREED:
                 raise RuntimeError(_FREED_MESSAGE)
             raise AttributeError(f"{self.name()} did not save '{key}'")
@@ -160,7 +187,7 @@ class FunctionNode(Node):
         saved = self._out
         if saved is None:
             out = None
-        elif not graph and type(saved[0]) is not tuple:
+        elif not graph and saved[1].__class__ is list:  # one raw result, version-stamped
             out, vc, version = saved
             if vc[0] != version:
                 out = self._unpack_out(graph)  # raises the version error
@@ -198,7 +225,8 @@ class FunctionNode(Node):
 
 _NO_PARAMS = {}
 _DEFAULT_SAVED_NAMES = ("self", "other")
-NOTHING_SAVED, SAVED, FREED = 0, 1, 2
+NOTHING_SAVED, SAVED, FREED, CLAIMED = 0, 1, 2, 3  # CLAIMED: being consumed by one backward
+PACKED = -1  # the version stamp of an operand stored by saved-tensor hooks
 _new = object.__new__
 
 

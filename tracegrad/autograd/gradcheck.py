@@ -1,0 +1,127 @@
+"""``gradcheck`` and ``gradgradcheck``: compare analytical gradients with finite differences.
+
+The numerical Jacobian comes from central differences, perturbing each element of each
+input that requires grad; the analytical one from one ``autograd.grad`` call per output
+element. On a mismatch the error names the output/input pair, prints both Jacobians as
+PyTorch does, and lists the entries that differ -- the part a learner reads first.
+"""
+import warnings
+
+from ..runtime import engine
+from ..runtime.creation import zeros
+from ..runtime.tensor import Tensor
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck/gradgradcheck when the gradients do not match."""
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else ((x,) if isinstance(x, Tensor) else tuple(x))
+
+
+def _outputs(func, inputs):
+    return tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor))
+
+
+def _numerical(func, inputs, i, out_index, eps):
+    """d outputs[out_index] / d inputs[i] by central differences, as (n_out, n_in) rows."""
+    x = inputs[i]
+    flat = x.detach().reshape(-1)  # a view: perturbing it perturbs x in place
+    n_out = _outputs(func, inputs)[out_index].numel()
+    jac = zeros(n_out, x.numel(), dtype=x.dtype)
+    for k in range(x.numel()):  # (func runs in grad mode: gradgradcheck's func needs it)
+        orig = flat[k].item()
+        flat[k] = orig + eps
+        plus = _outputs(func, inputs)[out_index].detach().reshape(-1).clone()
+        flat[k] = orig - eps
+        minus = _outputs(func, inputs)[out_index].detach().reshape(-1).clone()
+        flat[k] = orig
+        jac[:, k] = (plus - minus) / (2 * eps)
+    return jac
+
+
+def _analytical(func, inputs, i, out_index):
+    """d outputs[out_index] / d inputs[i] from autograd, one vjp per output element."""
+    out = _outputs(func, inputs)[out_index]
+    x = inputs[i]
+    jac = zeros(out.numel(), x.numel(), dtype=x.dtype)
+    for r in range(out.numel()):
+        seed = zeros(out.numel(), dtype=out.dtype)
+        seed[r] = 1.0
+        (g,) = engine.grad(out, x, seed.reshape(out.shape), retain_graph=True, allow_unused=True)
+        if g is not None:
+            jac[r] = g.reshape(-1)
+    return jac
+
+
+def _report(numerical, analytical, rtol, atol, limit=10):
+    """The mismatching Jacobian entries, largest difference first."""
+    diff = (numerical - analytical).abs()
+    bad = diff > atol + rtol * numerical.abs()
+    rows = []
+    for r, c in bad.nonzero().tolist():
+        rows.append((diff[r, c].item(), r, c))
+    rows.sort(reverse=True)
+    lines = [f"  d output[{r}] / d input[{c}]: numerical {numerical[r, c].item():.6g}, "
+             f"analytical {analytical[r, c].item():.6g} (off by {d:.3g})" for d, r, c in rows[:limit]]
+    more = f"\n  ... and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"{len(rows)} of {numerical.numel()} entries differ:\n" + "\n".join(lines) + more
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None):
+    """True if ``func``'s analytical gradients match finite differences for ``inputs``
+    (use float64 inputs: float32 differences are too coarse to compare)."""
+    inputs = _as_tuple(inputs)
+    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    for i in checked:
+        if not (inputs[i].dtype.name in ("float64", "complex128")):
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
+                          "point or complex. This check will likely fail if all the inputs are "
+                          "not of double precision floating point or complex.", UserWarning, stacklevel=2)
+    if not checked:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none "
+                         "of the them have requires_grad=True.")
+    outputs = _outputs(func, inputs)
+    for o_index, out in enumerate(outputs):
+        if not out.requires_grad:
+            continue
+        for i in checked:
+            numerical = _numerical(func, inputs, i, o_index, eps)
+            analytical = _analytical(func, inputs, i, o_index)
+            if not bool(((numerical - analytical).abs() <= atol + rtol * numerical.abs()).all()):
+                if not raise_exception:
+                    return False
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {o_index} with respect to input {i},\n"
+                    f"numerical:{numerical}\nanalytical:{analytical}\n\n"
+                    + _report(numerical, analytical, rtol, atol))
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
+    """True if the second derivatives of ``func`` (its vjp, differentiated again) match
+    finite differences of its first derivatives."""
+    from ..runtime.creation import randn
+    inputs = _as_tuple(inputs)
+    outputs = _outputs(func, inputs)
+    if grad_outputs is None:
+        grad_outputs = tuple(randn(*o.shape, dtype=o.dtype, requires_grad=True) for o in outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n = len(inputs)
+
+    def first_derivatives(*args):
+        xs, gs = args[:n], args[n:]
+        diff = [x for x in xs if isinstance(x, Tensor) and x.requires_grad]
+        grads = engine.grad(_outputs(func, xs), diff, gs, create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

@@ -1,0 +1,103 @@
+"""Anomaly detection: find the forward operation behind an error in backward.
+
+While enabled, every recorded node keeps the traceback of the forward call that made it;
+an error raised in that node's backward is preceded by a warning showing that traceback,
+and (with ``check_nan``) a node whose gradients contain NaN raises PyTorch's error. The
+setting is process-wide, as in PyTorch. Disabled, the cost is one flag test per node.
+"""
+import os
+import traceback
+import warnings
+
+from . import dispatch
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "record_trace", "checked_apply"]
+
+_check_nan = [True]
+
+
+def is_anomaly_enabled():
+    return dispatch.anomaly_enabled
+
+
+def is_anomaly_check_nan_enabled():
+    return _check_nan[0]
+
+
+def _set(enabled, check_nan):
+    prev = (dispatch.anomaly_enabled, _check_nan[0])
+    dispatch.anomaly_enabled = bool(enabled)
+    _check_nan[0] = bool(check_nan)
+    return prev
+
+
+class detect_anomaly:
+    """Context manager (and decorator) enabling anomaly detection inside it."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+        self._prev = _set(True, self.check_nan)
+        return self
+
+    def __exit__(self, *exc):
+        _set(*self._prev)
+        return False
+
+    def __call__(self, fn):
+        def wrapper(*args, **kwargs):
+            with self.__class__(self.check_nan):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class set_detect_anomaly:
+    """``set_detect_anomaly(True)`` switches detection on at once; used with ``with`` it
+    restores the previous setting on exit."""
+
+    def __init__(self, mode, check_nan=True):
+        self._prev = _set(mode, check_nan)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _set(*self._prev)
+        return False
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def record_trace(node):
+    """Remember where in the user's forward code ``node`` was made (tracegrad's own
+    frames left out: they are the same for every operation)."""
+    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PACKAGE)]
+    node._extras()["anomaly_trace"] = "".join(traceback.format_list(frames))
+
+
+def checked_apply(node, grads, graph):
+    """``node._apply`` with anomaly reporting: the forward traceback on error, NaN checks."""
+    try:
+        in_grads = node._apply(grads, graph)
+    except Exception:
+        _warn_trace(node)
+        raise
+    if _check_nan[0]:
+        for j, g in enumerate(in_grads):
+            data = g._data if graph and g is not None else g
+            if data is not None and data.dtype.kind in "fc" and bool((data != data).any()):
+                _warn_trace(node)
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {j}th output.")
+    return in_grads
+
+
+def _warn_trace(node):
+    trace = (node._extra or {}).get("anomaly_trace")
+    if trace is not None:
+        warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
+                      f"the error:\n{trace}", UserWarning, stacklevel=3)

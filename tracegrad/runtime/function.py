@@ -1,0 +1,305 @@
+"""Custom differentiable operations: ``tracegrad.autograd.Function``.
+
+A subclass gives ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)`` as static
+methods and is used through ``apply``. The ``ctx`` is the backward node itself (named
+``<ClassName>Backward`` as in PyTorch): it keeps what ``save_for_backward`` saved
+(version-checked when read), ``needs_input_grad``, and any attribute ``forward`` sets.
+``backward`` always sees Tensors; under ``create_graph=True`` its operations are recorded,
+so a ``backward`` written with differentiable operations can be differentiated again.
+"""
+import functools
+import inspect
+
+from .. import backend
+from . import grad_mode
+from .node import FREED, NOTHING_SAVED, SAVED, Node, _FREED_MESSAGE, output_of, version_message
+from .tensor import Tensor, wrap
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
+
+
+class FunctionCtx:
+    """What ``forward`` may call on ``ctx`` (PyTorch's names)."""
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self._to_save = tensors
+
+    def mark_dirty(self, *tensors):
+        """Declare inputs that ``forward`` modified in place (and returns)."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        """Declare outputs that take no gradient (indices, masks...)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        """With False, ``backward`` receives None (not zeros) for outputs without gradient."""
+        self._materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node of one ``Function.apply`` call, which is also its ``ctx``."""
+
+    _function = None  # the Function subclass, set per subclass
+    _opaque = True
+    _outs = None
+    _saved = NOTHING_SAVED
+
+    def __init__(self):
+        self._next_functions = ()
+        self._extra = None
+        self._to_save = ()
+        self._dirty = ()
+        self._non_differentiable = ()
+        self._materialize_grads = True
+        self._saved_records = ()
+        self.needs_input_grad = ()
+
+    # -- saved tensors ---------------------------------------------------------------------
+    @property
+    def saved_tensors(self):
+        """The tensors given to ``save_for_backward``, checked against in-place changes."""
+        if self._saved == FREED:
+            raise RuntimeError(_FREED_MESSAGE)
+        return tuple(_unpack(record, self) for record in self._saved_records)
+
+    saved_variables = saved_tensors
+
+    def saved_items(self):
+        return [(f"saved_tensors[{i}]", t) for i, t in enumerate(self.saved_tensors) if t is not None]
+
+    def _release(self):
+        self._saved_records = ()
+        self._saved = FREED
+
+    # -- backward --------------------------------------------------------------------------
+    def _apply(self, grads, graph):
+        """Call the user's ``backward`` with Tensors; check and return the input gradients."""
+        if self._saved == FREED:
+            raise RuntimeError(_FREED_MESSAGE)
+        outs = self._out_meta
+        given = []
+        for g, (shape, dtype, xp) in zip(grads, outs):
+            if g is None:
+                given.append(wrap(xp.zeros(shape, dtype=dtype)) if self._materialize_grads else None)
+            else:
+                given.append(g if graph else wrap(g))
+        result = self._function.backward(self, *given)
+        if not isinstance(result, tuple):
+            result = (result,)
+        name = type(self).__name__
+        n = len(self._arg_kinds)
+        if len(result) < n or any(r is not None for r in result[n:]):
+            raise RuntimeError(f"function {name} returned an incorrect number of gradients "
+                               f"(expected {n}, got {len(result)})")
+        grads_in = []
+        for i, (is_tensor, shape, dtype) in enumerate(self._arg_kinds):
+            r = result[i]
+            if not is_tensor:
+                if r is not None:
+                    raise RuntimeError(f"function {name} returned a gradient different than None at "
+                                       f"position {i + 1}, but the corresponding forward input was not a Variable")
+                continue
+            grads_in.append(None if r is None else _checked_grad(r, shape, dtype, i, name, graph))
+        return tuple(grads_in)
+
+
+def _checked_grad(r, shape, dtype, i, name, graph):
+    """A gradient from a custom backward, in the input's dtype and shape (summed down if it
+    was broadcast), or PyTorch's error for a shape that cannot be the input's."""
+    if not isinstance(r, Tensor):
+        raise TypeError(f"function {name} returned a gradient of type {type(r).__name__} at "
+                        f"position {i + 1}; expected a Tensor or None")
+    if tuple(r.shape) != tuple(shape):
+        try:
+            r = r.sum_to_size(*shape)
+        except RuntimeError:
+            raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
+                               f"{list(r.shape)} but expected shape compatible with {list(shape)}") from None
+    if r._data.dtype != dtype:
+        r = r.to(dtype=_dtype_of(dtype))
+    return r if graph else r._data
+
+
+def _dtype_of(np_dtype):
+    from ..backend.dtypes import from_numpy_dtype
+    return from_numpy_dtype(np_dtype)
+
+
+def _unpack(record, node):
+    """A saved tensor back from its record: the tensor (version-checked), or an output
+    rebuilt around its data with ``node`` as grad_fn (saving it outright would make a
+    reference cycle through the node)."""
+    if record is None:
+        return None
+    kind, value, vc, version, index = record
+    if kind == "packed":
+        return value.tensor(True)
+    current = vc[0]
+    if current != version:
+        t = value if kind == "tensor" else wrap(value)
+        raise RuntimeError(version_message(t, current, version, output_of(t) if kind == "tensor" else
+                                           f", which is output {index} of {type(node).__name__},"))
+    if kind == "tensor":
+        return value
+    return wrap(value, True, node, index)
+
+
+class _FunctionMeta(type):
+    """Gives each Function subclass its own node class, ``<Name>Backward``."""
+
+    def __init__(cls, name, bases, namespace):
+        super().__init__(name, bases, namespace)
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,),
+                                 {"_function": cls, "__module__": "tracegrad.autograd.function"})
+
+
+class Function(FunctionCtx, metaclass=_FunctionMeta):
+    """Base class of custom differentiable operations (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your "
+                                  "custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Override to write ``forward(*args)`` without ``ctx`` (PyTorch 2 style)."""
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        if kwargs:
+            bound = inspect.signature(cls.forward).bind(*((None,) if not _separate_setup(cls) else ()) + args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())[0 if _separate_setup(cls) else 1:]
+        return _apply(cls, args)
+
+
+def _separate_setup(cls):
+    return cls.setup_context is not Function.setup_context
+
+
+def _apply(cls, args):
+    """Run ``cls.forward`` without recording, then make its node the outputs' history."""
+    node = cls._backward_cls()
+    enabled = grad_mode.state.mode == grad_mode.GRAD
+    node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad and enabled for a in args)
+    prev = grad_mode.swap(False)
+    try:
+        if _separate_setup(cls):
+            outputs = cls.forward(*args)
+            cls.setup_context(node, args, outputs)
+        else:
+            outputs = cls.forward(node, *args)
+    finally:
+        grad_mode.restore(prev)
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    record = any(node.needs_input_grad)
+    dirty = {id(t) for t in node._dirty}
+    for t in node._dirty:
+        if not any(t is a for a in args):
+            raise RuntimeError("mark_dirty only accepts input tensors, but argument wasn't one")
+    if record:
+        _connect(node, args)
+        from . import dispatch
+        if dispatch.anomaly_enabled:
+            from .anomaly import record_trace
+            record_trace(node)
+    results = []
+    for k, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            results.append(o)
+            continue
+        differentiable = record and o._data.dtype.kind in "fc" and not any(o is t for t in node._non_differentiable)
+        if id(o) in dirty:
+            _mark_dirty(o, node if differentiable else None, k)
+            results.append(o)
+            continue
+        if any(o is a for a in args):  # an input returned as it is: a fresh view of it
+            o = o.view_as(o) if differentiable else o.detach()
+        if differentiable:
+            o._grad_fn, o._output_nr, o._requires_grad = node, k, True
+        results.append(o)
+    if record:
+        node._out_meta = tuple(_meta_of(o) for o in outs)
+        node._outs = node._out_meta if len(outs) > 1 else None
+        _save(node, results)
+    return results[0] if single else tuple(results)
+
+
+def _connect(node, args):
+    from .dispatch import edge_of
+    node._next_functions = tuple(edge_of(a) for a in args if isinstance(a, Tensor))
+    node._arg_kinds = tuple((isinstance(a, Tensor),) + ((tuple(a.shape), a._data.dtype) if isinstance(a, Tensor)
+                                                        else (None, None)) for a in args)
+
+
+def _meta_of(o):
+    data = o._data if isinstance(o, Tensor) else backend.cpu.asarray(0.0)
+    return (data.shape, data.dtype, backend.namespace_of(data))
+
+
+def _mark_dirty(t, node, k):
+    """An input ``forward`` modified in place: its version moves on and, when recording,
+    its history becomes this node."""
+    from .dispatch import check_inplace
+    from .views import rebase_history
+    if t._grad_fn is None and t._requires_grad and grad_mode.state.mode == grad_mode.GRAD:
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    check_inplace(t, grad_mode.state.mode)
+    t._bump_version()
+    if node is not None:
+        rebase_history(t, node)
+        t._output_nr = k
+
+
+def _save(node, results):
+    """Turn what ``save_for_backward`` got into version-stamped records (after the outputs
+    exist, so saved outputs are recognised and stored without a reference cycle)."""
+    from .saved_hooks import Packed, pack_hooks
+    hooks = pack_hooks()
+    records = []
+    for t in node._to_save:
+        if t is None:
+            records.append(None)
+        elif hooks is not None:
+            records.append(("packed", Packed(t, hooks), None, None, None))
+        else:
+            k = next((i for i, r in enumerate(results) if r is t and t._grad_fn is node), None)
+            vc = t._version_counter()
+            if k is None:
+                records.append(("tensor", t, vc, vc[0], None))
+            else:
+                records.append(("output", t._data, vc, vc[0], k))
+    node._saved_records = tuple(records)
+    node._saved = SAVED if records else NOTHING_SAVED
+    node._to_save = ()
+
+
+BackwardCFunction._arg_kinds = ()
+BackwardCFunction._out_meta = ()
+
+
+def once_differentiable(backward):
+    """Decorator for a ``backward`` that is not itself differentiable: it runs without
+    recording, so a second differentiation sees no dependence (as in PyTorch)."""
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        prev = grad_mode.swap(False)
+        try:
+            return backward(ctx, *grads)
+        finally:
+            grad_mode.restore(prev)
+    return wrapper

@@ -1,0 +1,84 @@
+"""Saved-tensor hooks: control how tensors saved for backward are stored.
+
+Inside ``saved_tensors_hooks(pack, unpack)`` every tensor an operation saves for backward
+is stored as ``pack(tensor)`` and turned back into a tensor by ``unpack(packed)`` when
+backward needs it (e.g. offload to disk or CPU and back). The unpacked tensor takes over
+the saved tensor's autograd history, so higher derivatives still work. Hooks are
+per thread and nest; the innermost pair applies.
+"""
+import threading
+
+from .tensor import Tensor
+
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "pack_hooks", "Packed"]
+
+_local = threading.local()
+_active = [0]  # contexts open in any thread: when 0, saving skips the thread-local lookup
+
+
+def pack_hooks():
+    """The innermost (pack, unpack) pair in effect in this thread, or None."""
+    if not _active[0]:
+        return None
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+class Packed:
+    """A saved tensor as its pack hook returned it, with what autograd needs to know."""
+
+    __slots__ = ("value", "unpack", "grad_fn", "output_nr", "requires_grad")
+
+    def __init__(self, tensor, hooks):
+        self.value = hooks[0](tensor)
+        self.unpack = hooks[1]
+        self.grad_fn, self.output_nr, self.requires_grad = tensor._grad_fn, tensor._output_nr, tensor._requires_grad
+        if self.grad_fn is None and self.requires_grad:  # a leaf: gradients go to its accumulator
+            from .dispatch import grad_accumulator
+            self.grad_fn = grad_accumulator(tensor)
+
+    def tensor(self, graph):
+        """The unpacked tensor; with ``graph``, carrying the saved tensor's history."""
+        t = self.unpack(self.value)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"unpack hook must return a Tensor, got {type(t).__name__}")
+        if not graph:
+            return t._data
+        from .tensor import wrap
+        return wrap(t._data, self.requires_grad, self.grad_fn, self.output_nr)
+
+
+class saved_tensors_hooks:
+    """Context manager: ``pack_hook(tensor) -> anything``, ``unpack_hook(anything) -> Tensor``."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("saved_tensors_hooks needs two callables: pack_hook and unpack_hook")
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self):
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append((self.pack_hook, self.unpack_hook))
+        _active[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _local.stack.pop()
+        _active[0] -= 1
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are copied to the CPU and moved back to their device for backward
+    (saving device memory; on the CPU itself it keeps a private copy)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            return t.device, t.detach().cpu().clone()
+
+        def unpack(packed):
+            device, saved = packed
+            return saved.to(device)
+        super().__init__(pack, unpack)
