@@ -21,7 +21,7 @@ from .runtime.tensor import Size, Tensor, is_tensor
 from .runtime import dispatch as _dispatch  # noqa: F401  (registers the eager handler)
 from . import ops as _ops
 from .ops import return_types  # noqa: F401
-from . import autograd, cuda  # noqa: F401
+from . import autograd, cuda, profiler, viz  # noqa: F401
 
 globals().update(_ops.FUNCTIONS)
 

@@ -4,6 +4,7 @@ each line is shown with what it printed. Sections are data; later parts of trace
 import ast
 import contextlib
 import io
+import linecache
 import textwrap
 
 SECTIONS = []
@@ -120,6 +121,75 @@ section("Higher derivatives", """
     torch.autograd.grad(g, x)
     """)
 
+section("Hooks and your own operations", """
+    A hook sees (and may replace) a gradient on its way back. A Function subclass adds an
+    operation with a hand-written backward; gradcheck compares that backward with finite
+    differences.""", """
+    x = torch.tensor([1., 2.], requires_grad=True)
+    y = x * 3
+    handle = y.register_hook(lambda g: g * 10)
+    y.sum().backward()
+    x.grad
+    handle.remove()
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, i):
+            result = i.exp()
+            ctx.save_for_backward(result)
+            return result
+        @staticmethod
+        def backward(ctx, grad_output):
+            result, = ctx.saved_tensors
+            return grad_output * result
+    out = Exp.apply(x)
+    out.grad_fn.name()
+    torch.autograd.gradcheck(Exp.apply, (torch.randn(3, dtype=torch.float64, requires_grad=True),))
+    """)
+
+section("Anomaly mode names the forward line behind a bad gradient", """
+    sqrt has an infinite slope at 0, and 0 times infinity is NaN. Under detect_anomaly the
+    backward stops at the first node that returns NaN (and a warning shows where that node
+    was made in your code).""", """
+    import warnings
+    x = torch.tensor([0., 4.], requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught, torch.autograd.detect_anomaly():
+        y = (x.sqrt() * 0).sum()
+        try:
+            y.backward()
+        except RuntimeError as e:
+            print(e)
+    print(caught[-1].message)
+    """)
+
+section("Where the time goes: the profiler", """
+    profile() times every operation and every backward node; key_averages() groups them
+    by name into PyTorch's table. export_chrome_trace() writes a trace for Perfetto.""", """
+    w = torch.randn(64, 64, requires_grad=True)
+    with torch.autograd.profiler.profile(record_shapes=True) as prof:
+        h = torch.randn(32, 64)
+        for _ in range(3):
+            h = (h @ w).tanh()
+        h.sum().backward()
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=4))
+    """)
+
+section("Pictures of the graph", """
+    tracegrad.viz.to_dot() writes the backward graph in Graphviz's language: leaves in
+    blue, backward nodes in grey, saved tensors in orange. render() draws it with the
+    `dot` program (apt-get install graphviz).""", """
+    A = torch.tensor(2., requires_grad=True)
+    B = torch.tensor(.5, requires_grad=True)
+    E = torch.tensor(1., requires_grad=True)
+    F = (A * B).exp() + E
+    print(torch.viz.to_dot(F, params=dict(A=A, B=B, E=E)))
+    import tempfile, os
+    path = os.path.join(tempfile.mkdtemp(), "graph.svg")
+    try:
+        print("drawn:", torch.viz.render(F, path, params=dict(A=A, B=B, E=E), show_saved=True))
+    except RuntimeError as e:
+        print(e)
+    """)
+
 section("One rule table behind it all", """
     Every operation is one entry of tracegrad.rules: a kernel plus one vjp per operand,
     written with ordinary operators so the same function serves raw arrays, eager
@@ -132,10 +202,12 @@ section("One rule table behind it all", """
     """)
 
 
-def run_code(code, namespace):
-    """Run ``code`` statement by statement, echoing it and each expression's value."""
+def run_code(code, namespace, filename="<tour>"):
+    """Run ``code`` statement by statement, echoing it and each expression's value.
+    The code is registered in ``linecache`` as ``filename``, so tracebacks show its lines."""
     tree = ast.parse(code)
     lines = code.splitlines()
+    linecache.cache[filename] = (len(code), None, [line + "\n" for line in lines], filename)
     shown = 0  # source lines echoed so far (several statements may share one line)
     for node in tree.body:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
@@ -144,11 +216,11 @@ def run_code(code, namespace):
             print("\n".join((">>> " if i == 0 else "... ") + line for i, line in enumerate(src)))
             shown = node.end_lineno
         if isinstance(node, ast.Expr):
-            value = eval(compile(ast.Expression(node.value), "<tour>", "eval"), namespace)
+            value = eval(compile(ast.Expression(node.value), filename, "eval"), namespace)
             if value is not None:
                 print(repr(value))
         else:
-            exec(compile(ast.Module([node], []), "<tour>", "exec"), namespace)
+            exec(compile(ast.Module([node], []), filename, "exec"), namespace)
 
 
 def run(sections=None):
@@ -161,4 +233,4 @@ def run(sections=None):
         with contextlib.nullcontext() if shown else contextlib.redirect_stdout(io.StringIO()):
             print(f"\n== {n}. {title} " + "=" * max(0, 70 - len(title)))
             print(text + "\n")
-            run_code(code, namespace)
+            run_code(code, namespace, f"<tour section {n}>")

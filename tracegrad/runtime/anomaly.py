@@ -73,11 +73,15 @@ class set_detect_anomaly:
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def user_frames():
+    """The current call stack without tracegrad's own frames (the same for every
+    operation, so they say nothing about where in the user's code it was called)."""
+    return [f for f in traceback.extract_stack() if not f.filename.startswith(_PACKAGE)]
+
+
 def record_trace(node):
-    """Remember where in the user's forward code ``node`` was made (tracegrad's own
-    frames left out: they are the same for every operation)."""
-    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PACKAGE)]
-    node._extras()["anomaly_trace"] = "".join(traceback.format_list(frames))
+    """Remember where in the user's forward code ``node`` was made."""
+    node._extras()["anomaly_trace"] = "".join(traceback.format_list(user_frames()))
 
 
 def checked_apply(node, grads, graph):

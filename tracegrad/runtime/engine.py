@@ -184,8 +184,10 @@ def _run(roots, root_grads, keep_graph, graph, targets):
     ready = [(n, buffers.pop(n, None)) for n in root_nodes if n in deps and deps[n] == 0]
     accumulate_grad = AccumulateGrad
     apply = checked_apply if dispatch.anomaly_enabled else _plain_apply
+    accumulate = _accumulate_grad
     if dispatch.observer is not None:
         apply = dispatch.observer.timed_backward(apply)
+        accumulate = dispatch.observer.timed_accumulate(_accumulate_grad)
 
     while ready:
         node, grads = ready.pop()
@@ -206,7 +208,7 @@ def _run(roots, root_grads, keep_graph, graph, targets):
                         captured[i] = g if captured[i] is None else captured[i] + g
         if leaf:
             if grads is not None and grads[0] is not None and targets is None:
-                _accumulate_grad(node.variable, grads[0], graph, fresh.pop(node, False), hooks=False)
+                accumulate(node.variable, grads[0], graph, fresh.pop(node, False), hooks=False)
                 if extra is not None and extra.get("hooks"):
                     _run_node_hooks(extra["hooks"], (), grads, graph)
             continue

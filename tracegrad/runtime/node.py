@@ -257,6 +257,9 @@ class AccumulateGrad(Node):
         self._next_functions = ()
         self._extra = None
 
+    def name(self):
+        return "torch::autograd::AccumulateGrad"  # PyTorch's name, which code compares against
+
 
 def node_class(prim, name):
     """The node class named ``name`` for primitive ``prim`` (made once, then cached)."""
