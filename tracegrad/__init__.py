@@ -18,6 +18,7 @@ from .runtime.formatting import get_printoptions, set_printoptions
 from .runtime.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .runtime.tensor import Size, Tensor, is_tensor
+from .runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .runtime import dispatch as _dispatch  # noqa: F401  (registers the eager handler)
 from . import ops as _ops
 from .ops import return_types  # noqa: F401

@@ -6,7 +6,7 @@ from tracegrad.rules.index import ARRAY, basic_index
 from .sampling import S, away, ints, mask, pos, r, unit, zd
 
 BROADCASTING = {"add", "sub", "mul", "div", "pow", "remainder", "atan2", "where", "maximum",
-                "minimum", "copy", "masked_fill"}
+                "minimum", "copy", "masked_fill", "clamp_tensor"}
 
 
 def unary(domain=r):
@@ -34,6 +34,10 @@ SAMPLES = {
     "sinh": unary(), "cosh": unary(), "tanh": unary(), "erf": unary(), "abs": unary(away),
     "sign": unary(away), "floor": unary(), "ceil": unary(), "trunc": unary(), "frac": unary(),
     "round": unary() + [S(r(3), decimals=1)], "clone": unary(),
+    "clamp_tensor": [S(r(3, 4), r(3, 4) - 0.7, r(3, 4) + 0.7),  # some lo > hi too
+                     S(r(3, 4), r(4) - 0.5, r(3, 1) + 0.5, tags="broadcast"),
+                     S(r(3, 4), -np.inf, r(4), tags="broadcast"), S(r(2, 3), r(3), np.inf),
+                     S(zd(r), zd(r), zd(r), tags="0d"), S(r(0, 4), r(4), r(4) + 1, tags="empty broadcast")],
     "clamp": [S(r(3, 4), min=-0.5, max=0.5), S(r(5), min=0.1), S(r(5), max=-0.1),
               S(zd(), min=-0.5, max=0.5, tags="0d"), S(r(0, 2), min=0.0, tags="empty")],
     # -- binary elementwise

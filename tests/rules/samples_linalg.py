@@ -1,5 +1,4 @@
 """Samples for the linear-algebra rules: matrix products, fused multiply-adds, einsum."""
-import numpy as np
 
 from .sampling import S, r, zd
 

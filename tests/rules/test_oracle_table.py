@@ -119,6 +119,7 @@ TORCH.update({
     # -- elementwise
     "round": lambda x, decimals=0: torch.round(x, decimals=decimals),
     "clamp": lambda x, min=None, max=None: torch.clamp(x, min=min, max=max),
+    "clamp_tensor": lambda x, lo, hi: torch.clamp(x, min=lo, max=hi),
     "where": lambda c, x, y: torch.where(c, x, y),
     # -- broadcasting, copies, writes
     "sum_to": lambda x, shape: x.sum_to_size(shape),
@@ -254,6 +255,14 @@ def _where(rng):
     return (rng.random(sc) < 0.5, _normal(rng, sx), _normal(rng, sy)), {}
 
 
+def _clamp_tensor(rng):
+    """Ties with the bounds included (x, lo and hi in {-1, 0, 1}), and lo > hi sometimes.
+    The bounds broadcast to x's shape (PyTorch's own clamp backward fails when x is the
+    smaller operand: its in-place logical_and_ cannot broadcast)."""
+    sx = np.broadcast_shapes(*_shapes(rng, 2))
+    return (_ties(rng, sx), _ties(rng, _to(rng, sx)), _ties(rng, _to(rng, sx))), {}
+
+
 def _copy(rng):
     sx = tuple(int(d) for d in rng.integers(2, 5, rng.integers(1, 4)))
     return (_normal(rng, sx), _normal(rng, _to(rng, sx))), {}
@@ -308,6 +317,7 @@ BROADCAST_INPUTS = {
     "pow": _elementwise(_pos, _normal), "remainder": _elementwise(_wide, _away),
     "atan2": _elementwise(_away, _away), "maximum": _elementwise(_ties, _ties),
     "minimum": _elementwise(_ties, _ties), "where": _where, "copy": _copy,
+    "clamp_tensor": _clamp_tensor,
     "masked_fill": _masked_fill, "matmul": _matmul, "addmm": _addmm, "baddbmm": _baddbmm,
     "einsum": _einsum,
 }

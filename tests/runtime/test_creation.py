@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from ._helpers import LIB, assert_same, dname, tg
+from ._helpers import assert_same, dname, tg
 
 INT_GRAD_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
 

@@ -1,7 +1,6 @@
 """repr/str of tensors, grad_fn nodes, Size, dtype, device and named results (PyTorch's, renamed)."""
 import re
 
-import numpy as np
 import pytest
 
 from ._helpers import LIB, tg

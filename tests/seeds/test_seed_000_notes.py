@@ -3,19 +3,27 @@
 Each test quotes (or paraphrases) the line of the notes it checks. Where a note is not
 valid PyTorch as written (``regiter_hook``, undefined ``x``/``b``/``c``, ``.backward(1)``),
 the test runs what real PyTorch 2.x accepts and asserts what real PyTorch does.
-Out of scope here: the ``Exp(Function)`` example, ``binary_cross_entropy_with_logits``,
-``model.zero_grad()``/nn.
+The ``Exp(Function)`` example and the ``examples_autograd/polynomial_custom_function.py``
+tutorial it points to (``LegendrePolynomial3``, written out as in PyTorch's tutorials) are at
+the end. Out of scope here: ``binary_cross_entropy_with_logits``, ``model.zero_grad()``/nn.
 """
-import warnings
+import itertools
+import re
 
 import numpy as np
 import pytest
 
 import tracegrad as torch
 
-from ._helpers import (IMPLICIT_SCALAR, LEAF_INPLACE, NONLEAF_GRAD_WARNING, NONLEAF_REQUIRES_GRAD,
-                       SECOND_BACKWARD, arr, assert_node_repr, version_error)
-
+from ._helpers import (
+    IMPLICIT_SCALAR,
+    NONLEAF_GRAD_WARNING,
+    NONLEAF_REQUIRES_GRAD,
+    SECOND_BACKWARD,
+    arr,
+    assert_node_repr,
+    version_error,
+)
 
 # -- 自动微分机制(auto grad) 重点 ----------------------------------------------------------
 
@@ -477,3 +485,175 @@ def test_autograd_meta_fields_visible_from_python():
     with torch.no_grad():
         w.add_(1)
     assert w._version == 1 and v._version == 1   # views share the version counter
+
+
+# -- customer 自定义自己的反向传播函数: class Exp(Function) -------------------------------------------
+
+class Exp(torch.autograd.Function):
+    """The notes' example, as written (``from torch.autograd import Function``)."""
+
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return grad_output * result
+
+
+def test_custom_exp_function_is_the_autograd_function_class():
+    """``class Exp(Function)``: Function is ``torch.autograd.Function`` (also importable from
+    ``torch.autograd.function``)."""
+    from tracegrad.autograd import Function
+    from tracegrad.autograd.function import Function as Function2
+    assert Function is torch.autograd.Function is Function2
+    assert issubclass(Exp, Function)
+
+
+def test_custom_exp_function_apply_values_grad_and_node_name():
+    """``# Use it by calling the apply method: output = Exp.apply(input)``: the output holds
+    e^input, its node is ``ExpBackward`` (a custom Function's node: class name + "Backward",
+    without PyTorch's ``0`` suffix of built-in ops), and the gradient is e^input."""
+    inp = torch.tensor([0., 1., -2.], requires_grad=True)
+    output = Exp.apply(inp)
+    np.testing.assert_allclose(arr(output), np.exp([0., 1., -2.]), rtol=1e-6)
+    assert output.requires_grad and not output.is_leaf
+    assert output.grad_fn.name() == "ExpBackward"
+    assert repr(output) == "tensor([1.0000, 2.7183, 0.1353], grad_fn=<ExpBackward>)"
+    assert isinstance(output.grad_fn, torch.autograd.graph.Node)
+    (acc, nr), = output.grad_fn.next_functions
+    assert acc.variable is inp and nr == 0
+    output.backward(torch.tensor([1., 2., 3.]))
+    np.testing.assert_allclose(arr(inp.grad), np.exp([0., 1., -2.]) * [1., 2., 3.], rtol=1e-6)
+
+
+def test_custom_exp_function_node_repr_names_its_module():
+    """(``Exp.apply(input).grad_fn``) the node class of a custom Function is a Python class made
+    in ``torch.autograd.function``, so PyTorch's repr names that module:
+    ``<torch.autograd.function.ExpBackward object at 0x...>`` (built-in nodes print without one)."""
+    node = Exp.apply(torch.tensor([0., 1.], requires_grad=True)).grad_fn
+    assert re.fullmatch(r"<\w+\.autograd\.function\.ExpBackward object at 0x[0-9a-fA-F]+>", repr(node)), repr(node)
+
+
+def test_custom_exp_function_backward_is_the_user_one():
+    """大部分正向算子都对应一个反向算子; a custom Function brings its own: Exp composed with
+    itself differentiates by the chain rule through both user backwards,
+    d/dx e^(e^x) = e^x * e^(e^x)."""
+    x = torch.tensor([0., 0.5, -1.], dtype=torch.float64, requires_grad=True)
+    out = Exp.apply(Exp.apply(x))
+    assert out.grad_fn.name() == "ExpBackward"
+    assert out.grad_fn.next_functions[0][0].name() == "ExpBackward"
+    out.sum().backward()
+    xs = np.array([0., 0.5, -1.])
+    np.testing.assert_allclose(arr(x.grad), np.exp(xs) * np.exp(np.exp(xs)), rtol=1e-12)
+
+
+# -- examples: examples_autograd/polynomial_custom_function.py ----------------------------------------
+
+class LegendrePolynomial3(torch.autograd.Function):
+    """PyTorch's tutorial Function: P3(x) = 1/2 (5x^3 - 3x), P3'(x) = 3/2 (5x^2 - 1)."""
+
+    @staticmethod
+    def forward(ctx, input):
+        ctx.save_for_backward(input)
+        return 0.5 * (5 * input ** 3 - 3 * input)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, = ctx.saved_tensors
+        return grad_output * 1.5 * (5 * input ** 2 - 1)
+
+
+def _legendre_loss(params, x, y):
+    """The tutorial's loss ``((a + b * P3(c + d * x)) - y).pow(2).sum()`` in NumPy."""
+    a, b, c, d = params
+    z = c + d * x
+    return np.sum((a + b * 0.5 * (5 * z ** 3 - 3 * z) - y) ** 2)
+
+
+def _legendre_grads(params, x, y):
+    """d loss / d (a, b, c, d) by hand, for the NumPy re-run of the tutorial."""
+    a, b, c, d = params
+    z = c + d * x
+    p3 = 0.5 * (5 * z ** 3 - 3 * z)
+    r2 = 2 * (a + b * p3 - y)
+    gz = r2 * b * 1.5 * (5 * z ** 2 - 1)
+    return np.array([r2.sum(), (r2 * p3).sum(), gz.sum(), (gz * x).sum()])
+
+
+def test_legendre_polynomial3_forward_backward_and_node():
+    """The tutorial's Function: values of P3, its derivative as the gradient, the node name
+    ``LegendrePolynomial3Backward``, and gradcheck in float64."""
+    xs = np.array([-1., -0.3, 0., 0.4, 2.])
+    t = torch.tensor(xs, requires_grad=True)
+    out = LegendrePolynomial3.apply(t)
+    np.testing.assert_allclose(arr(out), 0.5 * (5 * xs ** 3 - 3 * xs), rtol=1e-12)
+    assert out.grad_fn.name() == "LegendrePolynomial3Backward"
+    out.sum().backward()
+    np.testing.assert_allclose(arr(t.grad), 1.5 * (5 * xs ** 2 - 1), rtol=1e-12)
+    assert torch.autograd.gradcheck(LegendrePolynomial3.apply, (torch.tensor(xs, requires_grad=True),))
+
+
+def test_legendre_polynomial3_model_grads_match_finite_differences():
+    """``y_pred = a + b * P3(c + d * x)``: the autograd gradients of the four weights agree with
+    central finite differences of the same loss (float64)."""
+    x = np.linspace(-np.pi, np.pi, 200)
+    y = np.sin(x)
+    params = np.array([0.1, -1.0, 0.05, 0.3])
+    a, b, c, d = (torch.tensor(v, requires_grad=True) for v in params)
+    tx = torch.tensor(x)
+    loss = (a + b * LegendrePolynomial3.apply(c + d * tx) - torch.tensor(y)).pow(2).sum()
+    loss.backward()
+    np.testing.assert_allclose(loss.item(), _legendre_loss(params, x, y), rtol=1e-12)
+    eps = 1e-6
+    numeric = [(_legendre_loss(params + eps * e, x, y) - _legendre_loss(params - eps * e, x, y)) / (2 * eps)
+               for e in np.eye(4)]
+    autograd = [t.grad.item() for t in (a, b, c, d)]
+    np.testing.assert_allclose(autograd, numeric, rtol=1e-6, atol=1e-6)
+
+
+def test_legendre_polynomial3_tutorial_training_loop():
+    """The tutorial as written (float32, 2000 steps of SGD at lr 5e-6, grads reset to None):
+    the loss printed every 100 steps goes down, and the weights end where a float64 NumPy
+    re-run with hand-derived gradients ends (the tutorial prints y = ~0 + -2.2085 *
+    P3(~0 + 0.2555 x))."""
+    dtype = torch.float
+    device = torch.device("cpu")
+    x = torch.linspace(-np.pi, np.pi, 2000, device=device, dtype=dtype)
+    y = torch.sin(x)
+    a = torch.full((), 0.0, device=device, dtype=dtype, requires_grad=True)
+    b = torch.full((), -1.0, device=device, dtype=dtype, requires_grad=True)
+    c = torch.full((), 0.0, device=device, dtype=dtype, requires_grad=True)
+    d = torch.full((), 0.3, device=device, dtype=dtype, requires_grad=True)
+    learning_rate = 5e-6
+    printed = []
+    for t in range(2000):
+        P3 = LegendrePolynomial3.apply
+        y_pred = a + b * P3(c + d * x)
+        loss = (y_pred - y).pow(2).sum()
+        if t % 100 == 99:
+            printed.append(loss.item())
+        loss.backward()
+        with torch.no_grad():
+            a -= learning_rate * a.grad
+            b -= learning_rate * b.grad
+            c -= learning_rate * c.grad
+            d -= learning_rate * d.grad
+            a.grad = None
+            b.grad = None
+            c.grad = None
+            d.grad = None
+    assert len(printed) == 20
+    assert all(later < earlier for earlier, later in itertools.pairwise(printed))
+
+    xs = np.linspace(-np.pi, np.pi, 2000)
+    params = np.array([0.0, -1.0, 0.0, 0.3])
+    for _ in range(2000):
+        params -= learning_rate * _legendre_grads(params, xs, np.sin(xs))
+    np.testing.assert_allclose([b.item(), d.item()], params[[1, 3]], rtol=1e-4)
+    np.testing.assert_allclose([a.item(), c.item()], params[[0, 2]], atol=1e-5)
+    np.testing.assert_allclose([b.item(), d.item()], [-2.2085, 0.2555], atol=1e-4)
+    np.testing.assert_allclose(printed[-1], _legendre_loss(params, xs, np.sin(xs)), rtol=1e-2)

@@ -12,8 +12,7 @@ import pytest
 import tracegrad as torch
 from tracegrad.autograd import Variable
 
-from ._helpers import (LEAF_INPLACE, NONLEAF_GRAD_WARNING, SECOND_BACKWARD, arr, node_pattern,
-                       version_error)
+from ._helpers import (LEAF_INPLACE, NONLEAF_GRAD_WARNING, SECOND_BACKWARD, arr, version_error)
 
 INFERENCE_SAVE = (r"Inference tensors cannot be saved for backward\. Please do not use Tensors "
                   r"created in inference mode in computation tracked by autograd")

@@ -1,19 +1,25 @@
 """Seed 003 (notes on Tensor layout and torch.autograd, Chinese).
 
 Out of scope here: channels-last layout (``memory_format``), nn.Module/model.requires_grad_
-/model.zero_grad/optimizer.zero_grad (their plain-tensor forms are tested), custom
-autograd.Function (Exp), gradcheck, the profiler, anomaly detection, and
-``Node.register_hook`` / ``Node.metadata``.
+/model.zero_grad/optimizer.zero_grad (their plain-tensor forms are tested), and the profiler.
 """
 import inspect
+import re
+import warnings
 
 import numpy as np
 import pytest
 
 import tracegrad as torch
 
-from ._helpers import (IMPLICIT_SCALAR, LEAF_INPLACE, NONLEAF_REQUIRES_GRAD, SECOND_BACKWARD, arr,
-                       version_error)
+from ._helpers import (
+    IMPLICIT_SCALAR,
+    LEAF_INPLACE,
+    NONLEAF_REQUIRES_GRAD,
+    SECOND_BACKWARD,
+    arr,
+    version_error,
+)
 
 # -- 存储布局 layout ------------------------------------------------------------------------------
 
@@ -508,3 +514,300 @@ def test_graph_node_name():
     assert (x * 2).grad_fn.name() == "MulBackward0"
     assert (x * 2).sum().grad_fn.name() == "SumBackward0"
     assert x.exp().grad_fn.name() == "ExpBackward0"
+
+
+# -- torch.autograd.Function ---------------------------------------------------------------------
+
+class Exp(torch.autograd.Function):
+    """The notes' example: forward() and backward() static methods, used through apply()."""
+
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return grad_output * result
+
+
+class WrongExp(Exp):
+    """Exp with a backward that is 10% off: what gradcheck is there to catch."""
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return grad_output * result * 1.1
+
+
+def test_function_exp_apply_output_node_and_grad():
+    """``output = Exp.apply(input)``: e^input, a graph node named ``ExpBackward`` that links to the
+    input's AccumulateGrad, and dL/dinput = grad_output * e^input from the saved result."""
+    inp = torch.tensor([0.5, -1., 2.], requires_grad=True)
+    output = Exp.apply(inp)
+    np.testing.assert_allclose(arr(output), np.exp([0.5, -1., 2.]), rtol=1e-6)
+    assert output.grad_fn.name() == "ExpBackward"
+    assert type(output.grad_fn).__name__ == "ExpBackward"
+    assert output.grad_fn.next_functions[0][0].variable is inp
+    output.backward(torch.tensor([1., 0.5, 2.]))
+    np.testing.assert_allclose(arr(inp.grad), np.exp([0.5, -1., 2.]) * [1., 0.5, 2.], rtol=1e-6)
+
+
+def test_function_apply_records_the_op_and_forward_is_not_recorded():
+    """在前向传播中调用 apply() 而不要直接调用 forward(): apply() 处理操作的注册和跟踪 -- inside
+    forward grad mode is off (its own ops are not recorded), and apply() records one node for the
+    whole Function, whatever forward did inside."""
+    inside = []
+
+    class Recording(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, i):
+            result = i.exp() * 1.0
+            inside.append((torch.is_grad_enabled(), result.requires_grad, result.grad_fn))
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            result, = ctx.saved_tensors
+            return grad_output * result
+
+    x = torch.tensor([1., 2.], requires_grad=True)
+    out = Recording.apply(x)
+    assert inside == [(False, False, None)]
+    assert out.requires_grad and out.grad_fn.name() == "RecordingBackward"
+    assert out.grad_fn.next_functions[0][0].variable is x
+
+
+def test_gradcheck_passes_on_exp():
+    """最后使用 gradcheck() 检查梯度计算的正确性: gradcheck compares the analytical gradient with
+    the numerical one (float64 inputs) and returns True when they agree."""
+    x = torch.tensor([0.5, -1., 2.], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(Exp.apply, (x,)) is True
+    assert torch.autograd.gradcheck(Exp.apply, (x,), eps=1e-6, atol=1e-4) is True
+
+
+def test_gradcheck_catches_a_wrong_backward():
+    """gradcheck(): 通过对比解析梯度和数值梯度来验证后向传播的正确性 -- a wrong backward fails with
+    GradcheckError (a RuntimeError) naming the output and input, or returns False with
+    ``raise_exception=False``."""
+    x = torch.tensor([0.5, -1., 2.], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Jacobian mismatch for output 0 with respect to input 0") as info:
+        torch.autograd.gradcheck(WrongExp.apply, (x,))
+    assert type(info.value).__name__ == "GradcheckError"
+    assert torch.autograd.gradcheck(WrongExp.apply, (x,), raise_exception=False) is False
+
+
+# -- 异常检测 / Anomaly detection ------------------------------------------------------------------
+
+ANOMALY_ON = r"Anomaly Detection has been enabled\. This mode will increase the runtime"
+NAN_IN_DIV = r"Function 'DivBackward0' returned nan values in its 1th output\."
+
+
+def _nan_backward_graph():
+    """``z = (x * 0) / x`` at x = [0, 1]: d z / d(denominator) = -g * (x * 0) / x^2 = 0/0 = nan
+    at x = 0, so DivBackward0's second output (its 1th) holds a nan."""
+    x = torch.tensor([0., 1.], requires_grad=True)
+    return x, (x * 0) / x
+
+
+def _messages(caught, category=UserWarning):
+    return [str(w.message) for w in caught if issubclass(w.category, category)]
+
+
+def test_detect_anomaly_check_nan_raises_and_names_the_forward():
+    """``torch.autograd.detect_anomaly(check_nan=True)`` 上下文管理器: 当 backward 计算产生 nan 值
+    时会触发错误, and 回溯发生错误的 backward 对应的 forward (a warning with the forward line)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.autograd.detect_anomaly(check_nan=True):
+            _, z = _nan_backward_graph()
+            with pytest.raises(RuntimeError, match=NAN_IN_DIV):
+                z.sum().backward()
+    messages = _messages(caught)
+    assert any(re.match(ANOMALY_ON, m) for m in messages)
+    traced = [m for m in messages if m.startswith("Error detected in DivBackward0. Traceback of forward call")]
+    assert len(traced) == 1 and "return x, (x * 0) / x" in traced[0]
+
+
+def test_detect_anomaly_without_check_nan_lets_nan_through():
+    """``check_nan=False``: the nan reaches the gradient without an error (as with anomaly mode off)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.autograd.detect_anomaly(check_nan=False):
+            x, z = _nan_backward_graph()
+            z.sum().backward()
+    assert any(re.match(ANOMALY_ON, m) for m in _messages(caught))
+    np.testing.assert_array_equal(np.isnan(arr(x.grad)), [True, False])
+    x, z = _nan_backward_graph()
+    z.sum().backward()
+    np.testing.assert_array_equal(np.isnan(arr(x.grad)), [True, False])
+
+
+def test_detect_anomaly_traces_the_forward_of_a_failing_backward():
+    """该类将会回溯发生错误的 backward 对应的 forward: a backward that fails (a saved tensor changed in
+    place) warns "Error detected in ExpBackward0" with the traceback of the forward ``exp``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.autograd.detect_anomaly():
+            x = torch.tensor([1., 2.], requires_grad=True)
+            y = x.exp()
+            y.add_(1)
+            with pytest.raises(RuntimeError, match=version_error([2], which=", which is output 0 of Exp,")):
+                y.sum().backward()
+    traced = [m for m in _messages(caught) if m.startswith("Error detected in ExpBackward0. Traceback of forward call")]
+    assert len(traced) == 1 and "y = x.exp()" in traced[0]
+
+
+def test_detect_anomaly_changes_the_hint_of_the_inplace_error():
+    """(anomaly detection on) PyTorch's in-place error no longer says to enable anomaly detection;
+    it points at the backtrace above: "Hint: the backtrace further above shows the operation that
+    failed to compute its gradient. The variable in question was changed in there or anywhere
+    later. Good luck!"."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.autograd.detect_anomaly():
+            x = torch.tensor([1., 2.], requires_grad=True)
+            y = x.exp()
+            y.add_(1)
+            with pytest.raises(RuntimeError) as info:
+                y.sum().backward()
+    assert str(info.value).endswith(
+        "expected version 0 instead. Hint: the backtrace further above shows the operation that failed to "
+        "compute its gradient. The variable in question was changed in there or anywhere later. Good luck!")
+
+
+@pytest.mark.filterwarnings("ignore:Error detected in DivBackward0:UserWarning")
+def test_set_detect_anomaly_mode_switches_the_check():
+    """``torch.autograd.set_detect_anomaly(mode, check_nan=True)``: mode (bool) - 是否开启检测;
+    as a call it switches anomaly mode on or off for the code that follows (without the warning
+    detect_anomaly gives), and as a context manager it restores the previous mode on exit."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            torch.autograd.set_detect_anomaly(True)
+        _, z = _nan_backward_graph()
+        with pytest.raises(RuntimeError, match=NAN_IN_DIV):
+            z.sum().backward()
+        torch.autograd.set_detect_anomaly(True, check_nan=False)
+        x, z = _nan_backward_graph()
+        z.sum().backward()
+        assert np.isnan(arr(x.grad)[0])
+        torch.autograd.set_detect_anomaly(True)
+        with torch.autograd.set_detect_anomaly(False):
+            x, z = _nan_backward_graph()
+            z.sum().backward()                  # off inside the block
+        x, z = _nan_backward_graph()
+        with pytest.raises(RuntimeError, match=NAN_IN_DIV):
+            z.sum().backward()                  # back on after it
+    finally:
+        torch.autograd.set_detect_anomaly(False)
+    x, z = _nan_backward_graph()
+    z.sum().backward()
+    assert np.isnan(arr(x.grad)[0])
+
+
+def test_anomaly_mode_flags_read_as_in_pytorch():
+    """``torch.is_anomaly_enabled()`` / ``torch.is_anomaly_check_nan_enabled()`` (top-level in
+    PyTorch) follow detect_anomaly and set_detect_anomaly."""
+    assert torch.is_anomaly_enabled() is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.autograd.detect_anomaly(check_nan=False):
+            assert torch.is_anomaly_enabled() is True
+            assert torch.is_anomaly_check_nan_enabled() is False
+        with torch.autograd.set_detect_anomaly(True):
+            assert torch.is_anomaly_enabled() is True
+            assert torch.is_anomaly_check_nan_enabled() is True
+    assert torch.is_anomaly_enabled() is False
+
+
+# -- 梯度 graph: node.metadata / node.register_hook ---------------------------------------------------
+
+def test_graph_node_metadata_is_a_dict():
+    """``graph.node.metadata() # 返回元数据`` -- in real PyTorch ``metadata`` is a property, not a
+    method: a dict kept with the node (empty by default) for the user's own annotations, so the
+    notes' ``metadata()`` call raises TypeError ('dict' object is not callable)."""
+    x = torch.tensor([1., 2.], requires_grad=True)
+    y = x * 2
+    node = y.grad_fn
+    assert node.metadata == {} and isinstance(node.metadata, dict)
+    node.metadata["forward_input"] = "x"
+    assert y.grad_fn.metadata is node.metadata
+    assert y.grad_fn.metadata == {"forward_input": "x"}
+    assert (x * 3).grad_fn.metadata == {}             # per node
+    with pytest.raises(TypeError, match=r"'dict' object is not callable"):
+        node.metadata()
+
+
+def test_graph_node_metadata_holds_the_forward_traceback_in_anomaly_mode():
+    """(metadata, "可以理解为 forward pass 的...") under anomaly mode PyTorch stores the forward's
+    stack in ``node.metadata["traceback_"]``: a list of formatted frames, the last one the line
+    that created the node."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.autograd.detect_anomaly():
+            x = torch.tensor([1., 2.], requires_grad=True)
+            y = x.exp()
+    trace = y.grad_fn.metadata.get("traceback_")
+    assert isinstance(trace, list) and all(isinstance(line, str) for line in trace)
+    assert "y = x.exp()" in trace[-1]
+
+
+def test_graph_node_register_hook_sees_and_replaces_grad_inputs():
+    """``graph.node.register_hook(hook)``, ``hook(grad_inputs: Tuple[Tensor], grad_outputs:
+    Tuple[Tensor]) -> Tuple[Tensor] or None``: called when the node's gradients are computed;
+    grad_inputs are the gradients of the node's inputs, grad_outputs the one it received; a
+    returned tuple replaces grad_inputs (the notes say "代替 grad_outputs"; PyTorch replaces the
+    gradients with respect to the inputs)."""
+    x = torch.tensor([1., 2.], requires_grad=True)
+    w = torch.tensor([3., 4.], requires_grad=True)
+    y = x * w
+    seen = []
+
+    def hook(grad_inputs, grad_outputs):
+        seen.append(([arr(g) for g in grad_inputs], [arr(g) for g in grad_outputs]))
+        return (grad_inputs[0] * 10, grad_inputs[1])
+
+    handle = y.grad_fn.register_hook(hook)
+    (y * torch.tensor([1., 100.])).sum().backward()
+    (grad_inputs, grad_outputs), = seen
+    np.testing.assert_allclose(grad_outputs[0], [1., 100.])
+    np.testing.assert_allclose(grad_inputs[0], [3., 400.])          # g * w
+    np.testing.assert_allclose(grad_inputs[1], [1., 200.])          # g * x
+    np.testing.assert_allclose(arr(x.grad), [30., 4000.])           # replaced
+    np.testing.assert_allclose(arr(w.grad), [1., 200.])             # kept
+    handle.remove()
+    x.grad = w.grad = None
+    y = x * w
+    (y * torch.tensor([1., 100.])).sum().backward()
+    assert len(seen) == 1
+    np.testing.assert_allclose(arr(x.grad), [3., 400.])
+
+
+def test_graph_node_register_hook_none_keeps_and_called_every_time():
+    """The hook will be called every time a gradient with respect to the Node is computed; a
+    hook returning None keeps the gradients; an input that needs no grad shows as None."""
+    x = torch.tensor([1., 2.], requires_grad=True)
+    c = torch.tensor([5., 6.])
+    y = x * c
+    calls = []
+    y.grad_fn.register_hook(lambda gi, go: calls.append([None if g is None else arr(g) for g in gi]))
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert len(calls) == 2
+    np.testing.assert_allclose(calls[0][0], [5., 6.])
+    assert calls[0][1] is None
+    np.testing.assert_allclose(arr(x.grad), [10., 12.])
+
+
+def test_graph_node_register_hook_must_return_one_value_per_input():
+    """A hook returning the wrong number of gradients is an error, as in PyTorch."""
+    x = torch.tensor([1., 2.], requires_grad=True)
+    y = x.exp()
+    y.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match=r"hook '<lambda>' has returned an incorrect number of values "
+                                           r"\(got 2, but expected 1\)"):
+        y.sum().backward()

@@ -15,7 +15,7 @@ import pytest
 import tracegrad as torch
 
 from ._helpers import (IMPLICIT_SCALAR, NONLEAF_GRAD_WARNING, SECOND_BACKWARD, arr,
-                       assert_node_repr, node_pattern)
+                       node_pattern)
 
 
 # -- Tensor attributes ------------------------------------------------------------------------

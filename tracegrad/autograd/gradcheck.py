@@ -27,11 +27,12 @@ def _outputs(func, inputs):
 
 
 def _numerical(func, inputs, i, out_index, eps):
-    """d outputs[out_index] / d inputs[i] by central differences, as (n_out, n_in) rows."""
+    """d outputs[out_index] / d inputs[i] by central differences, laid out as PyTorch
+    prints it: one row per input element, one column per output element."""
     x = inputs[i]
     flat = x.detach().reshape(-1)  # a view: perturbing it perturbs x in place
     n_out = _outputs(func, inputs)[out_index].numel()
-    jac = zeros(n_out, x.numel(), dtype=x.dtype)
+    jac = zeros(x.numel(), n_out, dtype=x.dtype)
     for k in range(x.numel()):  # (func runs in grad mode: gradgradcheck's func needs it)
         orig = flat[k].item()
         flat[k] = orig + eps
@@ -39,21 +40,21 @@ def _numerical(func, inputs, i, out_index, eps):
         flat[k] = orig - eps
         minus = _outputs(func, inputs)[out_index].detach().reshape(-1).clone()
         flat[k] = orig
-        jac[:, k] = (plus - minus) / (2 * eps)
+        jac[k] = (plus - minus) / (2 * eps)
     return jac
 
 
 def _analytical(func, inputs, i, out_index):
-    """d outputs[out_index] / d inputs[i] from autograd, one vjp per output element."""
+    """The same Jacobian from autograd: one vjp per output element fills one column."""
     out = _outputs(func, inputs)[out_index]
     x = inputs[i]
-    jac = zeros(out.numel(), x.numel(), dtype=x.dtype)
+    jac = zeros(x.numel(), out.numel(), dtype=x.dtype)
     for r in range(out.numel()):
         seed = zeros(out.numel(), dtype=out.dtype)
         seed[r] = 1.0
         (g,) = engine.grad(out, x, seed.reshape(out.shape), retain_graph=True, allow_unused=True)
         if g is not None:
-            jac[r] = g.reshape(-1)
+            jac[:, r] = g.reshape(-1)
     return jac
 
 
@@ -62,11 +63,11 @@ def _report(numerical, analytical, rtol, atol, limit=10):
     diff = (numerical - analytical).abs()
     bad = diff > atol + rtol * numerical.abs()
     rows = []
-    for r, c in bad.nonzero().tolist():
-        rows.append((diff[r, c].item(), r, c))
+    for k, r in bad.nonzero().tolist():
+        rows.append((diff[k, r].item(), k, r))
     rows.sort(reverse=True)
-    lines = [f"  d output[{r}] / d input[{c}]: numerical {numerical[r, c].item():.6g}, "
-             f"analytical {analytical[r, c].item():.6g} (off by {d:.3g})" for d, r, c in rows[:limit]]
+    lines = [f"  d output[{r}] / d input[{k}]: numerical {numerical[k, r].item():.6g}, "
+             f"analytical {analytical[k, r].item():.6g} (off by {d:.3g})" for d, k, r in rows[:limit]]
     more = f"\n  ... and {len(rows) - limit} more" if len(rows) > limit else ""
     return f"{len(rows)} of {numerical.numel()} entries differ:\n" + "\n".join(lines) + more
 
@@ -85,21 +86,27 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                           "not of double precision floating point or complex.", UserWarning, stacklevel=2)
     if not checked:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none "
-                         "of the them have requires_grad=True.")
+                         "of them have requires_grad=True.")
+
+    def fail(message):
+        if raise_exception:
+            raise GradcheckError(message)
+        return False
+
     outputs = _outputs(func, inputs)
     for o_index, out in enumerate(outputs):
-        if not out.requires_grad:
-            continue
         for i in checked:
             numerical = _numerical(func, inputs, i, o_index, eps)
+            if not out.requires_grad:  # no gradient at all: the output must not move either
+                if not bool((numerical == 0).all()):
+                    return fail(f"Numerical gradient for function expected to be zero: output "
+                                f"{o_index} does not require grad, yet it changes with input {i}")
+                continue
             analytical = _analytical(func, inputs, i, o_index)
             if not bool(((numerical - analytical).abs() <= atol + rtol * numerical.abs()).all()):
-                if not raise_exception:
-                    return False
-                raise GradcheckError(
-                    f"Jacobian mismatch for output {o_index} with respect to input {i},\n"
-                    f"numerical:{numerical}\nanalytical:{analytical}\n\n"
-                    + _report(numerical, analytical, rtol, atol))
+                return fail(f"Jacobian mismatch for output {o_index} with respect to input {i},\n"
+                            f"numerical:{numerical}\nanalytical:{analytical}\n\n"
+                            + _report(numerical, analytical, rtol, atol))
     return True
 
 

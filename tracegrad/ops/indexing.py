@@ -96,14 +96,51 @@ def _check_mask(x, mask, dim):
 def getitem(x, index):
     structure, arrays, basic = split_index(x, index)
     if basic:
-        return I.basic_index(x, index=structure)
+        return basic_view(x, structure, whole=not isinstance(index, tuple))
     return I.advanced_index(x, *arrays, index=structure)
+
+
+def basic_view(x, structure, whole=False):
+    """``x[structure]`` as PyTorch records it: one view per indexed dimension (a select per
+    int, a slice per slice that is not the whole dimension, an unsqueeze per None), or an
+    alias when nothing changes. ``whole``: a lone slice index, always recorded."""
+    steps = _view_steps(tuple(x.shape), structure, whole)
+    if not steps:
+        return I.basic_index(x, index=())
+    for step in steps:
+        x = I.basic_index(x, index=step)
+    return x
+
+
+def _view_steps(shape, structure, whole):
+    ndim = len(shape)
+    shape = list(shape)
+    consumed = sum(1 for part in structure if part is not None and part is not Ellipsis)
+    steps, dim = [], 0
+    for part in structure:
+        lead = (slice(None),) * dim
+        if part is Ellipsis:
+            dim += ndim - consumed
+        elif part is None:
+            steps.append(lead + (None,))
+            shape.insert(dim, 1)
+            dim += 1
+        elif isinstance(part, int):
+            steps.append(lead + (part,))
+            del shape[dim]
+        else:
+            start, stop, step = part.indices(shape[dim])
+            if whole or (start, stop, step) != (0, shape[dim], 1):
+                steps.append(lead + (part,))
+            shape[dim] = len(range(start, stop, step))
+            dim += 1
+    return steps
 
 
 def setitem(x, index, value):
     structure, arrays, basic = split_index(x, index)
     if basic:
-        apply_inplace(copy, (I.basic_index(x, index=structure), value), {})
+        apply_inplace(copy, (basic_view(x, structure, whole=not isinstance(index, tuple)), value), {})
     else:
         apply_inplace(I.index_put, (x, value) + tuple(arrays), {"index": structure, "accumulate": False})
 

@@ -4,6 +4,8 @@ Functions call primitives (so they work on any operand kind the rule table dispa
 on); Tensor operators and simple methods call the eager runtime directly, which is the
 hot path of every model.
 """
+import math
+
 from ..rules import arith as A
 from ..rules import unary as U
 from ..runtime.dispatch import apply, apply_inplace, eager_binary, eager_unary
@@ -68,7 +70,11 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
+        if result_type(input, *(b for b in (min, max) if b is not None)).is_floating_point:
+            # one ClampBackward0 node with an edge per bound, as in PyTorch
+            return A.clamp_tensor(input, -math.inf if min is None else min,
+                                  math.inf if max is None else max)
+        out = input  # integers: no gradient, and inf bounds would make the result float
         if min is not None:
             out = A.maximum(out, min)
         if max is not None:

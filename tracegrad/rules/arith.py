@@ -13,7 +13,10 @@ def _is_number(a):
 
 # -- + - * / -------------------------------------------------------------------------------
 
-@primitive("AddBackward0", ufunc="add")
+_ALPHA = {"alpha": 1}  # add(x, y, alpha=a) with a != 1 is recorded as add(x, y * a)
+
+
+@primitive("AddBackward0", ufunc="add", saved_view=lambda params: _ALPHA)
 def add(xp, x, y):
     return x + y
 
@@ -42,7 +45,7 @@ def _sub_name(args, params):
     return "RsubBackward1" if _is_number(args[0]) else "SubBackward0"
 
 
-@primitive(_sub_name, ufunc="subtract")
+@primitive(_sub_name, ufunc="subtract", saved_view=lambda params: _ALPHA)
 def sub(xp, x, y):
     return x - y
 
@@ -341,6 +344,43 @@ def clamp_vjp(g, out, x, *, min=None, max=None):
     else:
         inside = (x >= min) & (x <= max)
     return where(inside, g, 0.0)
+
+
+@primitive("ClampBackward0")
+def clamp_tensor(xp, x, lo, hi):
+    """``clamp`` with tensor bounds (a missing bound is passed as -inf or inf): where
+    lo > hi the result is hi, as in PyTorch."""
+    return xp.minimum(xp.maximum(x, lo), hi)
+
+
+@clamp_tensor.vjp("x", uses="x lo hi")
+def clamp_tensor_vjp_x(g, out, x, lo, hi):
+    return unbroadcast(where((x >= lo) & (x <= hi), g, 0.0), x)
+
+
+@clamp_tensor.vjp("lo", uses="x lo hi")
+def clamp_tensor_vjp_lo(g, out, x, lo, hi):
+    return unbroadcast(where((x < lo) & (lo < hi), g, 0.0), lo)
+
+
+@clamp_tensor.vjp("hi", uses="x lo hi")
+def clamp_tensor_vjp_hi(g, out, x, lo, hi):
+    return unbroadcast(where((x > hi) | (hi < lo), g, 0.0), hi)
+
+
+@clamp_tensor.jvp("x")
+def clamp_tensor_jvp_x(t, out, x, lo, hi):
+    return where((x >= lo) & (x <= hi), t, 0.0)
+
+
+@clamp_tensor.jvp("lo")
+def clamp_tensor_jvp_lo(t, out, x, lo, hi):
+    return where((x < lo) & (lo < hi), t, 0.0)
+
+
+@clamp_tensor.jvp("hi")
+def clamp_tensor_jvp_hi(t, out, x, lo, hi):
+    return where((x > hi) | (hi < lo), t, 0.0)
 
 
 # -- comparisons and logic (no gradient) -----------------------------------------------------

@@ -96,11 +96,11 @@ class Primitive:
                  "inplace_impl", "cast", "number_edges", "argnames", "variadic", "params", "vjps",
                  "uses", "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal",
                  "_diff_pos", "_diff_flags", "_plans", "node_classes", "node_cls", "saved_names",
-                 "__weakref__")
+                 "saved_view", "result_names", "__weakref__")
 
     def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, view=False, nout=1,
                  ufunc=None, linear=False, diagonal=False, cast=None, number_edges=True,
-                 saved_names=None):
+                 saved_names=None, saved_view=None, result_names=None):
         self.name = name or impl.__name__.rstrip("_")
         self.impl = impl
         self.node = node
@@ -134,6 +134,10 @@ class Primitive:
         self.node_cls = None                # the eager runtime's node class when the name is fixed
         # PyTorch's names for the operands, as in grad_fn._saved_<name> (default: self, other)
         self.saved_names = saved_names
+        # params -> {PyTorch's name: value} for saved attributes PyTorch derives from them
+        # (a select's dim and index, a split's split_size...); and names for saved outputs
+        self.saved_view = saved_view
+        self.result_names = result_names
         if self.name in TABLE:
             raise ValueError(f"primitive {self.name!r} is already in the rule table")
         TABLE[self.name] = self

@@ -36,10 +36,33 @@ def _basic_name(args, params):
             return "UnsqueezeBackward0"
         if isinstance(part, slice) and part != slice(None):
             return "SliceBackward0"
-    return "AliasBackward0"
+    index = params["index"]
+    # x[:] is recorded as a slice, x[...] (an empty index) as an alias, as in PyTorch
+    return "SliceBackward0" if index and all(isinstance(p, slice) for p in index) else "AliasBackward0"
 
 
-@primitive(_basic_name, dtypes=KEEP, view=True, linear=True)
+_INT64_MAX = 9223372036854775807  # PyTorch's saved end of a slice without a stop
+
+
+def _basic_saved(params):
+    """PyTorch's saved attributes of a one-dimension index (``SelectBackward0``: dim and
+    index; ``SliceBackward0``: dim, start, end, step; ``UnsqueezeBackward0``: dim)."""
+    index = params["index"]
+    if Ellipsis in index:
+        return {}
+    moved = [(d, part) for d, part in enumerate(index) if part != slice(None)]
+    if not moved and index and all(isinstance(p, slice) for p in index):
+        moved = [(len(index) - 1, index[-1])]  # a whole-dimension slice
+    if len(moved) != 1:
+        return {}
+    d, part = moved[0]
+    if isinstance(part, slice):
+        return {"dim": d, "start": part.start or 0,
+                "end": _INT64_MAX if part.stop is None else part.stop, "step": part.step or 1}
+    return {"dim": d, "index": part} if isinstance(part, int) else {"dim": d}
+
+
+@primitive(_basic_name, dtypes=KEEP, view=True, linear=True, saved_view=_basic_saved)
 def basic_index(xp, x, *, index):
     """``x[index]`` with only ints, slices, None and Ellipsis: a view. (A trailing ``...``
     makes NumPy return a 0-d view, not a copied scalar, when every dim is indexed.)"""
@@ -154,13 +177,14 @@ def _mesh(xp, index, dim):
     return tuple(coords)
 
 
-@primitive("GatherBackward0", dtypes=KEEP, linear=True)
+@primitive("GatherBackward0", dtypes=KEEP, linear=True, saved_names=("self", "index"),
+           saved_view=lambda params: {"sparse_grad": False})
 def gather(xp, x, index, *, dim):
     """``out[i][j][k] = x[i][index[i][j][k]][k]`` (for dim=1); index may be smaller than x."""
     return x[_mesh(xp, index, dim)]
 
 
-@gather.vjp("x", uses="index")
+@gather.vjp("x", uses="index x")  # x for its shape; PyTorch keeps x itself, and so do we
 def gather_vjp(g, out, x, index, *, dim):
     return scatter_add(zeros_of(g, shape=x.shape), index, g, dim=dim)
 

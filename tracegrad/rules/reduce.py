@@ -74,7 +74,8 @@ def mean_vjp(g, out, x, *, dim=None, keepdim=False):
     return spread(g, x, dim, keepdim) / count(x.shape, dim)
 
 
-@primitive(_by_dim("Prod"), dtypes=KEEP)
+@primitive(_by_dim("Prod"), dtypes=KEEP,  # PyTorch's prod takes one dim: an int
+           saved_view=lambda params: {"dim": params["dim"][0]} if params.get("dim") else {})
 def prod(xp, x, *, dim=None, keepdim=False, dtype=None):
     return xp.multiply.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
 
@@ -210,13 +211,13 @@ def _pick_along(xp, x, dim, keepdim, position):
     return xp.squeeze(values, dim), xp.squeeze(idx, dim)
 
 
-@primitive("MaxBackward0", dtypes=KEEP, nout=2)
+@primitive("MaxBackward0", dtypes=KEEP, nout=2, result_names=("values", "indices"))
 def max_dim(xp, x, *, dim, keepdim=False):
     """``max(x, dim)``: (values, indices); the gradient goes to the index found."""
     return _pick_along(xp, x, dim, keepdim, xp.argmax)
 
 
-@primitive("MinBackward0", dtypes=KEEP, nout=2)
+@primitive("MinBackward0", dtypes=KEEP, nout=2, result_names=("values", "indices"))
 def min_dim(xp, x, *, dim, keepdim=False):
     return _pick_along(xp, x, dim, keepdim, xp.argmin)
 

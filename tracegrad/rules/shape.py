@@ -167,7 +167,13 @@ def _split_name(args, params):
     return "SplitBackward0" if params.get("chunked") else "SplitWithSizesBackward0"
 
 
-@primitive(_split_name, dtypes=KEEP, view=True, nout=None, linear=True)
+def _split_saved(params):
+    if params.get("chunked"):
+        return {"split_size": params["sizes"][0]}
+    return {"split_sizes": list(params["sizes"])}
+
+
+@primitive(_split_name, dtypes=KEEP, view=True, nout=None, linear=True, saved_view=_split_saved)
 def split(xp, x, *, sizes, dim, chunked=False):
     """Views of consecutive pieces of ``x`` along ``dim`` with the given ``sizes``."""
     bounds, start = [], 0

@@ -5,6 +5,7 @@ an error raised in that node's backward is preceded by a warning showing that tr
 and (with ``check_nan``) a node whose gradients contain NaN raises PyTorch's error. The
 setting is process-wide, as in PyTorch. Disabled, the cost is one flag test per node.
 """
+import functools
 import os
 import traceback
 import warnings
@@ -49,6 +50,7 @@ class detect_anomaly:
         return False
 
     def __call__(self, fn):
+        @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.__class__(self.check_nan):
                 return fn(*args, **kwargs)
@@ -80,8 +82,9 @@ def user_frames():
 
 
 def record_trace(node):
-    """Remember where in the user's forward code ``node`` was made."""
-    node._extras()["anomaly_trace"] = "".join(traceback.format_list(user_frames()))
+    """Remember where in the user's forward code ``node`` was made, as PyTorch does: in
+    ``node.metadata["traceback_"]``, one formatted frame per item."""
+    node.metadata["traceback_"] = traceback.format_list(user_frames())
 
 
 def checked_apply(node, grads, graph):
@@ -101,7 +104,11 @@ def checked_apply(node, grads, graph):
 
 
 def _warn_trace(node):
-    trace = (node._extra or {}).get("anomaly_trace")
-    if trace is not None:
+    trace = (node._extra or {}).get("metadata", {}).get("traceback_")
+    if trace is None:
+        warnings.warn(f"Error detected in {node.name()}. No forward pass information available. "
+                      "Enable detect anomaly during forward pass for more information.",
+                      UserWarning, stacklevel=3)
+    else:
         warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
-                      f"the error:\n{trace}", UserWarning, stacklevel=3)
+                      f"the error:\n{''.join(trace)}", UserWarning, stacklevel=3)

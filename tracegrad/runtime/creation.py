@@ -4,10 +4,11 @@ Dtypes are inferred as PyTorch does: Python floats take the default float dtype 
 float64 as NumPy would), ints int64, bools bool; NumPy arrays keep their dtype.
 """
 import builtins
+import functools
 
 from .. import backend
 from ..backend import dtypes as _dt
-from . import grad_mode
+from . import dispatch, grad_mode
 from .shapes import shape_args
 from .tensor import Size, Tensor, mark_inference, wrap
 
@@ -70,6 +71,21 @@ def _unwrap_nested(data):
     return data
 
 
+def _recorded(factory):
+    """A factory that shows up in a running profile as ``tracegrad::<name>`` (so the
+    memory it allocates is counted); with no profiler the cost is one test."""
+    name = "tracegrad::" + factory.__name__
+
+    @functools.wraps(factory)
+    def recorded(*args, **kwargs):
+        observer = dispatch.observer
+        if observer is None:
+            return factory(*args, **kwargs)
+        return observer.span(name, factory, args, args, kwargs)
+    return recorded
+
+
+@_recorded
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, Tensors)."""
     xp = backend.namespace_for(device)
@@ -121,21 +137,25 @@ def _float_dtype(dtype):
     return _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
 
+@_recorded
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     return _into(out, _finish(xp.zeros(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad))
 
 
+@_recorded
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     return _into(out, _finish(xp.ones(parse_size(size), dtype=_float_dtype(dtype).np), requires_grad))
 
 
+@_recorded
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
     """Uninitialised in PyTorch; zero-filled here, so results never depend on garbage."""
     return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad, out=out)
 
 
+@_recorded
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     if isinstance(fill_value, Tensor):
@@ -144,11 +164,13 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     return _into(out, _finish(xp.full(parse_size((size,)), fill_value, dtype=d.np), requires_grad))
 
 
+@_recorded
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     return _into(out, _finish(xp.eye(n, n if m is None else m, dtype=_float_dtype(dtype).np), requires_grad))
 
 
+@_recorded
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments."""
     if end is None:
@@ -161,11 +183,13 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     return _into(out, _finish(xp.arange(*values).astype(d.np), requires_grad))
 
 
+@_recorded
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     return _into(out, _finish(xp.linspace(start, end, steps).astype(_float_dtype(dtype).np), requires_grad))
 
 
+@_recorded
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     xp = backend.namespace_for(device)
     return _finish(xp.logspace(start, end, steps, base=base).astype(_float_dtype(dtype).np), requires_grad)
@@ -259,6 +283,7 @@ def _into(out, t):
     return out
 
 
+@_recorded
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     d = _float_dtype(dtype)
@@ -266,6 +291,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     return _into(out, _finish(xp.asarray(sample).astype(d.np, copy=False), requires_grad))
 
 
+@_recorded
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     d = _float_dtype(dtype)
@@ -279,6 +305,7 @@ def _sampling_dtype(d):
     return "float32" if d is not _dt.float64 else "float64"
 
 
+@_recorded
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False, out=None):
     """``randint(high, size)`` or ``randint(low, high, size)``: ints in [low, high)."""
@@ -292,12 +319,14 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     return _into(out, _finish(xp.asarray(sample).astype(d.np), requires_grad))
 
 
+@_recorded
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     return _into(out, _finish(xp.asarray(_stream(generator, xp).permutation(n)).astype(d.np), requires_grad))
 
 
+@_recorded
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad=False, out=None):
     like = mean if isinstance(mean, Tensor) else (std if isinstance(std, Tensor) else None)
@@ -315,31 +344,38 @@ def _like(fn, t, dtype, device, **kw):
               device=device if device is not None else t.device, **kw)
 
 
+@_recorded
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(zeros, input, dtype, device, requires_grad=requires_grad)
 
 
+@_recorded
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(ones, input, dtype, device, requires_grad=requires_grad)
 
 
+@_recorded
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(empty, input, dtype, device, requires_grad=requires_grad)
 
 
+@_recorded
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
                 device=device if device is not None else input.device, requires_grad=requires_grad)
 
 
+@_recorded
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(rand, input, dtype, device, requires_grad=requires_grad)
 
 
+@_recorded
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(randn, input, dtype, device, requires_grad=requires_grad)
 
 
+@_recorded
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
     if high is None:
         low, high = 0, low

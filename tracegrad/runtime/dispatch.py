@@ -55,7 +55,7 @@ def unwrap(args):
 def apply(prim, args, params, _observed=False):
     """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
     if observer is not None and not _observed:
-        return observer.call(prim.name, apply, (prim, args, params), args)
+        return observer.call(prim.name, apply, (prim, args, params), args + tuple(params.values()))
     arrays, rmask = unwrap(args)
     promoted = prim.dtypes is not KEEP and _promote(prim, arrays)
     xp = _namespace(arrays)
@@ -482,7 +482,8 @@ def _link_views(prim, src, params, tensors):
 def apply_inplace(prim, args, params, _observed=False):
     """Run ``prim`` and write its result into ``args[0]``'s storage; returns ``args[0]``."""
     if observer is not None and not _observed:
-        return observer.call(prim.name + "_", apply_inplace, (prim, args, params), args)
+        return observer.call(prim.name + "_", apply_inplace, (prim, args, params),
+                             args + tuple(params.values()))
     self = args[0]
     mode = _state.mode
     check_inplace(self, mode)
@@ -510,7 +511,7 @@ def apply_inplace(prim, args, params, _observed=False):
     _write(prim, xp, self, arrays, params)
     self._bump_version()
     if node is not None:
-        rebase_history(self, node)
+        rebase_history(self, node, 0 if node._pos[0] == 0 else None)
         if node._out is True:  # the result the vjps read is self, as it is now
             save_result(node, self)
     return self
@@ -534,6 +535,14 @@ def check_inplace(self, mode):
     view = self._view
     if view is None:
         return
+    custom = self._extra.get("function_view") if self._extra is not None else None
+    if custom is not None and self._requires_grad:
+        raise RuntimeError(
+            f"Output {custom[1]} of {custom[0]} is a view and is being modified inplace. This view "
+            "was created inside a custom Function (or because an input was returned as-is) and the "
+            "autograd logic to handle view+inplace would override the custom backward associated "
+            "with the custom Function, leading to incorrect gradients. This behavior is forbidden. "
+            "You can fix this by cloning the output of the custom Function.")
     base = self._base
     if base._grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")

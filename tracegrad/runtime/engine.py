@@ -16,7 +16,7 @@ from . import grad_mode
 from . import dispatch
 from .anomaly import checked_apply
 from .dispatch import edge_of
-from .node import _FREED_MESSAGE, CLAIMED, SAVED, AccumulateGrad
+from .node import _FREED_MESSAGE, CLAIMED, NOTHING_SAVED, SAVED, AccumulateGrad
 from .tensor import Tensor, wrap
 
 __all__ = ["backward", "grad", "call_node"]
@@ -217,7 +217,10 @@ def _run(roots, root_grads, keep_graph, graph, targets):
         if grads is None or (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
             in_grads = None
         else:
-            consume = node._saved == SAVED and not keep_graph
+            # Without retain_graph, a node holding saved values is consumed by this pass
+            # alone: claiming it fails if another pass (another thread) has claimed or
+            # freed it -- PyTorch's "second time" error, never a doubled gradient.
+            consume = not keep_graph and node._saved != NOTHING_SAVED
             if consume:
                 _claim(node)
             in_grads = apply(node, grads, graph)
@@ -495,16 +498,19 @@ def _run_tensor_hooks(node, grads, graph):
 
 def call_node(node, grads):
     """``node(*grads)``: gradients of the node's inputs from those of its outputs."""
+    expected = 1 if node._outs is None else len(node._outs)
+    if len(grads) != expected:
+        raise TypeError(f"expected {expected} arguments, got {len(grads)} instead")
     for g in grads:
         if g is not None and not isinstance(g, Tensor):
             raise TypeError(f"a node is called with Tensors, got {type(g).__name__}")
     if type(node) is AccumulateGrad:
-        if len(grads) != 1:
-            raise TypeError(f"AccumulateGrad expects 1 gradient, got {len(grads)}")
         if grads[0] is not None:
             _accumulate_grad(node.variable, grads[0]._data, False, False)
         return ()
-    graph = _state.mode == grad_mode.GRAD and any(g is not None and g._requires_grad for g in grads)
+    # In grad mode the computation is recorded: results depend on saved tensors that may
+    # require grad, as in PyTorch.
+    graph = _state.mode == grad_mode.GRAD
     raw = [None if g is None else (g if graph else g._data) for g in grads]
     prev = grad_mode.swap(graph)
     try:

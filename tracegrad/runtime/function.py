@@ -9,6 +9,7 @@ so a ``backward`` written with differentiable operations can be differentiated a
 """
 import functools
 import inspect
+import warnings
 
 from .. import backend
 from . import dispatch, grad_mode
@@ -22,10 +23,10 @@ class FunctionCtx:
     """What ``forward`` may call on ``ctx`` (PyTorch's names)."""
 
     def save_for_backward(self, *tensors):
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
+                                f"{i} is of type {type(t).__name__}")
         self._to_save = tensors
 
     def mark_dirty(self, *tensors):
@@ -59,6 +60,9 @@ class BackwardCFunction(Node, FunctionCtx):
         self._saved_records = ()
         self.needs_input_grad = ()
 
+    def __repr__(self):
+        return f"<{type(self).__module__}.{type(self).__name__} object at {id(self):#x}>"
+
     # -- saved tensors ---------------------------------------------------------------------
     @property
     def saved_tensors(self):
@@ -81,14 +85,16 @@ class BackwardCFunction(Node, FunctionCtx):
         """Call the user's ``backward`` with Tensors; check and return the input gradients."""
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
-        outs = self._out_meta
         given = []
-        for g, (shape, dtype, xp) in zip(grads, outs):
-            if g is None:
+        for g, meta in zip(grads, self._out_meta):
+            if meta is None:  # a non-tensor output: never a gradient
+                given.append(None)
+            elif g is None:
+                shape, dtype, xp = meta
                 given.append(wrap(xp.zeros(shape, dtype=dtype)) if self._materialize_grads else None)
             else:
                 given.append(g if graph else wrap(g))
-        result = self._function.backward(self, *given)
+        result = _user_backward(self._function)(self, *given)
         if not isinstance(result, tuple):
             result = (result,)
         name = type(self).__name__
@@ -112,8 +118,8 @@ def _checked_grad(r, shape, dtype, i, name, graph):
     """A gradient from a custom backward, in the input's dtype and shape (summed down if it
     was broadcast), or PyTorch's error for a shape that cannot be the input's."""
     if not isinstance(r, Tensor):
-        raise TypeError(f"function {name} returned a gradient of type {type(r).__name__} at "
-                        f"position {i + 1}; expected a Tensor or None")
+        raise RuntimeError(f"function {name} returned a gradient of type {type(r).__name__} at "
+                           f"position {i + 1}: expected Variable or None (got {type(r).__name__})")
     if tuple(r.shape) != tuple(shape):
         try:
             r = r.sum_to_size(*shape)
@@ -143,7 +149,7 @@ def _unpack(record, node):
     if current != version:
         t = value if kind == "tensor" else wrap(value)
         raise RuntimeError(version_message(t, current, version, output_of(t) if kind == "tensor" else
-                                           f", which is output {index} of {type(node).__name__},"))
+                                           f", which is output {index} of {node._function.__name__},"))
     if kind == "tensor":
         return value
     return wrap(value, True, node, index)
@@ -170,49 +176,83 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement either the backward or vjp method for your "
                                   "custom autograd.Function to use it with backward mode AD.")
 
-    vjp = backward
+    @staticmethod
+    def vjp(ctx, *grad_outputs):
+        """Another name for ``backward``: a subclass defines one of the two."""
+        raise NotImplementedError("You must implement either the backward or vjp method for your "
+                                  "custom autograd.Function to use it with backward mode AD.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         """Override to write ``forward(*args)`` without ``ctx`` (PyTorch 2 style)."""
         raise NotImplementedError
 
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
+                           "Please use new-style autograd function with static forward method. "
+                           "(Example: https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @classmethod
     def apply(cls, *args, **kwargs):
-        if kwargs:
-            bound = inspect.signature(cls.forward).bind(*((None,) if not _separate_setup(cls) else ()) + args, **kwargs)
-            bound.apply_defaults()
-            args = tuple(bound.arguments.values())[0 if _separate_setup(cls) else 1:]
+        separate = _separate_setup(cls)
+        if kwargs or separate:
+            # PyTorch binds the arguments (defaults included, for setup_context's `inputs`);
+            # keyword-only parameters stay keywords.
+            bound = _signature(cls).bind(*args if separate else (None,) + args, **kwargs)
+            if separate:
+                bound.apply_defaults()
+            args, kwargs = bound.args[0 if separate else 1:], bound.kwargs
         if dispatch.observer is not None:  # profiling: the whole forward is one event
-            return dispatch.observer.span(cls.__name__, _apply, (cls, args), args)
-        return _apply(cls, args)
+            return dispatch.observer.span(cls.__name__, _apply, (cls, args, kwargs), args)
+        return _apply(cls, args, kwargs)
 
 
 def _separate_setup(cls):
     return cls.setup_context is not Function.setup_context
 
 
-def _apply(cls, args):
+def _signature(cls):
+    """``inspect.signature(cls.forward)``, worked out once per class."""
+    sig = cls.__dict__.get("_forward_signature")
+    if sig is None:
+        sig = inspect.signature(cls.forward)
+        cls._forward_signature = sig
+    return sig
+
+
+def _user_backward(fn):
+    """The subclass's ``backward``, or its ``vjp`` (PyTorch's other name); not both."""
+    has_backward, has_vjp = fn.backward is not Function.backward, fn.vjp is not Function.vjp
+    if has_backward and has_vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not "
+                           "allowed. You should only implement one of them.")
+    return fn.vjp if has_vjp else fn.backward
+
+
+def _apply(cls, args, kwargs):
     """Run ``cls.forward`` without recording, then make its node the outputs' history."""
     node = cls._backward_cls()
-    enabled = grad_mode.state.mode == grad_mode.GRAD
-    node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad and enabled for a in args)
+    node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    record = grad_mode.state.mode == grad_mode.GRAD and any(node.needs_input_grad)
     prev = grad_mode.swap(False)
     try:
         if _separate_setup(cls):
-            outputs = cls.forward(*args)
+            outputs = cls.forward(*args, **kwargs)
             cls.setup_context(node, args, outputs)
         else:
-            outputs = cls.forward(node, *args)
+            outputs = cls.forward(node, *args, **kwargs)
     finally:
         grad_mode.restore(prev)
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
-    record = any(node.needs_input_grad)
-    dirty = {id(t) for t in node._dirty}
+    dirty = set()
     for t in node._dirty:
-        if not any(t is a for a in args):
-            raise RuntimeError("mark_dirty only accepts input tensors, but argument wasn't one")
+        if any(t is a for a in args):
+            dirty.add(id(t))
+        else:
+            warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                          "Tensors that have been modified inplace should be passed to "
+                          "ctx.mark_dirty().", UserWarning, stacklevel=3)
     if record:
         _connect(node, args)
         from . import dispatch
@@ -226,13 +266,17 @@ def _apply(cls, args):
             continue
         differentiable = record and o._data.dtype.kind in "fc" and not any(o is t for t in node._non_differentiable)
         if id(o) in dirty:
-            _mark_dirty(o, node if differentiable else None, k)
+            _mark_dirty(o, node if differentiable else None, k, args)
             results.append(o)
             continue
         if any(o is a for a in args):  # an input returned as it is: a fresh view of it
             o = o.view_as(o) if differentiable else o.detach()
         if differentiable:
             o._grad_fn, o._output_nr, o._requires_grad = node, k, True
+            if o._view is not None:  # writing into it would bypass the custom backward
+                if o._extra is None:
+                    o._extra = {}
+                o._extra["function_view"] = (cls.__name__, k)
         results.append(o)
     if record:
         node._out_meta = tuple(_meta_of(o) for o in outs)
@@ -249,11 +293,12 @@ def _connect(node, args):
 
 
 def _meta_of(o):
-    data = o._data if isinstance(o, Tensor) else backend.cpu.asarray(0.0)
-    return (data.shape, data.dtype, backend.namespace_of(data))
+    if not isinstance(o, Tensor):
+        return None
+    return (o._data.shape, o._data.dtype, backend.namespace_of(o._data))
 
 
-def _mark_dirty(t, node, k):
+def _mark_dirty(t, node, k, args):
     """An input ``forward`` modified in place: its version moves on and, when recording,
     its history becomes this node."""
     from .dispatch import check_inplace
@@ -263,8 +308,9 @@ def _mark_dirty(t, node, k):
     check_inplace(t, grad_mode.state.mode)
     t._bump_version()
     if node is not None:
-        rebase_history(t, node)
-        t._output_nr = k
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        view_edge = next(j for j, a in enumerate(tensor_args) if a is t)
+        rebase_history(t, node, view_edge, k)
 
 
 def _save(node, results):
@@ -296,12 +342,36 @@ BackwardCFunction._out_meta = ()
 
 def once_differentiable(backward):
     """Decorator for a ``backward`` that is not itself differentiable: it runs without
-    recording, so a second differentiation sees no dependence (as in PyTorch)."""
+    recording. When a graph of the backward is wanted (``create_graph=True``), its results
+    get a node that raises if anything differentiates through it -- an error, not a
+    silently wrong second derivative (as in PyTorch)."""
     @functools.wraps(backward)
     def wrapper(ctx, *grads):
         prev = grad_mode.swap(False)
         try:
-            return backward(ctx, *grads)
+            outputs = backward(ctx, *grads)
         finally:
             grad_mode.restore(prev)
+        if not grad_mode.is_grad_enabled() or not any(isinstance(g, Tensor) and g.requires_grad
+                                                      for g in grads):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        made = DelayedError.apply(*(o.detach().requires_grad_() if isinstance(o, Tensor) else o
+                                    for o in outs))
+        return made if single or isinstance(made, tuple) else (made,)
     return wrapper
+
+
+class DelayedError(Function):
+    """Passes tensors through; differentiating through it raises (see once_differentiable)."""
+
+    @staticmethod
+    def forward(ctx, *tensors):
+        out = tuple(t.view_as(t) if isinstance(t, Tensor) else t for t in tensors)
+        return out[0] if len(out) == 1 else out
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")

@@ -9,6 +9,7 @@ on first use, so ``type(y.grad_fn).__name__`` and the repr read as in PyTorch.
 :class:`AccumulateGrad` is the node of a leaf that requires grad: it adds incoming
 gradients into the leaf's ``.grad``.
 """
+import math
 import re
 
 from ..rules.core import Meta, meta  # noqa: F401  (meta: re-exported for the dispatcher)
@@ -172,6 +173,21 @@ class FunctionNode(Node):
             if self._saved == FREED:
                 raise RuntimeError(_FREED_MESSAGE)
             raise AttributeError(f"{self.name()} did not save '{key}'")
+        if prim.result_names and key in prim.result_names and self._out is not None:
+            k = prim.result_names.index(key)
+            value = self._unpack_out(False)[k]
+            diff = value.dtype.kind in "fc"
+            return _tensor.wrap(value, diff, self if diff else None, k if diff else 0)
+        for suffix in ("_sym_sizes", "_sym_numel"):  # an operand's shape (always kept)
+            if key.endswith(suffix) and key[:-len(suffix)] in names:
+                i = names.index(key[:-len(suffix)])
+                if i < len(self._args) and hasattr(self._args[i], "shape"):
+                    shape = tuple(int(n) for n in self._args[i].shape)
+                    return shape if suffix == "_sym_sizes" else math.prod(shape)
+        if prim.saved_view is not None:
+            view = prim.saved_view(self._params or {})
+            if key in view:
+                return view[key]
         params = self._params or {}
         if key in params:
             return params[key]
@@ -283,9 +299,12 @@ def output_of(t):
 
 
 def version_message(t, current, expected, which=""):
-    shape = list(t.shape)
+    from .dispatch import anomaly_enabled
+    hint = ("the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+            if anomaly_enabled else
+            "enable anomaly detection to find the operation that failed to compute its gradient, "
+            "with tracegrad.autograd.set_detect_anomaly(True, check_nan=False).")
     return ("one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{t.type()} {shape}]{which} is at version {current}; expected "
-            f"version {expected} instead. Hint: enable anomaly detection to find the operation "
-            "that failed to compute its gradient, with "
-            "tracegrad.autograd.set_detect_anomaly(True).")
+            f"inplace operation: [{t.type()} {list(t.shape)}]{which} is at version {current}; "
+            f"expected version {expected} instead. Hint: {hint}")

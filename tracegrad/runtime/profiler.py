@@ -197,7 +197,8 @@ class profile:
         if group_by_stack_n and not self.with_stack:
             raise RuntimeError("key_averages(group_by_stack_n=...) needs the profile to be "
                                "recorded with with_stack=True")
-        return self._events().key_averages(group_by_input_shape, group_by_stack_n)
+        return self._events().key_averages(group_by_input_shapes=group_by_input_shape,
+                                           group_by_stack_n=group_by_stack_n)
 
     def table(self, sort_by=None, row_limit=100, **kwargs):
         return self._events().table(sort_by=sort_by, row_limit=row_limit, **kwargs)

@@ -12,9 +12,39 @@ __all__ = ["SORT_KEYS", "EventList", "FunctionEvent", "FunctionEventAvg"]
 
 SORT_KEYS = ("cpu_time", "cpu_time_total", "self_cpu_time_total", "cpu_memory_usage",
              "self_cpu_memory_usage", "count")
+# Device columns PyTorch sorts by: accepted, and all zero (only host time is measured).
+DEVICE_KEYS = tuple(f"{pre}{dev}_{what}" for dev in ("cuda", "device")
+                    for pre, what in (("", "time"), ("", "time_total"), ("self_", "time_total"),
+                                      ("", "memory_usage"), ("self_", "memory_usage")))
 
 
-class FunctionEvent:
+class Interval:
+    """An event's span on the clock, in microseconds since the profile started."""
+
+    __slots__ = ("start", "end")
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def elapsed_us(self):
+        return self.end - self.start
+
+    def __repr__(self):
+        return f"Interval(start={self.start:.3f}, end={self.end:.3f})"
+
+
+class _NoDeviceTime:
+    """Every device time and memory figure is zero: tracegrad measures host time."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name in DEVICE_KEYS:
+            return 0
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+class FunctionEvent(_NoDeviceTime):
     """One recorded span. Times are in microseconds, as in PyTorch's events."""
 
     __slots__ = ("id", "name", "thread", "start_ns", "end_ns", "input_shapes", "stack",
@@ -38,6 +68,15 @@ class FunctionEvent:
     count = 1
 
     @property
+    def time_range(self):
+        """Start and end on the host's monotonic clock, in microseconds."""
+        return Interval(self.start_ns / 1000.0, self.end_ns / 1000.0)
+
+    @property
+    def cpu_children(self):
+        return self.children
+
+    @property
     def cpu_time_total(self):
         return (self.end_ns - self.start_ns) / 1000.0
 
@@ -57,11 +96,12 @@ class FunctionEvent:
                 f"cpu_memory_usage={self.cpu_memory_usage} input_shapes={self.input_shapes}>")
 
 
-class FunctionEventAvg:
+class FunctionEventAvg(_NoDeviceTime):
     """Events of one key added together (one row of ``key_averages().table()``)."""
 
-    def __init__(self, key, input_shapes=None, stack=None):
+    def __init__(self, key, input_shapes=None, stack=None, cpu_parent=None):
         self.key = key
+        self.cpu_parent = cpu_parent  # the first event's: top_level_events_only reads it
         self.input_shapes = input_shapes  # kept only when grouping by input shape
         self.stack = stack
         self.count = 0
@@ -97,18 +137,18 @@ class EventList(list):
     def self_cpu_time_total(self):
         return sum(e.self_cpu_time_total for e in self)
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+    def key_averages(self, group_by_input_shapes=False, group_by_stack_n=0):
         """One row per operation name (and input shapes, and the ``group_by_stack_n``
         innermost source locations, when asked), in order of first appearance."""
         rows = {}
         for e in self:
-            key = (e.key, str(e.input_shapes) if group_by_input_shape else None,
+            key = (e.key, str(e.input_shapes) if group_by_input_shapes else None,
                    tuple((e.stack or ())[:group_by_stack_n]) if group_by_stack_n else None)
             row = rows.get(key)
             if row is None:
                 row = rows[key] = FunctionEventAvg(
-                    e.key, e.input_shapes if group_by_input_shape else None,
-                    list(key[2]) if group_by_stack_n else None)
+                    e.key, e.input_shapes if group_by_input_shapes else None,
+                    list(key[2]) if group_by_stack_n else None, e.cpu_parent)
             row.add(e)
         return EventList(rows.values(), self._profile_memory, self._start_ns)
 
@@ -152,9 +192,10 @@ class EventList(list):
 
 
 def _sort_key(sort_by):
-    if sort_by not in SORT_KEYS:
+    if sort_by not in SORT_KEYS and sort_by not in DEVICE_KEYS:
         raise AttributeError(f"table(): cannot sort by {sort_by!r}; choose one of "
-                             f"{', '.join(SORT_KEYS)}")
+                             f"{', '.join(SORT_KEYS)} (device times are all 0: only host "
+                             "time is measured)")
     return lambda e: getattr(e, sort_by)
 
 

@@ -7,6 +7,7 @@ the saved tensor's autograd history, so higher derivatives still work. Hooks are
 per thread and nest; the innermost pair applies.
 """
 import threading
+import weakref
 
 from .tensor import Tensor
 
@@ -27,25 +28,41 @@ def pack_hooks():
 class Packed:
     """A saved tensor as its pack hook returned it, with what autograd needs to know."""
 
-    __slots__ = ("value", "unpack", "grad_fn", "output_nr", "requires_grad")
+    __slots__ = ("value", "unpack", "shape", "grad_fn", "output_nr", "requires_grad", "accumulator")
 
     def __init__(self, tensor, hooks):
+        version = tensor._version
         self.value = hooks[0](tensor)
+        if tensor._version != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
         self.unpack = hooks[1]
+        self.shape = tensor.shape
         self.grad_fn, self.output_nr, self.requires_grad = tensor._grad_fn, tensor._output_nr, tensor._requires_grad
-        if self.grad_fn is None and self.requires_grad:  # a leaf: gradients go to its accumulator
+        self.accumulator = None
+        if self.grad_fn is None and self.requires_grad:  # a leaf: keep its gradient accumulator
             from .dispatch import grad_accumulator
-            self.grad_fn = grad_accumulator(tensor)
+            self.accumulator = grad_accumulator(tensor)
 
     def tensor(self, graph):
-        """The unpacked tensor; with ``graph``, carrying the saved tensor's history."""
+        """The unpacked tensor; with ``graph``, carrying the saved tensor's history (an
+        unpacked leaf is a leaf whose gradients go to the original's accumulator)."""
         t = self.unpack(self.value)
         if not isinstance(t, Tensor):
             raise TypeError(f"unpack hook must return a Tensor, got {type(t).__name__}")
+        if t.shape != self.shape:
+            raise RuntimeError(f"the unpack hook returned a tensor of size {list(t.shape)} for a "
+                               f"tensor saved with size {list(self.shape)}: the sizes must match")
         if not graph:
             return t._data
         from .tensor import wrap
-        return wrap(t._data, self.requires_grad, self.grad_fn, self.output_nr)
+        u = wrap(t._data, self.requires_grad, self.grad_fn, self.output_nr)
+        if self.accumulator is not None:
+            u._acc = weakref.ref(self.accumulator)
+        return u
 
 
 class saved_tensors_hooks:

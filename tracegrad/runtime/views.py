@@ -9,32 +9,84 @@ theirs on next use, so gradients always flow through the base's current history.
 from ..rules.views import copy_slices, replay_view
 from . import grad_mode
 from .hooks import release_retain, retain_grad
+from .node import FREED, Node
 
-__all__ = ["rebase_history", "refresh_view_grad_fn", "refresh_stale_view"]
+__all__ = ["CopySlices", "rebase_history", "refresh_view_grad_fn", "refresh_stale_view"]
 
 
-def rebase_history(t, node):
-    """Make ``node`` (just recorded for an in-place op on ``t``) the history of ``t``; a
-    ``retain_grad()`` follows the tensor to its new history, as in PyTorch."""
+class CopySlices(Node):
+    """The base's history after an in-place op wrote into one of its views, as in PyTorch.
+
+    It wraps the in-place op's node ``fn``: its edges are the base's previous history, then
+    ``fn``'s edges other than the written view's own. Backward takes the region of the
+    base's gradient that the view covers, runs ``fn`` on it, and puts ``fn``'s gradient for
+    the view's old value back into that region (the rest of the base passes straight on).
+    """
+
+    __slots__ = ("fn", "chain", "_view_edge", "_view_nr", "_state", "_outs")
+
+    def __init__(self, base_edge, fn, view_edge, view_nr, chain):
+        self.fn, self.chain = fn, chain
+        self._view_edge, self._view_nr = view_edge, view_nr
+        self._next_functions = (base_edge,) + tuple(
+            e for j, e in enumerate(fn._next_functions) if j != view_edge)
+        self._extra = None
+        self._state = None  # what the engine set (claimed, freed); until then fn's state
+        self._outs = None
+
+    @property
+    def _saved(self):
+        return self.fn._saved if self._state is None else self._state
+
+    @_saved.setter
+    def _saved(self, state):
+        self._state = state
+
+    def name(self):
+        return "torch::autograd::CopySlices"
+
+    def saved_items(self):
+        return self.fn.saved_items()
+
+    def _release(self):
+        self.fn._release()
+        self._state = FREED
+
+    def _apply(self, grads, graph):
+        g = grads[0]
+        region = replay_view(self.chain, g)
+        fn_grads = [None] * (1 if self.fn._outs is None else len(self.fn._outs))
+        fn_grads[self._view_nr] = region.clone() if graph else region.copy()
+        res = self.fn._apply(fn_grads, graph)
+        own = res[self._view_edge] if self._view_edge is not None else None
+        base = copy_slices(g, 0.0 if own is None else own, chain=self.chain)
+        return (base,) + tuple(r for j, r in enumerate(res) if j != self._view_edge)
+
+
+def rebase_history(t, node, view_edge=0, output_nr=0):
+    """Make output ``output_nr`` of ``node`` (just recorded for an in-place op on ``t``)
+    the history of ``t``; ``view_edge`` is the index of ``t``'s own edge among the node's
+    (None if it has none). A ``retain_grad()`` follows the tensor to its new history."""
     retained = t.retains_grad
     if retained:
         release_retain(t)
     if t._base is None or t._view is None:
-        t._grad_fn, t._output_nr, t._requires_grad = node, 0, True
+        t._grad_fn, t._output_nr, t._requires_grad = node, output_nr, True
     else:
-        _rebase_view(t, node)
+        _rebase_view(t, node, view_edge, output_nr)
     if retained:
         retain_grad(t)
 
 
-def _rebase_view(t, node):
-    from .dispatch import _record
-    from .tensor import wrap
+def _rebase_view(t, node, view_edge, output_nr):
+    from .dispatch import anomaly_enabled, edge_of
     base = t._base
     chain = t._view[0]
-    value = wrap(t._data, True, node, 0)
-    base._grad_fn = _record(copy_slices, (base, value), {"chain": chain}, 0b11)
+    base._grad_fn = CopySlices(edge_of(base), node, view_edge, output_nr, chain)
     base._output_nr, base._requires_grad = 0, True
+    if anomaly_enabled:
+        from .anomaly import record_trace
+        record_trace(base._grad_fn)
     _regenerate(t, chain)
 
 
