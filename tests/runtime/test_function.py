@@ -14,13 +14,13 @@ same Functions in PyTorch. The Functions are written once, against a library mod
 """
 import functools
 import re
-import types
 import warnings
 from typing import ClassVar
 
 import numpy as np
 import pytest
 
+from ._functions import with_shared
 from ._helpers import LIB, assert_same, npy, raises_like, tg
 
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -45,22 +45,10 @@ def _f(values, lib=None, requires_grad=True):
 
 @functools.cache
 def _functions(lib):
-    """The custom Functions of these tests, written once against ``lib`` (tracegrad or torch)."""
+    """The custom Functions of these tests, written once against ``lib`` (tracegrad or torch):
+    the shared ones of ``_functions.shared_functions`` (Exp, Cube, CubeSetup, CubeOnce, MulAdd)
+    and this module's own."""
     Function = lib.autograd.Function
-    once_differentiable = lib.autograd.function.once_differentiable
-
-    class Exp(Function):
-        """The documentation's example: saves its output."""
-        @staticmethod
-        def forward(ctx, x):
-            y = x.exp()
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, g):
-            (y,) = ctx.saved_tensors
-            return g * y
 
     class Square(Function):
         """Saves its input."""
@@ -88,59 +76,6 @@ def _functions(lib):
         def backward(ctx, g):
             a, b = ctx.saved_tensors
             return g * b, g * a
-
-    class Cube(Function):
-        """x^3 whose backward is written with differentiable operations."""
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
-
-    class CubeSetup(Function):
-        """x^3 in the PyTorch 2 style: forward without ctx, then setup_context."""
-        @staticmethod
-        def forward(x):
-            return x ** 3
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            (x,) = inputs
-            ctx.save_for_backward(x)
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
-
-    class CubeOnce(Function):
-        """x^3 whose backward is marked @once_differentiable."""
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
-
-    class MulAdd(Function):
-        """Two inputs, two outputs: (a*b, a+b)."""
-        @staticmethod
-        def forward(ctx, a, b):
-            ctx.save_for_backward(a, b)
-            return a * b, a + b
-
-        @staticmethod
-        def backward(ctx, g_prod, g_sum):
-            a, b = ctx.saved_tensors
-            return g_prod * b + g_sum, g_prod * a + g_sum
 
     class Four(Function):
         """Inputs (a, b, k, c) with k a Python number: a*k + b + c; records needs_input_grad."""
@@ -402,7 +337,7 @@ def _functions(lib):
         def backward(ctx, g):
             return g * 2
 
-    return types.SimpleNamespace(**{k: v for k, v in locals().items() if isinstance(v, type)})
+    return with_shared(lib, locals())
 
 
 F = _functions(tg)

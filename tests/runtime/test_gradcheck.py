@@ -16,12 +16,12 @@ tests at the end (marked ``torch``) compare verdicts, warnings and messages with
 import functools
 import importlib
 import re
-import types
 import warnings
 
 import numpy as np
 import pytest
 
+from ._functions import with_shared
 from ._helpers import LIB, npy, raises_like, tg
 
 XS = [0.1, 0.5, -0.3]
@@ -42,20 +42,10 @@ def _gradcheck_error(lib=None):
 
 @functools.cache
 def _functions(lib):
-    """Right and deliberately wrong custom Functions, written once against ``lib``."""
+    """Right and deliberately wrong custom Functions, written once against ``lib``: the right
+    ones of ``_functions.shared_functions`` (Exp, Cube, CubeSetup, CubeOnce, MulAdd) and this
+    module's own."""
     Function = lib.autograd.Function
-
-    class Exp(Function):
-        @staticmethod
-        def forward(ctx, x):
-            y = x.exp()
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, g):
-            (y,) = ctx.saved_tensors
-            return g * y
 
     class BadExp(Function):
         """Backward 10% too large: analytical = 1.1 * exp(x)."""
@@ -70,32 +60,6 @@ def _functions(lib):
             (y,) = ctx.saved_tensors
             return g * y * 1.1
 
-    class Cube(Function):
-        """x^3 with a differentiable backward (so second derivatives are right)."""
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
-
-    class CubeSetup(Function):
-        @staticmethod
-        def forward(x):
-            return x ** 3
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(inputs[0])
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
-
     class CubeDetached(Function):
         """First derivative right, but backward detaches x: its own derivative is lost."""
         @staticmethod
@@ -107,31 +71,6 @@ def _functions(lib):
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
             return 3 * x.detach() ** 2 * g
-
-    class CubeOnce(Function):
-        """First derivative right, backward marked @once_differentiable."""
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        @lib.autograd.function.once_differentiable
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
-
-    class MulAdd(Function):
-        """(a*b, a+b)."""
-        @staticmethod
-        def forward(ctx, a, b):
-            ctx.save_for_backward(a, b)
-            return a * b, a + b
-
-        @staticmethod
-        def backward(ctx, g_prod, g_sum):
-            a, b = ctx.saved_tensors
-            return g_prod * b + g_sum, g_prod * a + g_sum
 
     class MulAddBad(Function):
         """(a*b, a+b) whose backward forgets d(a+b)/db."""
@@ -167,7 +106,7 @@ def _functions(lib):
         def backward(ctx, g):
             return g * ctx.k, None
 
-    return types.SimpleNamespace(**{k: v for k, v in locals().items() if isinstance(v, type)})
+    return with_shared(lib, locals())
 
 
 F = _functions(tg)
