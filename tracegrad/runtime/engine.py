@@ -173,7 +173,18 @@ def _run(roots, root_grads, keep_graph, graph, targets):
             wanted.setdefault((n, nr), []).append(i)
         deps, skip = _count_deps(root_nodes, {n for n, _ in targets})
     captured = [None] * (len(targets) if targets is not None else 0)
+    claimed = () if keep_graph else _claim_all(deps, skip)
+    try:
+        _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep_graph, graph, targets)
+    finally:
+        for node in claimed:  # nodes this pass did not consume (no gradient reached them,
+            if node._saved == CLAIMED:  # or an error stopped the pass) keep their values
+                node._saved = SAVED
+    return captured
 
+
+def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep_graph, graph, targets):
+    """The pass itself: nodes run when their last incoming gradient has arrived."""
     # Gradients waiting for a node with several consumers; a node whose last input has
     # arrived moves to `ready` together with its gradients.
     buffers = {}
@@ -217,19 +228,13 @@ def _run(roots, root_grads, keep_graph, graph, targets):
         if grads is None or (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
             in_grads = None
         else:
-            # Without retain_graph, a node holding saved values is consumed by this pass
-            # alone: claiming it fails if another pass (another thread) has claimed or
-            # freed it -- PyTorch's "second time" error, never a doubled gradient.
-            consume = not keep_graph and node._saved != NOTHING_SAVED
-            if consume:
-                _claim(node)
             in_grads = apply(node, grads, graph)
             if extra is not None and extra.get("hooks"):
                 in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
                 grads = in_grads  # returned by a hook: never adopted as a leaf's .grad
             elif node._opaque:
                 grads = in_grads  # a custom backward's results may be held by the user too
-            if consume:
+            if not keep_graph and node._saved == CLAIMED:
                 node._release()
         j = -1
         for nxt, nr in node._next_functions:
@@ -260,7 +265,6 @@ def _run(roots, root_grads, keep_graph, graph, targets):
                 deps[nxt] = d - 1
                 if g is not None:
                     _buffer(buffers, fresh, nxt, nr, g, grads, graph)
-    return captured
 
 
 def _plain_apply(node, grads, graph):
@@ -270,13 +274,24 @@ def _plain_apply(node, grads, graph):
 _CLAIMS = threading.Lock()
 
 
-def _claim(node):
-    """Take a node's saved values for this backward pass alone: a second pass through the
-    same graph (another thread, without retain_graph) fails cleanly instead of racing."""
+def _claim_all(deps, skip):
+    """Take the saved values of every node this pass will run, for this pass alone (one
+    lock for the whole graph): a second pass through the same graph without retain_graph
+    -- another thread, or a repeat -- fails at once with PyTorch's "second time" error,
+    before any gradient moves, instead of racing or doubling a gradient."""
+    claimed = []
     with _CLAIMS:
-        if node._saved != SAVED:
-            raise RuntimeError(_FREED_MESSAGE)
-        node._saved = CLAIMED
+        for node in deps:
+            state = node._saved
+            if state == NOTHING_SAVED or node in skip:
+                continue
+            if state != SAVED:
+                for n in claimed:
+                    n._saved = SAVED
+                raise RuntimeError(_FREED_MESSAGE)
+            node._saved = CLAIMED
+            claimed.append(node)
+    return claimed
 
 
 def _buffer(buffers, fresh, node, nr, g, incoming, graph):

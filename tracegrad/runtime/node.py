@@ -267,6 +267,7 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable",)
     _outs = None  # one output, like a FunctionNode of a single-output rule
+    _saved = 0  # NOTHING_SAVED: the engine never claims it
 
     def __init__(self, variable):
         self.variable = variable
