@@ -139,6 +139,33 @@ def test_show_saved_numbers(monkeypatch):
     assert edges[("a\n(2)", "PowBackward0", 'style=dotted, dir=none, label="self", fontsize=10')] == 1
 
 
+def test_show_saved_skips_values_modified_in_place_or_freed():
+    """A saved result changed in place since, or a custom Function's saved tensors freed by
+    backward: the graph still draws, without those saved boxes."""
+    x = tg.tensor([1., 2.], requires_grad=True)
+    z = (x * 1).exp()
+    z.add_(1)
+    boxes, edges = labelled(to_dot(z * 2, params={"x": x}, show_saved=True))
+    assert not any("dotted" in style and target == "ExpBackward0" for _, target, style in edges)
+
+    class Square(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 2 * a * g
+
+    y = Square.apply(x)
+    assert any("dotted" in k[2] for k in labelled(to_dot(y, show_saved=True))[1])
+    y.sum().backward()
+    assert y.grad_fn.saved_items() == []
+    assert not any("dotted" in k[2] for k in labelled(to_dot(y, show_saved=True))[1])
+
+
 def test_several_outputs_share_their_graph():
     a = tg.tensor([1., 2.], requires_grad=True)
     h = a.exp()

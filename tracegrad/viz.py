@@ -152,7 +152,11 @@ def to_dot(output, params=None, show_saved=False):
                 g.edges.append(f"\t{g.visit(nf, queue)} -> {bid}")
     if show_saved:  # after the walk, so that every leaf box is known
         for node, bid in order:
-            for name, value in node.saved_items():
+            try:
+                items = node.saved_items()
+            except RuntimeError:  # a saved value was modified in place since: nothing to show
+                items = []
+            for name, value in items:
                 style = "style=dotted, dir=none"
                 sid = g.ids.get(("leaf", id(value))) if isinstance(value, Tensor) else None
                 if sid is not None:  # the leaf's own box: the edge says what it is saved as

@@ -155,6 +155,44 @@ def _functions(lib):
         def backward(ctx, g):
             return g, g
 
+    class DirtyPair(Function):
+        """Doubles both inputs in place, marks both dirty and returns both."""
+        @staticmethod
+        def forward(ctx, x, y):
+            x.mul_(2)
+            y.mul_(2)
+            ctx.mark_dirty(x, y)
+            return x, y
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            return gx * 2, gy * 2
+
+    class DirtyNotReturned(Function):
+        """Like DirtyPair but returns only x: y was modified and not given back."""
+        @staticmethod
+        def forward(ctx, x, y):
+            x.mul_(2)
+            y.mul_(2)
+            ctx.mark_dirty(x, y)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    class DirtyAndMore(Function):
+        """Doubles x in place (marked dirty) and returns it with a second, fresh tensor."""
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, x * 3
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            return gx * 2 + gy * 6
+
     class DirtyNotInput(Function):
         """Marks a fresh tensor (not an input) dirty."""
         @staticmethod
@@ -606,6 +644,60 @@ def test_mark_dirty_on_a_non_input_warns_and_goes_on():
     np.testing.assert_allclose(npy(x.grad), [2.0, 2.0])
 
 
+DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. "
+                      "The inputs that are modified inplace must all be outputs of the Function.")
+DIRTY_VIEW = ("If your Function modifies inplace an input that is a view of another Tensor, your Function "
+              "cannot return more than one Tensor.")
+
+
+@pytest.mark.skipif(LIB == "torch", reason="stronger than PyTorch, which rebases the first input before it raises")
+def test_mark_dirty_of_an_input_not_returned_raises_and_rewrites_no_history():
+    """Both inputs changed (versions moved on) but only one came back: PyTorch's error, and
+    neither input's history was rewritten."""
+    a = _f([1.0, 2.0])
+    c, d = a * 1, a * 1
+    vc, vd = c._version, d._version
+    with pytest.raises(RuntimeError, match=re.escape(DIRTY_NOT_RETURNED)):
+        F.DirtyNotReturned.apply(c, d)
+    assert c._version > vc and d._version > vd
+    assert c.grad_fn.name() == d.grad_fn.name() == "MulBackward0"
+
+
+def test_mark_dirty_view_with_a_second_output_raises():
+    """An in-place Function on a view may return only that one tensor."""
+    base = _f([1.0, 2.0, 3.0]) * 1
+    with pytest.raises(RuntimeError, match=re.escape(DIRTY_VIEW)):
+        F.DirtyAndMore.apply(base[:2])
+    assert base.grad_fn.name() == "MulBackward0"
+
+
+def test_mark_dirty_view_with_a_second_output_is_fine_without_recording():
+    base = _f([1.0, 2.0, 3.0], requires_grad=False)
+    x, y = F.DirtyAndMore.apply(base[:2])
+    np.testing.assert_allclose(npy(base), [2.0, 4.0, 3.0])
+    np.testing.assert_allclose(npy(y), [6.0, 12.0])
+
+
+@pytest.mark.skipif(LIB == "torch", reason="stronger than PyTorch, which rebases the first input before it raises")
+def test_mark_dirty_checks_every_input_before_rewriting_any_history():
+    """The second dirty input is a leaf requiring grad: the error comes before the first
+    (valid) input's history is rebased onto the node."""
+    c = _f([1.0, 2.0]) * 1
+    leaf = _f([3.0, 4.0])
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place"):
+        F.DirtyPair.apply(c, leaf)
+    assert c.grad_fn.name() == "MulBackward0"
+
+
+def test_mark_dirty_pair_gradients():
+    a = _f([1.0, 2.0])
+    c, d = a * 1, a * 3
+    x, y = F.DirtyPair.apply(c, d)
+    assert x is c and y is d and x.grad_fn is y.grad_fn
+    (x + y).sum().backward()
+    np.testing.assert_allclose(npy(a.grad), [8.0, 8.0])
+
+
 # ------------------------------------------------------------------------------ non-differentiable, materialize
 
 
@@ -928,6 +1020,15 @@ def test_in_place_on_a_view_output_is_forbidden():
         y.mul_(2)
 
 
+def test_in_place_on_a_view_of_a_view_output_is_forbidden_too():
+    """The refusal passes on to views of the output, named after the last view op."""
+    y = F.Head.apply(_f([1.0, 2.0]) * 1)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Output 0 of Slice is a view and is being modified inplace. This view was created inside "
+            "a custom Function")):
+        y[:1].mul_(2)
+
+
 # ------------------------------------------------------------------------------ oracle: PyTorch
 
 
@@ -1059,10 +1160,24 @@ def _err_view_inplace(lib):
     _functions(lib).Head.apply(_f([1.0, 2.0], lib) * 1).mul_(2)
 
 
+def _err_view_of_view_inplace(lib):
+    _functions(lib).Head.apply(_f([1.0, 2.0], lib) * 1)[:1].mul_(2)
+
+
+def _err_dirty_not_returned(lib):
+    a = _f([1.0, 2.0], lib)
+    _functions(lib).DirtyNotReturned.apply(a * 1, a * 1)
+
+
+def _err_dirty_view_two_outputs(lib):
+    _functions(lib).DirtyAndMore.apply((_f([1.0, 2.0, 3.0], lib) * 1)[:2])
+
+
 @pytest.mark.torch
 @pytest.mark.parametrize("prog", [_err_wrong_count, _err_number_input, _err_shape, _err_not_a_tensor,
                                   _err_freed, _err_save_number, _err_saved_output, _err_dirty_leaf,
-                                  _err_view_inplace], ids=lambda p: p.__name__[len("_err_"):])
+                                  _err_view_inplace, _err_view_of_view_inplace, _err_dirty_not_returned,
+                                  _err_dirty_view_two_outputs], ids=lambda p: p.__name__[len("_err_"):])
 def test_errors_same_as_pytorch(prog):
     """Same exception type and text as PyTorch (library names swapped; the anomaly hint at the
     end of the version error is left out, it names each library's own switch)."""

@@ -157,6 +157,34 @@ def test_gradcheck_leaves_inputs_as_they_were():
     assert x.grad is None and x.requires_grad and x.is_leaf
 
 
+def test_non_contiguous_input_is_perturbed_in_its_own_storage():
+    """A transposed input: each perturbation reaches the function (a correct gradient
+    passes, the Jacobian is not all zeros) and the version counter never moves."""
+    x = tg.tensor(np.arange(6.0).reshape(2, 3) / 7).t().requires_grad_()
+    assert not x.is_contiguous()
+    v0 = x._version
+    assert _check(lambda a: (a * a).sum(0), (x,)) is True
+    assert x._version == v0
+    with pytest.raises(_gradcheck_error(), match="Jacobian mismatch"):
+        _check(lambda a: (a * a).detach().sum(0) + a.sum(0) * 0, (x,))
+
+
+@pytest.mark.skipif(LIB == "torch", reason="PyTorch leaves the perturbed value in place")
+def test_input_is_restored_when_the_function_raises():
+    x = _f()
+    calls = []
+
+    def fails_on_second_call(a):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("boom")
+        return a * 2
+
+    with pytest.raises(ValueError, match="boom"):
+        _check(fails_on_second_call, (x,))
+    np.testing.assert_array_equal(npy(x), XS)
+
+
 # ------------------------------------------------------------------------------ failing
 
 

@@ -264,6 +264,19 @@ def test_inplace_in_grad_mode_on_view_made_in_no_grad_raises():
     np.testing.assert_array_equal(y.detach().numpy(), [1.0, 2.0, 2.0, 2.0])
 
 
+def test_inplace_on_a_view_of_a_no_grad_view_raises():
+    """A view taken in grad mode of a view made in no_grad inherits the refusal; PyTorch
+    names the last view op and its output."""
+    y = _f([1.0, 2.0, 3.0], requires_grad=True) * 1
+    with tg.no_grad():
+        v = y[:2]
+    w = v[:1]
+    with pytest.raises(RuntimeError, match=r"^Output 0 of Slice is a view of a view which was created in no_grad "
+                                           r"mode and is being modified inplace with grad mode enabled"):
+        w.mul_(2)
+    np.testing.assert_array_equal(y.detach().numpy(), [1.0, 2.0, 3.0])
+
+
 def test_setitem_shape_mismatch_messages():
     x = tg.arange(6.0)
     with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(3\) must match the existing size "
@@ -430,12 +443,65 @@ def test_gradient_through_inplace_unary_ops(op, deriv):
     np.testing.assert_allclose(x.grad.numpy(), deriv(xv), rtol=1e-12)
 
 
+def test_clamp_inplace_with_tensor_bounds_hand_derived():
+    """One ClampBackward0 in place: x's gradient where it stayed inside, each bound's where
+    it was applied."""
+    x = _f([1.0, 5.0, -3.0], requires_grad=True)
+    lo = _f([0.0, 0.0, 0.0], requires_grad=True)
+    hi = _f([2.0, 2.0, 2.0], requires_grad=True)
+    y = x * 1
+    assert y.clamp_(lo, hi) is y
+    assert y.grad_fn.name() == "ClampBackward0"
+    np.testing.assert_array_equal(y.detach().numpy(), [1.0, 2.0, 0.0])
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(lo.grad.numpy(), [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(hi.grad.numpy(), [0.0, 1.0, 0.0])
+
+
+def test_clamp_min_and_max_inplace_with_tensor_bounds():
+    x = tg.tensor([1, 5, -3])
+    x.clamp_min_(tg.tensor([2, 2, 2])).clamp_max_(tg.tensor([4, 4, 4]))
+    assert x.tolist() == [2, 4, 2] and x.dtype == tg.int64
+    y = _f([1.0, 5.0, -3.0])
+    y.clamp_(max=tg.tensor(0.5, dtype=tg.float64))
+    assert y.tolist() == [0.5, 0.5, -3.0]
+
+
+def test_retained_grad_of_a_base_follows_a_write_through_its_view():
+    """b.retain_grad() before writing into b[0:1]: b.grad is the gradient for b as it is
+    now (after the write), as in PyTorch."""
+    x = _f([1.0, 5.0, -3.0], requires_grad=True)
+    b = x * 1
+    b.retain_grad()
+    b[0:1].mul_(3)
+    (b * b).sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [6.0, 10.0, -6.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [18.0, 10.0, -6.0])
+
+
 def test_overwritten_values_get_zero_gradient():
     x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 1
     y[0] = 10.0
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("keep_view", [True, False])
+def test_double_backward_through_a_result_saving_inplace_op_on_a_view(keep_view):
+    # exp_ on a view saves its result; under create_graph that result's history is the
+    # written view's (through CopySlices), whether or not the view is still alive.
+    x = _f([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    v = b[0:2]
+    v.exp_()
+    if not keep_view:
+        del v
+    g, = tg.autograd.grad((b * b).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [2 * np.exp(2.0), 2 * np.exp(4.0), 6.0])
+    g.sum().backward()  # d/dx of 2 exp(2x) is 4 exp(2x); of 2x, 2
+    np.testing.assert_allclose(x.grad.numpy(), [4 * np.exp(2.0), 4 * np.exp(4.0), 2.0])
 
 
 def test_view_made_before_inplace_on_base_sees_new_history():
@@ -671,7 +737,16 @@ def _p_masked_fill_via_view(L):
     return {"x.grad": x.grad, "y": y, "fn": grad_name(y)}
 
 
-PROGRAMS = [_p_chain, _p_setitem_row, _p_view_mul_by_grad_tensor, _p_view_of_exp, _p_two_leaves,
+def _p_double_backward_view_exp(L):
+    x = _f([0.5, 1.0, 1.5], L, True)
+    b = x * x
+    b[1:].exp_()
+    g, = L.autograd.grad((b * b).sum(), x, create_graph=True)
+    (g * g).sum().backward()
+    return {"x.grad": x.grad, "g": g, "fn": grad_name(b)}
+
+
+PROGRAMS = [_p_double_backward_view_exp, _p_chain, _p_setitem_row, _p_view_mul_by_grad_tensor, _p_view_of_exp, _p_two_leaves,
             _p_transposed_view_add, _p_clamp, _p_masked_fill, _p_index_put_tensor_index,
             _p_boolean_mask_set, _p_overlapping_views, _p_view_of_view_setitem, _p_neg_pow_sub,
             _p_scatter, _p_zero_add_copy, _p_deep_view_fill, _p_view_before_base_inplace,

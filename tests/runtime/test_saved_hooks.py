@@ -8,8 +8,10 @@ nest (the innermost pair wins), are per thread, and apply only inside their cont
 The errors PyTorch raises for a pack hook that modifies its input in place, and for an
 unpack hook that returns something unusable, are pinned too.
 """
+import gc
 import re
 import threading
+import weakref
 from collections import Counter
 
 import numpy as np
@@ -228,6 +230,22 @@ def test_saved_self_and_saved_result_go_through_unpack():
     assert result.grad_fn is z.grad_fn and result.requires_grad
     again = z.grad_fn._saved_result
     assert len(calls) == 3 and again is not result
+
+
+@pytest.mark.skipif(LIB == "torch", reason="PyTorch's nodes take no weak references")
+def test_saved_result_does_not_keep_its_node_alive():
+    """A node that saved its own output through hooks is freed as soon as the output goes
+    (reference counting alone, no cycle for the garbage collector to find)."""
+    x = _leaf(A)
+    with tg.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+        z = x.exp()
+    node = weakref.ref(z.grad_fn)
+    gc.disable()
+    try:
+        del z
+        assert node() is None
+    finally:
+        gc.enable()
 
 
 def test_unpacked_saved_leaf_is_a_leaf():

@@ -327,6 +327,17 @@ def test_out_of_range_tensor_index_raises_index_error():
         x[tg.tensor([0, 5])]
 
 
+def test_numpy_integer_scalars_index_like_ints():
+    """``x[np.int64(1)]`` is a basic index: a view (Select) of the same storage."""
+    x = tg.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    y = x * 1
+    row = y[np.int64(1)]
+    assert row._base is y and row.grad_fn.name() == "SelectBackward0"
+    assert y[np.int64(-1), np.int32(2)].item() == 5.0
+    (row * row).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 0], [6, 8, 10]])
+
+
 def test_len_and_iteration_unbind_dim0():
     x = tg.arange(6).view(3, 2)
     assert len(x) == 3

@@ -5,6 +5,7 @@ input that requires grad; the analytical one from one ``autograd.grad`` call per
 element. On a mismatch the error names the output/input pair, prints both Jacobians as
 PyTorch does, and lists the entries that differ -- the part a learner reads first.
 """
+import itertools
 import warnings
 
 from ..runtime import engine
@@ -28,18 +29,23 @@ def _outputs(func, inputs):
 
 def _numerical(func, inputs, i, out_index, eps):
     """d outputs[out_index] / d inputs[i] by central differences, laid out as PyTorch
-    prints it: one row per input element, one column per output element."""
+    prints it: one row per input element, one column per output element. Elements are
+    perturbed in the input's own storage (any strides; its version does not move) and
+    always put back, even when ``func`` raises."""
     x = inputs[i]
-    flat = x.detach().reshape(-1)  # a view: perturbing it perturbs x in place
+    data = x._data
     n_out = _outputs(func, inputs)[out_index].numel()
     jac = zeros(x.numel(), n_out, dtype=x.dtype)
-    for k in range(x.numel()):  # (func runs in grad mode: gradgradcheck's func needs it)
-        orig = flat[k].item()
-        flat[k] = orig + eps
-        plus = _outputs(func, inputs)[out_index].detach().reshape(-1).clone()
-        flat[k] = orig - eps
-        minus = _outputs(func, inputs)[out_index].detach().reshape(-1).clone()
-        flat[k] = orig
+    # (func runs in grad mode: gradgradcheck's func needs it)
+    for k, idx in enumerate(itertools.product(*map(range, data.shape))):
+        orig = data[idx].item()
+        try:
+            data[idx] = orig + eps
+            plus = _outputs(func, inputs)[out_index].detach().reshape(-1).clone()
+            data[idx] = orig - eps
+            minus = _outputs(func, inputs)[out_index].detach().reshape(-1).clone()
+        finally:
+            data[idx] = orig
         jac[k] = (plus - minus) / (2 * eps)
     return jac
 

@@ -5,9 +5,12 @@ basic indexing becomes a view rule and advanced indexing a copying rule whose gr
 scatter-adds. ``x[i] = v`` is a write through a view (``CopySlices``) for basic indices and
 ``index_put_`` for advanced ones, as in PyTorch.
 """
+import numbers
+
 from .. import backend
 from ..rules import index as I
 from ..rules.memory import copy
+from ..runtime import grad_mode
 from ..runtime.dispatch import apply_inplace
 from ..runtime.shapes import broadcast_shapes
 from ..runtime.tensor import Tensor
@@ -36,7 +39,8 @@ def split_index(x, index):
         elif isinstance(p, bool):
             parts.append(I.ARRAY)
             arrays.append(backend.cpu.asarray(p))
-        elif isinstance(p, int):
+        elif isinstance(p, numbers.Integral):  # NumPy's integer scalars index as ints too
+            p = int(p)
             if dim >= ndim:
                 raise IndexError(f"too many indices for tensor of dimension {ndim}")
             size = x.shape[dim]
@@ -103,7 +107,10 @@ def getitem(x, index):
 def basic_view(x, structure, whole=False):
     """``x[structure]`` as PyTorch records it: one view per indexed dimension (a select per
     int, a slice per slice that is not the whole dimension, an unsqueeze per None), or an
-    alias when nothing changes. ``whole``: a lone slice index, always recorded."""
+    alias when nothing changes. ``whole``: a lone slice index, always recorded. With
+    nothing to record, one view does it all."""
+    if not (x._requires_grad and grad_mode.state.mode == grad_mode.GRAD):
+        return I.basic_index(x, index=tuple(structure))
     steps = _view_steps(tuple(x.shape), structure, whole)
     if not steps:
         return I.basic_index(x, index=())

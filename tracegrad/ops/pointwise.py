@@ -244,6 +244,21 @@ def _clamp_params(self, min=None, max=None):
     return (), {"min": scalar(min), "max": scalar(max)}
 
 
+def _clamp_(self, min=None, max=None):
+    """``x.clamp_(min, max)``; tensor bounds write one ClampBackward0 (float) or
+    maximum/minimum (integers) into ``x``, as ``clamp`` computes them."""
+    if not (isinstance(min, Tensor) or isinstance(max, Tensor)):
+        return apply_inplace(A.clamp, (self,), _clamp_params(self, min, max)[1])
+    if self.dtype.is_floating_point:
+        bounds = (-math.inf if min is None else min, math.inf if max is None else max)
+        return apply_inplace(A.clamp_tensor, (self,) + bounds, _NO)
+    if min is not None:
+        apply_inplace(A.maximum, (self, min), _NO)
+    if max is not None:
+        apply_inplace(A.minimum, (self, max), _NO)
+    return self
+
+
 def _rsub(self, other):
     return apply(A.sub, (other, self), _NO)
 
@@ -318,9 +333,9 @@ METHODS = {
     "allclose": allclose, "isclose": isclose,
     "add_": _inplace(A.add, _alpha), "sub_": _inplace(A.sub, _alpha), "mul_": _inplace(A.mul),
     "div_": _inplace(A.div), "pow_": _inplace(A.pow), "neg_": _inplace(A.neg),
-    "clamp_": _inplace(A.clamp, _clamp_params), "clip_": _inplace(A.clamp, _clamp_params),
-    "clamp_min_": _inplace(A.clamp, lambda self, min: ((), {"min": scalar(min), "max": None})),
-    "clamp_max_": _inplace(A.clamp, lambda self, max: ((), {"min": None, "max": scalar(max)})),
+    "clamp_": _clamp_, "clip_": _clamp_,
+    "clamp_min_": lambda self, min: _clamp_(self, min=min),
+    "clamp_max_": lambda self, max: _clamp_(self, max=max),
     "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
     "remainder_": _inplace(A.remainder), "floor_divide_": _inplace(A.floor_divide),
 }

@@ -73,7 +73,8 @@ def _unwrap_nested(data):
 
 def _recorded(factory):
     """A factory that shows up in a running profile as ``tracegrad::<name>`` (so the
-    memory it allocates is counted); with no profiler the cost is one test."""
+    memory it allocates is counted). With no profiler the cost is one extra Python call
+    and a test (about 0.3 us), small next to building a tensor."""
     name = "tracegrad::" + factory.__name__
 
     @functools.wraps(factory)

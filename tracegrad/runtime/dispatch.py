@@ -17,6 +17,7 @@ from .shapes import broadcast_shapes, expand_shape
 from .tensor import Tensor, mark_inference, wrap
 from .saved_hooks import Packed, pack_hooks
 from .views import rebase_history, refresh_stale_view
+from .inplace_checks import check_inplace, forward_name
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
 
@@ -52,7 +53,7 @@ def unwrap(args):
     return arrays, rmask
 
 
-def apply(prim, args, params, _observed=False):
+def apply(prim, args, params, *, _observed=False):
     """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
     if observer is not None and not _observed:
         return observer.call(prim.name, apply, (prim, args, params), args + tuple(params.values()))
@@ -99,7 +100,7 @@ def eager_unary(prim):
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(1) == (0,)
 
-    def op(x, _observed=False):
+    def op(x, *, _observed=False):
         if observer is not None and not _observed:
             return observer.call(prim.name, op, (x,), (x,))
         data = x._data
@@ -128,7 +129,7 @@ def eager_binary(prim):
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
 
-    def op(a, b, _observed=False):
+    def op(a, b, *, _observed=False):
         if observer is not None and not _observed:
             return observer.call(prim.name, op, (a, b), (a, b))
         ad = a._data
@@ -460,13 +461,19 @@ def _outputs(prim, args, params, out, node):
 def _link_views(prim, src, params, tensors):
     """Make ``tensors`` views of ``src``'s base: shared version counter, the chain of view
     rules from the base (to re-derive history after in-place writes), and -- for views
-    made without recording, as in PyTorch -- the base's ``requires_grad``."""
+    made without recording, as in PyTorch -- the base's ``requires_grad``. What forbids
+    in-place writes into ``src`` is inherited: made without recording (``tracked`` None:
+    a view of such a view), or made by a custom Function."""
     base = src._base if src._base is not None else src
     vc = src._version_counter()
-    chain = src._view[0] if src._view is not None else ()
+    view = src._view
+    chain = view[0] if view is not None else ()
     mode = _state.mode
     tracked = mode == _GRAD
+    if tracked and view is not None and not view[2]:
+        tracked = None
     inference = src.is_inference()
+    custom = src._extra is not None and "function_view" in src._extra
     for k, t in enumerate(tensors):
         t._base = base
         t._vc = vc
@@ -475,11 +482,13 @@ def _link_views(prim, src, params, tensors):
             t._requires_grad = True
         if inference and not t.is_inference():
             mark_inference(t)  # a view of an inference tensor is one too
+        if custom:
+            t._extra = dict(t._extra or (), function_view=(forward_name(prim, params), k))
 
 
 # -- in place ----------------------------------------------------------------------------------
 
-def apply_inplace(prim, args, params, _observed=False):
+def apply_inplace(prim, args, params, *, _observed=False):
     """Run ``prim`` and write its result into ``args[0]``'s storage; returns ``args[0]``."""
     if observer is not None and not _observed:
         return observer.call(prim.name + "_", apply_inplace, (prim, args, params),
@@ -520,48 +529,6 @@ def apply_inplace(prim, args, params, _observed=False):
 def _scalar_type_name(np_dtype):
     """PyTorch's name for a dtype in messages: Float, Double, Long, ComplexFloat..."""
     return _dt.from_numpy_dtype(np_dtype).scalar_name
-
-
-def check_inplace(self, mode):
-    """PyTorch's refusals for writing into ``self`` in the current grad ``mode``."""
-    if self._extra is not None and self._extra.get("inference") and mode != _INFERENCE:
-        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
-                           "allowed.You can make a clone to get a normal tensor before doing "
-                           "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.")
-    if mode != _GRAD:
-        return
-    if self._grad_fn is None and self._requires_grad and self._base is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    view = self._view
-    if view is None:
-        return
-    custom = self._extra.get("function_view") if self._extra is not None else None
-    if custom is not None and self._requires_grad:
-        raise RuntimeError(
-            f"Output {custom[1]} of {custom[0]} is a view and is being modified inplace. This view "
-            "was created inside a custom Function (or because an input was returned as-is) and the "
-            "autograd logic to handle view+inplace would override the custom backward associated "
-            "with the custom Function, leading to incorrect gradients. This behavior is forbidden. "
-            "You can fix this by cloning the output of the custom Function.")
-    base = self._base
-    if base._grad_fn is None and base._requires_grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    chain, _, tracked = view
-    if not tracked and self._requires_grad:
-        raise RuntimeError(
-            "A view was created in no_grad mode and is being modified inplace with grad mode "
-            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
-            "can clarify your code by moving both the view and the inplace either both inside the "
-            "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
-            "want the inplace to be tracked).")
-    prim, params, k = chain[-1]
-    if prim.nout != 1 and self._requires_grad:
-        op = prim.node_name((), params).replace("Backward0", "")
-        raise RuntimeError(
-            f"Output {k} of {op} is a view and is being modified inplace. This view is the output "
-            "of a function that returns multiple views. Such functions do not allow the output "
-            "views to be modified inplace. You should replace the inplace operation by an "
-            "out-of-place one.")
 
 
 def _write(prim, xp, self, arrays, params):

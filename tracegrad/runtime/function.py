@@ -74,6 +74,8 @@ class BackwardCFunction(Node, FunctionCtx):
     saved_variables = saved_tensors
 
     def saved_items(self):
+        if self._saved == FREED:
+            return []
         return [(f"saved_tensors[{i}]", t) for i, t in enumerate(self.saved_tensors) if t is not None]
 
     def _release(self):
@@ -253,9 +255,10 @@ def _apply(cls, args, kwargs):
             warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
                           "Tensors that have been modified inplace should be passed to "
                           "ctx.mark_dirty().", UserWarning, stacklevel=3)
+    if dirty:
+        _check_dirty(node._dirty, dirty, outs, record)
     if record:
         _connect(node, args)
-        from . import dispatch
         if dispatch.anomaly_enabled:
             from .anomaly import record_trace
             record_trace(node)
@@ -298,15 +301,39 @@ def _meta_of(o):
     return (o._data.shape, o._data.dtype, backend.namespace_of(o._data))
 
 
+_DIRTY_NOT_RETURNED = (
+    "Some elements marked as dirty during the forward method were not returned as output. The "
+    "inputs that are modified inplace must all be outputs of the Function.")
+_DIRTY_VIEW_WITH_MORE_OUTPUTS = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. You "
+    "should either make sure the input is not a view (using .clone() for example) or make your "
+    "Function only return one Tensor (potentially splitting it into two Functions: one doing the "
+    "inplace that returns a single Tensor and a second one that does the other operations). You can "
+    "ask on the forum https://discuss.pytorch.org/ if you need help to do this change.")
+
+
+def _check_dirty(marked, dirty, outs, record):
+    """PyTorch's refusals for inputs ``forward`` modified in place, all made before any
+    history is rewritten. The values did change, so the versions move on regardless."""
+    tensors = list({id(t): t for t in marked if id(t) in dirty}.values())
+    for t in tensors:
+        t._bump_version()
+    if not dirty <= {id(o) for o in outs}:
+        raise RuntimeError(_DIRTY_NOT_RETURNED)
+    mode = grad_mode.state.mode
+    for t in tensors:
+        if t._grad_fn is None and t._requires_grad and mode == grad_mode.GRAD:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        dispatch.check_inplace(t, mode)
+        if record and len(outs) > 1 and t._base is not None and t._requires_grad:
+            raise RuntimeError(_DIRTY_VIEW_WITH_MORE_OUTPUTS)
+
+
 def _mark_dirty(t, node, k, args):
-    """An input ``forward`` modified in place: its version moves on and, when recording,
-    its history becomes this node."""
-    from .dispatch import check_inplace
+    """An input ``forward`` modified in place (checked and its version moved on by
+    ``_check_dirty``): when recording, its history becomes this node."""
     from .views import rebase_history
-    if t._grad_fn is None and t._requires_grad and grad_mode.state.mode == grad_mode.GRAD:
-        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-    check_inplace(t, grad_mode.state.mode)
-    t._bump_version()
     if node is not None:
         tensor_args = [a for a in args if isinstance(a, Tensor)]
         view_edge = next(j for j, a in enumerate(tensor_args) if a is t)

@@ -125,6 +125,10 @@ class FunctionNode(Node):
                 raise RuntimeError(version_message(_tensor.wrap(out[k]), vc[0], v,
                                                    f", which is output {k} of {_op_name(self)},"))
         if graph:
+            link = self._extra.get("result_link") if self._extra is not None else None
+            linked = link.wrap(out[0]) if link is not None and single else None
+            if linked is not None:  # an in-place op on a view: see views.WrittenView
+                return linked
             out = tuple(_tensor.wrap(o, True, self, k) for k, o in enumerate(out))
         return out[0] if single else out
 

@@ -41,9 +41,13 @@ class Packed:
                 "in-place operations on the input to a pack hook.")
         self.unpack = hooks[1]
         self.shape = tensor.shape
-        self.grad_fn, self.output_nr, self.requires_grad = tensor._grad_fn, tensor._output_nr, tensor._requires_grad
+        # weakly: a saved output's grad_fn is the node that holds this record (no cycle);
+        # a saved input's is held by that node's edges anyway
+        fn = tensor._grad_fn
+        self.grad_fn = weakref.ref(fn) if fn is not None else None
+        self.output_nr, self.requires_grad = tensor._output_nr, tensor._requires_grad
         self.accumulator = None
-        if self.grad_fn is None and self.requires_grad:  # a leaf: keep its gradient accumulator
+        if fn is None and self.requires_grad:  # a leaf: keep its gradient accumulator
             from .dispatch import grad_accumulator
             self.accumulator = grad_accumulator(tensor)
 
@@ -59,7 +63,8 @@ class Packed:
         if not graph:
             return t._data
         from .tensor import wrap
-        u = wrap(t._data, self.requires_grad, self.grad_fn, self.output_nr)
+        u = wrap(t._data, self.requires_grad, self.grad_fn() if self.grad_fn is not None else None,
+                 self.output_nr)
         if self.accumulator is not None:
             u._acc = weakref.ref(self.accumulator)
         return u

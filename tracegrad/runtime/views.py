@@ -6,6 +6,9 @@ tracked)``). Writing into a view in grad mode makes the base's new history a
 replaying the chain. Other views of the same base notice the version change and re-derive
 theirs on next use, so gradients always flow through the base's current history.
 """
+import weakref
+
+from .. import backend
 from ..rules.views import copy_slices, replay_view
 from . import grad_mode
 from .hooks import release_retain, retain_grad
@@ -82,12 +85,55 @@ def _rebase_view(t, node, view_edge, output_nr):
     from .dispatch import anomaly_enabled, edge_of
     base = t._base
     chain = t._view[0]
+    retained = base.retains_grad  # the base's retained grad follows it to its new history
+    if retained:
+        release_retain(base)
     base._grad_fn = CopySlices(edge_of(base), node, view_edge, output_nr, chain)
     base._output_nr, base._requires_grad = 0, True
+    if retained:
+        retain_grad(base)
     if anomaly_enabled:
         from .anomaly import record_trace
         record_trace(base._grad_fn)
     _regenerate(t, chain)
+    node._extras()["result_link"] = WrittenView(t)
+
+
+class WrittenView:
+    """Where the saved result of an in-place op on a view joins a graph of the backward.
+
+    The result is the view as written, so under ``create_graph`` its history is the view's
+    new ``grad_fn`` (replayed over ``CopySlices``), as in PyTorch -- not the in-place node
+    itself, which runs only inside ``CopySlices``. Both are held weakly (no reference
+    cycle through the node); a view that died meanwhile is replayed again over the base's
+    shape, which is all a view node needs.
+    """
+
+    __slots__ = ("_grad_fn", "_output_nr", "_copy_slices", "_chain", "_base_shape")
+
+    def __init__(self, t):
+        self._grad_fn, self._output_nr = weakref.ref(t._grad_fn), t._output_nr
+        self._copy_slices, self._chain = weakref.ref(t._base._grad_fn), t._view[0]
+        self._base_shape = t._base.shape
+
+    def wrap(self, data):
+        """``data`` (the saved result) as a Tensor of the written view's history, or None
+        when that history is gone (then no backward can reach the node either)."""
+        from .tensor import wrap
+        fn = self._grad_fn()
+        if fn is not None:
+            return wrap(data, True, fn, self._output_nr)
+        copy_slices_node = self._copy_slices()
+        if copy_slices_node is None:
+            return None
+        xp = backend.namespace_of(data)
+        base = wrap(xp.broadcast_to(xp.zeros((), data.dtype), self._base_shape), True, copy_slices_node, 0)
+        prev = grad_mode.swap(True, False)
+        try:
+            view = replay_view(self._chain, base)
+        finally:
+            grad_mode.restore(prev)
+        return wrap(data, True, view._grad_fn, view._output_nr)
 
 
 def refresh_stale_view(t):
