@@ -4,7 +4,8 @@ when installed).
   chain: 200 steps of ``x = tanh(x * 1.01 + 0.1)`` on 16 float32 values, forward and
          backward -- almost pure per-operation overhead;
   mlp:   one SGD training step of a 784-512-512-10 ReLU network with softmax
-         cross-entropy at batch 256 (float32) -- almost pure array work.
+         cross-entropy at batch 256 (float32) -- almost pure array work; tracegrad and
+         torch run it with nn.Sequential, F.cross_entropy and optim.SGD.
 
 Run: ``python benchmarks/eager_overhead.py`` (``--quick`` for fewer repeats).
 Each figure is the best of several timed rounds, after a warm-up; the contenders run in
@@ -118,20 +119,25 @@ def mlp_numpy(params, x, y):
 
 
 def mlp_eager(lib, params, x, y):
-    params = [lib.tensor(p, requires_grad=True) for p in params]
+    """The same step as a user writes it: nn.Linear + nn.ReLU in nn.Sequential,
+    F.cross_entropy and optim.SGD, starting from the same weights as the NumPy step."""
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(SIZES[0], SIZES[1]), nn.ReLU(),
+                          nn.Linear(SIZES[1], SIZES[2]), nn.ReLU(),
+                          nn.Linear(SIZES[2], SIZES[3]))
+    linears = [m for m in model if isinstance(m, nn.Linear)]
+    with lib.no_grad():
+        for layer, w, b in zip(linears, params[::2], params[1::2]):
+            layer.weight.copy_(lib.tensor(w.T))     # nn.Linear keeps (out, in)
+            layer.bias.copy_(lib.tensor(b))
+    optimizer = lib.optim.SGD(model.parameters(), lr=LR)
     xt, yt = lib.tensor(x), lib.tensor(y)
 
     def step():
-        w1, b1, w2, b2, w3, b3 = params
-        a1 = (xt @ w1 + b1).relu()
-        a2 = (a1 @ w2 + b2).relu()
-        z = a2 @ w3 + b3
-        loss = -z.log_softmax(1).gather(1, yt[:, None]).mean()
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(xt), yt)
         loss.backward()
-        with lib.no_grad():
-            for q in params:
-                q -= LR * q.grad
-                q.grad = None
+        optimizer.step()
         return loss
     return step
 

@@ -23,6 +23,8 @@ from .runtime import dispatch as _dispatch  # noqa: F401  (registers the eager h
 from . import ops as _ops
 from .ops import return_types  # noqa: F401
 from . import autograd, cuda, profiler, viz  # noqa: F401
+from . import datasets, models, nn, optim  # noqa: F401
+from .serialization import *  # noqa: F403
 
 globals().update(_ops.FUNCTIONS)
 

@@ -107,6 +107,14 @@ def _prod(x, dim=None, keepdim=False, dtype=None):
     return x if keepdim else x.squeeze(tuple(dim))
 
 
+def _nll_loss_backward(g, target, weight, shape, reduction, ignore_index):
+    """PyTorch's gradient of nll_loss for an input of ``shape``, as a function of ``g``
+    (nll_loss is linear, so the input's value does not matter)."""
+    x = torch.zeros(shape, dtype=g.dtype, requires_grad=True)
+    loss = F.nll_loss(x, target, weight, reduction=reduction, ignore_index=ignore_index)
+    return torch.autograd.grad(loss, x, g, create_graph=True)[0]
+
+
 def _fn(name):
     return lambda *args: getattr(torch, name)(*args)
 
@@ -199,7 +207,47 @@ TORCH.update({
     "gelu": lambda x, approximate="none": F.gelu(x, approximate=approximate),
     "softmax": lambda x, dim: torch.softmax(x, dim),
     "log_softmax": lambda x, dim: torch.log_softmax(x, dim),
+    # -- losses
+    "mse_loss": lambda x, y, reduction="mean": F.mse_loss(x, y, reduction=reduction),
+    "smooth_l1_loss": lambda x, y, reduction="mean", beta=1.0: F.smooth_l1_loss(x, y, reduction=reduction, beta=beta),
+    "huber_loss": lambda x, y, reduction="mean", delta=1.0: F.huber_loss(x, y, reduction=reduction, delta=delta),
+    "nll_loss": lambda x, t, w, reduction="mean", ignore_index=-100: F.nll_loss(
+        x, t, w, reduction=reduction, ignore_index=ignore_index),
+    "nll_loss_backward": lambda g, t, w, shape, reduction="mean", ignore_index=-100: _nll_loss_backward(
+        g, t, w, shape, reduction, ignore_index),
+    "binary_cross_entropy": lambda x, y, w, reduction="mean": F.binary_cross_entropy(x, y, w, reduction=reduction),
+    "binary_cross_entropy_with_logits": lambda x, y, w, pw, reduction="mean": F.binary_cross_entropy_with_logits(
+        x, y, w, reduction=reduction, pos_weight=pw),
+    # -- layers (tracegrad/rules/nn.py)
+    # (output, mean, invstd): our rules differentiate the statistics too, so composed here
+    "batch_norm": lambda x, w, b, eps: (F.batch_norm(x, None, None, w, b, True, 0.0, eps),
+                                        *_moments(x, [0, *range(2, x.ndim)], eps, keepdim=False)),
+    "batch_norm_eval": lambda x, w, b, rm, rv, eps: F.batch_norm(x, rm, rv, w, b, False, 0.0, eps),
+    "layer_norm": lambda x, w, b, normalized_shape, eps: (
+        F.layer_norm(x, normalized_shape, w, b, eps),
+        *_moments(x, list(range(x.ndim - len(normalized_shape), x.ndim)), eps, keepdim=True)),
+    "group_norm": lambda x, w, b, num_groups, eps: (
+        # (a weight of ones when there is none: PyTorch's backward fails for a bias alone)
+        F.group_norm(x, num_groups, torch.ones(x.shape[1], dtype=x.dtype) if w is None and b is not None else w,
+                     b, eps),
+        *_moments(x.reshape(x.shape[0], num_groups, int(np.prod(x.shape[1:])) // num_groups), [2], eps,
+                  keepdim=False)),
+    "embedding": lambda w, i, padding_idx=-1: torch.embedding(w, i, padding_idx),
+    "constant_pad_nd": lambda x, pad, value=0.0: torch.constant_pad_nd(x, pad, value),
+    "pad_nd": lambda x, pad, mode: F.pad(x, pad, mode=mode),
+    "pad_nd_backward": lambda g, pad, mode, shape: _pad_backward(g, pad, mode, shape),
 })
+
+
+def _moments(x, dims, eps, keepdim):
+    """The mean and 1 / sqrt(biased variance + eps) over ``dims``, as differentiable ops."""
+    return x.mean(dims, keepdim=keepdim), (x.var(dims, correction=0, keepdim=keepdim) + eps).rsqrt()
+
+
+def _pad_backward(g, pad, mode, shape):
+    """PyTorch's gradient of F.pad for an input of ``shape``, as a function of ``g``."""
+    x = torch.zeros(shape, dtype=g.dtype, requires_grad=True)
+    return torch.autograd.grad(F.pad(x, pad, mode=mode), x, g, create_graph=True)[0]
 
 
 # -- random broadcasting inputs ------------------------------------------------------------------
@@ -375,7 +423,42 @@ EDGES = [
     ("sigmoid", (_a(-800, 800),), {}), ("logsigmoid", (_a(-800, 800),), {}), ("silu", (_a(-800, 800),), {}),
     ("mish", (_a(-800, 800),), {}), ("softplus", (_a(-800, 800),), {}), ("gelu", (_a(-30, 30),), {}),
     ("gelu", (_a(-30, 30),), {"approximate": "tanh"}),
+    # losses: kinks, floored logs, saturated logits, nothing to average over
+    ("smooth_l1_loss", (_a(-1, 0, 1, 2), _a(0, 0, 0, 1)), {"reduction": "none"}),
+    ("huber_loss", (_a(-2, 0, 2, 3), _a(0, 0, 0, 1)), {"reduction": "sum", "delta": 2.0}),
+    ("binary_cross_entropy", (_a(0, 1, 0, 1, 1e-50), _a(0, 1, 1, 0, 0.5), None), {"reduction": "none"}),
+    ("binary_cross_entropy_with_logits", (_a(-800, 800, 0), _a(1, 0, 0.5), None, _a(2, 2, 2)), {"reduction": "sum"}),
+    ("nll_loss", (np.ones((2, 3)), np.array([-100, -100]), None), {}),
+    ("nll_loss", (np.ones((2, 3)), np.array([1, 1]), _a(1, 0, 1)), {}),
+    ("nll_loss_backward", (np.array(1.0), np.array([-100, -100]), None), {"shape": (2, 3)}),
+    ("nll_loss_backward", (np.array(1.0), np.array([1, 2]), _a(1, 0, 1)), {"shape": (2, 3)}),
 ]
+
+
+# -- convolution and pooling (tracegrad/rules/conv.py, pool.py) ----------------------------------
+
+def _conv_weight_grad(input, grad, kernel_size, stride, padding, dilation, groups):
+    """PyTorch's weight gradient of a convolution of ``input``, cut to ``grad``'s size."""
+    w = torch.zeros((grad.shape[1], input.shape[1] // groups, *kernel_size), dtype=input.dtype, requires_grad=True)
+    y = torch.convolution(input, w, None, stride, padding, dilation, False, [0] * len(stride), groups)
+    y = y[(slice(None), slice(None)) + tuple(slice(0, n) for n in grad.shape[2:])]
+    return torch.autograd.grad(y, w, grad, create_graph=True)[0]
+
+
+TORCH.update({
+    "convolution": torch.convolution if torch else None,
+    "convolution_backward_input": torch.convolution if torch else None,
+    "convolution_backward_weight": _conv_weight_grad,
+    "max_pool2d": lambda x, indices, **p: F.max_pool2d(x, **p),
+    "max_pool2d_backward": lambda g, x, indices, **p: torch.ops.aten.max_pool2d_with_indices_backward(
+        g, x, p["kernel_size"], p["stride"], p["padding"], p["dilation"], p["ceil_mode"], indices),
+    "avg_pool2d": lambda x, **p: F.avg_pool2d(x, **p),
+    "avg_pool2d_backward": lambda g, x, **p: torch.ops.aten.avg_pool2d_backward(
+        g, x, p["kernel_size"], p["stride"], p["padding"], p["ceil_mode"], p["count_include_pad"],
+        p["divisor_override"]),
+    "adaptive_avg_pool2d": lambda x, output_size: torch.ops.aten._adaptive_avg_pool2d(x, output_size),
+    "adaptive_avg_pool2d_backward": lambda g, x: torch.ops.aten._adaptive_avg_pool2d_backward(g, x),
+})
 
 
 # -- running one call on both sides ---------------------------------------------------------------

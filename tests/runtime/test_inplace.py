@@ -480,6 +480,24 @@ def test_retained_grad_of_a_base_follows_a_write_through_its_view():
     np.testing.assert_array_equal(x.grad.numpy(), [18.0, 10.0, -6.0])
 
 
+@pytest.mark.parametrize("norm", [
+    lambda F, x: F.batch_norm(x, None, None, training=True),
+    lambda F, x: F.layer_norm(x, (4,)),
+    lambda F, x: F.group_norm(x, 1),
+], ids=["batch_norm", "layer_norm", "group_norm"])
+def test_inplace_on_a_normalization_output_is_allowed(norm):
+    """The norms save their statistics, not their output (``out += identity`` in a resnet
+    block): the in-place add changes nothing in the gradient, which sums to ~0 per group."""
+    x = tg.tensor(np.arange(24.0).reshape(2, 3, 4) ** 1.5 / 10, requires_grad=True)
+    y = norm(tg.nn.functional, x)
+    y += 1
+    (y * y).sum().backward()
+    plain = x.detach().clone().requires_grad_()
+    z = norm(tg.nn.functional, plain) + 1
+    (z * z).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), plain.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
 def test_overwritten_values_get_zero_gradient():
     x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 1

@@ -1,10 +1,7 @@
 """Seed 004 (blog post "Autograd": Tensor attributes, backward / autograd.grad, grad_fn and
 next_functions, register_hook).
 
-Real PyTorch 2.x names win over the post's: ``ExpBackward0`` (not ``ExpBackward``). The
-``nn.Parameter`` of the hook examples is replaced by a plain leaf with requires_grad=True.
-Out of scope here: ``Node.register_hook`` (``op1.register_hook(operator_hook)``), nn,
-``model.eval()``.
+Real PyTorch 2.x names win over the post's: ``ExpBackward0`` (not ``ExpBackward``).
 """
 import re
 import warnings
@@ -305,7 +302,7 @@ def test_another_example_backward_values(capsys):
 def test_print_grad_hook_halves_gradient(capsys):
     """``def print_grad(grad): print(grad); return grad / 2``; ``w.register_hook(print_grad)``;
     ``loss = (w - 1) ** 2``; ``loss.mean().backward()`` between "before backward" and "after
-    backward" (w a plain leaf instead of nn.Parameter)."""
+    backward"."""
     seen = []
 
     def print_grad(grad):
@@ -314,7 +311,7 @@ def test_print_grad_hook_halves_gradient(capsys):
         return grad / 2
 
     torch.manual_seed(0)
-    w = torch.randn(2, 2, requires_grad=True)
+    w = torch.nn.Parameter(torch.randn(2, 2))
     w.register_hook(print_grad)
     loss = (w - 1) ** 2
     print('before backward')
@@ -328,20 +325,25 @@ def test_print_grad_hook_halves_gradient(capsys):
     assert out == f"before backward\n{seen[0]}\nafter backward\n{w.grad}\n"
 
 
-def test_parameter_hook_runs_on_each_backward(capsys):
-    """``w.register_hook(parameter_hook)``; ``y = w + 1; print(y.grad_fn); y.sum().backward()``
-    twice ("first"/"second"): the tensor hook prints each time and, returning None, leaves the
-    gradient unchanged. (``op1.register_hook(operator_hook)`` is out of scope.)"""
+def test_parameter_and_operator_hooks(capsys):
+    """``w.register_hook(parameter_hook)``; ``y = w + 1; op1 = y.grad_fn; print(op1);
+    op1.register_hook(operator_hook); y.sum().backward()``, then the same with ``z`` and no
+    operator hook: the operator hook runs once, before the tensor hook, only for ``op1``; the
+    tensor hook prints each time and, returning None, leaves the gradient unchanged."""
     def parameter_hook(grad):
         print('parameter hook')
 
-    w = torch.randn(2, 2, requires_grad=True)
+    def operator_hook(*grads):
+        print('operator hook')
+
+    w = torch.nn.Parameter(torch.randn(2, 2))
     w.register_hook(parameter_hook)
 
     print('first')
     y = w + 1
     op1 = y.grad_fn
     print(op1)
+    op1.register_hook(operator_hook)
     y.sum().backward()
 
     print('second')
@@ -351,7 +353,8 @@ def test_parameter_hook_runs_on_each_backward(capsys):
     z.sum().backward()
 
     out = capsys.readouterr().out
-    pat = r"first\n{0}\nparameter hook\nsecond\n{0}\nparameter hook\n".format(node_pattern("AddBackward0"))
+    pat = r"first\n{0}\noperator hook\nparameter hook\nsecond\n{0}\nparameter hook\n".format(
+        node_pattern("AddBackward0"))
     assert re.fullmatch(pat, out), out
     assert op1 is not op2
     np.testing.assert_allclose(arr(w.grad), np.full((2, 2), 2.))

@@ -13,7 +13,7 @@ from ..rules import linalg as L
 from ..rules import reduce as R
 from ..runtime.dispatch import binary
 from ..runtime.shapes import expand_shape
-from ..runtime.tensor import Tensor
+from ..runtime.tensor import PLAIN_SUBCLASSES as _PLAIN, Tensor
 from ._args import scalar, wrap_dim
 from .shape import permute, reshape
 
@@ -391,7 +391,7 @@ def _sublist_equation(args):
 
 def __matmul__(self, other):
     """``self @ other``; two matrices of one dtype go straight to the eager fast path."""
-    if type(other) is Tensor:
+    if type(other) is Tensor or type(other) in _PLAIN:
         a, b = self._data, other._data
         if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.shape[1] == b.shape[0] \
                 and a.dtype.kind != "b":

@@ -9,7 +9,7 @@ a ``tests/rules/samples_*.py`` module (the table-walking gradient check refuses 
 without them).
 """
 from . import core, broadcast, unary, arith, views, memory, shape, index, reduce  # noqa: F401
-from . import linalg, activation  # noqa: F401
+from . import linalg, activation, conv, pool, loss, nn  # noqa: F401
 from .core import OUT, TABLE, Meta, Primitive, primitive  # noqa: F401
 
 __all__ = ["TABLE", "Primitive", "primitive", "Meta", "OUT"]

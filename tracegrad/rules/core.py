@@ -96,11 +96,11 @@ class Primitive:
                  "inplace_impl", "cast", "number_edges", "argnames", "variadic", "params", "vjps",
                  "uses", "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal",
                  "_diff_pos", "_diff_flags", "_plans", "node_classes", "node_cls", "saved_names",
-                 "saved_view", "result_names", "__weakref__")
+                 "saved_view", "result_names", "saved_outputs", "__weakref__")
 
     def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, view=False, nout=1,
                  ufunc=None, linear=False, diagonal=False, cast=None, number_edges=True,
-                 saved_names=None, saved_view=None, result_names=None):
+                 saved_names=None, saved_view=None, result_names=None, saved_outputs=None):
         self.name = name or impl.__name__.rstrip("_")
         self.impl = impl
         self.node = node
@@ -138,6 +138,10 @@ class Primitive:
         # (a select's dim and index, a split's split_size...); and names for saved outputs
         self.saved_view = saved_view
         self.result_names = result_names
+        # For a multi-output primitive whose vjps read ``out``: the outputs they read (None:
+        # all). The others are neither kept nor version-checked, as in PyTorch (batch norm
+        # saves its mean and invstd, not its output, so ``out += x`` after it is allowed).
+        self.saved_outputs = saved_outputs
         if self.name in TABLE:
             raise ValueError(f"primitive {self.name!r} is already in the rule table")
         TABLE[self.name] = self

@@ -14,7 +14,7 @@ from ..rules.core import FLOAT, KEEP, register_handler
 from . import grad_mode
 from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, meta, node_class
 from .shapes import broadcast_shapes, expand_shape
-from .tensor import Tensor, mark_inference, wrap
+from .tensor import PLAIN_SUBCLASSES as _PLAIN, Tensor, mark_inference, wrap
 from .saved_hooks import Packed, pack_hooks
 from .views import rebase_history, refresh_stale_view
 from .inplace_checks import check_inplace, forward_name
@@ -136,7 +136,7 @@ def eager_binary(prim):
         tb = type(b)
         if a._view is not None:
             refresh_stale_view(a)
-        if tb is Tensor:
+        if tb is Tensor or tb in _PLAIN:
             bd = b._data
             if bd.dtype != ad.dtype:
                 return apply(prim, (a, b), _NO_PARAMS)
@@ -199,16 +199,20 @@ def save_result(node, result):
     tensor(s), version-stamped: (data, version counter, version), tuples for several --
     or, under saved-tensor hooks, (packed result(s), None, None)."""
     hooks = pack_hooks()
+    single = isinstance(result, Tensor)
+    if not single and node._prim.saved_outputs is not None:  # None stands for an output not kept
+        result = tuple(t if k in node._prim.saved_outputs else None for k, t in enumerate(result))
     if hooks is not None:
-        packed = Packed(result, hooks) if isinstance(result, Tensor) else tuple(Packed(t, hooks) for t in result)
+        packed = Packed(result, hooks) if single else tuple(None if t is None else Packed(t, hooks) for t in result)
         node._out = (packed, None, None)
         return
-    if isinstance(result, Tensor):
+    if single:
         vc = result._version_counter()
         node._out = (result._data, vc, vc[0])
     else:
-        vcs = tuple(t._version_counter() for t in result)
-        node._out = (tuple(t._data for t in result), vcs, tuple(vc[0] for vc in vcs))
+        vcs = tuple(None if t is None else t._version_counter() for t in result)
+        node._out = (tuple(None if t is None else t._data for t in result), vcs,
+                     tuple(None if vc is None else vc[0] for vc in vcs))
 
 
 def _kernel_error(exc, arrays):
@@ -374,7 +378,7 @@ def _record_fast(prim, a, b, rmask):
         if ea[0] is None:
             return None
         return _new_node(prim, (a,), _NO_PARAMS, (ea,), [sa], vers, save_idx or save_out, save_out, _POS0)
-    if type(b) is Tensor:
+    if type(b) is Tensor or type(b) in _PLAIN:
         eb = edge_of(b)
         edges, pos = (ea, eb), _POS01
         if 1 in save_idx:
@@ -561,7 +565,7 @@ def _write_error(exc, prim, self, arrays):
 
 def _eager(prim, args, params):
     """The rule table's handler for Tensor operands (``tracegrad.exp(t)`` lands here)."""
-    if not params and prim.nout == 1 and not prim.view and type(args[0]) is Tensor:
+    if not params and prim.nout == 1 and not prim.view and (type(args[0]) is Tensor or type(args[0]) in _PLAIN):
         if len(args) == 1:
             return eager_unary(prim)(args[0])
         if len(args) == 2:

@@ -116,12 +116,12 @@ class FunctionNode(Node):
             raise RuntimeError(_FREED_MESSAGE)
         out, vcs, vers = self._out
         if vcs is None:  # stored by saved-tensor hooks
-            return tuple(p.tensor(graph) for p in out) if type(out) is tuple else out.tensor(graph)
+            return tuple(None if p is None else p.tensor(graph) for p in out) if type(out) is tuple else out.tensor(graph)
         single = type(out) is not tuple
         if single:
             out, vcs, vers = (out,), (vcs,), (vers,)
         for k, (vc, v) in enumerate(zip(vcs, vers)):
-            if vc[0] != v:
+            if vc is not None and vc[0] != v:  # (None: an output the vjps do not read)
                 raise RuntimeError(version_message(_tensor.wrap(out[k]), vc[0], v,
                                                    f", which is output {k} of {_op_name(self)},"))
         if graph:
@@ -129,7 +129,7 @@ class FunctionNode(Node):
             linked = link.wrap(out[0]) if link is not None and single else None
             if linked is not None:  # an in-place op on a view: see views.WrittenView
                 return linked
-            out = tuple(_tensor.wrap(o, True, self, k) for k, o in enumerate(out))
+            out = tuple(o if o is None else _tensor.wrap(o, True, self, k) for k, o in enumerate(out))
         return out[0] if single else out
 
     def _release(self):
@@ -180,6 +180,8 @@ class FunctionNode(Node):
         if prim.result_names and key in prim.result_names and self._out is not None:
             k = prim.result_names.index(key)
             value = self._unpack_out(False)[k]
+            if value is None:
+                raise AttributeError(f"{self.name()} did not save '{key}'")
             diff = value.dtype.kind in "fc"
             return _tensor.wrap(value, diff, self if diff else None, k if diff else 0)
         for suffix in ("_sym_sizes", "_sym_numel"):  # an operand's shape (always kept)

@@ -19,6 +19,10 @@ __all__ = ["Tensor", "Size", "wrap", "is_tensor"]
 _ARRAY_TYPES = set(backend.ARRAY_TYPES)
 _new = object.__new__
 
+# Tensor subclasses (nn.Parameter, nn.Buffer) that operations treat exactly like Tensor, so
+# the eager fast paths (which test ``type(x) is Tensor``) take them too.
+PLAIN_SUBCLASSES = set()
+
 
 class Size(tuple):
     """The shape of a tensor: a tuple that prints like ``torch.Size``."""

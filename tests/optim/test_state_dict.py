@@ -1,0 +1,141 @@
+"""``state_dict``/``load_state_dict``: PyTorch's layout, a round trip that continues exactly
+like an uninterrupted run, deep copies, casting to the parameters' dtype, pickling."""
+import pickle
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+from . import _problem
+from .test_trajectories import CONFIGS, IDS
+
+
+def _trained(name, kwargs, group_options, steps):
+    """(optimizer, params, loss) after ``steps`` steps on the problem."""
+    params, loss = _problem.make(tg)
+    cls = getattr(tg.optim, name)
+    opt = cls(_problem.groups(params, group_options) if group_options is not None else params, **kwargs)
+    _run(opt, loss, steps)
+    return opt, params, loss
+
+
+def _run(opt, loss, steps):
+    for _ in range(steps):
+        opt.zero_grad()
+        loss().backward()
+        opt.step()
+
+
+@pytest.mark.parametrize("name, kwargs, group_options", CONFIGS, ids=IDS)
+def test_round_trip_continues_exactly(name, kwargs, group_options):
+    whole, whole_params, whole_loss = _trained(name, kwargs, group_options, 10)
+    saved = pickle.loads(pickle.dumps(whole.state_dict()))
+    _run(whole, whole_loss, 10)
+
+    params, loss = _problem.make(tg)
+    trained = _trained(name, kwargs, group_options, 10)[1]
+    with tg.no_grad():
+        for p, q in zip(params, trained):
+            p.copy_(q)
+    resumed = getattr(tg.optim, name)(
+        _problem.groups(params, {}) if group_options is not None else params, **kwargs)
+    resumed.load_state_dict(saved)
+    _run(resumed, loss, 10)
+    for p, q in zip(params, whole_params):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    strip = [{k: v for k, v in g.items() if k != "params"} for g in whole.param_groups]
+    assert [{k: v for k, v in g.items() if k != "params"} for g in resumed.param_groups] == strip
+    assert [q for g in resumed.param_groups for q in g["params"]] == params
+
+
+def test_layout():
+    w, b = tg.ones(2, requires_grad=True), tg.ones(3, requires_grad=True)
+    opt = tg.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.9)
+    w.grad = tg.ones(2)
+    opt.step()
+    sd = opt.state_dict()
+    assert list(sd) == ["state", "param_groups"]
+    assert list(sd["state"]) == [0] and list(sd["state"][0]) == ["momentum_buffer"]
+    assert sd["state"][0]["momentum_buffer"] is opt.state[w]["momentum_buffer"]  # as PyTorch: no copy
+    assert [g["params"] for g in sd["param_groups"]] == [[0], [1]]
+    assert sd["param_groups"][1] == {"lr": 0.5, "momentum": 0.9, "dampening": 0, "weight_decay": 0,
+                                     "nesterov": False, "maximize": False, "foreach": None,
+                                     "differentiable": False, "fused": None, "params": [1]}
+    assert opt.param_groups[0]["params"] == [w]  # packing left the groups alone
+
+
+def test_load_deep_copies():
+    w = tg.ones(2, requires_grad=True)
+    source = tg.optim.Adam([w], lr=0.1)
+    w.grad = tg.ones(2)
+    source.step()
+    sd = source.state_dict()
+    before = {k: v.numpy().copy() for k, v in sd["state"][0].items()}
+    v = tg.ones(2, requires_grad=True)
+    target = tg.optim.Adam([v], lr=0.5)
+    target.load_state_dict(sd)
+    assert target.param_groups[0]["lr"] == 0.1 and target.param_groups[0]["params"] == [v]
+    sd["param_groups"][0]["lr"] = 9.0
+    assert target.param_groups[0]["lr"] == 0.1
+    v.grad = tg.ones(2)
+    target.step()
+    for key, value in before.items():  # the loaded optimizer wrote into its own copies
+        np.testing.assert_array_equal(sd["state"][0][key].numpy(), value)
+    assert target.state[v]["step"].item() == 2.0
+
+
+def test_load_casts_to_parameter_dtype_but_not_step():
+    w = tg.ones(2, dtype=tg.float64, requires_grad=True)
+    opt = tg.optim.Adam([w])
+    w.grad = tg.ones(2, dtype=tg.float64)
+    opt.step()
+    v = tg.ones(2, dtype=tg.float32, requires_grad=True)
+    other = tg.optim.Adam([v])
+    other.load_state_dict(opt.state_dict())
+    assert other.state[v]["exp_avg"].dtype == tg.float32
+    assert other.state[v]["step"].dtype == tg.float32  # the step count keeps its own dtype
+
+
+def test_load_old_numeric_step():
+    w = tg.ones(2, requires_grad=True)
+    opt = tg.optim.Adam([w], lr=0.1)
+    opt.load_state_dict({"state": {0: {"step": 3, "exp_avg": tg.zeros(2), "exp_avg_sq": tg.zeros(2)}},
+                         "param_groups": [{"params": [0], "lr": 0.2, "betas": (0.9, 0.999), "eps": 1e-8,
+                                           "weight_decay": 0, "amsgrad": False}]})
+    step = opt.state[w]["step"]
+    assert isinstance(step, tg.Tensor) and step.item() == 3.0
+    assert opt.param_groups[0]["maximize"] is False  # options the old dict lacks come from defaults
+    w.grad = tg.ones(2)
+    opt.step()
+    assert opt.state[w]["step"].item() == 4.0
+
+
+def test_adamw_stays_decoupled():
+    w = tg.ones(2, requires_grad=True)
+    adam = tg.optim.Adam([w], weight_decay=0.1)
+    adamw = tg.optim.AdamW([tg.ones(2, requires_grad=True)])
+    adamw.load_state_dict(adam.state_dict())
+    assert adamw.param_groups[0]["decoupled_weight_decay"] is True
+
+
+def test_state_of_unknown_keys_is_kept():
+    w = tg.ones(2, requires_grad=True)
+    opt = tg.optim.SGD([w])
+    opt.load_state_dict({"state": {"note": {"a": [1, 2]}}, "param_groups": [{"params": [0], "lr": 0.3}]})
+    assert opt.state["note"] == {"a": [1, 2]} and opt.param_groups[0]["lr"] == 0.3
+
+
+@pytest.mark.torch
+def test_state_dict_as_torch():
+    torch = pytest.importorskip("torch")
+    dicts = []
+    for lib in (tg, torch):
+        params, loss = _problem.make(lib)
+        opt = lib.optim.RMSprop([{"params": [params[0]]}, {"params": [params[1]], "lr": 0.1}], momentum=0.5)
+        loss().backward()
+        opt.step()
+        dicts.append(opt.state_dict())
+    ours, theirs = dicts
+    assert ours["param_groups"] == theirs["param_groups"]
+    assert {k: list(v) for k, v in ours["state"].items()} == {k: list(v) for k, v in theirs["state"].items()}

@@ -1,0 +1,125 @@
+"""20-step trajectories of every optimizer and option set on the same small problem:
+against textbook NumPy formulas, and (marked ``torch``) against PyTorch itself, where the
+state (names, order, values, ``step`` dtype) and the parameters' versions must match too."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+from . import _problem, _reference
+
+# (optimizer, keyword arguments, options of the bias's group or None for one group)
+CONFIGS = [
+    ("SGD", {"lr": 0.1}, None),
+    ("SGD", {"lr": 0.1, "momentum": 0.9}, None),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}, None),
+    ("SGD", {"lr": 0.05, "momentum": 0.8, "nesterov": True}, None),
+    ("SGD", {"lr": 0.1, "weight_decay": 0.1}, None),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.05, "nesterov": True}, {"lr": 0.02}),
+    ("SGD", {"lr": 0.01, "maximize": True}, None),
+    ("SGD", {"lr": 0.01, "momentum": 0.5, "dampening": 0.5, "weight_decay": 0.1, "maximize": True}, None),
+    ("SGD", {"lr": 0.1}, {"momentum": 0.9, "lr": 0.05}),
+    ("Adam", {"lr": 0.05}, None),
+    ("Adam", {"lr": 0.05, "amsgrad": True}, None),
+    ("Adam", {"lr": 0.05, "weight_decay": 0.1}, None),
+    ("Adam", {"lr": 0.05, "betas": (0.8, 0.9), "eps": 1e-3}, {"lr": 0.01}),
+    ("Adam", {"lr": 0.02, "maximize": True}, None),
+    ("Adam", {"lr": 0.05, "amsgrad": True, "weight_decay": 0.1, "maximize": True}, None),
+    ("Adam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True}, None),
+    ("AdamW", {"lr": 0.05}, None),
+    ("AdamW", {"lr": 0.05, "weight_decay": 0.2, "amsgrad": True}, {"weight_decay": 0.0}),
+    ("AdamW", {"lr": 0.02, "maximize": True}, None),
+    ("RMSprop", {"lr": 0.01}, None),
+    ("RMSprop", {"lr": 0.01, "centered": True}, None),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.9}, None),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True, "weight_decay": 0.1, "alpha": 0.9}, None),
+    ("RMSprop", {"lr": 0.005, "maximize": True, "eps": 1e-4}, {"alpha": 0.5}),
+    ("Adagrad", {"lr": 0.1}, None),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.05}, None),
+    ("Adagrad", {"lr": 0.1, "weight_decay": 0.1, "initial_accumulator_value": 0.5}, None),
+    ("Adagrad", {"lr": 0.05, "maximize": True, "eps": 1e-3}, {"lr": 0.2}),
+]
+IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}{'-groups' if g else ''}"
+       for name, kw, g in CONFIGS]
+
+
+def _reference_kwargs(kwargs):
+    kwargs = dict(kwargs)
+    if kwargs.pop("decoupled_weight_decay", False):
+        kwargs["decoupled"] = True
+    return kwargs
+
+
+def _run(lib, name, kwargs, group_options, steps=20):
+    cls = getattr(lib.optim, name)
+    return _problem.train(lib, lambda params: cls(params, **kwargs), steps, group_options)
+
+
+def _assert_trajectories_close(got, want, rtol, atol=1e-13):
+    for step, (g_params, w_params) in enumerate(zip(got, want), 1):
+        for g, w in zip(g_params, w_params):
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"after step {step}")
+
+
+@pytest.mark.parametrize("name, kwargs, group_options", CONFIGS, ids=IDS)
+def test_matches_numpy_reference(name, kwargs, group_options):
+    got, _, params = _run(tg, name, kwargs, group_options)
+    want = _reference.trajectory(name, _reference_kwargs(kwargs), group_options)
+    _assert_trajectories_close(got, want, rtol=1e-10)
+    assert all(p.requires_grad and p.is_leaf for p in params)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name, kwargs, group_options", CONFIGS, ids=IDS)
+def test_matches_torch(name, kwargs, group_options):
+    torch = pytest.importorskip("torch")
+    got, opt, params = _run(tg, name, kwargs, group_options)
+    want, topt, tparams = _run(torch, name, kwargs, group_options)
+    _assert_trajectories_close(got, want, rtol=1e-12)
+    assert [p._version for p in params] == [p._version for p in tparams]
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    assert sd["param_groups"] == tsd["param_groups"]
+    assert list(sd["state"]) == list(tsd["state"])
+    for i, st in sd["state"].items():
+        tst = tsd["state"][i]
+        assert list(st) == list(tst)  # the same names, made in the same order
+        for key, value in st.items():
+            assert str(value.dtype).split(".")[-1] == str(tst[key].dtype).split(".")[-1], key
+            assert value.shape == tuple(tst[key].shape), key
+            np.testing.assert_allclose(value.numpy(), tst[key].numpy(), rtol=1e-12, atol=1e-15, err_msg=key)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9}), ("Adam", {"lr": 0.05}),
+                                          ("AdamW", {"lr": 0.05, "amsgrad": True}),
+                                          ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}),
+                                          ("Adagrad", {"lr": 0.1})])
+def test_float32_matches_torch(name, kwargs):
+    torch = pytest.importorskip("torch")
+    got, _, params = _problem.train(tg, lambda p: getattr(tg.optim, name)(p, **kwargs), 10, dtype="float32")
+    want, _, _ = _problem.train(torch, lambda p: getattr(torch.optim, name)(p, **kwargs), 10, dtype="float32")
+    assert params[0].dtype == tg.float32
+    _assert_trajectories_close(got, want, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1}),
+                                          ("Adam", {"lr": 0.05, "amsgrad": True, "weight_decay": 0.1}),
+                                          ("AdamW", {"lr": 0.05}),
+                                          ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}),
+                                          ("Adagrad", {"lr": 0.1, "weight_decay": 0.1})])
+def test_complex_parameters_match_torch(name, kwargs):
+    """Complex parameters are updated as their (real, imag) pairs, as in PyTorch."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    p0 = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    grads = [rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2)) for _ in range(8)]
+    results = []
+    for lib in (tg, torch):
+        p = lib.tensor(p0, dtype=lib.complex128, requires_grad=True)
+        opt = getattr(lib.optim, name)([p], **kwargs)
+        for g in grads:
+            p.grad = lib.tensor(g, dtype=lib.complex128)
+            opt.step()
+        results.append(p.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)

@@ -1,0 +1,9 @@
+"""``tracegrad.nn.functional`` (``F``): the stateless forms of the layers and losses."""
+# ruff: noqa: F401,F403 -- re-exports
+from ...ops.activation import FUNCTIONAL as _ACTIVATIONS
+from .conv import *
+from .norm import *
+from .loss import *
+from .misc import *
+
+globals().update(_ACTIVATIONS)

@@ -1,0 +1,25 @@
+"""Argument helpers of the layer classes, as in ``torch.nn.modules.utils``: an int or an
+iterable made into an n-tuple (``_pair(3) == (3, 3)``)."""
+import collections.abc
+import itertools
+
+__all__ = []
+
+
+def _ntuple(n, name="parse"):
+    def parse(x):
+        if isinstance(x, collections.abc.Iterable):
+            return tuple(x)
+        return tuple(itertools.repeat(x, n))
+    parse.__name__ = name
+    return parse
+
+
+_single = _ntuple(1, "_single")
+_pair = _ntuple(2, "_pair")
+_triple = _ntuple(3, "_triple")
+
+
+def _reverse_repeat_tuple(t, n):
+    """Each element of ``t`` repeated ``n`` times, last first: ``F.pad``'s order of sizes."""
+    return tuple(x for x in reversed(t) for _ in range(n))

@@ -1,0 +1,16 @@
+"""``tracegrad.optim``: optimizers and learning-rate schedulers, as in ``torch.optim``.
+
+Each optimizer's ``step`` updates the parameters' arrays in place, outside autograd, with
+PyTorch's formulas (single-tensor variants) and state names, so trajectories, state dicts
+and version counters match PyTorch's.
+"""
+# ruff: noqa: F401,F403 -- this package is a public namespace: its imports are re-exports
+from . import lr_scheduler
+from .adagrad import *
+from .adam import *
+from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from .rmsprop import *
+from .sgd import *
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler",
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]

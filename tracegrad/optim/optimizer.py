@@ -1,0 +1,382 @@
+"""The ``Optimizer`` base: parameter groups, per-parameter state, state dicts and hooks.
+
+Subclasses hold only their update rule. Their ``step`` reads each parameter's gradient and
+updates the parameter's backend array in place with a few ufunc passes (``out=``), outside
+autograd, bumping the version counters as PyTorch's in-place ops would. This class does the
+bookkeeping PyTorch users rely on: groups with the defaults filled in, ``state`` keyed by
+parameter, ``state_dict``/``load_state_dict`` in PyTorch's layout, ``zero_grad`` and the
+step/state-dict hooks, with PyTorch's error types and messages.
+"""
+import copy
+import functools
+import itertools
+import warnings
+from collections import OrderedDict, defaultdict
+
+from .. import backend
+from ..runtime import dispatch, grad_mode
+from ..runtime.hooks import RemovableHandle
+from ..runtime.profiler import record_function
+from ..runtime.tensor import Tensor, wrap
+from ._inplace import scalar_dtype
+
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
+
+
+class _RequiredParameter:
+    """Marks a default that every parameter group must give itself."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_hook_ids = itertools.count()
+_global_pre_hooks = OrderedDict()
+_global_post_hooks = OrderedDict()
+
+
+def _add_hook(hooks, hook, prepend=False):
+    key = next(_hook_ids)
+    hooks[key] = hook
+    if prepend:
+        hooks.move_to_end(key, last=False)
+    return RemovableHandle(hooks, key)
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``; it may
+    return ``(new_args, new_kwargs)``."""
+    return _add_hook(_global_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    return _add_hook(_global_post_hooks, hook)
+
+
+def typename(obj):
+    """PyTorch's ``typename``: a tensor's legacy type name, else the qualified class name."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = obj if isinstance(obj, type) else type(obj)
+    module = cls.__module__ or ""
+    return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
+
+
+def _hooked(step):
+    """Wrap a subclass's ``step``: run the pre/post hooks around it and the update itself
+    with grad mode off (the closure turns it back on), as one profiler event named as in
+    PyTorch. A ``super().step()`` call from an overriding ``step`` runs the inner one bare."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if self.__dict__.get("_in_step"):
+            return step(self, *args, **kwargs)
+        if dispatch.observer is None:
+            return _run_step(self, step, args, kwargs)
+        with record_function(f"Optimizer.step#{type(self).__name__}.step"):
+            return _run_step(self, step, args, kwargs)
+
+    wrapper.hooked = True
+    return wrapper
+
+
+def _run_step(self, step, args, kwargs):
+    pre = self._optimizer_step_pre_hooks
+    if pre or _global_pre_hooks:
+        for hook in (*_global_pre_hooks.values(), *pre.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                args, kwargs = result
+    prev = grad_mode.swap(False)
+    self._in_step = True
+    try:
+        out = step(self, *args, **kwargs)
+    finally:
+        self._in_step = False
+        grad_mode.restore(prev)
+    post = self._optimizer_step_post_hooks
+    if post or _global_post_hooks:
+        for hook in (*post.values(), *_global_post_hooks.values()):
+            hook(self, args, kwargs)
+    return out
+
+
+# -- argument handling the optimizers share -------------------------------------------
+def as_float(value):
+    """A hyperparameter as a Python number (a 1-element Tensor lr is read each step)."""
+    return value.item() if isinstance(value, Tensor) else value
+
+
+def check_lr(lr, nan_ok=False):
+    """PyTorch's learning-rate checks (SGD's ``lr < 0`` lets NaN through; the others' do not)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    check_non_negative(lr, "learning rate", nan_ok)
+
+
+def check_non_negative(value, what, nan_ok=False):
+    if (value < 0.0) if nan_ok else not 0.0 <= value:
+        raise ValueError(f"Invalid {what}: {value}")
+
+
+def check_impl_flags(differentiable, fused=None, foreach=None):
+    """``foreach``/``fused``/``capturable`` select PyTorch kernels; tracegrad has one fused
+    array path, so they are accepted (and kept in the groups) but change nothing. An update
+    that autograd records (``differentiable=True``) is not supported."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported: tracegrad's optimizers "
+                                  "update parameters in place outside autograd")
+
+
+def closure_loss(closure):
+    """Evaluate the closure (if any) with grad mode on, as ``step`` does in PyTorch."""
+    if closure is None:
+        return None
+    prev = grad_mode.swap(True)
+    try:
+        return closure()
+    finally:
+        grad_mode.restore(prev)
+
+
+class Optimizer:
+    """Base class for all optimizers.
+
+    ``params`` is an iterable of Tensors, of ``(name, Tensor)`` pairs, or of dicts (one
+    parameter group each, with per-group options); ``defaults`` fills the options a group
+    leaves out.
+    """
+
+    _tensor_step = False  # True where the state keeps a ``step`` count tensor
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "hooked", False):
+            cls.step = _hooked(step)
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._init_hooks()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def _init_hooks(self):
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                     "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                     "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._init_hooks()
+        self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:  # groups saved by an older version miss newer options
+            for name, default in self.defaults.items():
+                if default is not required:
+                    group.setdefault(name, default)
+        if self._tensor_step:  # old state dicts hold the step count as a number
+            for st in self.state.values():
+                if isinstance(st, dict) and "step" in st and not isinstance(st["step"], Tensor):
+                    st["step"] = wrap(backend.cpu.asarray(float(st["step"]), dtype=scalar_dtype().np))
+
+    def __repr__(self):
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        return "\n".join(lines) + "\n)"
+
+    def step(self, closure=None):
+        """Perform a single optimization step (subclasses implement it)."""
+        raise NotImplementedError
+
+    # -- parameter groups ----------------------------------------------------------------
+    def add_param_group(self, param_group):
+        """Add a parameter group (a dict with ``params`` and optional per-group options),
+        e.g. to train layers that were frozen so far."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
+                            "the ordering of tensors in sets will change between runs. Please use a "
+                            "list instead.")
+        else:
+            params = list(params)
+        named = [p for p in params if isinstance(p, tuple)]
+        if named:
+            if len(named) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            param_group["param_names"] = [name for name, _ in named]
+            params = [p for _, p in named]
+        param_group["params"] = params
+
+        for param in params:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + typename(param))
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+
+        if len(params) != len(set(params)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, "
+                          "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
+                          "more information", stacklevel=3)
+        seen = set()
+        for group in self.param_groups:
+            seen.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+        if not seen.isdisjoint(params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients: drop them (``None``, the default) or fill them with zeros."""
+        if dispatch.observer is not None:
+            with record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
+                return self._zero_grad(set_to_none)
+        return self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none):
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if grad.grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
+                    grad.zero_()
+
+    # -- state dicts ---------------------------------------------------------------------
+    def state_dict(self):
+        """The optimizer's state: ``{'state': {index: {...}}, 'param_groups': [{..., 'params':
+        [indices]}]}``, parameters named by their position across the groups."""
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
+        index = {}
+        groups = []
+        start = 0
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                index.setdefault(id(p), i)
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            groups.append(packed)
+        packed_state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    def load_state_dict(self, state_dict):
+        """Load a state from :meth:`state_dict` (deep-copied: the loaded optimizer never
+        writes into the dict's tensors); group count and sizes must match."""
+        state_dict = state_dict.copy()
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the "
+                             "size of optimizer's group")
+        id_map = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
+                          itertools.chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        with grad_mode.no_grad():
+            for k, v in state_dict["state"].items():
+                if k in id_map:
+                    state[id_map[k]] = _copy_state(id_map[k], v)
+                else:
+                    state[k] = copy.deepcopy(v)
+        for group, new_group in zip(groups, saved_groups):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+        self.__setstate__({"state": state, "param_groups": saved_groups})
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
+
+    # -- hooks ---------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs before ``step``; it may return new args."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` runs after ``step``."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+
+def _copy_state(param, value, key=None):
+    """A deep copy of one parameter's saved state, tensors moved to the parameter's device
+    (and dtype, for a floating-point parameter; ``step`` counters keep theirs)."""
+    if isinstance(value, Tensor):
+        if key == "step":
+            return value.detach().clone()
+        dtype = param.dtype if param.is_floating_point() else value.dtype
+        return value.detach().to(device=param.device, dtype=dtype, copy=True)
+    if isinstance(value, dict):
+        return {k: _copy_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy_state(param, v) for v in value)
+    return copy.deepcopy(value)

@@ -1,0 +1,297 @@
+"""Convolution rules: N-d convolution and transposed convolution in one primitive, as
+PyTorch's ``aten::convolution`` (node ``ConvolutionBackward0``), and the rules its backward
+is made of, so that gradients of any order come out::
+
+    y = conv(x, w)     dx = convT(g, w)   dw = corr(x, g)
+    y = convT(x, w)    dx = conv(g, w)    dw = corr(g, x)
+
+``corr(a, b)`` (:func:`convolution_backward_weight`) is bilinear; its vjps are again a
+convolution and a transposed one, with the incoming cotangent as the kernel.
+
+Every kernel makes ONE matrix product over an unfolded (im2col) copy of the padded input,
+taken through one strided view. With stride 1 the unfolding uses *flat rows*: an output row
+spans a whole padded input row, so each column of the unfolded matrix is one contiguous run
+of memory (several times faster to copy than window by window); the few outputs that wrap
+around a row end are computed and dropped. A transposed convolution with stride 1 is the
+convolution with the flipped, transposed kernel; with larger strides it is the product
+followed by :func:`fold`, one strided add per kernel offset.
+"""
+import itertools
+import math
+
+from .broadcast import broadcast_to
+from .core import KEEP, Primitive, primitive
+from .index import basic_index
+from .reduce import sum as _sum
+from .shape import reshape
+
+__all__ = ["convolution", "convolution_backward_input", "convolution_backward_weight",
+           "conv_output_size", "transposed_output_size", "padded", "taps", "fold"]
+
+
+# -- geometry ------------------------------------------------------------------------------
+
+def conv_output_size(size, kernel, stride, padding, dilation):
+    """Positions a kernel takes along one dim of a convolution."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def transposed_output_size(size, kernel, stride, padding, dilation, output_padding):
+    """Length of one dim of a transposed convolution's result."""
+    return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + 1 + output_padding
+
+
+def padded(xp, x, lo, hi, fill=0, spare=None):
+    """``x`` with each of its last ``len(lo)`` dims grown by ``lo[i]`` entries in front and
+    ``hi[i]`` behind (negative amounts crop), the new entries set to ``fill``.
+
+    With ``spare`` (an int) the result is instead the flat buffer: the leading dims, then the
+    padded dims flattened, followed by ``spare`` more ``fill`` entries."""
+    nd = len(lo)
+    lead = x.shape[:x.ndim - nd]
+    if any(n < 0 for n in lo) or any(n < 0 for n in hi):
+        sizes = x.shape[x.ndim - nd:]
+        x = x[(Ellipsis,) + tuple(slice(max(-a, 0), s - max(-b, 0)) for a, b, s in zip(lo, hi, sizes))]
+        lo, hi = tuple(max(a, 0) for a in lo), tuple(max(b, 0) for b in hi)
+    sizes = x.shape[x.ndim - nd:]
+    if not any(lo) and not any(hi):
+        if spare is None:
+            return x
+        if not spare:
+            return xp.ascontiguousarray(x).reshape(lead + (math.prod(sizes),))
+    grown = tuple(s + a + b for s, a, b in zip(sizes, lo, hi))
+    n = math.prod(grown)
+    buf = (xp.zeros if fill == 0 else xp.empty)(lead + (n + (spare or 0),), dtype=x.dtype)
+    if fill != 0:
+        buf[...] = fill
+    grid = buf[..., :n].reshape(lead + grown)  # splitting the last dim: always a view
+    grid[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, sizes))] = x
+    return grid if spare is None else buf
+
+
+def taps(kernel, stride, dilation, out):
+    """``(offset, index)`` per kernel offset: the index of that tap of every window, on the
+    last ``len(kernel)`` dims of a (padded) array."""
+    for k in itertools.product(*(range(n) for n in kernel)):
+        yield k, (Ellipsis,) + tuple(
+            slice(i * d, i * d + (o - 1) * s + 1 if o > 0 else i * d, s)
+            for i, s, d, o in zip(k, stride, dilation, out))
+
+
+def fold(xp, cols, kernel, stride, dilation, extent):
+    """The adjoint of taking windows: ``cols`` (``*kernel, *lead, *positions``) holds, per
+    kernel offset, one value per window position; each is added where that tap of that
+    window lies, on a zero grid ``(*lead, *extent)`` (one strided add per kernel offset)."""
+    nd = len(kernel)
+    out = cols.shape[cols.ndim - nd:]
+    buf = xp.zeros(cols.shape[nd:cols.ndim - nd] + tuple(extent), dtype=cols.dtype)
+    for k, index in taps(kernel, stride, dilation, out):
+        buf[index] += cols[k]
+    return buf
+
+
+def unfold(xp, x, kernel, stride, dilation, lo, hi):
+    """The windows of ``x`` (N, C, *spatial), padded by ``lo``/``hi``, as a strided view
+    ``(C, *kernel, N, L)`` -- or ``(C, *kernel, N, *grid)`` -- over the positions of
+    ``grid``; returns (view, grid, out). ``grid`` is ``out`` except with flat rows (stride
+    1), where its dims after the first are the padded sizes (extra outputs to drop)."""
+    nd = len(kernel)
+    n, c = x.shape[:2]
+    sizes = [x.shape[2 + i] + lo[i] + hi[i] for i in range(nd)]
+    out = tuple(max(0, (s - d * (k - 1) - 1) // st + 1)
+                for s, k, st, d in zip(sizes, kernel, stride, dilation))
+    if all(s == 1 for s in stride):
+        grid = out[:1] + tuple(sizes[1:])
+        row = [math.prod(sizes[i + 1:]) for i in range(nd)]  # flat step of each dim
+        reach = sum(d * (k - 1) * r for d, k, r in zip(dilation, kernel, row))
+        buf = padded(xp, x, lo, hi, spare=max(0, math.prod(grid) + reach - math.prod(sizes)))
+        sn, sc, e = buf.strides
+        shape = (c,) + tuple(kernel) + (n, math.prod(grid))
+        strides = (sc,) + tuple(d * r * e for d, r in zip(dilation, row)) + (sn, e)
+    else:
+        buf = padded(xp, x, lo, hi)
+        grid = out
+        sn, sc, sp = buf.strides[0], buf.strides[1], buf.strides[2:]
+        shape = (c,) + tuple(kernel) + (n,) + out
+        strides = (sc,) + tuple(d * s for d, s in zip(dilation, sp)) + (sn,) + tuple(
+            st * s for st, s in zip(stride, sp))
+    return xp.as_strided(buf, shape, strides), grid, out
+
+
+def _columns(xp, x, kernel, stride, dilation, lo, hi, groups):
+    """(cols, grid, out): the unfolded input as ``(groups, C/groups * prod(kernel), N * L)``
+    (the one copy of the unfolding)."""
+    view, grid, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
+    n, c = x.shape[:2]
+    cols = view.reshape(groups, c // groups * math.prod(kernel), n * math.prod(grid))
+    return cols, grid, out
+
+
+def correlate(xp, x, w, stride, dilation, lo, hi, groups):
+    """Convolution (a correlation, as in deep learning) of ``x`` (N, C, *S) with ``w``
+    (O, C/groups, *K), zero padding ``lo`` before and ``hi`` after: (N, O, *out)."""
+    kernel, o, n = tuple(w.shape[2:]), w.shape[0], x.shape[0]
+    cols, grid, out = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
+    y = xp.matmul(w.reshape(groups, o // groups, cols.shape[1]), cols)
+    y = y.reshape((o, n) + grid)
+    if grid != out:
+        y = y[(slice(None), slice(None)) + tuple(slice(0, m) for m in out)]
+    return xp.ascontiguousarray(y.swapaxes(0, 1))
+
+
+def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
+    """The weight gradient of :func:`correlate`: for every kernel entry, the sum over
+    batch and positions of ``g`` times the input under it: (O, C/groups, *kernel)."""
+    n, c, o = x.shape[0], x.shape[1], g.shape[1]
+    cols, grid, _ = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
+    gt = g.swapaxes(0, 1)  # (O, N, *positions)
+    if tuple(g.shape[2:]) != grid:  # zeros where the grid has extra (or unused) outputs
+        full = xp.zeros((o, n) + grid, dtype=g.dtype)
+        full[(slice(None), slice(None)) + tuple(slice(0, m) for m in g.shape[2:])] = gt
+        gt = full
+    gm = gt.reshape(groups, o // groups, cols.shape[2])
+    return xp.matmul(gm, cols.swapaxes(1, 2)).reshape((o, c // groups) + tuple(kernel))
+
+
+def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, groups):
+    """The adjoint of :func:`correlate` in its input: ``x`` (N, Cin, *S) with ``w``
+    (Cin, Cout/groups, *K) gives (N, Cout, *out)."""
+    kernel = tuple(w.shape[2:])
+    nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
+    if all(s == 1 for s in stride):
+        wt = w.reshape((groups, cin // groups, cout // groups) + kernel).swapaxes(1, 2)
+        wt = wt[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape((cout, cin // groups) + kernel)
+        lo = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding))
+        hi = tuple(a + op for a, op in zip(lo, output_padding))
+        return correlate(xp, x, wt, stride, dilation, lo, hi, groups)
+    n, sizes = x.shape[0], tuple(x.shape[2:])
+    xm = x.swapaxes(0, 1).reshape(groups, cin // groups, n * math.prod(sizes))
+    # rows ordered (group, kernel offset, output channel): each offset's slice is one block
+    wm = xp.moveaxis(w.reshape((groups, cin // groups, cout // groups) + kernel), 1, -1)
+    wm = xp.moveaxis(wm, 1, nd + 1).reshape(groups, cout // groups * math.prod(kernel), cin // groups)
+    cols = xp.matmul(wm, xm).reshape((groups,) + kernel + (cout // groups, n) + sizes)
+    cols = xp.moveaxis(cols, 0, nd)  # (*K, G, Cout/G, N, *S)
+    out = [transposed_output_size(m, k, s, p, d, op) for m, k, s, p, d, op in
+           zip(sizes, kernel, stride, padding, dilation, output_padding)]
+    extent = [max(transposed_output_size(m, k, s, 0, d, 0), p + o)
+              for m, k, s, d, p, o in zip(sizes, kernel, stride, dilation, padding, out)]
+    y = fold(xp, cols, kernel, stride, dilation, extent).reshape((cout, n) + tuple(extent))
+    y = y[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
+    return xp.ascontiguousarray(y.swapaxes(0, 1))
+
+
+# -- the rules -----------------------------------------------------------------------------
+
+_SAVED = ("input", "weight", "bias")
+
+
+@primitive("ConvolutionBackward0", dtypes=KEEP, saved_names=_SAVED)
+def convolution(xp, input, weight, bias, *, stride, padding, dilation, transposed,
+                output_padding, groups):
+    """``aten::convolution``: every parameter a tuple with one entry per spatial dim (the
+    torch-style functions in :mod:`tracegrad.nn.functional` check and expand them)."""
+    if transposed:
+        y = correlate_transposed(xp, input, weight, stride, padding, dilation, output_padding, groups)
+    else:
+        y = correlate(xp, input, weight, stride, dilation, padding, padding, groups)
+    if bias is not None:
+        y += bias.reshape((bias.shape[0],) + (1,) * (y.ndim - 2))
+    return y
+
+
+# The same operation computing a gradient: PyTorch names the nodes of a convolution's
+# backward (seen with create_graph=True) ConvolutionBackwardBackward0.
+convolution_backward_input = Primitive(convolution.impl, "ConvolutionBackwardBackward0",
+                                       name="convolution_backward_input", dtypes=KEEP,
+                                       saved_names=_SAVED)
+
+
+def transposed_like(g, weight, shape, stride, padding, dilation, groups):
+    """The transposed convolution of ``g`` sized ``shape``: the adjoint of convolving an
+    input of that shape (``output_padding`` supplies what the forward's rounding lost)."""
+    extra = tuple(n - transposed_output_size(m, k, s, p, d, 0) for n, m, k, s, p, d in
+                  zip(shape[2:], g.shape[2:], weight.shape[2:], stride, padding, dilation))
+    return convolution_backward_input(g, weight, None, stride=stride, padding=padding,
+                                      dilation=dilation, transposed=True, output_padding=extra,
+                                      groups=groups)
+
+
+def correlation_like(a, weight, shape, stride, padding, dilation, groups):
+    """The convolution of ``a``, cut to the spatial size ``shape`` (a transposed
+    convolution's ``output_padding`` can leave it a row longer)."""
+    y = convolution_backward_input(a, weight, None, stride=stride, padding=padding,
+                                   dilation=dilation, transposed=False,
+                                   output_padding=(0,) * len(stride), groups=groups)
+    if tuple(y.shape[2:]) != tuple(shape[2:]):
+        y = basic_index(y, index=(slice(None), slice(None)) + tuple(slice(0, n) for n in shape[2:]))
+    return y
+
+
+def convolution_vjp_input(g, out, input, weight, bias, *, stride, padding, dilation, transposed,
+                          output_padding, groups):
+    if transposed:
+        return correlation_like(g, weight, input.shape, stride, padding, dilation, groups)
+    return transposed_like(g, weight, input.shape, stride, padding, dilation, groups)
+
+
+def convolution_vjp_weight(g, out, input, weight, bias, *, stride, padding, dilation, transposed,
+                           output_padding, groups):
+    a, b = (g, input) if transposed else (input, g)
+    return convolution_backward_weight(a, b, kernel_size=tuple(weight.shape[2:]), stride=stride,
+                                       padding=padding, dilation=dilation, groups=groups)
+
+
+def convolution_vjp_bias(g, out, input, weight, bias, **params):
+    return _sum(g, dim=(0,) + tuple(range(2, g.ndim)))
+
+
+def convolution_jvp_input(t, out, input, weight, bias, **params):
+    return convolution(t, weight, None, **params)
+
+
+def convolution_jvp_weight(t, out, input, weight, bias, **params):
+    return convolution(input, t, None, **params)
+
+
+def convolution_jvp_bias(t, out, input, weight, bias, **params):
+    return broadcast_to(reshape(t, shape=(1, t.shape[0]) + (1,) * (out.ndim - 2)), shape=out.shape)
+
+
+for _p in (convolution, convolution_backward_input):
+    _p.vjp("input", uses="weight")(convolution_vjp_input)
+    _p.vjp("weight", uses="input")(convolution_vjp_weight)
+    _p.vjp("bias")(convolution_vjp_bias)
+    _p.jvp("input")(convolution_jvp_input)
+    _p.jvp("weight")(convolution_jvp_weight)
+    _p.jvp("bias")(convolution_jvp_bias)
+
+
+@primitive("ConvolutionBackwardBackward0", dtypes=KEEP, saved_names=("input", "grad_output"))
+def convolution_backward_weight(xp, input, grad, *, kernel_size, stride, padding, dilation, groups):
+    """``corr(input, grad)``: the gradient of a convolution's weight (shape
+    ``(grad channels, input channels / groups, *kernel_size)``)."""
+    return correlate_weight(xp, input, grad, tuple(kernel_size), stride, dilation, padding, padding,
+                            groups)
+
+
+# <corr(a, b), W> = <conv(a, W), b>: a's gradient is convT(b, W), b's is conv(a, W).
+@convolution_backward_weight.vjp("input", uses="grad")
+def convolution_backward_weight_vjp_input(g, out, input, grad, *, kernel_size, stride, padding,
+                                          dilation, groups):
+    return transposed_like(grad, g, input.shape, stride, padding, dilation, groups)
+
+
+@convolution_backward_weight.vjp("grad", uses="input")
+def convolution_backward_weight_vjp_grad(g, out, input, grad, *, kernel_size, stride, padding,
+                                         dilation, groups):
+    return correlation_like(input, g, grad.shape, stride, padding, dilation, groups)
+
+
+@convolution_backward_weight.jvp("input")
+def convolution_backward_weight_jvp_input(t, out, input, grad, **params):
+    return convolution_backward_weight(t, grad, **params)
+
+
+@convolution_backward_weight.jvp("grad")
+def convolution_backward_weight_jvp_grad(t, out, input, grad, **params):
+    return convolution_backward_weight(input, t, **params)

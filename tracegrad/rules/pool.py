@@ -1,0 +1,249 @@
+"""Pooling rules over the last two dims: max pooling (split as PyTorch's
+``max_pool2d_with_indices``: the indices, then the values they pick), average pooling and
+adaptive average pooling, each with the rule of its backward so that double backward works.
+As in PyTorch, a backward rule also takes the pooled input (its gradient there is zero), so
+the gradient it computes requires grad, and records a node, whenever the input does.
+
+The kernels visit the kernel offsets, one strided slice of the padded input per offset
+(``taps``), and combine whole slices with ufuncs: NumPy reduces a small trailing window axis
+an order of magnitude slower than it adds or compares whole arrays. Every rule here is linear
+in its float operand once the max pooling indices are fixed, so each vjp is the other rule
+of its pair and each jvp the rule itself.
+"""
+import math
+
+from .broadcast import zeros_of
+from .conv import fold, padded, taps
+from .core import KEEP, primitive
+
+__all__ = ["pool_output_size", "max_pool2d_indices", "max_pool2d", "max_pool2d_backward",
+           "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
+           "adaptive_avg_pool2d_backward"]
+
+
+def pool_output_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's ``pooling_output_shape``: windows along one dim; in ceil mode a last,
+    partial window counts if it starts inside the input or its left padding."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def _geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
+    """(stride, output sizes, padding behind) for pooling the last two dims of ``shape``;
+    an empty stride means the kernel size, as in PyTorch. The padding behind reaches the
+    end of the last window (ceil mode's may hang past the input's padding)."""
+    stride = tuple(stride) or tuple(kernel_size)
+    sizes = shape[-2:]
+    out = tuple(pool_output_size(n, k, s, p, d, ceil_mode)
+                for n, k, s, p, d in zip(sizes, kernel_size, stride, padding, dilation))
+    hi = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - n - p)
+               for o, s, d, k, n, p in zip(out, stride, dilation, kernel_size, sizes, padding))
+    return stride, out, hi
+
+
+def _lowest(xp, dtype):
+    return -xp.inf if dtype.kind == "f" else xp.iinfo(dtype).min
+
+
+# -- max pooling ---------------------------------------------------------------------------
+
+@primitive(dtypes=KEEP)
+def max_pool2d_indices(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+    """Where each window's maximum is, as a flat index into its input plane (H * W).
+    Ties go to the first tap in scan order and a NaN wins, as in PyTorch; a window with
+    nothing above the padding value points at its first element inside the input."""
+    stride, out, hi = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    low = _lowest(xp, x.dtype)
+    buf = padded(xp, x, padding, hi, fill=low)
+    width = x.shape[-1]
+    offsets = [(k[0] * dilation[0] * width + k[1] * dilation[1], buf[index])
+               for k, index in taps(kernel_size, stride, dilation, out)]
+    best = offsets[0][1].copy()
+    for _, tap in offsets[1:]:
+        xp.maximum(best, tap, out=best)
+    where = xp.zeros(best.shape, dtype=xp.int64)
+    for offset, tap in reversed(offsets):  # the first tap reaching the maximum is written last
+        where[tap == best] = offset
+    if x.dtype.kind == "f" and xp.isnan(best).any():
+        for offset, tap in offsets:
+            where[xp.isnan(tap)] = offset
+    rows = xp.arange(out[0]) * stride[0] - padding[0]
+    cols = xp.arange(out[1]) * stride[1] - padding[1]
+    where += rows[:, None] * width + cols
+    if any(padding) or any(hi):
+        empty = best == low
+        if empty.any():
+            first = xp.maximum(rows, 0)[:, None] * width + xp.maximum(cols, 0)
+            where = xp.where(empty, first, where)
+    return where
+
+
+def _planes(a, lead):
+    """``a`` with its last two dims flattened into one."""
+    return a.reshape(lead + (a.shape[-2] * a.shape[-1],))
+
+
+@primitive("MaxPool2DWithIndicesBackward0", dtypes=KEEP, linear=True,
+           saved_names=("self", "result1"))
+def max_pool2d(xp, x, indices, *, kernel_size, stride, padding, dilation, ceil_mode):
+    """The values at ``indices`` (from :func:`max_pool2d_indices`); the pooling parameters
+    are kept for the backward and for ``grad_fn._saved_*``."""
+    lead = x.shape[:-2]
+    picked = xp.take_along_axis(_planes(x, lead), _planes(indices, lead), axis=-1)
+    return picked.reshape(indices.shape)
+
+
+@max_pool2d.vjp("x", uses="x indices")  # x for PyTorch's _saved_self (and its version check)
+def max_pool2d_vjp(g, out, x, indices, **params):
+    return max_pool2d_backward(g, x, indices, **params)
+
+
+def pooled_input_vjp(gg, out, g, x, *args, **params):
+    """A pooling backward does not depend on the input's values."""
+    return zeros_of(gg, shape=x.shape)
+
+
+@primitive("MaxPool2DWithIndicesBackwardBackward0", dtypes=KEEP, linear=True,
+           saved_names=("grad_output", "self", "indices"))
+def max_pool2d_backward(xp, g, x, indices, *, kernel_size, stride, padding, dilation, ceil_mode):
+    """Each window's gradient added at its maximum, on zeros shaped like the input ``x``."""
+    shape = x.shape
+    lead = tuple(shape[:-2])
+    plane = shape[-2] * shape[-1]
+    planes = math.prod(lead)
+    out = xp.zeros(planes * plane, dtype=g.dtype)
+    at = indices.reshape(planes, -1) + xp.arange(planes)[:, None] * plane if planes else indices
+    values = g.reshape(-1)
+    stride = tuple(stride) or tuple(kernel_size)
+    if all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel_size)):
+        out[at.reshape(-1)] = values  # windows do not overlap: every index is distinct
+    else:
+        xp.scatter_add(out, at.reshape(-1), values)
+    return out.reshape(shape)
+
+
+@max_pool2d_backward.vjp("g", uses="indices")
+def max_pool2d_backward_vjp(gg, out, g, x, indices, **params):
+    return max_pool2d(gg, indices, **params)
+
+
+max_pool2d_backward.vjp("x")(pooled_input_vjp)
+
+
+# -- average pooling -----------------------------------------------------------------------
+
+def _counts(n, k, s, p, out, include_pad):
+    """Per window along one dim: how many entries PyTorch divides by."""
+    counts = []
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, n + p)
+        counts.append(end - start if include_pad else min(end, n) - max(start, 0))
+    return counts
+
+
+def _divisor(xp, shape, kernel_size, stride, padding, out, count_include_pad, divisor_override, dtype):
+    """What each window's sum is divided by: a number, or an (oH, oW) array."""
+    if divisor_override:
+        return divisor_override
+    rows, cols = (_counts(n, k, s, p, o, count_include_pad) for n, k, s, p, o in
+                  zip(shape[-2:], kernel_size, stride, padding, out))
+    if len(set(rows)) <= 1 and len(set(cols)) <= 1:
+        return (rows[0] if rows else 1) * (cols[0] if cols else 1)
+    return xp.asarray(rows, dtype=dtype)[:, None] * xp.asarray(cols, dtype=dtype)
+
+
+def _divide(xp, total, divisor):
+    if total.dtype.kind == "f":
+        return total / divisor
+    quotient = xp.abs(total) // divisor  # integer division toward zero, as in C++
+    return xp.where(total < 0, -quotient, quotient).astype(total.dtype)
+
+
+@primitive("AvgPool2DBackward0", dtypes=KEEP, linear=True, saved_names=("self",))
+def avg_pool2d(xp, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    stride, out, hi = _geometry(x.shape, kernel_size, stride, padding, (1, 1), ceil_mode)
+    buf = padded(xp, x, padding, hi)
+    total = None
+    for _, index in taps(kernel_size, stride, (1, 1), out):
+        total = buf[index].copy() if total is None else xp.add(total, buf[index], out=total)
+    divisor = _divisor(xp, x.shape, kernel_size, stride, padding, out, count_include_pad,
+                       divisor_override, total.dtype)
+    return _divide(xp, total, divisor)
+
+
+@avg_pool2d.vjp("x", uses="x")  # x for PyTorch's _saved_self (and its version check)
+def avg_pool2d_vjp(g, out, x, **params):
+    return avg_pool2d_backward(g, x, **params)
+
+
+@primitive("AvgPool2DBackwardBackward0", dtypes=KEEP, linear=True, saved_names=("grad_output", "self"))
+def avg_pool2d_backward(xp, g, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override):
+    """Each window's gradient, divided as the forward divided, spread over the window."""
+    shape = x.shape
+    stride, out, hi = _geometry(shape, kernel_size, stride, padding, (1, 1), ceil_mode)
+    share = g / _divisor(xp, shape, kernel_size, stride, padding, out, count_include_pad,
+                         divisor_override, g.dtype)
+    extent = [n + p + h for n, p, h in zip(shape[-2:], padding, hi)]
+    buf = fold(xp, xp.broadcast_to(share, tuple(kernel_size) + share.shape), kernel_size, stride,
+               (1, 1), extent)
+    return xp.ascontiguousarray(buf[(Ellipsis,) + tuple(slice(p, p + n) for p, n in
+                                                        zip(padding, shape[-2:]))])
+
+
+@avg_pool2d_backward.vjp("g")
+def avg_pool2d_backward_vjp(gg, out, g, x, **params):
+    return avg_pool2d(gg, **params)
+
+
+avg_pool2d_backward.vjp("x")(pooled_input_vjp)
+
+
+# -- adaptive average pooling --------------------------------------------------------------
+
+def _averaging(xp, n, m, dtype):
+    """The (m, n) matrix whose row i averages entries floor(i n / m) to ceil((i + 1) n / m)
+    of a length-n dim: adaptive pooling is ``A_h @ x @ A_w.T``."""
+    i = xp.arange(m)
+    start, end = (i * n) // m, ((i + 1) * n + m - 1) // m
+    j = xp.arange(n)
+    inside = (j >= start[:, None]) & (j < end[:, None])
+    return (inside / (end - start)[:, None]).astype(dtype)
+
+
+@primitive("AdaptiveAvgPool2DBackward0", dtypes=KEEP, linear=True, saved_names=("self",))
+def adaptive_avg_pool2d(xp, x, *, output_size):
+    (m_h, m_w), (n_h, n_w) = output_size, x.shape[-2:]
+    if (m_h, m_w) == (1, 1):  # global average pooling
+        return x.mean(axis=(-2, -1), keepdims=True)
+    rows, cols = _averaging(xp, n_h, m_h, x.dtype), _averaging(xp, n_w, m_w, x.dtype)
+    return xp.matmul(rows, xp.matmul(x, cols.T))
+
+
+@adaptive_avg_pool2d.vjp("x", uses="x")  # x for PyTorch's _saved_self
+def adaptive_avg_pool2d_vjp(g, out, x, *, output_size):
+    return adaptive_avg_pool2d_backward(g, x)
+
+
+@primitive("AdaptiveAvgPool2DBackwardBackward0", dtypes=KEEP, linear=True,
+           saved_names=("grad_output", "self"))
+def adaptive_avg_pool2d_backward(xp, g, x):
+    (m_h, m_w), (n_h, n_w) = g.shape[-2:], x.shape[-2:]
+    if (m_h, m_w) == (1, 1):
+        out = xp.empty(x.shape, dtype=g.dtype)
+        out[...] = g / (n_h * n_w)
+        return out
+    rows, cols = _averaging(xp, n_h, m_h, g.dtype), _averaging(xp, n_w, m_w, g.dtype)
+    return xp.matmul(rows.T, xp.matmul(g, cols))
+
+
+@adaptive_avg_pool2d_backward.vjp("g")
+def adaptive_avg_pool2d_backward_vjp(gg, out, g, x):
+    return adaptive_avg_pool2d(gg, output_size=tuple(g.shape[-2:]))
+
+
+adaptive_avg_pool2d_backward.vjp("x")(pooled_input_vjp)

@@ -1,0 +1,398 @@
+"""``tracegrad.save`` / ``tracegrad.load``: tensors and containers of them, without pickle.
+
+Loading a pickle can run arbitrary code, so a tracegrad file holds data only: one NumPy
+``.npz`` archive (a zip of ``.npy`` arrays, read back with pickling off) whose entry
+``__tracegrad_index__`` is a small JSON document, stored as a uint8 array, that describes
+the saved object: its containers and plain values, and for every tensor its dtype, shape,
+``requires_grad``, device and whether it was an ``nn.Parameter``. The zip layer CRC-checks
+every entry and each array is checked against the index, so a truncated, corrupt or
+foreign file is a ``RuntimeError`` naming the file, never wrong values.
+
+Saved and restored: ``dict``, ``OrderedDict``, ``list``, ``tuple``, ``tracegrad.Size``,
+``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, dtypes, devices and tensors
+(a module's ``state_dict``, an optimizer's, a checkpoint holding both). Tensors come back as
+fresh, contiguous leaves, as in PyTorch: the graph and ``.grad`` are not saved. The same
+Tensor object saved twice comes back as one object, but storage shared between *different*
+tensors (a view and its base) is not preserved: each is saved as its own copy.
+"""
+import contextlib
+import io
+import json
+import math
+import os
+import zipfile
+from collections import OrderedDict
+
+from . import backend
+from .backend.device import device
+from .backend.dtypes import ALL as _DTYPES
+from .backend.dtypes import dtype
+from .runtime.tensor import Size, Tensor, wrap
+
+__all__ = ["load", "save"]
+
+_npy = backend.cpu.lib.format  # NumPy's .npy file format: arrays in a file are host arrays
+
+INDEX = "__tracegrad_index__"
+FORMAT = "tracegrad.save"
+VERSION = 1
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # an archive with entries / an empty one
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same object gives the same bytes
+_DTYPE_BY_NAME = {d.name: d for d in _DTYPES}
+_CONTAINER_TAGS = {list: "list", tuple: "tuple", dict: "dict", OrderedDict: "odict"}
+_SUPPORTED = ("tensors, dict, OrderedDict, list, tuple and plain values (None, bool, int, "
+              "float, complex, str, dtype, device, Size)")
+
+
+# -- save -----------------------------------------------------------------------------------
+def save(obj, f):
+    """Save ``obj`` (tensors in nested dicts/lists/tuples and plain values) to ``f``, a path
+    or a binary file object. Nothing is written if ``obj`` holds something unsupported."""
+    enc = _Encoder()
+    root = enc.encode(obj, "")
+    index = {"format": FORMAT, "version": VERSION, "tensors": enc.entries, "root": root}
+    text = json.dumps(index, separators=(",", ":"), allow_nan=True).encode()
+    arrays = {INDEX: backend.cpu.frombuffer(text, dtype=backend.cpu.uint8), **enc.arrays}
+    with _opened(f, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(name + ".npy", date_time=_EPOCH)
+            with zf.open(info, "w", force_zip64=True) as member:
+                _npy.write_array(member, arr, allow_pickle=False)
+
+
+class _Encoder:
+    """Turns an object into a JSON-able tree; tensors become ``{"tensor": n}`` references
+    to entry ``n`` of :attr:`entries`, whose values go to :attr:`arrays`."""
+
+    def __init__(self):
+        self.entries, self.arrays = [], {}
+        self._tensor_numbers = {}  # id(tensor) -> entry number: one object, one entry
+        self._open = set()  # ids of the containers being encoded, to refuse cycles
+        param = _parameter_class()
+        self._param = param if param is not None else ()
+
+    def encode(self, obj, path, key=False):
+        t = type(obj)
+        if obj is None or t in (bool, int, float, str):
+            return obj
+        if t is complex:
+            return {"complex": [obj.real, obj.imag]}
+        if t is Size:
+            return {"size": list(obj)}
+        if t is dtype:
+            return {"dtype": obj.name}
+        if t is device:
+            return {"device": str(obj)}
+        if isinstance(obj, Tensor) and not key:
+            return {"tensor": self._tensor(obj)}
+        if t in _CONTAINER_TAGS and (t is tuple or not key):
+            return {_CONTAINER_TAGS[t]: self._items(obj, path, key)}
+        what = "a dict key" if key else "object"
+        raise TypeError(f"cannot save {what} of type {t.__name__} at {_where(path)}: "
+                        f"tracegrad.save stores {_SUPPORTED}")
+
+    def _items(self, obj, path, key):
+        if id(obj) in self._open:
+            raise ValueError(f"cannot save a {type(obj).__name__} that contains itself (at {_where(path)})")
+        self._open.add(id(obj))
+        try:
+            if isinstance(obj, dict):
+                return [[self.encode(k, f"{path}[{k!r}]", key=True), self.encode(v, f"{path}[{k!r}]")]
+                        for k, v in obj.items()]
+            return [self.encode(v, f"{path}[{i}]", key) for i, v in enumerate(obj)]
+        finally:
+            self._open.discard(id(obj))
+
+    def _tensor(self, t):
+        n = self._tensor_numbers.get(id(t))
+        if n is None:
+            host = backend.namespace_of(t._data).to_host(t._data)
+            if not host.flags.c_contiguous:
+                host = host.copy(order="C")
+            n = len(self.entries)
+            self._tensor_numbers[id(t)] = n
+            self.arrays[f"t{n}"] = host
+            self.entries.append({"key": f"t{n}", "dtype": t.dtype.name, "shape": list(host.shape),
+                                 "requires_grad": t.requires_grad, "device": str(t.device),
+                                 "parameter": isinstance(t, self._param)})
+        return n
+
+
+def _where(path):
+    return path or "the top level"
+
+
+# -- load -----------------------------------------------------------------------------------
+def load(f, map_location=None, *, weights_only=True):
+    """Load what :func:`save` wrote to ``f`` (a path or a binary file object).
+
+    ``map_location`` is PyTorch's: None puts each tensor back on the device it was saved
+    from; a device or string puts all of them there; a dict maps saved device names to new
+    ones (``{'cuda:0': 'cpu'}``); a callable gets ``(cpu_tensor, saved_device_name)`` and
+    returns a tensor or None (for the default). ``weights_only`` is accepted for PyTorch
+    compatibility: these files never hold code, so both values load the same data.
+    """
+    _check_map_location(map_location)
+    name = _name_of(f)
+    with _opened(f, "rb") as fh:
+        try:
+            entries, arrays, root = _read(fh)
+        except _BadFile as e:
+            raise RuntimeError(f"cannot load {name}: {e}") from None
+        except MemoryError:
+            raise
+        except Exception as e:  # zip/npy/json parsers on damaged bytes
+            raise RuntimeError(f"cannot load {name}: the file is corrupt or truncated "
+                               f"({type(e).__name__}: {e})") from e
+    tensors = [_restore(entry, arrays[entry["key"]], map_location) for entry in entries]
+    try:
+        return _decode(root, tensors)
+    except (_BadFile, RecursionError) as e:
+        raise RuntimeError(f"cannot load {name}: its index is wrong ({e})") from None
+
+
+class _BadFile(Exception):
+    """What is wrong with a file, in words."""
+
+
+def _read(fh):
+    """The validated index entries, their arrays (by key) and the root node of ``fh``."""
+    if not _seekable(fh):
+        fh = io.BytesIO(fh.read())
+    start = fh.tell()
+    head = fh.read(4)
+    fh.seek(start)
+    if not head:
+        raise _BadFile("the file is empty")
+    if head not in _ZIP_MAGIC:
+        raise _BadFile("it is not a file written by tracegrad.save (not an .npz archive)")
+    with zipfile.ZipFile(fh) as zf:
+        names = set(zf.namelist())
+        if INDEX + ".npy" not in names:
+            hint = ("; it looks like a PyTorch file, which tracegrad cannot read"
+                    if any(n.endswith("data.pkl") for n in names) else "")
+            raise _BadFile(f"it is not a file written by tracegrad.save (an archive without "
+                           f"the '{INDEX}' entry{hint})")
+        raw = _read_array(zf, INDEX + ".npy", _DTYPE_BY_NAME["uint8"].np, None)
+        try:
+            index = json.loads(raw.tobytes())
+        except (ValueError, RecursionError) as e:
+            raise _BadFile(f"its index is not valid JSON ({e})") from None
+        entries = _check_index(index)
+        described = {e["key"] + ".npy" for e in entries} | {INDEX + ".npy"}
+        if names != described:
+            raise _BadFile(f"its index does not match the archive (entries not in the index: "
+                           f"{sorted(names - described)}; in the index but missing: "
+                           f"{sorted(described - names)})")
+        arrays = {e["key"]: _read_array(zf, e["key"] + ".npy", _DTYPE_BY_NAME[e["dtype"]].np,
+                                        tuple(e["shape"])) for e in entries}
+    return entries, arrays, index["root"]
+
+
+def _read_array(zf, name, want_dtype, want_shape):
+    """Entry ``name`` as a fresh array, after checking its header against what the index
+    says (so a damaged header cannot make us allocate or misread); reading to the end of
+    the entry makes the zip layer check its CRC."""
+    info = zf.getinfo(name)
+    with zf.open(info) as member:
+        version = _npy.read_magic(member)
+        if version not in ((1, 0), (2, 0)):
+            raise _BadFile(f"the file is corrupt: entry {name!r} has an unknown .npy version {version}")
+        header = _npy.read_array_header_1_0 if version == (1, 0) else _npy.read_array_header_2_0
+        shape, fortran, dt = header(member)
+        if dt.hasobject or dt.newbyteorder("=") != want_dtype:
+            raise _BadFile(f"the file is corrupt: entry {name!r} holds {dt}, expected {want_dtype}")
+        if want_shape is not None and tuple(shape) != want_shape or want_shape is None and len(shape) != 1:
+            raise _BadFile(f"the file is corrupt: entry {name!r} has shape {tuple(shape)}, "
+                           f"expected {want_shape}")
+        count = math.prod(shape)
+        if count * dt.itemsize > info.file_size:
+            raise _BadFile(f"the file is corrupt: entry {name!r} is shorter than its header says")
+        out = backend.cpu.empty(shape[::-1] if fortran else shape, dtype=dt)
+        flat = memoryview(out.reshape(-1).view(backend.cpu.uint8))
+        got = 0
+        while got < len(flat):
+            n = member.readinto(flat[got:])
+            if not n:
+                raise _BadFile(f"the file is corrupt: entry {name!r} is truncated")
+            got += n
+        if member.read(1):
+            raise _BadFile(f"the file is corrupt: entry {name!r} is longer than its header says")
+    if fortran:
+        out = out.T.copy()
+    return out if dt == want_dtype else out.astype(want_dtype)
+
+
+def _check_index(index):
+    """The index's tensor entries, after checking every field the loader will use."""
+    def bad(what):
+        return _BadFile(f"its index is wrong: {what}")
+    if not isinstance(index, dict) or index.get("format") != FORMAT:
+        raise _BadFile("it is not a file written by tracegrad.save (its index has no "
+                       f"'format': '{FORMAT}')")
+    version = index.get("version")
+    if type(version) is not int:
+        raise bad(f"'version' is {version!r}")
+    if version > VERSION:
+        raise _BadFile(f"it was written by a newer tracegrad (format version {version}); "
+                       f"this one reads format version {VERSION}")
+    entries = index.get("tensors")
+    if not isinstance(entries, list) or "root" not in index:
+        raise bad("'tensors' or 'root' is missing")
+    keys = set()
+    for i, e in enumerate(entries):
+        ok = (isinstance(e, dict) and type(e.get("key")) is str and e["key"] not in keys
+              and e["key"] != INDEX and e.get("dtype") in _DTYPE_BY_NAME
+              and isinstance(e.get("shape"), list)
+              and all(type(s) is int and s >= 0 for s in e["shape"])
+              and type(e.get("requires_grad")) is bool and type(e.get("parameter")) is bool
+              and type(e.get("device")) is str)
+        if ok and e["requires_grad"]:
+            d = _DTYPE_BY_NAME[e["dtype"]]
+            ok = d.is_floating_point or d.is_complex
+        if ok:
+            try:
+                device(e["device"])
+            except RuntimeError:
+                ok = False
+        if not ok:
+            raise bad(f"tensor entry {i} is malformed: {str(e)[:200]}")
+        keys.add(e["key"])
+    return entries
+
+
+def _decode(node, tensors, path="the top level"):
+    """The object a JSON node of the index describes."""
+    t = type(node)
+    if node is None or t in (bool, int, float, str):
+        return node
+    if t is dict and len(node) == 1:
+        (tag, value), = node.items()
+        try:
+            return _DECODERS[tag](value, tensors, path)
+        except (KeyError, TypeError, ValueError, IndexError, RuntimeError):
+            pass
+    raise _BadFile(f"unexpected entry {str(node)[:100]} at {path}")
+
+
+def _decode_items(value, tensors, path):
+    if type(value) is not list:
+        raise TypeError(value)
+    return [_decode(v, tensors, f"{path}[{i}]") for i, v in enumerate(value)]
+
+
+def _decode_pairs(value, tensors, path, kind):
+    if type(value) is not list or not all(type(p) is list and len(p) == 2 for p in value):
+        raise TypeError(value)
+    out = kind()
+    for k, v in value:
+        k = _decode(k, tensors, path)
+        out[k] = _decode(v, tensors, f"{path}[{k!r}]")  # an unhashable key: TypeError
+    return out
+
+
+def _number_list(value, kinds):
+    if type(value) is not list or not all(type(v) in kinds for v in value):
+        raise TypeError(value)
+    return value
+
+
+def _tensor_ref(value, tensors):
+    if type(value) is not int or not 0 <= value < len(tensors):
+        raise IndexError(value)
+    return tensors[value]
+
+
+_DECODERS = {
+    "tensor": lambda v, ts, p: _tensor_ref(v, ts),
+    "list": _decode_items,
+    "tuple": lambda v, ts, p: tuple(_decode_items(v, ts, p)),
+    "dict": lambda v, ts, p: _decode_pairs(v, ts, p, dict),
+    "odict": lambda v, ts, p: _decode_pairs(v, ts, p, OrderedDict),
+    "size": lambda v, ts, p: Size(_number_list(v, (int,))),
+    "complex": lambda v, ts, p: complex(*_number_list(v, (int, float))),
+    "dtype": lambda v, ts, p: _DTYPE_BY_NAME[v],
+    "device": lambda v, ts, p: device(v),
+}
+
+
+# -- devices --------------------------------------------------------------------------------
+def _check_map_location(map_location):
+    ok = (map_location is None or isinstance(map_location, (str, device)) or callable(map_location)
+          or isinstance(map_location, dict) and all(isinstance(k, str) and isinstance(v, (str, device))
+                                                    for k, v in map_location.items()))
+    if not ok:
+        raise TypeError("map_location should be None, a str, a tracegrad.device, a dict of device "
+                        f"names or a callable, not {type(map_location).__name__}")
+    if isinstance(map_location, (str, device)):
+        device(map_location)  # a bad device string fails now, before reading
+
+
+def _restore(entry, array, map_location):
+    """A leaf tensor (or Parameter) with ``array``'s values, on the device asked for."""
+    saved = entry["device"]
+    t = wrap(array)
+    if callable(map_location):
+        moved = map_location(t, saved)
+        if moved is not None and not isinstance(moved, Tensor):
+            raise TypeError(f"map_location returned {type(moved).__name__}; expected a Tensor or None")
+        target = None if moved is not None else device(saved)
+        t = moved if moved is not None else t
+    elif isinstance(map_location, dict):
+        target = device(map_location.get(saved, saved))
+    else:
+        target = device(saved if map_location is None else map_location)
+    if target is not None and target.type != "cpu":
+        from . import cuda
+        if target.type == "cuda" and not cuda.is_available():
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but "
+                               "tracegrad.cuda.is_available() is False. If you are running on a "
+                               "CPU-only machine, please use tracegrad.load with "
+                               "map_location=tracegrad.device('cpu') to map your storages to the CPU.")
+        t = t.to(target)
+    if t.grad_fn is not None:  # a callable map_location may hand back a computed tensor
+        t = t.detach()
+    t.requires_grad_(entry["requires_grad"])
+    param = _parameter_class()
+    if entry["parameter"] and param is not None:
+        t = param(t, requires_grad=entry["requires_grad"])
+    return t
+
+
+def _parameter_class():
+    """``tracegrad.nn.Parameter`` once it exists (None while nn is being built)."""
+    from . import nn
+    return getattr(nn, "Parameter", None)
+
+
+# -- files ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _opened(f, mode):
+    """``f`` opened in ``mode`` when it is a path; a file object is used as it is (and left open)."""
+    if isinstance(f, (str, bytes, os.PathLike)):
+        path = os.fspath(f)
+        parent = os.path.dirname(path)
+        if "w" in mode and parent and not os.path.isdir(parent):
+            raise RuntimeError(f"Parent directory {os.fsdecode(parent)} does not exist.")
+        with open(path, mode) as fh:
+            yield fh
+    elif hasattr(f, "write" if "w" in mode else "read"):
+        yield f
+    else:
+        need = "written" if "w" in mode else "read"
+        raise TypeError(f"expected a path or a binary file object that can be {need}, "
+                        f"got {type(f).__name__}")
+
+
+def _seekable(fh):
+    try:
+        return fh.seekable()
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _name_of(f):
+    if isinstance(f, (str, bytes, os.PathLike)):
+        return repr(os.fsdecode(os.fspath(f)))
+    name = getattr(f, "name", None)
+    return repr(name) if isinstance(name, str) else f"the {type(f).__name__} given"
