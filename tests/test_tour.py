@@ -1,6 +1,7 @@
 """The guided tour (``python -m tracegrad``) runs start to finish and shows what each
 section promises; the tour is the first thing a new user runs, so a broken section is a bug."""
 import contextlib
+import re
 import io
 
 from tracegrad import tour
@@ -33,3 +34,11 @@ def test_extension_sections_show_their_results():
     assert "Self CPU time total:" in text and "MmBackward0" in text
     assert "digraph {" in text and '[label="ExpBackward0", fillcolor=lightgrey]' in text
     assert "drawn:" in text or "Graphviz" in text
+
+
+def test_training_section_learns_the_digits():
+    text = _tour_output()
+    assert "(1): Linear(in_features=64, out_features=64, bias=True)" in text
+    accuracy = float(re.search(r"^test accuracy ([\d.]+)%$", text, re.M).group(1))
+    assert accuracy > 90
+    assert "['3.weight', '3.bias']" in text

@@ -190,6 +190,36 @@ section("Pictures of the graph", """
         print(e)
     """)
 
+section("Training a network: nn and optim", """
+    tracegrad.nn has PyTorch's layers and losses, tracegrad.optim its optimizers, and the
+    8x8 handwritten digits ship with tracegrad. The loop is the seeds' loop: zero_grad,
+    forward, loss, backward, step. eval() and no_grad() for testing; freezing a model is
+    requires_grad = False on its parameters, and a new layer is trainable by default.""", """
+    from tracegrad import nn, optim
+    from tracegrad.datasets import digits_split
+    torch.manual_seed(0)
+    (x_train, y_train), (x_test, y_test) = digits_split()
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    model
+    optimizer = optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    for epoch in range(1, 41):
+        optimizer.zero_grad()
+        loss = loss_fn(model(x_train), y_train)
+        loss.backward()
+        optimizer.step()
+        if epoch % 10 == 0:
+            print(f"epoch {epoch}: loss {loss.item():.3f}")
+    model.eval()
+    with torch.no_grad():
+        accuracy = (model(x_test).argmax(1) == y_test).float().mean()
+    print(f"test accuracy {accuracy.item():.1%}")
+    for p in model.parameters():
+        p.requires_grad = False
+    model[3] = nn.Linear(64, 10)
+    [name for name, p in model.named_parameters() if p.requires_grad]
+    """)
+
 section("One rule table behind it all", """
     Every operation is one entry of tracegrad.rules: a kernel plus one vjp per operand,
     written with ordinary operators so the same function serves raw arrays, eager

@@ -164,6 +164,27 @@ def test_batchnorm_reset_and_old_checkpoints():
 
 # -- layer norm, group norm, rms norm, normalize --------------------------------------------------------
 
+@pytest.mark.parametrize("make, bad", [
+    (lambda: nn.BatchNorm2d(3), lambda: tg.ones(2, 4, 2, 2)),    # wrong channel count
+    (lambda: nn.BatchNorm1d(2), lambda: tg.ones(1, 2)),          # one value per channel
+    (lambda: nn.BatchNorm1d(2, momentum=None), lambda: tg.ones(1, 2)),
+])
+def test_refused_batch_changes_no_state(make, bad):
+    """An input the batch norm refuses leaves its counter and running statistics as they were."""
+    bn = make()
+    bn(tg.randn(4, *bn.running_mean.shape, *(() if isinstance(bn, nn.BatchNorm1d) else (2, 2))))
+    before = {k: _np(v).copy() for k, v in bn.state_dict().items()}
+    with pytest.raises((RuntimeError, ValueError)):
+        bn(bad())
+    for k, v in bn.state_dict().items():
+        np.testing.assert_array_equal(_np(v), before[k], err_msg=k)
+
+
+def test_channel_mismatch_names_running_mean_first():
+    with pytest.raises(RuntimeError, match="^running_mean should contain 4 elements not 3$"):
+        nn.BatchNorm2d(3)(tg.ones(2, 4, 2, 2))
+
+
 def _ln_ref(x, k, eps):
     axes = tuple(range(x.ndim - k, x.ndim))
     return (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)

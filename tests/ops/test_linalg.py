@@ -478,3 +478,27 @@ def test_oracle_error_messages(k):
         twin()
     # tracegrad names its own types (tracegrad.FloatTensor) where PyTorch says torch.
     assert str(info.value) == message.replace("tracegrad.", "torch.")
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_gradient_of_a_transposed_weight_arrives_contiguous(fused):
+    """``x @ w.t()`` (``linear``): the weight's gradient is made in the transposed layout,
+    so ``w.grad`` is contiguous (no copy at accumulation), with the right values."""
+    rng = np.random.default_rng(0)
+    x = tg.tensor(rng.standard_normal((4, 5)))
+    w = tg.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    b = tg.zeros(3, dtype=tg.float64)
+    out = tg.addmm(b, x, w.t()) if fused else tg.mm(x, w.t())
+    g = rng.standard_normal((4, 3))
+    out.backward(tg.tensor(g))
+    assert w.grad.is_contiguous()
+    np.testing.assert_allclose(w.grad.numpy(), g.T @ x.numpy(), rtol=1e-12)
+    # the rule itself: for a column-major mat2 (known from the placeholder's strides) the
+    # gradient comes out column-major, for a row-major one row-major
+    from tracegrad.rules.core import TABLE, meta
+    vjp_mat2 = TABLE["addmm" if fused else "mm"].vjps[-1]
+    extra = (np.zeros(3),) if fused else ()
+    column_major = vjp_mat2(g, None, *extra, x.numpy(), meta((5, 3), (8, 40)))
+    row_major = vjp_mat2(g, None, *extra, x.numpy(), meta((5, 3), (24, 8)))
+    assert column_major.flags.f_contiguous and row_major.flags.c_contiguous
+    np.testing.assert_allclose(column_major, row_major, rtol=1e-12)

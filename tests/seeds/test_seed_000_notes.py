@@ -5,7 +5,8 @@ valid PyTorch as written (``regiter_hook``, undefined ``x``/``b``/``c``, ``.back
 the test runs what real PyTorch 2.x accepts and asserts what real PyTorch does.
 The ``Exp(Function)`` example and the ``examples_autograd/polynomial_custom_function.py``
 tutorial it points to (``LegendrePolynomial3``, written out as in PyTorch's tutorials) are at
-the end. Out of scope here: ``binary_cross_entropy_with_logits``, ``model.zero_grad()``/nn.
+the end. ``binary_cross_entropy_with_logits`` and ``model.zero_grad()`` are in
+test_seeds_nn.py.
 """
 import itertools
 import re

@@ -1,8 +1,10 @@
 """Seed 001 (Jupyter notes on the PyTorch "Autograd mechanics" page, Chinese): every cell
 In [2] .. In [18] and the stated behaviours of the text between them.
 
-Printed outputs are compared with the outputs recorded in the notes. Out of scope here:
-custom autograd.Function / save_for_backward, saved-tensor hooks, nn.Module.eval().
+Printed outputs are compared with the outputs recorded in the notes. Custom
+autograd.Function / save_for_backward and saved-tensor hooks are tested in tests/runtime
+(test_function.py, test_saved_hooks.py); nn.Module.eval() and requires_grad_() in
+test_seeds_nn.py.
 """
 import threading
 

@@ -1,9 +1,9 @@
 """Seed 002 (Chinese translation of the PyTorch autograd tutorial, plus a hand-checked MLP).
 
-Out of scope here: the resnet18 / torchvision / nn / optim parts (model, ``optim.step()``,
-``optim.zero_grad()``, freezing ``model.parameters()``, ``model.fc = nn.Linear``). Their
+The resnet18 / nn / optim parts (the training step, ``optim.zero_grad()``, freezing
+``model.parameters()``, ``model.fc = nn.Linear``) are in test_seeds_nn.py; their
 plain-tensor equivalents (``w.data = w.data - lr * w.grad.data``, ``w.grad.data.zero_()``)
-are tested. The MLP's printed random numbers cannot be reproduced: the relations between
+are tested here. The MLP's printed random numbers cannot be reproduced: the relations between
 them are checked instead.
 """
 import inspect

@@ -1,7 +1,7 @@
 """Seed 003 (notes on Tensor layout and torch.autograd, Chinese).
 
-Out of scope here: channels-last layout (``memory_format``), nn.Module/model.requires_grad_
-/model.zero_grad/optimizer.zero_grad (their plain-tensor forms are tested). The profiler
+Out of scope here: channels-last layout (``memory_format``). model.zero_grad /
+optimizer.zero_grad are in test_seeds_nn.py (their plain-tensor forms are tested here). The profiler
 snippet is tested with the rest of the profiler, in tests/runtime/test_profiler.py
 (``test_seed_snippet_prints_a_table``).
 """

@@ -8,7 +8,8 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime.tensor import wrap
 
-__all__ = ["scalar_dtype", "step_counter", "advance", "zeros_state", "bump", "real_view", "operands", "lerp_"]
+__all__ = ["scalar_dtype", "step_counter", "advance", "zeros_state", "bump", "real_view", "operands", "lerp_",
+           "directed_grad"]
 
 
 def scalar_dtype(fused=False):
@@ -79,3 +80,14 @@ def lerp_(xp, start, end, weight, small):
     else:
         xp.subtract(end, tmp, out=start)
     return tmp
+
+
+def directed_grad(xp, param, grad, weight_decay, decayed, maximize):
+    """The gradient a rule descends along: negated under ``maximize``, plus ``weight_decay *
+    param`` when ``decayed`` (L2 decay, PyTorch's order). A new array whenever it differs
+    from ``grad``, which is only read; the caller may overwrite the result if it is not
+    ``grad`` itself."""
+    if decayed:
+        d = xp.multiply(param, weight_decay)
+        return (xp.subtract if maximize else xp.add)(d, grad, out=d)
+    return xp.negative(grad) if maximize else grad

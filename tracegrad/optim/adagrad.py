@@ -5,7 +5,7 @@ PyTorch's single-tensor update, on the backend arrays in place:
 """
 from .. import backend
 from ..runtime.tensor import wrap
-from ._inplace import advance, bump, operands, real_view, step_counter
+from ._inplace import advance, bump, directed_grad, operands, real_view, step_counter
 from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
 
 __all__ = ["Adagrad"]
@@ -74,11 +74,7 @@ def _update(p, param, grad, st, ops, clr, decayed, maximize):
     xp, eps, weight_decay = ops
     mul, add, sub = xp.multiply, xp.add, xp.subtract
     param, grad = real_view(param), real_view(grad)
-    if decayed:
-        d = mul(param, weight_decay)
-        grad = (sub if maximize else add)(d, grad, out=d)
-    elif maximize:
-        grad = xp.negative(grad)
+    grad = directed_grad(xp, param, grad, weight_decay, decayed, maximize)
     sum_t = st["sum"]
     total = real_view(sum_t._data)
     tmp = mul(grad, grad)

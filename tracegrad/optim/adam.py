@@ -7,7 +7,7 @@ its running maximum under AMSGrad). Weight decay adds ``wd * p`` to the gradient
 shrinks ``p *= 1 - lr * wd`` first (AdamW).
 """
 from ..runtime.tensor import Tensor
-from ._inplace import advance, bump, lerp_, operands, real_view, step_counter, zeros_state
+from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
 from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
 
 __all__ = ["Adam", "AdamW"]
@@ -99,15 +99,10 @@ def _update(p, param, grad, st, ops, per_step, small, decayed, decoupled, amsgra
     step_size, bias_correction2_sqrt = per_step
     mul, add, sub = xp.multiply, xp.add, xp.subtract
     param, grad = real_view(param), real_view(grad)
-    if decayed:
-        if decoupled:
-            mul(param, shrink, out=param)
-            bump(p)
-        else:
-            d = mul(param, weight_decay)
-            grad, maximize = (sub if maximize else add)(d, grad, out=d), False
-    if maximize:
-        grad = xp.negative(grad)
+    if decayed and decoupled:
+        mul(param, shrink, out=param)
+        bump(p)
+    grad = directed_grad(xp, param, grad, weight_decay, decayed and not decoupled, maximize)
     m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
     m, v = real_view(m_t._data), real_view(v_t._data)
     tmp = lerp_(xp, m, grad, w1, small)

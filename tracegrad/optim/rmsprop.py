@@ -5,7 +5,7 @@ PyTorch's single-tensor update, on the backend arrays in place:
 1 - alpha)``, ``avg = sqrt(s - a * a) + eps``); with momentum ``b = momentum * b + g / avg``,
 ``p -= lr * b``, else ``p -= lr * g / avg``.
 """
-from ._inplace import advance, bump, lerp_, operands, real_view, step_counter, zeros_state
+from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
 from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
 
 __all__ = ["RMSprop"]
@@ -66,11 +66,7 @@ def _update(p, param, grad, st, ops, small, decayed, use_momentum, centered, max
     mul, add, sub, div = xp.multiply, xp.add, xp.subtract, xp.divide
     advance(st["step"])
     param, grad = real_view(param), real_view(grad)
-    if decayed:
-        d = mul(param, weight_decay)
-        grad = (sub if maximize else add)(d, grad, out=d)
-    elif maximize:
-        grad = xp.negative(grad)
+    grad = directed_grad(xp, param, grad, weight_decay, decayed, maximize)
     sq_t = st["square_avg"]
     sq = real_view(sq_t._data)
     mul(sq, alpha, out=sq)

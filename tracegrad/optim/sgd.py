@@ -5,7 +5,7 @@ The update is PyTorch's single-tensor SGD, run on the backend arrays in place:
 ``g = g + momentum * b`` (Nesterov) or ``g = b``; ``p -= lr * g``.
 """
 from ..runtime.tensor import wrap
-from ._inplace import bump, operands
+from ._inplace import bump, directed_grad, operands
 from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
 
 __all__ = ["SGD"]
@@ -54,13 +54,8 @@ def _update(p, param, grad, state, ops, use_momentum, dampened, decayed, nestero
     the current ``grad`` is a temporary of ours that a later pass may overwrite."""
     xp, lr, momentum, keep, weight_decay = ops
     mul, add = xp.multiply, xp.add
-    own = False
-    if decayed:
-        d = mul(param, weight_decay)
-        (xp.subtract if maximize else add)(d, grad, out=d)
-        grad, own = d, True
-    elif maximize:
-        grad, own = xp.negative(grad), True
+    directed = directed_grad(xp, param, grad, weight_decay, decayed, maximize)
+    grad, own = directed, directed is not grad
     if use_momentum:
         buf_t = state.get("momentum_buffer")
         if buf_t is None:

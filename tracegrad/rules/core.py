@@ -56,13 +56,15 @@ def _handler_for(tp):
 
 
 class Meta:
-    """Stands in for an operand whose value no needed vjp reads: its shape only."""
+    """Stands in for an operand whose value no needed vjp reads: its shape, and its
+    ``strides`` when known (a vjp may make its gradient in the operand's memory layout)."""
 
-    __slots__ = ("shape",)
+    __slots__ = ("shape", "strides")
     dtype = None
 
-    def __init__(self, shape):
+    def __init__(self, shape, strides=None):
         self.shape = shape
+        self.strides = strides
 
     @property
     def ndim(self):
@@ -79,10 +81,12 @@ class Meta:
         return f"Meta(shape={self.shape})"
 
 
-def meta(shape):
-    """``Meta(shape)`` without the call overhead (the eager runtime makes one per operand)."""
+def meta(shape, strides=None):
+    """``Meta(shape, strides)`` without the call overhead (the eager runtime makes one per
+    operand)."""
     m = _new(Meta)
     m.shape = shape
+    m.strides = strides
     return m
 
 

@@ -54,7 +54,17 @@ def product_vjp_x(g, out, x, y):
     return _product(g, _mT(y))
 
 
+def _stored_transposed(a):
+    """Whether a matrix operand lies in memory transposed, as ``weight.t()`` does in
+    ``linear``: its gradient is then made in that layout too (``(g^T x)^T``), so that it
+    reaches the weight contiguous and accumulates without a copy, as in PyTorch."""
+    strides = getattr(a, "strides", None)  # arrays and Meta placeholders; None for others
+    return strides is not None and len(strides) == 2 and strides[0] < strides[1]
+
+
 def product_vjp_y(g, out, x, y):
+    if _stored_transposed(y):
+        return _mT(_product(_mT(g), x))
     return _product(_mT(x), g)
 
 
@@ -228,7 +238,7 @@ def fused_vjp_x(g, out, input, x, y, *, beta=1, alpha=1):
 
 
 def fused_vjp_y(g, out, input, x, y, *, beta=1, alpha=1):
-    return _scaled(_product(_mT(x), g), alpha)
+    return _scaled(product_vjp_y(g, out, x, y), alpha)
 
 
 def fused_jvp_input(t, out, input, x, y, *, beta=1, alpha=1):

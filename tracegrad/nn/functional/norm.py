@@ -43,8 +43,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     channels = input.shape[1] if input.ndim > 1 else 0
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var)):
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
         if t is not None and t.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
     if not training and (running_mean is None or running_var is None):

@@ -80,16 +80,18 @@ class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # a cumulative (equal-weight) average of every batch so far
-                factor = 1.0 / float(self.num_batches_tracked)
+        counting = self.training and self.track_running_stats and self.num_batches_tracked is not None
+        if counting and self.momentum is None:  # a cumulative (equal-weight) average of every batch
+            factor = 1.0 / (float(self.num_batches_tracked) + 1)
         # batch statistics in training, and in evaluation when there are no running ones
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_buffers = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_buffers else None,
-                            self.running_var if use_buffers else None, self.weight, self.bias,
-                            bn_training, factor, self.eps)
+        out = F.batch_norm(input, self.running_mean if use_buffers else None,
+                           self.running_var if use_buffers else None, self.weight, self.bias,
+                           bn_training, factor, self.eps)
+        if counting:  # counted once the batch went through: a refused input changes nothing
+            self.num_batches_tracked.add_(1)
+        return out
 
 
 class BatchNorm1d(_BatchNorm):
