@@ -435,13 +435,24 @@ def test_layers_against_pytorch(make):
 
 @pytest.mark.torch
 def test_default_initialisation_has_pytorch_bounds():
+    """kaiming_uniform_(a=sqrt(5)) for the weight and uniform(+-1/sqrt(fan_in)) for the bias
+    both give the bound 1/sqrt(fan_in), fan_in taken from the weight's dim 1 (so per group, and
+    for a transposed conv its out_channels / groups), as PyTorch computes it."""
+    for make, fan_in in ((lambda n: n.Conv2d(6, 8, (3, 2), groups=2), 3 * 3 * 2),
+                         (lambda n: n.ConvTranspose2d(6, 8, 3, groups=2), 4 * 3 * 3)):
+        layer = make(nn)
+        bound = 1 / np.sqrt(fan_in)
+        w, b = np.abs(layer.weight.detach().numpy()), np.abs(layer.bias.detach().numpy())
+        assert w.max() <= bound + 1e-7 and b.max() <= bound + 1e-7
+        assert w.max() > 0.8 * bound  # over 100 draws: the bound is reached, not a smaller one
+
+
+@pytest.mark.torch
+def test_default_parameter_shapes_match_pytorch():
     torch = pytest.importorskip("torch")
     for make in (lambda n: n.Conv2d(6, 8, (3, 2), groups=2), lambda n: n.ConvTranspose2d(6, 8, 3, groups=2)):
-        theirs, ours = make(torch.nn), make(nn)
-        for name, p in ours.named_parameters():
-            tp = dict(theirs.named_parameters())[name]
-            assert tuple(p.shape) == tuple(tp.shape)
-            assert np.abs(p.detach().numpy()).max() <= np.abs(to_np(tp)).max() * 1.3 + 1e-6
+        theirs, ours = dict(make(torch.nn).named_parameters()), dict(make(nn).named_parameters())
+        assert {k: tuple(v.shape) for k, v in ours.items()} == {k: tuple(v.shape) for k, v in theirs.items()}
 
 
 BAD_CALLS = [

@@ -9,12 +9,11 @@ is made of, so that gradients of any order come out::
 convolution and a transposed one, with the incoming cotangent as the kernel.
 
 Every kernel makes ONE matrix product over an unfolded (im2col) copy of the padded input,
-taken through one strided view. With stride 1 the unfolding uses *flat rows*: an output row
-spans a whole padded input row, so each column of the unfolded matrix is one contiguous run
-of memory (several times faster to copy than window by window); the few outputs that wrap
-around a row end are computed and dropped. A transposed convolution with stride 1 is the
-convolution with the flipped, transposed kernel; with larger strides it is the product
-followed by :func:`fold`, one strided add per kernel offset.
+taken through one strided view. The padded copy puts the batch dim last, so the columns are
+ordered (position, image) and a stride-1 window row is one contiguous run of memory however
+small the images (ResNet's last stages are 4x4 and 2x2). A transposed convolution with
+stride 1 is the convolution with the flipped, transposed kernel; with larger strides it is
+the product followed by :func:`fold`, one strided add per kernel offset.
 """
 import itertools
 import math
@@ -41,32 +40,23 @@ def transposed_output_size(size, kernel, stride, padding, dilation, output_paddi
     return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + 1 + output_padding
 
 
-def padded(xp, x, lo, hi, fill=0, spare=None):
+def padded(xp, x, lo, hi, fill=0):
     """``x`` with each of its last ``len(lo)`` dims grown by ``lo[i]`` entries in front and
-    ``hi[i]`` behind (negative amounts crop), the new entries set to ``fill``.
-
-    With ``spare`` (an int) the result is instead the flat buffer: the leading dims, then the
-    padded dims flattened, followed by ``spare`` more ``fill`` entries."""
+    ``hi[i]`` behind (negative amounts crop), the new entries set to ``fill``."""
     nd = len(lo)
-    lead = x.shape[:x.ndim - nd]
     if any(n < 0 for n in lo) or any(n < 0 for n in hi):
         sizes = x.shape[x.ndim - nd:]
         x = x[(Ellipsis,) + tuple(slice(max(-a, 0), s - max(-b, 0)) for a, b, s in zip(lo, hi, sizes))]
         lo, hi = tuple(max(a, 0) for a in lo), tuple(max(b, 0) for b in hi)
-    sizes = x.shape[x.ndim - nd:]
     if not any(lo) and not any(hi):
-        if spare is None:
-            return x
-        if not spare:
-            return xp.ascontiguousarray(x).reshape(lead + (math.prod(sizes),))
+        return x
+    sizes = x.shape[x.ndim - nd:]
     grown = tuple(s + a + b for s, a, b in zip(sizes, lo, hi))
-    n = math.prod(grown)
-    buf = (xp.zeros if fill == 0 else xp.empty)(lead + (n + (spare or 0),), dtype=x.dtype)
+    buf = (xp.zeros if fill == 0 else xp.empty)(x.shape[:x.ndim - nd] + grown, dtype=x.dtype)
     if fill != 0:
         buf[...] = fill
-    grid = buf[..., :n].reshape(lead + grown)  # splitting the last dim: always a view
-    grid[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, sizes))] = x
-    return grid if spare is None else buf
+    buf[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, sizes))] = x
+    return buf
 
 
 def taps(kernel, stride, dilation, out):
@@ -92,65 +82,63 @@ def fold(xp, cols, kernel, stride, dilation, extent):
 
 def unfold(xp, x, kernel, stride, dilation, lo, hi):
     """The windows of ``x`` (N, C, *spatial), padded by ``lo``/``hi``, as a strided view
-    ``(C, *kernel, N, L)`` -- or ``(C, *kernel, N, *grid)`` -- over the positions of
-    ``grid``; returns (view, grid, out). ``grid`` is ``out`` except with flat rows (stride
-    1), where its dims after the first are the padded sizes (extra outputs to drop)."""
+    ``(C, *kernel, *out, N)`` over a padded copy with the batch dim last; returns (view,
+    out). With the batch innermost, each tap of a stride-1 window row is one contiguous
+    run of ``out[-1] * N`` values (a few times faster to copy than a row of one image)."""
     nd = len(kernel)
     n, c = x.shape[:2]
     sizes = [x.shape[2 + i] + lo[i] + hi[i] for i in range(nd)]
     out = tuple(max(0, (s - d * (k - 1) - 1) // st + 1)
                 for s, k, st, d in zip(sizes, kernel, stride, dilation))
-    if all(s == 1 for s in stride):
-        grid = out[:1] + tuple(sizes[1:])
-        row = [math.prod(sizes[i + 1:]) for i in range(nd)]  # flat step of each dim
-        reach = sum(d * (k - 1) * r for d, k, r in zip(dilation, kernel, row))
-        buf = padded(xp, x, lo, hi, spare=max(0, math.prod(grid) + reach - math.prod(sizes)))
-        sn, sc, e = buf.strides
-        shape = (c,) + tuple(kernel) + (n, math.prod(grid))
-        strides = (sc,) + tuple(d * r * e for d, r in zip(dilation, row)) + (sn, e)
-    else:
-        buf = padded(xp, x, lo, hi)
-        grid = out
-        sn, sc, sp = buf.strides[0], buf.strides[1], buf.strides[2:]
-        shape = (c,) + tuple(kernel) + (n,) + out
-        strides = (sc,) + tuple(d * s for d, s in zip(dilation, sp)) + (sn,) + tuple(
-            st * s for st, s in zip(stride, sp))
-    return xp.as_strided(buf, shape, strides), grid, out
+    last = xp.moveaxis(x, 0, -1)  # (C, *spatial, N)
+    buf = padded(xp, last, tuple(lo) + (0,), tuple(hi) + (0,))
+    if buf is last:
+        buf = xp.ascontiguousarray(last)
+    sc, sp, sn = buf.strides[0], buf.strides[1:-1], buf.strides[-1]
+    shape = (c,) + tuple(kernel) + out + (n,)
+    strides = (sc,) + tuple(d * s for d, s in zip(dilation, sp)) + tuple(
+        st * s for st, s in zip(stride, sp)) + (sn,)
+    return xp.as_strided(buf, shape, strides), out
 
 
 def _columns(xp, x, kernel, stride, dilation, lo, hi, groups):
-    """(cols, grid, out): the unfolded input as ``(groups, C/groups * prod(kernel), N * L)``
-    (the one copy of the unfolding)."""
-    view, grid, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
+    """(cols, out): the unfolded input as ``(groups, C/groups * prod(kernel), L * N)``,
+    columns ordered (position, image) (the one copy of the unfolding)."""
+    view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
     n, c = x.shape[:2]
-    cols = view.reshape(groups, c // groups * math.prod(kernel), n * math.prod(grid))
-    return cols, grid, out
+    cols = view.reshape(groups, c // groups * math.prod(kernel), math.prod(out) * n)
+    return cols, out
 
 
 def correlate(xp, x, w, stride, dilation, lo, hi, groups):
     """Convolution (a correlation, as in deep learning) of ``x`` (N, C, *S) with ``w``
     (O, C/groups, *K), zero padding ``lo`` before and ``hi`` after: (N, O, *out)."""
     kernel, o, n = tuple(w.shape[2:]), w.shape[0], x.shape[0]
-    cols, grid, out = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
+    cols, out = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
     y = xp.matmul(w.reshape(groups, o // groups, cols.shape[1]), cols)
-    y = y.reshape((o, n) + grid)
-    if grid != out:
-        y = y[(slice(None), slice(None)) + tuple(slice(0, m) for m in out)]
-    return xp.ascontiguousarray(y.swapaxes(0, 1))
+    return xp.ascontiguousarray(xp.moveaxis(y.reshape((o,) + out + (n,)), -1, 0))
 
 
 def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
     """The weight gradient of :func:`correlate`: for every kernel entry, the sum over
     batch and positions of ``g`` times the input under it: (O, C/groups, *kernel)."""
-    n, c, o = x.shape[0], x.shape[1], g.shape[1]
-    cols, grid, _ = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
-    gt = g.swapaxes(0, 1)  # (O, N, *positions)
-    if tuple(g.shape[2:]) != grid:  # zeros where the grid has extra (or unused) outputs
-        full = xp.zeros((o, n) + grid, dtype=g.dtype)
-        full[(slice(None), slice(None)) + tuple(slice(0, m) for m in g.shape[2:])] = gt
-        gt = full
-    gm = gt.reshape(groups, o // groups, cols.shape[2])
-    return xp.matmul(gm, cols.swapaxes(1, 2)).reshape((o, c // groups) + tuple(kernel))
+    c, o, nd = x.shape[1], g.shape[1], len(kernel)
+    view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
+    if tuple(g.shape[2:]) != out:  # only the positions both have count (the rest are zeros)
+        keep = tuple(slice(0, min(a, b)) for a, b in zip(out, g.shape[2:]))
+        view, g = view[(slice(None),) * (1 + nd) + keep], g[(slice(None),) * 2 + keep]
+    cols = view.reshape(groups, c // groups * math.prod(kernel), -1)
+    gm = xp.moveaxis(g, 0, -1).reshape(groups, o // groups, cols.shape[2])  # (O, *out, N)
+    # written into an array of the weight's shape that owns its memory: a leaf adopts
+    # such a gradient as its .grad without copying it
+    dw = xp.empty((o, c // groups) + tuple(kernel), dtype=cols.dtype)
+    if cols.shape[2] >= 2 * cols.shape[1]:
+        # a long shared dim: (cols @ gm^T)^T is ~10% faster; its transposing copy is cheap
+        # only while the result is small (a large one costs far more than the product)
+        dw.reshape(gm.shape[:2] + cols.shape[1:2])[...] = xp.matmul(cols, gm.swapaxes(1, 2)).swapaxes(1, 2)
+    else:
+        xp.matmul(gm, cols.swapaxes(1, 2), out=dw.reshape(gm.shape[:2] + cols.shape[1:2]))
+    return dw
 
 
 def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, groups):
@@ -166,11 +154,11 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
         return correlate(xp, x, wt, stride, dilation, lo, hi, groups)
     n, sizes = x.shape[0], tuple(x.shape[2:])
     xm = x.swapaxes(0, 1).reshape(groups, cin // groups, n * math.prod(sizes))
-    # rows ordered (group, kernel offset, output channel): each offset's slice is one block
-    wm = xp.moveaxis(w.reshape((groups, cin // groups, cout // groups) + kernel), 1, -1)
-    wm = xp.moveaxis(wm, 1, nd + 1).reshape(groups, cout // groups * math.prod(kernel), cin // groups)
-    cols = xp.matmul(wm, xm).reshape((groups,) + kernel + (cout // groups, n) + sizes)
-    cols = xp.moveaxis(cols, 0, nd)  # (*K, G, Cout/G, N, *S)
+    # w as a transposed view (no copy of the weights): rows ordered (output channel,
+    # kernel offset) within each group
+    wm = w.reshape(groups, cin // groups, cout // groups * math.prod(kernel)).swapaxes(1, 2)
+    cols = xp.matmul(wm, xm).reshape((groups, cout // groups) + kernel + (n,) + sizes)
+    cols = xp.moveaxis(cols, tuple(range(2, 2 + nd)), tuple(range(nd)))  # (*K, G, Cout/G, N, *S)
     out = [transposed_output_size(m, k, s, p, d, op) for m, k, s, p, d, op in
            zip(sizes, kernel, stride, padding, dilation, output_padding)]
     extent = [max(transposed_output_size(m, k, s, 0, d, 0), p + o)

@@ -64,9 +64,16 @@ def max_pool2d_indices(xp, x, *, kernel_size, stride, padding, dilation, ceil_mo
     best = offsets[0][1].copy()
     for _, tap in offsets[1:]:
         xp.maximum(best, tap, out=best)
-    where = xp.zeros(best.shape, dtype=xp.int64)
-    for offset, tap in reversed(offsets):  # the first tap reaching the maximum is written last
-        where[tap == best] = offset
+    # the first tap reaching the maximum: the largest code (n - tap number) among the taps
+    # equal to it, in branch-free small-int arithmetic (masked writes are ~50x slower)
+    n = len(offsets)
+    first = xp.zeros(best.shape, dtype=xp.uint8 if n < 256 else xp.int32)
+    hit, code = xp.empty(best.shape, dtype=bool), xp.empty_like(first)
+    for j, (_, tap) in enumerate(offsets):
+        xp.multiply(xp.equal(tap, best, out=hit), n - j, out=code, dtype=code.dtype)
+        xp.maximum(first, code, out=first)
+    table = xp.asarray([offset for offset, _ in offsets] + [0], dtype=xp.int64)  # n: no tap (NaN)
+    where = table.take(xp.subtract(n, first, dtype=xp.intp))
     if x.dtype.kind == "f" and xp.isnan(best).any():
         for offset, tap in offsets:
             where[xp.isnan(tap)] = offset
