@@ -811,3 +811,31 @@ def test_oracle_freed_graph_message():
     mine, theirs = raises_like(lambda: prog(tg), lambda: prog(torch))
     assert type(mine) is type(theirs) is RuntimeError
     assert str(mine) == str(theirs)
+
+
+def test_a_leaf_never_shares_its_gradient_with_a_retained_one():
+    """``w.t()``'s gradient arrives at ``w`` as a view of the same array; when that array is
+    held elsewhere (here as ``wt.grad``) the leaf gets its own copy, and accumulating into
+    ``w.grad`` later leaves ``wt.grad`` as it was."""
+    x = tg.tensor(np.arange(6.0).reshape(2, 3))
+    w = tg.tensor(np.ones((4, 3)), requires_grad=True)
+    wt = w.t()
+    wt.retain_grad()
+    (x @ wt).sum().backward()
+    assert not np.shares_memory(w.grad.numpy(), wt.grad.numpy())
+    np.testing.assert_array_equal(wt.grad.numpy(), w.grad.numpy().T)
+    kept = wt.grad.numpy().copy()
+    (x @ w.t()).sum().backward()
+    np.testing.assert_array_equal(wt.grad.numpy(), kept)
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * kept.T)
+
+
+def test_linear_weight_gradient_is_kept_without_a_copy():
+    """The weight gradient of ``x @ w.t()`` is a view nothing else holds: the leaf keeps it
+    (no copy, so no fresh pages per step), with the weight's layout and the right values."""
+    x = tg.tensor(np.arange(6.0).reshape(2, 3))
+    w = tg.tensor(np.ones((4, 3)), requires_grad=True)
+    (x @ w.t()).sum().backward()
+    g = w.grad.numpy()
+    assert w.grad.is_contiguous() and not g.flags.owndata
+    np.testing.assert_array_equal(g, np.tile(x.numpy().sum(0), (4, 1)))

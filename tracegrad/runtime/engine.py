@@ -8,6 +8,7 @@ higher derivatives fall out. Saved values are freed after the pass unless
 ``retain_graph``. When ``inputs`` are given only the part of the graph that leads to them
 runs, and (for ``autograd.grad``) their gradients are returned instead of accumulated.
 """
+import sys
 import threading
 import warnings
 
@@ -414,7 +415,7 @@ def _add_into_grad(var, g, graph, fresh):
         if data.dtype != var._data.dtype:
             data, fresh = data.astype(var._data.dtype), True
         if current is None:
-            var._grad = wrap(_with_layout_of(var._data, data, fresh))
+            var._grad = wrap(_with_layout_of(var._data, data, fresh or _sole_view(data)))
         elif current._requires_grad or not current._data.flags.writeable:
             var._grad = wrap(current._data + data)
         else:
@@ -430,6 +431,16 @@ def _with_layout_of(param, g, fresh):
     out = backend.namespace_of(param).empty_like(param)  # keeps the parameter's layout
     out[...] = g
     return out
+
+
+def _sole_view(a):
+    """True for a view of an array that nothing but this view refers to (e.g. the weight
+    gradient of ``linear``, made transposed and transposed back): keeping it as ``.grad``
+    aliases nobody, so it is kept without a copy -- PyTorch likewise steals a gradient
+    whose use count says it is held nowhere else."""
+    base = getattr(a, "base", None)
+    # three references: the view's own, the name `base`, getrefcount's argument
+    return base is not None and getattr(base, "base", 0) is None and sys.getrefcount(base) <= 3
 
 
 def _dense(a):
