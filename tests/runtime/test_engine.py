@@ -839,3 +839,63 @@ def test_linear_weight_gradient_is_kept_without_a_copy():
     g = w.grad.numpy()
     assert w.grad.is_contiguous() and not g.flags.owndata
     np.testing.assert_array_equal(g, np.tile(x.numpy().sum(0), (4, 1)))
+
+
+def _leaves(n, shape=(4, 3)):
+    return [tg.tensor(np.ones(shape), requires_grad=True) for _ in range(n)]
+
+
+def test_leaves_fed_one_gradient_object_get_their_own_arrays():
+    """``a + b`` passes one gradient object to both leaves: each keeps its own copy, so
+    accumulating into (or zeroing) one never changes the other."""
+    x = tg.tensor(np.arange(6.0).reshape(2, 3))
+    a, b = _leaves(2)
+    for _ in range(2):
+        (x @ (a + b).t()).sum().backward()
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    np.testing.assert_array_equal(a.grad.numpy()[0], [6.0, 10.0, 14.0])
+    a.grad.zero_()
+    np.testing.assert_array_equal(b.grad.numpy()[0], [6.0, 10.0, 14.0])
+
+
+def test_a_gradient_a_hook_kept_is_not_the_leafs_grad():
+    """A leaf hook may keep the gradient it sees: the leaf then accumulates into its own
+    array and the kept tensor stays as the hook saw it."""
+    x = tg.tensor(np.arange(6.0).reshape(2, 3))
+    (w,) = _leaves(1)
+    seen = []
+    w.register_hook(seen.append)
+    (x @ w.t()).sum().backward()
+    first = seen[0].numpy().copy()
+    (x @ w.t()).sum().backward()
+    np.testing.assert_array_equal(seen[0].numpy(), first)
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * first)
+
+
+def test_custom_backward_returning_one_view_twice():
+    class AddViews(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, g):
+            v = g.view(-1).view(g.shape)
+            return v, v
+
+    a, b = _leaves(2)
+    weights = tg.tensor(np.arange(12.0).reshape(4, 3))
+    for _ in range(2):
+        (AddViews.apply(a, b) * weights).sum().backward()
+    a.grad.zero_()
+    np.testing.assert_array_equal(b.grad.numpy(), 2 * weights.numpy())
+
+
+def test_a_small_gradient_does_not_keep_a_large_array_alive():
+    """The gradient of one element of a ``cat`` is a view into the large gradient: the
+    leaf copies it rather than keep the whole array."""
+    w = tg.zeros(1, dtype=tg.float64, requires_grad=True)
+    (tg.cat([w, tg.zeros(1000, dtype=tg.float64)]) * 2.0).sum().backward()
+    g = w.grad.numpy()
+    assert g.base is None or g.base.nbytes <= 8
+    assert g.tolist() == [2.0]

@@ -207,10 +207,10 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
         leaf = type(node) is accumulate_grad
         if grads is not None:
             if leaf and grads[0] is not None:
-                hooked = _leaf_hooks(node.variable, grads[0], graph)
-                if hooked is not grads[0]:  # a hook's own tensor: never adopted as .grad
-                    grads = [hooked]
-                    fresh.pop(node, None)
+                var_extra = node.variable._extra
+                if var_extra is not None and var_extra.get("hooks"):  # the hooks may keep what
+                    grads = [_leaf_hooks(node.variable, grads[0], graph)]  # they see: never
+                    fresh.pop(node, None)  # adopted as .grad
             if extra is not None:  # user hooks: the gradients may now be held elsewhere
                 grads = _run_tensor_hooks(node, grads, graph)
                 fresh.pop(node, None)
@@ -364,14 +364,21 @@ def _count_deps(root_nodes, target_nodes):
     return deps, skip
 
 
+VIEW = "view"  # freshness of a gradient that is a new view (of some array) a vjp made
+
+
 def _is_fresh(g, incoming, graph):
-    """True when ``g`` is a new array a vjp made (not an incoming gradient passed through
-    and not a view), so a leaf may keep it as its ``.grad`` without copying."""
+    """True when ``g`` is a new array a vjp made, so a leaf may keep it as its ``.grad``
+    without copying; ``VIEW`` for a new view object a vjp made (kept only when nothing
+    else refers to its memory, see ``_sole_view``); False for an incoming gradient passed
+    through (the same object may go to several consumers)."""
     data = g._data if graph else g
     for x in incoming:
         if x is g:
             return False
-    return backend.namespace_of(data).owns_data(data) if hasattr(data, "base") else True
+    if not hasattr(data, "base"):
+        return True
+    return True if backend.namespace_of(data).owns_data(data) else VIEW
 
 
 def _leaf_hooks(var, g, graph):
@@ -388,10 +395,8 @@ _ACCUMULATE = threading.Lock()  # concurrent backward passes may share leaves (H
 def _accumulate_grad(var, g, graph, fresh, hooks=True):
     """Add gradient ``g`` into leaf ``var.grad`` (after the leaf's hooks, unless the
     engine already ran them); then run its post-accumulate-grad hooks."""
-    if hooks:
-        g2 = _leaf_hooks(var, g, graph)
-        fresh = fresh and g2 is g
-        g = g2
+    if hooks and var._extra is not None and var._extra.get("hooks"):
+        g, fresh = _leaf_hooks(var, g, graph), False  # a hook saw it: it may have kept it
     with _ACCUMULATE:
         _add_into_grad(var, g, graph, fresh)
     extra = var._extra
@@ -407,7 +412,7 @@ def _add_into_grad(var, g, graph, fresh):
         if g._data.dtype != var._data.dtype:
             g = g.to(var.dtype)
         if current is None:
-            var._grad = g if fresh and g._base is None else g.clone()
+            var._grad = g if fresh is True and g._base is None else g.clone()
         else:
             var._grad = current + g
     else:
@@ -415,7 +420,8 @@ def _add_into_grad(var, g, graph, fresh):
         if data.dtype != var._data.dtype:
             data, fresh = data.astype(var._data.dtype), True
         if current is None:
-            var._grad = wrap(_with_layout_of(var._data, data, fresh or _sole_view(data)))
+            keep = fresh is True or (fresh is VIEW and _sole_view(data))
+            var._grad = wrap(_with_layout_of(var._data, data, keep))
         elif current._requires_grad or not current._data.flags.writeable:
             var._grad = wrap(current._data + data)
         else:
@@ -439,8 +445,10 @@ def _sole_view(a):
     aliases nobody, so it is kept without a copy -- PyTorch likewise steals a gradient
     whose use count says it is held nowhere else."""
     base = getattr(a, "base", None)
+    if base is None or getattr(base, "base", 0) is not None or a.nbytes != base.nbytes:
+        return False  # (a view of part of an array would keep all of it alive)
     # three references: the view's own, the name `base`, getrefcount's argument
-    return base is not None and getattr(base, "base", 0) is None and sys.getrefcount(base) <= 3
+    return sys.getrefcount(base) <= 3
 
 
 def _dense(a):
