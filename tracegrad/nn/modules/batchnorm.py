@@ -1,11 +1,10 @@
 """``BatchNorm1d/2d/3d``: normalise each channel by the batch's statistics in training (and
 fold them into running averages), by the running averages in evaluation."""
 from ...backend import dtypes as _dt
-from ...runtime.creation import empty, ones, tensor, zeros
+from ...runtime.creation import ones, tensor, zeros
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import affine_parameters, reset_affine
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -24,15 +23,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, affine, bias, num_features, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -51,10 +42,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError

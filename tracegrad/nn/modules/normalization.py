@@ -25,10 +25,11 @@ class LayerNorm(Module):
         self.normalized_shape = _shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        _affine_parameters(self, elementwise_affine, bias, self.normalized_shape, device, dtype)
+        affine_parameters(self, elementwise_affine, bias, self.normalized_shape, device, dtype)
+        self.reset_parameters()
 
     def reset_parameters(self):
-        _reset_affine(self)
+        reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -38,8 +39,9 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-def _affine_parameters(module, affine, bias, shape, device, dtype):
-    """The norms' optional elementwise ``weight`` (ones) and ``bias`` (zeros) of ``shape``."""
+def affine_parameters(module, affine, bias, shape, device, dtype):
+    """Register the norms' optional elementwise ``weight`` and ``bias`` of ``shape`` (or
+    None for each), uninitialised: ``reset_affine`` sets them to ones and zeros."""
     if affine:
         module.weight = Parameter(empty(shape, device=device, dtype=dtype))
         if bias:
@@ -49,10 +51,9 @@ def _affine_parameters(module, affine, bias, shape, device, dtype):
     else:
         module.register_parameter("weight", None)
         module.register_parameter("bias", None)
-    _reset_affine(module)
 
 
-def _reset_affine(module):
+def reset_affine(module):
     if module.weight is not None:
         init.ones_(module.weight)
     if module.bias is not None:
@@ -70,10 +71,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        _affine_parameters(self, affine, bias, num_channels, device, dtype)
+        affine_parameters(self, affine, bias, num_channels, device, dtype)
+        self.reset_parameters()
 
     def reset_parameters(self):
-        _reset_affine(self)
+        reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
