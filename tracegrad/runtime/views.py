@@ -96,7 +96,8 @@ def _rebase_view(t, node, view_edge, output_nr):
         from .anomaly import record_trace
         record_trace(base._grad_fn)
     _regenerate(t, chain)
-    node._extras()["result_link"] = WrittenView(t)
+    if getattr(node, "_out", None) is True:  # the node will save its result: see WrittenView
+        node._extras()["result_link"] = WrittenView(t)
 
 
 class WrittenView:
