@@ -25,7 +25,8 @@ def is_number(x):
 def result_type(*operands):
     """``torch.result_type`` of Tensors and Python numbers."""
     from ..runtime.dispatch import result_dtype
-    return result_dtype([x._data if isinstance(x, Tensor) else x for x in operands])
+    return result_dtype([x._data if isinstance(x, Tensor) else
+                         x.value if getattr(x, "is_traced_tensor", False) else x for x in operands])
 
 
 def scalar(x):

@@ -34,7 +34,7 @@ def _legacy(t):
 
 
 def _tensor(x, fn, arg, pos):
-    if not isinstance(x, Tensor):
+    if not isinstance(x, Tensor) and not getattr(x, "is_traced_tensor", False):
         tp = type(x)
         name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}"
         raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {name}")

@@ -1,0 +1,14 @@
+"""Staged differentiation: tracing functions onto a tape, transforming, compiling.
+
+``trace(f)(*args)`` gives the :class:`Tape` of a function; ``grad``, ``value_and_grad``,
+``vjp``, ``jvp``, ``jacobian`` and ``hessian`` differentiate over it, compile the result
+to straight-line Python (see ``.source``) and cache it per argument signature.
+"""
+from . import tracer  # noqa: F401  (gives tracers their operators and NumPy protocols)
+from .api import grad, hessian, jacobian, jvp, value_and_grad, vjp
+from .codegen import GuardFailed
+from .tape import Tape, TracerError
+from .tracing import trace
+
+__all__ = ["trace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "Tape",
+           "TracerError", "GuardFailed"]

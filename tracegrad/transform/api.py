@@ -1,0 +1,344 @@
+"""The front door: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``jacobian``, ``hessian``.
+
+Each transform is a *builder* run on the recording tape (see :mod:`.staged`): it marks
+the arguments it differentiates with fresh aliases, calls the user's function (whose
+primitives are recorded), then appends a reverse or forward sweep. The same builder
+serves a top-level call (traced, compiled, cached) and a nested one (``grad(grad(f))``:
+the inner builder records into the outer tape, so the outer sweep differentiates the
+inner gradient computation).
+"""
+import numpy as np
+
+from .staged import Staged, kind_of
+from .sweeps import alias, forward, reverse
+from .tape import Var
+from .tracing import active_tape
+from .tree import flatten, unflatten
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian"]
+
+_MODES = ("auto", "tape", "ast")
+
+
+def _check_mode(mode):
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
+    if mode == "ast":
+        raise NotImplementedError("mode='ast' (source transformation) is not built yet; "
+                                  "use mode='tape' (the default)")
+    return "tape"
+
+
+def _argnums(argnums, nargs, fname):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for n in nums:
+        if not isinstance(n, int) or not -nargs <= n < nargs:
+            raise ValueError(f"argnums {argnums!r} out of range for {fname} called with "
+                             f"{nargs} positional argument(s)")
+    return tuple(n % nargs for n in nums), single
+
+
+def _mark(tape, args, nums, fname):
+    """Replace the differentiated arguments by fresh aliases; return the aliases."""
+    args = list(args)
+    wrt = []
+    for n in nums:
+        leaves, spec = flatten(args[n])
+        marked = []
+        for x in leaves:
+            value = x.value if isinstance(x, Var) else x
+            dtype = getattr(value, "dtype", None)
+            dtype = getattr(dtype, "np", dtype)  # a tracegrad dtype: its NumPy one
+            if isinstance(x, (int, bool)) or dtype is None or np.dtype(dtype).kind not in "fc":
+                what = type(x).__name__ if dtype is None else f"dtype {np.dtype(dtype).name}"
+                raise TypeError(f"{fname} requires real- or complex-valued (floating point) inputs, "
+                                f"but argument {n} has {what}; pass floats (e.g. 1.0, not 1)")
+            marked.append(alias(tape, x if isinstance(x, Var) else np.asarray(value)))
+        wrt.extend(marked)
+        args[n] = unflatten(spec, marked)
+    return args, wrt
+
+
+def _scalar_output(out, fname, has_aux):
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(f"{fname} with has_aux=True expects the function to return a pair "
+                            "(output, auxiliary data)")
+        out, aux = out
+    else:
+        aux = None
+    shape = getattr(out, "shape", ())
+    if tuple(shape) != ():
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    return out, aux
+
+
+def _zeros(v):
+    return np.zeros(v.shape, dtype=v.npdtype)
+
+
+def _with_phase(tape, phase, fn, *args):
+    prev = tape.phase
+    tape.phase = phase
+    try:
+        return fn(*args)
+    finally:
+        tape.phase = prev
+
+
+def _regroup(values, args, nums, single):
+    """Per differentiated argument, its values in the argument's own structure."""
+    it = iter(values)
+    groups = []
+    for n in nums:
+        leaves, spec = flatten(args[n])
+        groups.append(unflatten(spec, [next(it) for _ in leaves]))
+    return groups[0] if single else tuple(groups)
+
+
+def _aux_kinds(aux, kinds):
+    k = "tensor" if "tensor" in flatten(kinds)[0] else "array"
+    return unflatten(flatten(aux)[1], [k if isinstance(x, Var) else None for x in flatten(aux)[0]])
+
+
+def _value_and_grad_builder(f, argnums, has_aux, fname):
+    def build(args, kwargs, kinds):
+        tape = active_tape()
+        nums, single = _argnums(argnums, len(args), fname)
+        marked, wrt = _mark(tape, args, nums, fname)
+        start = len(tape.eqns)
+        out, aux = _scalar_output(f(*marked, **kwargs), fname, has_aux)
+        seed = Var(tape, np.ones((), dtype=_dtype(out)), "const")
+        cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, [out], [seed])
+        grads = [g if g is not None else Var(tape, _zeros(v), "const") for g, v in zip(cts, wrt)]
+        grads = _regroup(grads, args, nums, single)
+        gkinds = None if kinds is None else _regroup(
+            [k for n in nums for k in flatten(kinds[0][n])[0]], args, nums, single)
+        vkind = None if kinds is None else flatten(kinds[0][nums[0]])[0][0]
+        return out, aux, grads, vkind, gkinds
+    return build
+
+
+def _resolve(f, mode, make):
+    """Support ``@grad``, ``@grad(...)`` and ``grad(f, ...)``."""
+    _check_mode(mode)
+    if f is None:
+        return make
+    return make(f)
+
+
+def grad(f=None, argnums=0, mode="auto", has_aux=False):
+    """The gradient of scalar-valued ``f`` with respect to argument(s) ``argnums``, as a
+    function of the same arguments (with ``has_aux``: returns ``(gradient, aux)``)."""
+    def make(f):
+        fname = "grad"
+        build_vg = _value_and_grad_builder(f, argnums, has_aux, fname)
+
+        def build(args, kwargs, kinds):
+            out, aux, grads, vkind, gkinds = build_vg(args, kwargs, kinds)
+            if has_aux:
+                return (grads, aux), (None if kinds is None else (gkinds, _aux_kinds(aux, kinds)))
+            return grads, gkinds
+        return Staged(f, build, _grad_name(f, argnums), _check_mode(mode), _grad_hints(f, argnums))
+    return _resolve(f, mode, make)
+
+
+def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False):
+    """``(f(*args), grad(f)(*args))`` in one pass (with ``has_aux``: ``((value, aux), grad)``)."""
+    def make(f):
+        build_vg = _value_and_grad_builder(f, argnums, has_aux, "value_and_grad")
+
+        def build(args, kwargs, kinds):
+            out, aux, grads, vkind, gkinds = build_vg(args, kwargs, kinds)
+            value = (out, aux) if has_aux else out
+            if kinds is None:
+                return (value, grads), None
+            vk = (vkind, _aux_kinds(aux, kinds)) if has_aux else vkind
+            return (value, grads), (vk, gkinds)
+        name = f"{getattr(f, '__name__', 'f')}_value_and_grad"
+        return Staged(f, build, _safe(name), _check_mode(mode))
+    return _resolve(f, mode, make)
+
+
+def _safe(name):
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "f"
+
+
+def _grad_name(f, argnums):
+    from .tracing import param_names
+    base = _safe(getattr(f, "__name__", "f"))
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    try:
+        names = param_names(f, max(nums) + 1)
+        return f"d{base}_" + "_".join(f"d{names[n]}" for n in nums)
+    except (ValueError, IndexError):
+        return f"d{base}"
+
+
+def _grad_hints(f, argnums):
+    from .tracing import param_names
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    def hints(n):
+        try:
+            names = param_names(f, max(nums) + 1)
+            out = ["d" + names[k] for k in nums]
+        except (ValueError, IndexError):
+            out = []
+        return out + [None] * (n - len(out)) if len(out) == n else ()
+    return hints
+
+
+def vjp(f, *primals, has_aux=False):
+    """``(f(*primals), f_vjp)``; ``f_vjp(cotangent)`` gives one cotangent per primal."""
+    def pull(*args):
+        *ps, ct = args
+        return _pullback(f, ps, ct, has_aux)
+    pullback = Staged(f, _plain(pull), _safe(f"{getattr(f, '__name__', 'f')}_vjp"))
+
+    out = f(*primals)
+
+    def f_vjp(cotangent):
+        return pullback(*primals, cotangent)
+    if has_aux:
+        out, aux = out
+        return out, f_vjp, aux
+    return out, f_vjp
+
+
+def _pullback(f, primals, ct, has_aux):
+    tape = active_tape()
+    marked, wrt = _mark(tape, primals, range(len(primals)), "vjp")
+    start = len(tape.eqns)
+    out = f(*marked)
+    if has_aux:
+        out, _ = out
+    outs, ospec = flatten(out)
+    cts, cspec = flatten(ct)
+    if len(outs) != len(cts):
+        raise ValueError(f"vjp: the cotangent has {len(cts)} leaves but the output has {len(outs)}")
+    for o, c in zip(outs, cts):
+        if tuple(getattr(o, "shape", ())) != tuple(getattr(c, "shape", ())):
+            raise ValueError(f"vjp: cotangent of shape {tuple(getattr(c, 'shape', ()))} for an "
+                             f"output of shape {tuple(getattr(o, 'shape', ()))}")
+    got = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, outs, cts)
+    grads = [g if g is not None else Var(tape, _zeros(v), "const") for g, v in zip(got, wrt)]
+    return tuple(_regroup(grads, primals, range(len(primals)), False))
+
+
+def _plain(fn):
+    """A builder from a function already written for the recording tape; results come
+    back in the kind of the first traced argument."""
+    def build(args, kwargs, kinds):
+        out = fn(*args, **kwargs)
+        if kinds is None:
+            return out, None
+        first = next((k for k in flatten(kinds)[0] if k is not None), "array")
+        k = "tensor" if first == "tensor" else "array"
+        return out, unflatten(flatten(out)[1], [k if isinstance(x, Var) else None for x in flatten(out)[0]])
+    return build
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), tangent of the output)`` for input ``tangents`` (forward mode)."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    for p, t in zip(primals, tangents):
+        ps, ts = np.shape(_value(p)), np.shape(_value(t))
+        if ps != ts:
+            raise ValueError(f"jvp: tangent of shape {ts} for a primal of shape {ps}")
+    staged = _jvp_cache.get(f)
+    if staged is None:
+        staged = _jvp_cache[f] = Staged(f, _plain(lambda *a: _push(f, a)),
+                                        _safe(f"{getattr(f, '__name__', 'f')}_jvp"))
+    return staged(*primals, *tangents)
+
+
+def _value(x):
+    from ..runtime.tensor import Tensor
+    return x._data if isinstance(x, Tensor) else x
+
+
+def _push(f, args):
+    tape = active_tape()
+    n = len(args) // 2
+    primals, tangents = args[:n], args[n:]
+    marked, wrt = _mark(tape, primals, range(n), "jvp")
+    start = len(tape.eqns)
+    out = f(*marked)
+    tleaves = [t for tan in tangents for t in flatten(tan)[0]]
+    ts = _with_phase(tape, "j", forward, tape.eqns[start:], wrt, tleaves)
+    outs, spec = flatten(out)
+    touts = [ts.get(o.id) if isinstance(o, Var) else None for o in outs]
+    touts = [t if t is not None else Var(tape, np.zeros(np.shape(_shape_of(o)), _dtype(o)), "const")
+             for t, o in zip(touts, outs)]
+    return out, unflatten(spec, touts)
+
+
+def _shape_of(o):
+    return np.empty(getattr(o, "shape", ()))
+
+
+def _dtype(o):
+    d = getattr(o, "npdtype", None) or getattr(o, "dtype", None)
+    return d if d is not None else np.result_type(o)
+
+
+import weakref  # noqa: E402
+_jvp_cache = weakref.WeakKeyDictionary()
+
+
+def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
+    """The Jacobian of ``f`` with respect to argument(s) ``argnums`` (reverse mode, one
+    sweep per output element): shape ``out.shape + arg.shape``."""
+    def make(f):
+        def build(args, kwargs, kinds):
+            tape = active_tape()
+            nums, single = _argnums(argnums, len(args), "jacobian")
+            marked, wrt = _mark(tape, args, nums, "jacobian")
+            start = len(tape.eqns)
+            out = f(*marked, **kwargs)
+            if has_aux:
+                out, aux = out
+            eqns = tape.eqns[start:]
+            jac = _with_phase(tape, "g", _jacobian_rows, eqns, wrt, out)
+            result = _regroup(jac, args, nums, single)
+            if kinds is None:
+                return ((result, aux) if has_aux else result), None
+            k = "tensor" if "tensor" in flatten(kinds)[0] else "array"
+            rk = unflatten(flatten(result)[1], [k] * len(flatten(result)[0]))
+            return ((result, aux), (rk, _aux_kinds(aux, kinds))) if has_aux else (result, rk)
+        return Staged(f, build, _safe(f"{getattr(f, '__name__', 'f')}_jacobian"), _check_mode(mode))
+    return _resolve(f, mode, make)
+
+
+def _jacobian_rows(eqns, wrt, out):
+    from .numpy_map import P
+    oshape = tuple(getattr(out, "shape", ()))
+    n = int(np.prod(oshape))
+    dtype = _dtype(out)
+    rows = [[] for _ in wrt]
+    tape = active_tape()
+    for k in range(n):
+        seed = np.zeros(oshape, dtype=dtype)
+        seed.reshape(-1)[k] = 1
+        cts = reverse(eqns, wrt, [out], [Var(tape, seed, "const")])
+        for r, g, v in zip(rows, cts, wrt):
+            r.append(g if g is not None else Var(tape, _zeros(v), "const"))
+    jac = []
+    for r, v in zip(rows, wrt):
+        if n == 0:
+            jac.append(Var(tape, np.zeros(oshape + v.shape, dtype=v.npdtype), "const"))
+            continue
+        stacked = P.stack(*r, dim=0) if len(r) > 1 else P.unsqueeze(r[0], dim=0)
+        jac.append(P.reshape(stacked, shape=oshape + v.shape))
+    return jac
+
+
+def hessian(f=None, argnums=0, mode="auto"):
+    """The Hessian of scalar-valued ``f``: ``jacobian(grad(f))``."""
+    def make(f):
+        return jacobian(grad(f, argnums=argnums, mode=mode), argnums=argnums, mode=mode)
+    return _resolve(f, mode, make)

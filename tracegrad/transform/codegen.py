@@ -1,0 +1,132 @@
+"""A tape as one straight-line Python function, through the shared emitter: one line per
+eqn, guards as ``if ...: raise GuardFailed``, and ``del`` after each intermediate's last
+use so that memory is given back as early as in hand-written code."""
+import numpy as np
+
+from ..backend import namespace_of
+from ..rules.core import Primitive
+from .emit import Module, compile_source, prim_expr
+from .tape import Guard, Var
+
+__all__ = ["GuardFailed", "compile_tape"]
+
+
+class GuardFailed(Exception):
+    """A replayed tape met a guard that does not hold for these inputs."""
+
+
+_CONVERT = {"bool": "bool", "int": "int", "float": "float", "complex": "complex",
+            "index": "operator.index", "item": None, "tolist": None, "shape": None}
+
+
+def _guard_line(m, name, kind, value, k):
+    lit = m.literal(value, "seen")
+    if kind == "bool":
+        test = f"not {name}" if value else name
+    elif kind in ("item", "tolist"):
+        test = f"{name}.{kind}() != {lit}"
+    elif kind == "shape":
+        test = f"{name}.shape != {lit}"
+    else:
+        fn = _CONVERT[kind]
+        if fn.startswith("operator."):
+            import operator
+            fn = m.bind(operator.index, "index")
+        test = f"{fn}({name}) != {lit}"
+    return f"if {test}: raise GuardFailed({k})"
+
+
+def compile_tape(tape, name, out_hints=()):
+    """``(function, source)`` computing the tape's output leaves (as a tuple) from its
+    inputs."""
+    from .tree import flatten
+    m = Module(reserved={"xp", "GuardFailed", "namespace_of"})
+    m.env.update(GuardFailed=GuardFailed, namespace_of=namespace_of)
+    names = {}
+    params = []
+    for v in tape.inputs:
+        names[v.id] = m.local(v.name or "x")
+        params.append(names[v.id])
+    out_leaves = flatten(tape.outputs)[0]
+    out_ids = {v.id for v in out_leaves if isinstance(v, Var)}
+    for v, hint in zip(out_leaves, out_hints):
+        if isinstance(v, Var) and v.kind == "op" and v.id not in names and hint:
+            names[v.id] = m.local(hint)
+    last = {}
+    for i, e in enumerate(tape.eqns):
+        for a in e.ins:
+            if isinstance(a, Var):
+                last[a.id] = i
+    counters = {}
+
+    def ref(a):
+        if isinstance(a, Var):
+            n = names.get(a.id)
+            if n is None:
+                if a.kind == "const":
+                    n = names[a.id] = _const_name(m, a)
+                else:
+                    raise AssertionError(f"{a.label()} used before it is computed")
+            return n
+        if isinstance(a, (tuple, list)):
+            inner = ", ".join(ref(x) for x in a)
+            return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else (
+                f"({inner})" if isinstance(a, tuple) else f"[{inner}]")
+        return m.literal(a)
+
+    def fresh(v):
+        k = counters.get(v.hint, 0)
+        n = f"{v.hint}{k}"
+        while n in m.used:
+            k += 1
+            n = f"{v.hint}{k}"
+        counters[v.hint] = k + 1
+        m.used.add(n)
+        return n
+
+    if tape.inputs:
+        first = next((names[v.id] for v in tape.inputs if not isinstance(v.value, (float, int))), None)
+        m.emit(f"xp = namespace_of({first})" if first else "xp = namespace_of(0.0)")
+    else:
+        from ..backend import cpu
+        m.env["xp"] = cpu
+    guard_no = 0
+    for i, e in enumerate(tape.eqns):
+        op = e.op
+        if isinstance(op, Guard):
+            m.emit(_guard_line(m, ref(e.ins[0]), op.kind, e.params["value"], guard_no))
+            guard_no += 1
+        else:
+            for o in e.outs:
+                if o.id not in names:
+                    names[o.id] = fresh(o)
+            lhs = ", ".join(names[o.id] if (o.id in last or o.id in out_ids) else "_" for o in e.outs)
+            if e.multi and len(e.outs) == 1:
+                lhs += ","
+            args = [ref(a) for a in e.ins]
+            if isinstance(op, Primitive):
+                metas = [(a.shape, a.npdtype) if isinstance(a, Var) else None for a in e.ins]
+                rhs = prim_expr(m, op, args, e.params, metas)
+            else:
+                rhs = op.expr(m, args, e.params)
+            m.emit(f"{lhs} = {rhs}")
+        dead = [names[a.id] for a in dict.fromkeys(a for a in e.ins if isinstance(a, Var))
+                if last.get(a.id) == i and a.kind == "op" and a.id not in out_ids]
+        if dead:
+            m.emit("del " + ", ".join(dead))
+    rets = []
+    for v in out_leaves:
+        if isinstance(v, Var) and v.kind == "const":
+            rets.append(f"{ref(v)}.copy()")  # never hand out the cached constant itself
+        else:
+            rets.append(ref(v))
+    m.emit("return (" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")")
+    source = m.source(name, params)
+    return compile_source(source, name, m.env, tag="tape"), source
+
+
+def _const_name(m, v):
+    value = v.value
+    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
+        return m.bind(value, "c")
+    return m.bind(value, "c")

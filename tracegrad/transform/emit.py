@@ -1,0 +1,153 @@
+"""The Python code emitter shared by the tape and AST paths.
+
+It turns rule-table primitive applications into one readable line each (operators
+where the kernel *is* an operator, ``xp.tanh(x)`` where it is a ufunc, otherwise a call
+of the kernel through the backend namespace ``xp``), binds the objects the code needs
+(kernels, constants) as globals of the generated module, and compiles the source with
+a file name registered in :mod:`linecache`, so tracebacks and ``inspect`` show the
+generated lines.
+"""
+import itertools
+import keyword
+import linecache
+import math
+
+import numpy as np
+
+from ..rules.core import Primitive
+
+__all__ = ["Module", "prim_expr", "compile_source"]
+
+# kernels that are exactly one Python operator on their operands
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=", "lt": "<",
+           "le": "<=", "eq": "==", "ne": "!="}
+# ufunc-backed kernels whose result is exactly ``xp.<ufunc>(...)`` on float operands
+_UFUNC_CALL = {"tanh", "exp", "log", "sin", "cos", "tan", "sinh", "cosh", "sqrt", "absolute",
+               "expm1", "log1p", "log2", "log10", "exp2", "arcsin", "arccos", "arctan",
+               "sign", "floor", "ceil", "trunc", "maximum", "minimum"}
+
+_counter = itertools.count()
+_GENERATED_CALLS = {"bool", "int", "float", "complex", "len", "tuple", "list", "dict", "slice",
+                    "range", "print", "isinstance", "type", "object", "Ellipsis", "None", "True",
+                    "False"}
+
+
+def compile_source(source, name, env, tag="tracegrad"):
+    """Compile ``source`` (defining function ``name``) in globals ``env`` under a unique
+    file name registered in linecache; return the function."""
+    filename = f"<{tag}:{name}:{next(_counter)}>"
+    code = compile(source, filename, "exec")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(code, env)
+    fn = env[name]
+    fn.__source__ = source
+    return fn
+
+
+class Module:
+    """One generated function under construction: its local names, the globals it needs,
+    and its lines."""
+
+    def __init__(self, reserved=()):
+        self.env = {}
+        self._ids = {}        # id(obj) -> global name (bound objects)
+        # builtins the generated code itself calls stay unshadowed; kernels may take the
+        # other builtins' names (``sum``, ``pow``), which reads better than ``sum_1``
+        self.used = set(reserved) | _GENERATED_CALLS | set(keyword.kwlist)
+        self.lines = []
+
+    def local(self, hint):
+        """A fresh local name based on ``hint``."""
+        base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "v"
+        name, k = base, 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+    def bind(self, obj, hint):
+        """The global name under which the generated code reads ``obj``."""
+        name = self._ids.get(id(obj))
+        if name is None:
+            name = self.local(hint)
+            self._ids[id(obj)] = name
+            self.env[name] = obj
+            self._keep = getattr(self, "_keep", [])
+            self._keep.append(obj)
+        return name
+
+    def literal(self, value, hint="k"):
+        """Source text for a parameter or operand value that is not a Var."""
+        if value is None or isinstance(value, (bool, str)):
+            return repr(value)
+        if isinstance(value, int):
+            return repr(value)
+        if isinstance(value, float):
+            if math.isfinite(value):
+                return repr(value)
+            return self.bind(value, "inf" if value > 0 else ("neg_inf" if value < 0 else "nan"))
+        if isinstance(value, complex):
+            return repr(value)
+        if isinstance(value, tuple):
+            inner = ", ".join(self.literal(v, hint) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.literal(v, hint) for v in value) + "]"
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return "{" + ", ".join(f"{k!r}: {self.literal(v, hint)}" for k, v in value.items()) + "}"
+        if isinstance(value, slice):
+            return f"slice({self.literal(value.start)}, {self.literal(value.stop)}, {self.literal(value.step)})"
+        if value is Ellipsis:
+            return "..."
+        if isinstance(value, Primitive):
+            return self.bind(value, value.name)
+        if isinstance(value, np.dtype):
+            return self.bind(value, value.name)
+        return self.bind(value, hint)
+
+    def emit(self, line, indent=1):
+        self.lines.append("    " * indent + line)
+
+    def source(self, name, params, doc=None):
+        head = f"def {name}({', '.join(params)}):"
+        body = ([f'    """{doc}"""'] if doc else []) + (self.lines or ["    pass"])
+        return "\n".join([head] + body) + "\n"
+
+
+def prim_expr(module, prim, args, params, metas=None):
+    """Source text of ``prim(*args, **params)``; ``args`` are operand source texts (Var
+    names or literals), ``metas`` the operands' ``(shape, dtype)`` where known (None for
+    literals). Operators and ufunc calls are used only where NumPy gives exactly the
+    kernel's result (float operands; matmul of two vectors stays a kernel call)."""
+    name = prim.name
+    metas = metas or [None] * len(args)
+    floats = all(m is None or m[1].kind in "fc" for m in metas)
+    op = _BINARY.get(name)
+    if op is not None and not params:
+        left = args[0] if _simple(args[0]) else f"({args[0]})"
+        right = args[1] if _simple(args[1]) else f"({args[1]})"
+        return f"{left} {op} {right}"
+    if name == "neg" and not params:
+        return f"-{args[0]}" if _simple(args[0]) else f"-({args[0]})"
+    if name == "matmul" and None not in metas and not (len(metas[0][0]) == 1 and len(metas[1][0]) == 1):
+        return f"{args[0]} @ {args[1]}"
+    if prim.ufunc in _UFUNC_CALL and not params and floats:
+        return f"xp.{prim.ufunc}({', '.join(args)})"
+    from .tape import _is_default
+    kernel = module.bind(prim.impl, name)
+    parts = ["xp"] + list(args) + [f"{k}={module.literal(v)}" for k, v in params.items()
+                                   if not _is_default(prim, k, v)]
+    return f"{kernel}({', '.join(parts)})"
+
+
+def _simple(expr):
+    return expr.replace("_", "a").replace(".", "a").isalnum() or _number(expr)
+
+
+def _number(expr):
+    try:
+        float(expr)
+        return not expr.startswith("-")
+    except ValueError:
+        return False

@@ -1,0 +1,181 @@
+"""Staged functions: trace once per signature, optimise, compile, cache, replay.
+
+A :class:`Staged` wraps a *builder* -- code that, run on the recording tape, computes a
+transform's outputs (a gradient, a jvp...). Called with concrete values it looks up the
+compiled variants for the arguments' signature (shapes, dtypes, kinds and the values of
+static arguments) and replays the first whose guards hold; if none does it traces the
+builder again and caches the new variant (least recently used signatures and variants
+are dropped past a bound). Called while another transform is tracing it simply runs
+the builder on that tape, so transforms compose.
+"""
+import collections
+import functools
+
+import numpy as np
+
+from .codegen import GuardFailed, compile_tape
+from .optimize import optimize
+from .tape import Tape, Var
+from .tracing import active_tape, input_value, param_names, recording
+from .tree import flatten, unflatten
+
+__all__ = ["Staged", "kind_of", "as_kind"]
+
+MAX_SIGNATURES = 32
+MAX_VARIANTS = 8
+
+
+def kind_of(x):
+    """How a result for argument ``x`` is handed back: ``tensor``, ``float`` or ``array``."""
+    from ..runtime.tensor import Tensor
+    if isinstance(x, Tensor):
+        return "tensor"
+    if isinstance(x, float):
+        return "float"
+    return "array"
+
+
+def as_kind(value, kind, like=None):
+    if kind == "float":
+        return float(value)
+    if kind == "tensor":
+        from ..runtime.tensor import wrap
+        return wrap(np.asarray(value) if isinstance(value, np.generic) else value)
+    return value
+
+
+def _traceable(x):
+    from ..runtime.tensor import Tensor
+    return isinstance(x, (np.ndarray, np.generic, float, Tensor)) or hasattr(x, "__cuda_array_interface__")
+
+
+def _signature(leaves):
+    key = []
+    for x in leaves:
+        if _traceable(x):
+            v = input_value(x)
+            key.append((kind_of(x), v.shape, v.dtype.str, type(v).__module__))
+        else:
+            try:
+                hash(x)
+                key.append(("static", type(x), x))
+            except TypeError:
+                key.append(("id", id(x)))
+    return tuple(key)
+
+
+class _Variant:
+    __slots__ = ("fn", "source", "tape", "spec", "kinds", "passthrough")
+
+    def __init__(self, fn, source, tape, spec, kinds, passthrough):
+        self.fn, self.source, self.tape = fn, source, tape
+        self.spec, self.kinds, self.passthrough = spec, kinds, passthrough
+
+    def finish(self, flat):
+        it = iter(flat)
+        out = [next(it) if p is None else p for p in self.passthrough]
+        return unflatten(self.spec, [as_kind(v, k) for v, k in zip(out, self.kinds)])
+
+
+class Staged:
+    """A transformed function (see the module docstring). ``.source`` is the generated
+    code of the last signature called, ``.tape`` its optimised tape, ``.mode`` "tape"."""
+
+    def __init__(self, f, build, name, mode="tape", out_hints=None):
+        self.f = f
+        self._build = build
+        self._name = name
+        self.mode = mode
+        self._out_hints = out_hints
+        self._cache = collections.OrderedDict()
+        self._last = None
+        functools.update_wrapper(self, f, updated=())
+
+    @property
+    def source(self):
+        if self._last is None:
+            raise AttributeError("no source yet: call the function once (the code is "
+                                 "generated for the signature of its arguments)")
+        return self._last.source
+
+    @property
+    def tape(self):
+        if self._last is None:
+            raise AttributeError("no tape yet: call the function once")
+        return self._last.tape
+
+    def __repr__(self):
+        return f"<{self.mode}-staged {self._name} of {getattr(self.f, '__qualname__', self.f)!r}>"
+
+    def __get__(self, obj, cls=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if active_tape() is not None:  # inside another transform: record into its tape
+            out, _ = self._build(args, kwargs, None)
+            return out
+        leaves, spec = flatten((args, kwargs))
+        key = (spec, _signature(leaves))
+        variants = self._cache.get(key)
+        if variants is not None:
+            self._cache.move_to_end(key)
+            inputs = [input_value(x) for x in leaves if _traceable(x)]
+            for j, variant in enumerate(variants):
+                try:
+                    flat = variant.fn(*inputs)
+                except GuardFailed:
+                    continue
+                if j:
+                    variants.insert(0, variants.pop(j))
+                self._last = variant
+                return variant.finish(flat)
+        return self._stage(key, leaves, spec)
+
+    def _stage(self, key, leaves, spec):
+        tape = Tape(getattr(self.f, "__name__", "f"))
+        args, kwargs = unflatten(spec, leaves)
+        names = param_names(self.f, len(args))
+        named = []
+        for i, (a, name) in enumerate(zip(args, names)):
+            sub, sspec = flatten(a)
+            named += [name if sspec is None else f"{name}_{k}" for k in range(len(sub))]
+        for k, v in kwargs.items():
+            sub, sspec = flatten(v)
+            named += [k if sspec is None else f"{k}_{j}" for j in range(len(sub))]
+        kinds = unflatten(spec, [kind_of(x) for x in leaves])
+        if "tensor" in flatten(kinds)[0]:
+            from .tracer import TensorVar
+            tape.var_cls = TensorVar
+        with recording(tape):
+            traced = [tape.new_input(input_value(x), n) if _traceable(x) else x
+                      for x, n in zip(leaves, named)]
+            targs, tkwargs = unflatten(spec, traced)
+            out, out_kinds = self._build(targs, tkwargs, kinds)
+        tape.outputs = out
+        out_leaves, out_spec = flatten(out)
+        values = [v.value if isinstance(v, Var) else v for v in out_leaves]
+        optimize(tape)
+        opt_leaves = flatten(tape.outputs)[0]
+        traced_out = [v for v in opt_leaves if isinstance(v, Var)]
+        tape.outputs = traced_out
+        hints = self._out_hints(len(traced_out)) if self._out_hints else ()
+        fn, source = compile_tape(tape, self._name, hints)
+        passthrough = [None if isinstance(v, Var) else v for v in opt_leaves]
+        kinds_flat = flatten(out_kinds)[0] if out_kinds is not None else ["array"] * len(out_leaves)
+        variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough)
+        tape.release()
+        variants = self._cache.setdefault(key, [])
+        variants.insert(0, variant)
+        del variants[MAX_VARIANTS:]
+        self._cache.move_to_end(key)
+        while len(self._cache) > MAX_SIGNATURES:
+            self._cache.popitem(last=False)
+        self._last = variant
+        return unflatten(out_spec, [as_kind(_copy_if_const(v, o), k)
+                                    for v, o, k in zip(values, opt_leaves, kinds_flat)])
+
+
+def _copy_if_const(value, var):
+    if isinstance(var, Var) and var.kind == "const":
+        return value.copy() if hasattr(value, "copy") else value
+    return value

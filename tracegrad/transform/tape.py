@@ -1,0 +1,268 @@
+"""The operation tape: a flat SSA list of primitive applications, and its variables.
+
+A :class:`Var` is both the SSA name the tape prints (``%3``) and the *tracer* the traced
+function holds in place of an array: while tracing it carries the concrete value it
+stands for (so shapes, dtypes and the answers to ``if`` are known exactly, and every
+conversion to a Python value can be recorded as a guard). An :class:`Eqn` applies one
+op -- a rule-table primitive, a guard, or a user's custom rule -- to Vars and literals.
+"""
+import numpy as _np
+
+__all__ = ["Tape", "Var", "Eqn", "Guard", "TracerError"]
+
+
+class TracerError(RuntimeError):
+    """A traced value was used where tracing cannot follow it."""
+
+
+class Var:
+    """An SSA variable of a tape, and the tracer that stands for it while tracing.
+
+    ``kind`` is ``"input"``, ``"const"`` (a captured array), or ``"op"`` (an eqn's
+    result). Array behaviour (operators, NumPy functions, methods) is added by
+    :mod:`tracegrad.transform.tracer`."""
+
+    __slots__ = ("tape", "id", "value", "kind", "name", "hint", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers binary operators to the tracer
+
+    def __init__(self, tape, value, kind, name=None):
+        self.tape = tape
+        self.id = tape._count
+        tape._count += 1
+        self.value = value
+        self.kind = kind
+        self.name = name
+        self.hint = tape.phase   # prefix of its name in generated code: t (value), g, j
+
+    @property
+    def shape(self):
+        return tuple(getattr(self.value, "shape", ()))
+
+    @property
+    def npdtype(self):
+        v = self.value
+        d = getattr(v, "dtype", None)
+        return d if d is not None else _np.result_type(v)
+
+    dtype = npdtype  # a TensorVar answers with a tracegrad dtype instead
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return f"Traced<{type_str(self)}>{self.label()}"
+
+    def label(self):
+        return self.name or f"%{self.id}"
+
+    __hash__ = object.__hash__
+
+
+class Eqn:
+    """``outs = op(*ins, **params)``; ``ins`` holds Vars and Python literals, ``multi``
+    says whether the op returns a tuple (then ``outs`` has one Var per element)."""
+
+    __slots__ = ("op", "ins", "params", "outs", "multi")
+
+    def __init__(self, op, ins, params, outs, multi=False):
+        self.op = op
+        self.ins = ins
+        self.params = params
+        self.outs = outs
+        self.multi = multi
+
+    def in_vars(self):
+        return [a for a in self.ins if isinstance(a, Var)]
+
+    def __str__(self):
+        return self.render({})
+
+    def render(self, labels):
+        """One line, naming Vars by ``labels`` (id -> text) where given."""
+        def name(a):
+            return labels.get(a.id) or a.label()
+        args = " ".join(fmt_operand(a, name) for a in self.ins)
+        shown = {k: v for k, v in self.params.items() if not _is_default(self.op, k, v)}
+        params = " ".join(f"{k}={fmt_param(v)}" for k, v in shown.items())
+        if isinstance(self.op, Guard):
+            return f"guard {self.op.kind}({args}) == {self.params['value']!r}"
+        lhs = ", ".join(name(o) for o in self.outs)
+        return f"{lhs} = {op_name(self.op)} {args}{' ' + params if params else ''}".rstrip()
+
+
+class Guard:
+    """The op of a guard eqn: the traced function turned ``ins[0]`` into a Python value
+    (``kind``: bool, int, float, item, len...) and saw ``params['value']``; a replay is
+    valid only while the same conversion gives the same value."""
+
+    name = "guard"
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __repr__(self):
+        return f"guard {self.kind}"
+
+
+def op_name(op):
+    if isinstance(op, Guard):
+        return f"guard_{op.kind}"
+    return op.name
+
+
+def fmt_operand(a, name=None):
+    if isinstance(a, Var):
+        return name(a) if name else a.label()
+    if isinstance(a, (tuple, list)):
+        return "(" + ", ".join(fmt_operand(x, name) for x in a) + ")"
+    return repr(a)
+
+
+_DEFAULTS = {}
+
+
+def _is_default(op, key, value):
+    """Whether ``value`` is the default of the kernel's keyword ``key`` (not printed)."""
+    impl = getattr(op, "impl", None)
+    if impl is None:
+        return False
+    defaults = _DEFAULTS.get(impl)
+    if defaults is None:
+        import inspect
+        defaults = _DEFAULTS[impl] = {
+            p.name: p.default for p in inspect.signature(impl).parameters.values()
+            if p.default is not p.empty}
+    return key in defaults and type(defaults[key]) is type(value) and defaults[key] == value
+
+
+def fmt_param(v):
+    if isinstance(v, _np.dtype):
+        return v.name
+    if hasattr(v, "name") and hasattr(v, "impl"):  # a primitive inside a param (view chains)
+        return v.name
+    return repr(v)
+
+
+_SHORT = {"float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64", "int32": "i32",
+          "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool", "complex64": "c64",
+          "complex128": "c128"}
+
+
+def type_str(v):
+    """``f64[16,3]`` for a float64 array of shape (16, 3); ``f64[]`` for a scalar."""
+    dt = _SHORT.get(v.npdtype.name, v.npdtype.name)
+    return f"{dt}[{','.join(str(s) for s in v.shape)}]"
+
+
+class Tape:
+    """A traced function: its inputs, eqns (forward, then any gradient eqns appended by a
+    sweep), guards among them, and its outputs (a tree of Vars and literals)."""
+
+    def __init__(self, name="f"):
+        self.name = name
+        self.inputs = []
+        self.eqns = []
+        self.outputs = None      # a pytree of Vars / literals (see transform.tree)
+        self._count = 0
+        self._consts = {}        # id(array) -> (array, Var): captured constants
+        self.phase = "t"         # what Vars made now are: t values, g cotangents, j tangents
+        self.var_cls = Var       # TensorVar when the function was called with Tensors
+        self.recording = True
+
+    # -- building ------------------------------------------------------------------------
+    def new_var(self, value, kind, name=None):
+        return self.var_cls(self, value, kind, name)
+
+    def new_input(self, value, name):
+        v = self.new_var(value, "input", name)
+        self.inputs.append(v)
+        return v
+
+    def capture(self, array):
+        """The constant Var of a captured array (one per array object)."""
+        hit = self._consts.get(id(array))
+        if hit is not None and hit[0] is array:
+            return hit[1]
+        v = self.new_var(array, "const")
+        self._consts[id(array)] = (array, v)
+        return v
+
+    def add(self, op, ins, params, values, multi=False):
+        """Append ``op(*ins, **params)`` whose results are ``values``; return the new Var
+        (or a tuple of Vars when ``multi``)."""
+        if multi:
+            outs = tuple(self.new_var(v, "op") for v in values)
+        else:
+            outs = (self.new_var(values, "op"),)
+        self.eqns.append(Eqn(op, tuple(ins), params, outs, multi))
+        return outs if multi else outs[0]
+
+    @property
+    def guards(self):
+        return [e for e in self.eqns if isinstance(e.op, Guard)]
+
+    def output_vars(self):
+        from .tree import leaves
+        return [v for v in leaves(self.outputs) if isinstance(v, Var)]
+
+    # -- reading -------------------------------------------------------------------------
+    def __str__(self):
+        from .tree import leaves
+        labels = {v.id: v.label() for v in self.inputs}
+        consts = {}
+        for e in self.eqns:
+            for a in e.ins:
+                if isinstance(a, Var) and a.kind == "const" and a.id not in labels:
+                    consts[a.id] = a
+                    labels[a.id] = f"c{len(consts) - 1}"
+        for v in leaves(self.outputs):
+            if isinstance(v, Var) and v.kind == "const" and v.id not in labels:
+                consts[v.id] = v
+                labels[v.id] = f"c{len(consts) - 1}"
+        n = 0
+        for e in self.eqns:
+            for o in e.outs:
+                labels[o.id] = f"%{n}"
+                n += 1
+        head = ", ".join(f"{labels[v.id]}: {type_str(v)}" for v in self.inputs)
+        lines = [f"tape {self.name}({head}) {{"]
+        for c in consts.values():
+            lines.append(f"  {labels[c.id]} = const {type_str(c)}{_small(c.value)}")
+        for e in self.eqns:
+            lines.append("  " + e.render(labels))
+        outs = ", ".join(fmt_operand(v, lambda a: labels.get(a.id) or a.label())
+                         for v in leaves(self.outputs))
+        lines.append(f"  return {outs}")
+        lines.append("}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def release(self):
+        """Drop the concrete values held since tracing (the tape stays printable)."""
+        for e in self.eqns:
+            for v in e.outs:
+                v.value = _Shape(v.value)
+        for v in self.inputs:
+            v.value = _Shape(v.value)
+        self.recording = False
+        self._consts = {}
+
+
+def _small(value):
+    """`` 1.0`` for a constant with one element (worth printing), else nothing."""
+    if isinstance(value, (_np.ndarray, _np.generic)) and value.size == 1:
+        return f" {value.reshape(-1)[0].item()!r}"
+    return ""
+
+
+class _Shape:
+    """What a released Var keeps of its value: shape and dtype (for printing)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, value):
+        self.shape = tuple(getattr(value, "shape", ()))
+        d = getattr(value, "dtype", None)
+        self.dtype = d if d is not None else _np.dtype(object)

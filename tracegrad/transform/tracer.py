@@ -1,0 +1,283 @@
+"""What a tracer (:class:`~.tape.Var`) answers to: Python operators, NumPy's protocols,
+ndarray methods and attributes, and -- for functions written with tracegrad Tensors --
+Tensor methods. Every answer records rule-table primitives; every conversion to a Python
+value (``bool``, ``int``, ``float``, ``.item()``) records a guard."""
+import math
+
+import numpy as np
+
+from ..rules import index as I
+from ..runtime.tensor import Tensor
+from . import numpy_map as NM
+from .numpy_map import P
+from .tape import TracerError, Var
+from .tracing import as_operand, active_tape, guard
+
+__all__ = ["Var"]
+
+
+def _npdtype(a):
+    return a.npdtype if isinstance(a, Var) else np.result_type(a)
+
+
+def _binary(prim, reflected=False):
+    if reflected:
+        return lambda self, other: prim(other, self)
+    return lambda self, other: prim(self, other)
+
+
+def _defer(fn):
+    """An operator that lets Tensors answer for themselves (a tracer meeting a Tensor
+    constant captures the Tensor's array instead)."""
+    return fn
+
+
+_OPERATORS = {
+    "add": P.add, "sub": P.sub, "mul": P.mul, "truediv": P.div, "pow": P.pow,
+    "matmul": P.matmul, "floordiv": P.floor_divide, "mod": P.remainder,
+}
+for _name, _prim in _OPERATORS.items():
+    setattr(Var, f"__{_name}__", _binary(_prim))
+    setattr(Var, f"__r{_name}__", _binary(_prim, reflected=True))
+for _name, _prim in {"lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "eq": P.eq, "ne": P.ne}.items():
+    setattr(Var, f"__{_name}__", _binary(_prim))
+
+
+def _logical(name):
+    def op(self, other):
+        if self.npdtype.kind == "b" and np.result_type(getattr(other, "dtype", type(other))).kind == "b":
+            return P["logical_" + name] if False else getattr(P, "logical_" + name)(self, other)
+        return getattr(P, "bitwise_" + name)(self, other)
+    return op
+
+
+for _name in ("and", "or", "xor"):
+    setattr(Var, f"__{_name}__", _logical(_name))
+    setattr(Var, f"__r{_name}__", _logical(_name))
+Var.__neg__ = lambda self: P.neg(self)
+Var.__pos__ = lambda self: self
+Var.__abs__ = lambda self: P.abs(self)
+Var.__invert__ = lambda self: P.logical_not(self) if self.npdtype.kind == "b" else P.bitwise_not(self)
+
+
+# -- conversions to Python values: guards -------------------------------------------------
+
+def _python(kind, convert):
+    def method(self):
+        return guard(self, kind, convert(self.value))
+    return method
+
+
+Var.__bool__ = _python("bool", bool)
+Var.__int__ = _python("int", int)
+Var.__index__ = _python("index", lambda v: v.__index__())
+Var.__float__ = _python("float", float)
+Var.__complex__ = _python("complex", complex)
+Var.item = lambda self, *args: guard(self, "item", self.value.item(*args))
+Var.tolist = _python("tolist", lambda v: np.asarray(v).tolist())
+
+
+def _len(self):
+    if not self.shape:
+        raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+
+def _iter(self):
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.shape[0]))
+
+
+def _array(self, dtype=None, copy=None):
+    raise TracerError(
+        f"a traced value ({self!r}) was converted to a NumPy array (np.asarray, np.array or a "
+        "function outside the rule table); a tape cannot follow that. Use NumPy functions on "
+        "it directly (they are recorded), or .item()/float() for a Python value")
+
+
+Var.__len__ = _len
+Var.__iter__ = _iter
+Var.__array__ = _array
+Var.__hash__ = object.__hash__
+
+
+# -- NumPy's protocols ---------------------------------------------------------------------
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return NM.call_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return NM.call_function(func, args, kwargs)
+
+
+Var.__array_ufunc__ = _array_ufunc
+Var.__array_function__ = _array_function
+
+
+# -- indexing ----------------------------------------------------------------------------------
+
+def split_index(self, index):
+    """``(structure, arrays)``: the index with index arrays replaced by ``I.ARRAY``."""
+    parts = index if isinstance(index, tuple) else (index,)
+    structure, arrays = [], []
+    for p in parts:
+        if isinstance(p, Var) and p.npdtype.kind in "iub" and p.shape == () and p.npdtype.kind != "b":
+            p = int(p)  # a traced scalar index: its value, guarded
+        if isinstance(p, (Var, np.ndarray, list, Tensor)):
+            if isinstance(p, list):
+                p = np.asarray(p)
+            elif isinstance(p, Tensor):
+                p = p._data
+            if _npdtype(p).kind not in "iub":
+                raise IndexError("arrays used as indices must be of integer (or boolean) type")
+            structure.append(I.ARRAY)
+            arrays.append(p)
+        elif isinstance(p, np.integer):
+            structure.append(int(p))
+        else:
+            structure.append(p)
+    return tuple(structure), arrays
+
+
+def _getitem(self, index):
+    structure, arrays = split_index(self, index)
+    if not arrays:
+        return P.basic_index(self, index=structure)
+    out = P.advanced_index(self, *arrays, index=structure)
+    if any(getattr(a, "dtype", None) is not None and _npdtype(a).kind == "b" and isinstance(a, Var) for a in arrays):
+        guard(out, "shape", out.shape)  # a traced mask: the result's size depends on values
+    return out
+
+
+def _setitem(self, index, value):
+    """``x[index] = value`` on a tracer: recorded as a functional update whose result takes
+    over ``x``'s identity (earlier uses of ``x`` are renamed to the old value)."""
+    structure, arrays = split_index(self, index)
+    tape = active_tape()
+    new = P.index_put(self, value, *arrays, index=structure)
+    old = type(self).__new__(type(self))
+    old.tape, old.id, old.value, old.kind, old.name = self.tape, self.id, self.value, self.kind, self.name
+    for e in tape.eqns:
+        if e.outs and e.outs[-1] is new:
+            e.ins = tuple(old if a is self else a for a in e.ins)
+            continue
+        if any(a is self for a in e.ins):
+            e.ins = tuple(old if a is self else a for a in e.ins)
+        if any(o is self for o in e.outs):
+            e.outs = tuple(old if o is self else o for o in e.outs)
+    tape.inputs = [old if v is self else v for v in tape.inputs]
+    for k, (arr, v) in list(tape._consts.items()):
+        if v is self:
+            tape._consts[k] = (arr, old)
+    # ``self`` now names the updated value; ``new`` (a fresh Var) is retired
+    self.id, self.value, self.kind, self.name = new.id, new.value, "op", None
+    last = tape.eqns[-1]
+    last.outs = (self,)
+
+
+Var.__getitem__ = _getitem
+Var.__setitem__ = _setitem
+
+
+# -- ndarray attributes and methods ---------------------------------------------------------
+
+def _method(func):
+    return lambda self, *args, **kwargs: NM.FUNCTIONS[func](self, *args, **kwargs)
+
+
+for _name, _func in {"sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min,
+                     "all": np.all, "any": np.any, "std": np.std, "var": np.var,
+                     "argmax": np.argmax, "argmin": np.argmin, "cumsum": np.cumsum,
+                     "cumprod": np.cumprod, "dot": np.dot, "squeeze": np.squeeze,
+                     "ravel": np.ravel, "diagonal": np.diagonal, "trace": np.trace,
+                     "swapaxes": np.swapaxes, "take": np.take, "clip": np.clip}.items():
+    setattr(Var, _name, _method(_func))
+
+Var.reshape = lambda self, *shape, **kw: NM.FUNCTIONS[np.reshape](self, *shape, **kw)
+Var.transpose = lambda self, *axes: NM.FUNCTIONS[np.transpose](
+    self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+Var.T = property(lambda self: NM.FUNCTIONS[np.transpose](self))
+Var.mT = property(lambda self: P.transpose(self, dim0=self.ndim - 2, dim1=self.ndim - 1))
+Var.flatten = lambda self, order="C": NM.FUNCTIONS[np.ravel](self)
+Var.copy = lambda self, order="C": P.clone(self)
+Var.astype = lambda self, dtype, copy=True, **kw: NM.astype(self, dtype, copy)
+Var.size = property(lambda self: math.prod(self.shape))
+Var.itemsize = property(lambda self: self.npdtype.itemsize)
+Var.real = property(lambda self: self)
+
+
+# -- Tensor-flavoured tracers ---------------------------------------------------------------
+
+class TensorVar(Var):
+    """The tracer of a function called with tracegrad Tensors: it answers like a Tensor
+    (``x.sum(dim=0)``, ``x.size()``, a tracegrad ``dtype``); any torch-style method is the
+    tracegrad function of the same name applied to it."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self):
+        from ..runtime.tensor import dtype_of
+        return dtype_of(self.npdtype)
+
+    @property
+    def device(self):
+        from ..backend import device
+        return device("cpu" if type(self.value).__module__.startswith("numpy") else "cuda")
+
+    is_traced_tensor = True  # accepted where tracegrad functions require a Tensor
+    requires_grad = False
+    is_leaf = True
+    grad_fn = None
+
+    def size(self, dim=None):
+        from ..runtime.tensor import Size
+        return Size(self.shape) if dim is None else self.shape[dim]
+
+    def dim(self):
+        return self.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    def detach(self):
+        from .sweeps import stop_gradient
+        return stop_gradient(self)
+
+    def view(self, *shape):
+        return NM.FUNCTIONS[np.reshape](self, *shape)
+
+    reshape = view
+
+    def stride(self, dim=None):
+        strides = [1] * self.ndim  # a traced value is laid out as if contiguous
+        for i in range(self.ndim - 2, -1, -1):
+            strides[i] = strides[i + 1] * self.shape[i + 1]
+        return tuple(strides) if dim is None else strides[dim]
+
+    def __getattr__(self, name):
+        fn = _torch_function(name)
+        if fn is None:
+            raise AttributeError(f"'Tensor' (traced) has no attribute {name!r}")
+        return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _torch_function(name):
+    from ..ops import FUNCTIONS
+    return FUNCTIONS.get(name)
+
+
+def _torch(name):
+    fn = _torch_function(name)
+    return lambda self, *args, **kwargs: fn(self, *args, **kwargs)
+
+
+for _name in ("sum", "prod", "mean", "max", "min", "all", "any", "std", "var", "argmax", "argmin",
+              "cumsum", "cumprod", "squeeze", "diagonal", "trace", "clip", "transpose", "flatten"):
+    if _torch_function(_name) is not None:
+        setattr(TensorVar, _name, _torch(_name))
+TensorVar.T = property(lambda self: P.permute(self, dims=tuple(reversed(range(self.ndim)))))

@@ -1,0 +1,162 @@
+"""Recording primitives onto the active tape, guards, and ``trace``.
+
+Tracing runs the user's function once with :class:`~.tape.Var` tracers in place of the
+array arguments. Every rule-table primitive called on a tracer (through an operator, a
+NumPy function, a tracegrad function or a method) is computed on the concrete values and
+appended to the tape. One tape records at a time (per thread): a transform called while
+another is tracing -- ``grad(grad(f))`` -- records into the same tape, so the inner
+gradient computation is itself on the tape and can be differentiated again.
+"""
+import functools
+import inspect
+import threading
+
+import numpy as _np
+
+from ..rules.core import register_handler
+from .tape import Eqn, Guard, Tape, TracerError, Var
+from .tree import flatten, unflatten
+
+__all__ = ["trace", "active_tape", "recording", "bind", "guard", "as_operand"]
+
+_state = threading.local()
+
+
+def active_tape():
+    """The tape recording on this thread, or None."""
+    return getattr(_state, "tape", None)
+
+
+class recording:
+    """Context manager: make ``tape`` the one recording on this thread."""
+
+    def __init__(self, tape):
+        self.tape = tape
+
+    def __enter__(self):
+        self.prev = active_tape()
+        _state.tape = self.tape
+        return self.tape
+
+    def __exit__(self, *exc):
+        _state.tape = self.prev
+
+
+def _tape_of(var):
+    tape = active_tape()
+    if tape is None or var.tape is not tape:
+        raise TracerError(
+            f"a traced value ({var!r}) was used outside the trace that made it; a traced "
+            "function must return its results, not keep them (in a global, a closure or an "
+            "attribute) for later use")
+    return tape
+
+
+def as_operand(tape, a):
+    """``(operand, value)`` for one argument of a recorded op: a Var for tracers and
+    captured arrays (constants, by value), the object itself for Python literals."""
+    if isinstance(a, Var):
+        _tape_of(a)
+        return a, a.value
+    if isinstance(a, (_np.ndarray, _np.generic)) or _is_array(a):
+        return tape.capture(a), a
+    from ..runtime.tensor import Tensor
+    if isinstance(a, Tensor):
+        return tape.capture(a._data), a._data
+    return a, a
+
+
+def _is_array(a):
+    return hasattr(a, "__cuda_array_interface__")
+
+
+def bind(prim, args, params):
+    """Compute ``prim(*args, **params)`` on the concrete values and record it."""
+    tape = active_tape()
+    if tape is None:
+        for a in args:
+            if isinstance(a, Var):
+                _tape_of(a)
+    ins, vals = [], []
+    for a in args:
+        operand, value = as_operand(tape, a)
+        ins.append(operand)
+        vals.append(value)
+    out = prim(*vals, **params)
+    multi = isinstance(out, (tuple, list))
+    result = tape.add(prim, ins, params, tuple(out) if multi else out, multi)
+    if prim.name in _DATA_SHAPED:  # result's shape depends on the values: guard it
+        for r in (result if multi else (result,)):
+            guard(r, "shape", r.shape)
+    return result
+
+
+_DATA_SHAPED = {"nonzero"}
+
+
+def guard(var, kind, value):
+    """Record that the traced function read ``var`` as a Python value (``kind``) and saw
+    ``value``: replaying the tape is valid only while that stays true."""
+    tape = _tape_of(var)
+    tape.eqns.append(Eqn(Guard(kind), (var,), {"value": value}, ()))
+    return value
+
+
+register_handler(Var, bind)
+
+
+# -- trace -------------------------------------------------------------------------------
+
+def _is_traceable(x):
+    from ..runtime.tensor import Tensor
+    return isinstance(x, (_np.ndarray, _np.generic, float, Tensor)) or _is_array(x)
+
+
+def input_value(x):
+    """The array a tracer for argument ``x`` stands for (Tensors by their data, Python
+    floats as float64 0-d arrays)."""
+    from ..runtime.tensor import Tensor
+    if isinstance(x, Tensor):
+        return x.detach()._data
+    if isinstance(x, float):
+        return _np.asarray(x, dtype=_np.float64)
+    return x
+
+
+def param_names(f, n):
+    """Names for ``n`` positional arguments of ``f`` (its parameters', where known)."""
+    try:
+        params = [p for p in inspect.signature(f).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = [p.name for p in params[:n]]
+    except (TypeError, ValueError):
+        names = []
+    return names + [f"arg{i}" for i in range(len(names), n)]
+
+
+def trace(f):
+    """``trace(f)(*args, **kwargs)`` runs ``f`` once with tracers standing in for its array
+    arguments (NumPy arrays, NumPy scalars, Python floats, Tensors) and returns the
+    :class:`Tape` of primitives it applied. Other arguments (ints, strings, shapes) are
+    static: their values are baked into the tape."""
+    @functools.wraps(f)
+    def traced(*args, **kwargs):
+        tape = Tape(getattr(f, "__name__", "f"))
+        names = param_names(f, len(args))
+        from ..runtime.tensor import Tensor
+        if any(isinstance(x, Tensor) for x in flatten((args, kwargs))[0]):
+            from .tracer import TensorVar
+            tape.var_cls = TensorVar
+        with recording(tape):
+            targs = []
+            for name, a in zip(names, args):
+                leaves, spec = flatten(a)
+                if spec is None:
+                    targs.append(tape.new_input(input_value(a), name) if _is_traceable(a) else a)
+                else:
+                    targs.append(unflatten(spec, [
+                        tape.new_input(input_value(x), f"{name}_{i}") if _is_traceable(x) else x
+                        for i, x in enumerate(leaves)]))
+            tape.outputs = f(*targs, **kwargs)
+        return tape
+    return traced
