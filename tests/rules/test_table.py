@@ -197,7 +197,10 @@ def test_only_the_backend_imports_numpy():
     CuPy backend can stand in: no module outside tracegrad/backend imports NumPy."""
     root = pathlib.Path(tg.__file__).parent
     # Printing formats host copies of the values (backend.to_host), never device arrays.
-    host_only = {pathlib.Path("runtime/formatting.py")}
+    # The tape's tracer answers NumPy's own API (np.tanh(tracer) -> the tanh rule): the
+    # NumPy functions are the keys it looks up, not kernels it runs.
+    host_only = {pathlib.Path("runtime/formatting.py"), pathlib.Path("transform/numpy_map.py"),
+                 pathlib.Path("transform/tracer.py")}
     offenders = []
     for path in root.rglob("*.py"):
         if "backend" in path.relative_to(root).parts or path.relative_to(root) in host_only:

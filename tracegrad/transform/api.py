@@ -7,7 +7,8 @@ serves a top-level call (traced, compiled, cached) and a nested one (``grad(grad
 the inner builder records into the outer tape, so the outer sweep differentiates the
 inner gradient computation).
 """
-import numpy as np
+from ..backend import cpu as np  # dtypes and shapes (host metadata)
+from ..backend import namespace_of
 
 from .staged import Staged, kind_of
 from .sweeps import alias, forward, reverse
@@ -54,7 +55,7 @@ def _mark(tape, args, nums, fname):
                 what = type(x).__name__ if dtype is None else f"dtype {np.dtype(dtype).name}"
                 raise TypeError(f"{fname} requires real- or complex-valued (floating point) inputs, "
                                 f"but argument {n} has {what}; pass floats (e.g. 1.0, not 1)")
-            marked.append(alias(tape, x if isinstance(x, Var) else np.asarray(value)))
+            marked.append(alias(tape, x if isinstance(x, Var) else value))
         wrt.extend(marked)
         args[n] = unflatten(spec, marked)
     return args, wrt
@@ -74,8 +75,12 @@ def _scalar_output(out, fname, has_aux):
     return out, aux
 
 
+def _xp(v):
+    return namespace_of(v.value) if isinstance(v, Var) else np
+
+
 def _zeros(v):
-    return np.zeros(v.shape, dtype=v.npdtype)
+    return _xp(v).zeros(v.shape, dtype=v.npdtype)
 
 
 def _with_phase(tape, phase, fn, *args):
@@ -109,7 +114,7 @@ def _value_and_grad_builder(f, argnums, has_aux, fname):
         marked, wrt = _mark(tape, args, nums, fname)
         start = len(tape.eqns)
         out, aux = _scalar_output(f(*marked, **kwargs), fname, has_aux)
-        seed = Var(tape, np.ones((), dtype=_dtype(out)), "const")
+        seed = Var(tape, _xp(out).ones((), dtype=_dtype(out)), "const")
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, [out], [seed])
         grads = [g if g is not None else Var(tape, _zeros(v), "const") for g, v in zip(cts, wrt)]
         grads = _regroup(grads, args, nums, single)
@@ -272,13 +277,9 @@ def _push(f, args):
     ts = _with_phase(tape, "j", forward, tape.eqns[start:], wrt, tleaves)
     outs, spec = flatten(out)
     touts = [ts.get(o.id) if isinstance(o, Var) else None for o in outs]
-    touts = [t if t is not None else Var(tape, np.zeros(np.shape(_shape_of(o)), _dtype(o)), "const")
+    touts = [t if t is not None else Var(tape, _xp(o).zeros(getattr(o, "shape", ()), _dtype(o)), "const")
              for t, o in zip(touts, outs)]
     return out, unflatten(spec, touts)
-
-
-def _shape_of(o):
-    return np.empty(getattr(o, "shape", ()))
 
 
 def _dtype(o):
@@ -322,7 +323,7 @@ def _jacobian_rows(eqns, wrt, out):
     rows = [[] for _ in wrt]
     tape = active_tape()
     for k in range(n):
-        seed = np.zeros(oshape, dtype=dtype)
+        seed = _xp(out).zeros(oshape, dtype=dtype)
         seed.reshape(-1)[k] = 1
         cts = reverse(eqns, wrt, [out], [Var(tape, seed, "const")])
         for r, g, v in zip(rows, cts, wrt):
@@ -330,7 +331,7 @@ def _jacobian_rows(eqns, wrt, out):
     jac = []
     for r, v in zip(rows, wrt):
         if n == 0:
-            jac.append(Var(tape, np.zeros(oshape + v.shape, dtype=v.npdtype), "const"))
+            jac.append(Var(tape, _xp(v).zeros(oshape + v.shape, dtype=v.npdtype), "const"))
             continue
         stacked = P.stack(*r, dim=0) if len(r) > 1 else P.unsqueeze(r[0], dim=0)
         jac.append(P.reshape(stacked, shape=oshape + v.shape))

@@ -1,7 +1,7 @@
 """A tape as one straight-line Python function, through the shared emitter: one line per
 eqn, guards as ``if ...: raise GuardFailed``, and ``del`` after each intermediate's last
 use so that memory is given back as early as in hand-written code."""
-import numpy as np
+from ..backend import cpu as np  # host-side type checks only
 
 from ..backend import namespace_of
 from ..rules.core import Primitive

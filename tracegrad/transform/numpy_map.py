@@ -324,15 +324,20 @@ def _einsum(subscripts, *operands, optimize=False, **kw):
     return P.einsum(*operands, equation=subscripts.replace(" ", ""))
 
 
+def _xp(a):
+    from ..backend import namespace_of
+    return namespace_of(a.value) if _is_traced(a) else namespace_of(a)
+
+
 def _like(fill):
     def like(a, dtype=None, order="K", subok=True, shape=None, **kw):
-        value = np.full(a.shape if shape is None else shape, fill, dtype=dtype or _npd(a))
-        return value  # a constant: it carries no dependence on ``a``'s values
+        # a constant: it carries no dependence on ``a``'s values
+        return _xp(a).full(a.shape if shape is None else shape, fill, dtype=dtype or _npd(a))
     return like
 
 
 def _full_like(a, fill_value, dtype=None, **kw):
-    return np.full(a.shape, fill_value, dtype=dtype or _npd(a))
+    return _xp(a).full(a.shape, fill_value, dtype=dtype or _npd(a))
 
 
 def _cumulative(prim):
@@ -402,7 +407,7 @@ def _average(a, axis=None, weights=None, returned=False, keepdims=False):
     if weights is None:
         return FUNCTIONS[np.mean](a, axis=axis, keepdims=keepdims)
     num = P.sum(P.mul(a, weights), dim=dims(axis, _ndim(a)), keepdim=keepdims)
-    return P.div(num, P.sum(P.mul(np.ones(a.shape), weights), dim=dims(axis, _ndim(a)), keepdim=keepdims))
+    return P.div(num, P.sum(P.mul(_xp(a).ones(a.shape), weights), dim=dims(axis, _ndim(a)), keepdim=keepdims))
 
 
 def _tril(m, k=0):
@@ -416,7 +421,7 @@ def _triu(m, k=0):
 def _take(a, indices, axis=None):
     if axis is None:
         a, axis = _ravel(a), 0
-    return P.index_select(a, np.asarray(indices), dim=axis % _ndim(a))
+    return P.index_select(a, _xp(a).asarray(indices), dim=axis % _ndim(a))
 
 
 def _broadcast_to(array, shape, subok=False):

@@ -1,7 +1,7 @@
 """Tape optimisations run before emitting code: aliases and trivial ops forwarded,
 constants folded, common subexpressions shared, dead code removed. Each pass rewrites
 ``tape.eqns`` (and the output Vars) in place and keeps guards, which are effects."""
-import numpy as np
+from ..backend import cpu as np  # host-side type checks only
 
 from ..rules.core import Primitive
 from .sweeps import ALIAS, STOP

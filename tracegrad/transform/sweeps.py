@@ -8,8 +8,6 @@ and differentiable again. Only *active* eqns (those depending on the variables b
 differentiated) are visited: an inner ``grad`` sees the outer one's variables as
 constants, so nested derivatives do not get confused.
 """
-import numpy as np
-
 from .numpy_map import P
 from .tape import Guard, Var
 
@@ -157,7 +155,3 @@ def forward(eqns, wrt, tangents):
                     t = P.cast(t, dtype=o.npdtype, src_dtype=t.npdtype)
                 ts[o.id] = t
     return ts
-
-
-def ones_like(v):
-    return np.ones(v.shape, dtype=v.npdtype)

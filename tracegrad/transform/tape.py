@@ -6,7 +6,7 @@ stands for (so shapes, dtypes and the answers to ``if`` are known exactly, and e
 conversion to a Python value can be recorded as a guard). An :class:`Eqn` applies one
 op -- a rule-table primitive, a guard, or a user's custom rule -- to Vars and literals.
 """
-import numpy as _np
+from ..backend import cpu as _np  # dtypes (host metadata)
 
 __all__ = ["Tape", "Var", "Eqn", "Guard", "TracerError"]
 

@@ -11,7 +11,7 @@ import functools
 import inspect
 import threading
 
-import numpy as _np
+from ..backend import cpu as _np  # type checks, and Python floats as float64 arrays
 
 from ..rules.core import register_handler
 from .tape import Eqn, Guard, Tape, TracerError, Var
