@@ -220,6 +220,30 @@ section("Training a network: nn and optim", """
     [name for name, p in model.named_parameters() if p.requires_grad]
     """)
 
+section("Tracing plain NumPy onto a tape", """
+    tracegrad.trace runs a function once with tracers in place of its arrays: every NumPy
+    call becomes one primitive on a flat tape (an if on a traced value becomes a guard).
+    tracegrad.grad differentiates that tape with the same vjp rules, optimises it and
+    compiles it into the straight-line Python printed by .source; later calls with the
+    same shapes replay the compiled code.""", """
+    import numpy as np
+    def f(x, w):
+        h = np.tanh(x * 1.01)
+        return np.sum(h @ w)
+    x, w = np.linspace(-1, 1, 4), np.ones((4, 3))
+    print(torch.trace(f)(x, w))
+    df = torch.grad(f)
+    df(x, w)
+    print(df.source)
+    def g(x):
+        if x.sum() > 0:
+            return (x ** 2).sum()
+        return -x.max()
+    dg = torch.grad(g)
+    dg(x + 1), dg(x - 1)
+    torch.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    """)
+
 section("One rule table behind it all", """
     Every operation is one entry of tracegrad.rules: a kernel plus one vjp per operand,
     written with ordinary operators so the same function serves raw arrays, eager

@@ -7,8 +7,10 @@ to straight-line Python (see ``.source``) and cache it per argument signature.
 from . import tracer  # noqa: F401  (gives tracers their operators and NumPy protocols)
 from .api import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from .codegen import GuardFailed
+from .custom import custom_vjp
+from .sweeps import stop_gradient
 from .tape import Tape, TracerError
 from .tracing import trace
 
 __all__ = ["trace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "Tape",
-           "TracerError", "GuardFailed"]
+           "TracerError", "GuardFailed", "custom_vjp", "stop_gradient"]

@@ -167,6 +167,7 @@ def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False):
 
 
 def _safe(name):
+    name = name.replace("<lambda>", "f").replace("<", "").replace(">", "")
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "f"
 
 

@@ -40,8 +40,8 @@ def compile_tape(tape, name, out_hints=()):
     """``(function, source)`` computing the tape's output leaves (as a tuple) from its
     inputs."""
     from .tree import flatten
-    m = Module(reserved={"xp", "GuardFailed", "namespace_of"})
-    m.env.update(GuardFailed=GuardFailed, namespace_of=namespace_of)
+    m = Module(reserved={"xp", "GuardFailed"})
+    m.env.update(GuardFailed=GuardFailed)
     names = {}
     params = []
     for v in tape.inputs:
@@ -84,12 +84,10 @@ def compile_tape(tape, name, out_hints=()):
         m.used.add(n)
         return n
 
-    if tape.inputs:
-        first = next((names[v.id] for v in tape.inputs if not isinstance(v.value, (float, int))), None)
-        m.emit(f"xp = namespace_of({first})" if first else "xp = namespace_of(0.0)")
-    else:
-        from ..backend import cpu
-        m.env["xp"] = cpu
+    # The array namespace is part of the cache key (the inputs' array type), so it is
+    # bound once, as a global of the generated code.
+    arrays = [v.value for v in tape.inputs if hasattr(v.value, "dtype")]
+    m.env["xp"] = namespace_of(arrays[0]) if arrays else np
     guard_no = 0
     for i, e in enumerate(tape.eqns):
         op = e.op

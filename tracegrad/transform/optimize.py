@@ -123,8 +123,18 @@ def _key(x):
     return (type(x).__name__, x)
 
 
+def _var_types():
+    from .tracer import TensorVar
+    return (Var, TensorVar)
+
+
+_VARS = ()
+
+
 def share_subexpressions(tape):
     """An eqn equal to an earlier one (same op, operands and params) reuses its results."""
+    global _VARS
+    _VARS = _VARS or _var_types()
     seen, sub, kept = {}, {}, []
     for e in tape.eqns:
         if sub and any(isinstance(a, Var) and a.id in sub for a in e.ins):
@@ -132,7 +142,9 @@ def share_subexpressions(tape):
         if not isinstance(e.op, Primitive):
             kept.append(e)
             continue
-        key = (e.op.name, _key(e.ins), _key(e.params))
+        ins = e.ins
+        ins_key = tuple(a.id if type(a) in _VARS else _key(a) for a in ins)
+        key = (e.op.name, ins_key, _key(e.params) if e.params else ())
         prev = seen.get(key)
         if prev is not None:
             for o, p in zip(e.outs, prev.outs):

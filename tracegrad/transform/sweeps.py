@@ -107,6 +107,12 @@ def reverse(eqns, wrt, outputs, cotangents):
         if op is ALIAS:
             _accumulate(cts, e.ins[0], gs[0])
             continue
+        custom = getattr(op, "tape_vjp", None)
+        if custom is not None:  # a user rule: it takes the missing gradients as they are
+            for i, g in enumerate(custom(gs, e.outs, e.ins, e.params)):
+                if g is not None and isinstance(e.ins[i], Var) and e.ins[i].id in active:
+                    _accumulate(cts, e.ins[i], g)
+            continue
         if e.multi:
             g = tuple(gk if gk is not None else P.zeros_like(o) for gk, o in zip(gs, e.outs))
             out = e.outs
@@ -115,12 +121,6 @@ def reverse(eqns, wrt, outputs, cotangents):
         targets = [(i, a) for i, a in enumerate(e.ins)
                    if isinstance(a, Var) and a.id in active and op.is_diff_arg(i)]
         if not targets:
-            continue
-        custom = getattr(op, "tape_vjp", None)
-        if custom is not None:
-            every = custom(g, out, e.ins, e.params)
-            for i, a in targets:
-                _accumulate(cts, a, every[i])
             continue
         if op.vjp_all_fn is not None:
             every = op.vjp_all_fn(g, out, *e.ins, **e.params)

@@ -24,6 +24,7 @@ class Var:
 
     __slots__ = ("tape", "id", "value", "kind", "name", "hint", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators to the tracer
+    is_tracer = True
 
     def __init__(self, tape, value, kind, name=None):
         self.tape = tape
@@ -42,7 +43,11 @@ class Var:
     def npdtype(self):
         v = self.value
         d = getattr(v, "dtype", None)
-        return d if d is not None else _np.result_type(v)
+        if d is not None:
+            return d
+        if isinstance(v, (int, float, complex, bool)):
+            return _np.result_type(v)
+        return _np.dtype(object)  # an opaque value (a custom rule's residuals)
 
     dtype = npdtype  # a TensorVar answers with a tracegrad dtype instead
 
