@@ -113,7 +113,9 @@ def _value_and_grad_builder(f, argnums, has_aux, fname):
         nums, single = _argnums(argnums, len(args), fname)
         marked, wrt = _mark(tape, args, nums, fname)
         start = len(tape.eqns)
+        ids = [v.id for v in wrt]
         out, aux = _scalar_output(f(*marked, **kwargs), fname, has_aux)
+        wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
         seed = Var(tape, _xp(out).ones((), dtype=_dtype(out)), "const")
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, [out], [seed])
         grads = [g if g is not None else Var(tape, _zeros(v), "const") for g, v in zip(cts, wrt)]
@@ -217,7 +219,9 @@ def _pullback(f, primals, ct, has_aux):
     tape = active_tape()
     marked, wrt = _mark(tape, primals, range(len(primals)), "vjp")
     start = len(tape.eqns)
+    ids = [v.id for v in wrt]
     out = f(*marked)
+    wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
     if has_aux:
         out, _ = out
     outs, ospec = flatten(out)
@@ -273,7 +277,9 @@ def _push(f, args):
     primals, tangents = args[:n], args[n:]
     marked, wrt = _mark(tape, primals, range(n), "jvp")
     start = len(tape.eqns)
+    ids = [v.id for v in wrt]
     out = f(*marked)
+    wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
     tleaves = [t for tan in tangents for t in flatten(tan)[0]]
     ts = _with_phase(tape, "j", forward, tape.eqns[start:], wrt, tleaves)
     outs, spec = flatten(out)
@@ -301,7 +307,9 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
             nums, single = _argnums(argnums, len(args), "jacobian")
             marked, wrt = _mark(tape, args, nums, "jacobian")
             start = len(tape.eqns)
+            ids = [v.id for v in wrt]
             out = f(*marked, **kwargs)
+            wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
             if has_aux:
                 out, aux = out
             eqns = tape.eqns[start:]

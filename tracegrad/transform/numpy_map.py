@@ -329,15 +329,23 @@ def _xp(a):
     return namespace_of(a.value) if _is_traced(a) else namespace_of(a)
 
 
+def _constant(a, value):
+    """A constant made from a traced ``a`` (its values do not depend on ``a``'s): a traced
+    constant, so that ``out = np.zeros_like(x); out[i] = ...`` can be recorded."""
+    if _is_traced(a):
+        from .tracing import active_tape
+        return active_tape().new_var(value, "const")
+    return value
+
+
 def _like(fill):
     def like(a, dtype=None, order="K", subok=True, shape=None, **kw):
-        # a constant: it carries no dependence on ``a``'s values
-        return _xp(a).full(a.shape if shape is None else shape, fill, dtype=dtype or _npd(a))
+        return _constant(a, _xp(a).full(a.shape if shape is None else shape, fill, dtype=dtype or _npd(a)))
     return like
 
 
 def _full_like(a, fill_value, dtype=None, **kw):
-    return _xp(a).full(a.shape, fill_value, dtype=dtype or _npd(a))
+    return _constant(a, _xp(a).full(a.shape, fill_value, dtype=dtype or _npd(a)))
 
 
 def _cumulative(prim):

@@ -66,12 +66,19 @@ def _is_lit(a, *values):
     return not isinstance(a, Var) and not isinstance(a, bool) and isinstance(a, (int, float)) and a in values
 
 
+def _ones(a):
+    """A literal 1, or a constant array of ones (the seed of a gradient, broadcast)."""
+    if isinstance(a, Var):
+        return a.kind == "const" and a.npdtype.kind in "fc" and bool((a.value == 1).all())
+    return _is_lit(a, 1)
+
+
 def _trivial(e):
     name, ins = e.op.name, e.ins
     if name == "mul":
-        if _is_lit(ins[1], 1):
+        if _ones(ins[1]):
             return ins[0]
-        if _is_lit(ins[0], 1):
+        if _ones(ins[0]):
             return ins[1]
     elif name in ("add", "sub"):
         if _is_lit(ins[1], 0):

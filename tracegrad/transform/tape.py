@@ -173,6 +173,7 @@ class Tape:
         self._consts = {}        # id(array) -> (array, Var): captured constants
         self.phase = "t"         # what Vars made now are: t values, g cotangents, j tangents
         self.var_cls = Var       # TensorVar when the function was called with Tensors
+        self.renamed = {}        # id -> Var: values that ``x[i] = v`` moved to a new Var
         self.recording = True
 
     # -- building ------------------------------------------------------------------------
@@ -202,6 +203,11 @@ class Tape:
             outs = (self.new_var(values, "op"),)
         self.eqns.append(Eqn(op, tuple(ins), params, outs, multi))
         return outs if multi else outs[0]
+
+    def current(self, var, vid):
+        """The Var that had id ``vid`` when ``var`` was taken (``x[i] = v`` gives the name
+        ``x`` to the updated value and the old value a new Var object)."""
+        return self.renamed.get(vid, var)
 
     @property
     def guards(self):

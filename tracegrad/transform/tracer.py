@@ -91,9 +91,12 @@ def _iter(self):
 
 def _array(self, dtype=None, copy=None):
     raise TracerError(
-        f"a traced value ({self!r}) was converted to a NumPy array (np.asarray, np.array or a "
-        "function outside the rule table); a tape cannot follow that. Use NumPy functions on "
-        "it directly (they are recorded), or .item()/float() for a Python value")
+        f"a traced value ({self!r}) was converted to a NumPy array (np.asarray, np.array, a "
+        "function outside the rule table, or assigning it into a NumPy array as in "
+        "buf[i] = traced); a tape cannot follow that. Use NumPy functions on it directly "
+        "(they are recorded), build arrays with np.stack/np.concatenate or assign into a "
+        "traced array (np.zeros_like(x) of a traced x is one), or use .item()/float() for a "
+        "Python value")
 
 
 Var.__len__ = _len
@@ -158,7 +161,8 @@ def _setitem(self, index, value):
     tape = active_tape()
     new = P.index_put(self, value, *arrays, index=structure)
     old = type(self).__new__(type(self))
-    old.tape, old.id, old.value, old.kind, old.name = self.tape, self.id, self.value, self.kind, self.name
+    for slot in ("tape", "id", "value", "kind", "name", "hint"):
+        setattr(old, slot, getattr(self, slot))
     for e in tape.eqns:
         if e.outs and e.outs[-1] is new:
             e.ins = tuple(old if a is self else a for a in e.ins)
@@ -168,11 +172,12 @@ def _setitem(self, index, value):
         if any(o is self for o in e.outs):
             e.outs = tuple(old if o is self else o for o in e.outs)
     tape.inputs = [old if v is self else v for v in tape.inputs]
+    tape.renamed[old.id] = old  # transforms find the variables they marked by id
     for k, (arr, v) in list(tape._consts.items()):
         if v is self:
             tape._consts[k] = (arr, old)
     # ``self`` now names the updated value; ``new`` (a fresh Var) is retired
-    self.id, self.value, self.kind, self.name = new.id, new.value, "op", None
+    self.id, self.value, self.kind, self.name, self.hint = new.id, new.value, "op", None, new.hint
     last = tape.eqns[-1]
     last.outs = (self,)
 
