@@ -13,6 +13,7 @@ import functools
 
 from ..backend import cpu as np  # host-side type checks only
 
+from ..runtime.tensor import Tensor, wrap
 from .codegen import GuardFailed, compile_tape
 from .optimize import optimize
 from .tape import Tape, Var
@@ -27,7 +28,6 @@ MAX_VARIANTS = 8
 
 def kind_of(x):
     """How a result for argument ``x`` is handed back: ``tensor``, ``float`` or ``array``."""
-    from ..runtime.tensor import Tensor
     if isinstance(x, Tensor):
         return "tensor"
     if isinstance(x, float):
@@ -39,13 +39,11 @@ def as_kind(value, kind, like=None):
     if kind == "float":
         return float(value)
     if kind == "tensor":
-        from ..runtime.tensor import wrap
         return wrap(np.asarray(value) if isinstance(value, np.generic) else value)
     return value
 
 
 def _traceable(x):
-    from ..runtime.tensor import Tensor
     return isinstance(x, (np.ndarray, np.generic, float, Tensor)) or hasattr(x, "__cuda_array_interface__")
 
 
@@ -65,13 +63,17 @@ def _signature(leaves):
 
 
 class _Variant:
-    __slots__ = ("fn", "source", "tape", "spec", "kinds", "passthrough")
+    __slots__ = ("fn", "source", "tape", "spec", "kinds", "passthrough", "single")
 
     def __init__(self, fn, source, tape, spec, kinds, passthrough):
         self.fn, self.source, self.tape = fn, source, tape
         self.spec, self.kinds, self.passthrough = spec, kinds, passthrough
+        # one array out, handed back as it is: the common case, answered without rebuilding
+        self.single = spec is None and kinds == ["array"] and passthrough == [None]
 
     def finish(self, flat):
+        if self.single:
+            return flat[0]
         it = iter(flat)
         out = [next(it) if p is None else p for p in self.passthrough]
         return unflatten(self.spec, [as_kind(v, k) for v, k in zip(out, self.kinds)])
@@ -88,6 +90,7 @@ class Staged:
         self.mode = mode
         self._out_hints = out_hints
         self._cache = collections.OrderedDict()
+        self._fast = {}   # signature of plain arrays/floats -> the same variant list
         self._last = None
         functools.update_wrapper(self, f, updated=())
 
@@ -114,6 +117,21 @@ class Staged:
         if active_tape() is not None:  # inside another transform: record into its tape
             out, _ = self._build(args, kwargs, None)
             return out
+        if not kwargs:  # fast path: NumPy arrays and Python floats only
+            key = _fast_key(args)
+            if key is not None:
+                variants = self._fast.get(key)
+                if variants is not None:
+                    inputs = [_F64(a) if type(a) is float else a for a in args]
+                    for j, variant in enumerate(variants):
+                        try:
+                            flat = variant.fn(*inputs)
+                        except GuardFailed:
+                            continue
+                        if j:
+                            variants.insert(0, variants.pop(j))
+                        self._last = variant
+                        return variant.finish(flat)
         leaves, spec = flatten((args, kwargs))
         key = (spec, _signature(leaves))
         variants = self._cache.get(key)
@@ -165,14 +183,41 @@ class Staged:
         variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough)
         tape.release()
         variants = self._cache.setdefault(key, [])
+        if not kwargs:
+            fast = _fast_key(args)
+            if fast is not None:  # the same list: the two keys name one signature
+                self._fast[fast] = variants
         variants.insert(0, variant)
         del variants[MAX_VARIANTS:]
         self._cache.move_to_end(key)
         while len(self._cache) > MAX_SIGNATURES:
-            self._cache.popitem(last=False)
+            _, dropped = self._cache.popitem(last=False)
+            for k in [k for k, v in self._fast.items() if v is dropped]:
+                del self._fast[k]
         self._last = variant
         return unflatten(out_spec, [as_kind(_copy_if_const(v, o), k)
                                     for v, o, k in zip(values, opt_leaves, kinds_flat)])
+
+
+_ND = np.ndarray
+
+
+def _F64(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+def _fast_key(args):
+    """A cache key for arguments that are all NumPy arrays or Python floats, else None."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is _ND:
+            key.append((a.shape, a.dtype))
+        elif t is float:
+            key.append(float)
+        else:
+            return None
+    return tuple(key)
 
 
 def _copy_if_const(value, var):
