@@ -359,7 +359,7 @@ def einsum(*args):
         raise ValueError("einsum(): must specify the equation string and at least one operand, "
                          "or at least one operand and its subscripts list")
     for i, t in enumerate(operands):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, Tensor) and not getattr(t, "is_traced_tensor", False):
             raise TypeError(f"expected Tensor as element {i} in argument 1, but got {type(t).__name__}")
     equation = equation.replace(" ", "")
     L.parse(equation, tuple(tuple(t.shape) for t in operands))  # PyTorch's errors, before any work

@@ -40,10 +40,19 @@ _HANDLERS = {}       # operand type -> handler(prim, args, params), or None (cac
 _HANDLER_BASES = []  # (base class, handler) registered by the runtimes
 
 
-def register_handler(cls, handler):
-    """Route primitive calls with an operand of type ``cls`` (or a subclass) to ``handler``."""
+def register_handler(cls, handler, overriding=False):
+    """Route primitive calls with an operand of type ``cls`` (or a subclass) to ``handler``.
+    An ``overriding`` handler (the tape's) wins over the others whenever one of its
+    operands is in the call, but is only looked for while ``OVERRIDING[0]`` is true
+    (while a tape records), so the eager hot path pays one list read."""
     _HANDLER_BASES.append((cls, handler))
     _HANDLERS.clear()
+    if overriding:
+        _OVERRIDING.append((cls, handler))
+
+
+_OVERRIDING = []     # (class, handler) of overriding handlers
+OVERRIDING = [0]     # how many tapes are recording (any thread): look for overriding operands
 
 
 def _handler_for(tp):
@@ -298,6 +307,10 @@ class Primitive:
             tp = type(a)
             h = handlers[tp] if tp in handlers else _handler_for(tp)
             if h is not None:
+                if OVERRIDING[0]:
+                    for cls, top in _OVERRIDING:
+                        if h is not top and any(isinstance(b, cls) for b in args):
+                            return top(self, args, params)
                 return h(self, args, params)
         for a in args:
             if a is not None and type(a) not in _PY_NUMBERS:  # NumPy scalars count as arrays

@@ -48,6 +48,8 @@ def _mark(tape, args, nums, fname):
         leaves, spec = flatten(args[n])
         marked = []
         for x in leaves:
+            if type(x) is float:  # a Python float: a float64 constant, as at the top level
+                x = np.asarray(x, dtype=np.float64)
             value = x.value if isinstance(x, Var) else x
             dtype = getattr(value, "dtype", None)
             dtype = getattr(dtype, "np", dtype)  # a tracegrad dtype: its NumPy one

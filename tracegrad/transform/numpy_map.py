@@ -98,7 +98,7 @@ def call_ufunc(ufunc, method, inputs, kwargs):
     out = kwargs.pop("out", None)
     if out is not None and any(o is not None for o in out):
         raise TracerError(f"numpy.{name}(..., out=...) writes into an existing array, which a "
-                          "tape cannot record; assign the result instead (y = np.{name}(...))")
+                          f"tape cannot record; assign the result instead (y = np.{name}(...))")
     dtype = kwargs.pop("dtype", None)
     if method == "reduce":
         prim = _REDUCE.get(name)
@@ -406,8 +406,8 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 def _arg(prim):
     def arg(a, axis=None, out=None, keepdims=False):
         if axis is None:
-            return prim(_ravel(a), dim=(0,), keepdim=False)
-        return prim(a, dim=(axis % _ndim(a),), keepdim=keepdims)
+            return prim(_ravel(a), dim=0, keepdim=False)
+        return prim(a, dim=axis % _ndim(a), keepdim=keepdims)
     return arg
 
 

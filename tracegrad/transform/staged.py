@@ -30,7 +30,7 @@ def kind_of(x):
     """How a result for argument ``x`` is handed back: ``tensor``, ``float`` or ``array``."""
     if isinstance(x, Tensor):
         return "tensor"
-    if isinstance(x, float):
+    if type(x) is float:
         return "float"
     return "array"
 
@@ -40,6 +40,8 @@ def as_kind(value, kind, like=None):
         return float(value)
     if kind == "tensor":
         return wrap(np.asarray(value) if isinstance(value, np.generic) else value)
+    if isinstance(value, np.generic):  # NumPy answers 0-d arithmetic with scalars
+        return np.asarray(value)
     return value
 
 
@@ -73,7 +75,8 @@ class _Variant:
 
     def finish(self, flat):
         if self.single:
-            return flat[0]
+            out = flat[0]
+            return out if type(out) is _ND else as_kind(out, "array")
         it = iter(flat)
         out = [next(it) if p is None else p for p in self.passthrough]
         return unflatten(self.spec, [as_kind(v, k) for v, k in zip(out, self.kinds)])

@@ -174,6 +174,7 @@ class Tape:
         self.phase = "t"         # what Vars made now are: t values, g cotangents, j tangents
         self.var_cls = Var       # TensorVar when the function was called with Tensors
         self.renamed = {}        # id -> Var: values that ``x[i] = v`` moved to a new Var
+        self.poison = None       # a TracerError NumPy replaced by its own error, if any
         self.recording = True
 
     # -- building ------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 ndarray methods and attributes, and -- for functions written with tracegrad Tensors --
 Tensor methods. Every answer records rule-table primitives; every conversion to a Python
 value (``bool``, ``int``, ``float``, ``.item()``) records a guard."""
+import dis
 import math
+import sys
 
 import numpy as np
 
@@ -17,7 +19,11 @@ __all__ = ["Var"]
 
 
 def _npdtype(a):
-    return a.npdtype if isinstance(a, Var) else np.result_type(a)
+    if isinstance(a, Var):
+        return a.npdtype
+    if isinstance(a, Tensor):
+        return a._data.dtype
+    return np.result_type(a)
 
 
 def _binary(prim, reflected=False):
@@ -45,8 +51,8 @@ for _name, _prim in {"lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "eq": P.eq,
 
 def _logical(name):
     def op(self, other):
-        if self.npdtype.kind == "b" and np.result_type(getattr(other, "dtype", type(other))).kind == "b":
-            return P["logical_" + name] if False else getattr(P, "logical_" + name)(self, other)
+        if self.npdtype.kind == "b" and _npdtype(other).kind == "b":
+            return getattr(P, "logical_" + name)(self, other)
         return getattr(P, "bitwise_" + name)(self, other)
     return op
 
@@ -62,8 +68,21 @@ Var.__invert__ = lambda self: P.logical_not(self) if self.npdtype.kind == "b" el
 
 # -- conversions to Python values: guards -------------------------------------------------
 
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
 def _python(kind, convert):
     def method(self):
+        caller = sys._getframe(1)
+        if caller.f_code.co_code[caller.f_lasti] == _STORE_SUBSCR and kind != "index":
+            # NumPy converting the value of ``buf[i] = traced`` for a plain array ``buf``:
+            # the result would silently stop depending on the traced value. NumPy turns
+            # the error into its own ValueError, so the tape keeps it for the transform.
+            try:
+                _array(self)
+            except TracerError as e:
+                self.tape.poison = e
+                raise
         return guard(self, kind, convert(self.value))
     return method
 

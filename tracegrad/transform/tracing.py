@@ -13,6 +13,7 @@ import threading
 
 from ..backend import cpu as _np  # type checks, and Python floats as float64 arrays
 
+from ..rules import core as _core
 from ..rules.core import register_handler
 from .tape import Eqn, Guard, Tape, TracerError, Var
 from .tree import flatten, unflatten
@@ -28,7 +29,8 @@ def active_tape():
 
 
 class recording:
-    """Context manager: make ``tape`` the one recording on this thread."""
+    """Context manager: make ``tape`` the one recording on this thread. An error raised
+    while it records is replaced by the TracerError behind it, when NumPy hid one."""
 
     def __init__(self, tape):
         self.tape = tape
@@ -36,10 +38,15 @@ class recording:
     def __enter__(self):
         self.prev = active_tape()
         _state.tape = self.tape
+        _core.OVERRIDING[0] += 1
         return self.tape
 
-    def __exit__(self, *exc):
+    def __exit__(self, tp, value, tb):
+        _core.OVERRIDING[0] -= 1
         _state.tape = self.prev
+        poison = self.tape.poison
+        if value is not None and poison is not None and value is not poison:
+            raise poison from value
 
 
 def _tape_of(var):
@@ -102,7 +109,7 @@ def guard(var, kind, value):
     return value
 
 
-register_handler(Var, bind)
+register_handler(Var, bind, overriding=True)
 
 
 # -- trace -------------------------------------------------------------------------------
