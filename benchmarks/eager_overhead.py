@@ -13,47 +13,17 @@ alternating rounds so that the machine's slow spells hit them alike.
 """
 import argparse
 import importlib.util
-import time
 
 import numpy as np
 
 import tracegrad as tg
 
-STEPS, WIDTH = 200, 16
+from chain import STEPS, WIDTH, best_times, chain_autograd, chain_numpy
+
 SIZES, BATCH, LR = (784, 512, 512, 10), 256, 0.01
 
 
-def best_times(fns, repeats, inner):
-    """The best time per call of each function in ``fns`` (a dict), measured in alternating
-    rounds so that a slow spell of the machine affects every contender alike. (torch is
-    timed in its own block: its OpenMP threads keep spinning after each call and would
-    slow whatever runs next.)"""
-    for fn in fns.values():
-        fn()
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            times[name].append((time.perf_counter() - start) / inner)
-    return {name: min(ts) for name, ts in times.items()}
-
-
 # -- chain ------------------------------------------------------------------------------------
-
-def chain_numpy(x0):
-    def run():
-        x, outs = x0, []
-        for _ in range(STEPS):
-            x = np.tanh(x * 1.01 + 0.1)
-            outs.append(x)
-        g = np.ones_like(x)
-        for y in reversed(outs):
-            g = g * (1 - y * y) * 1.01
-        return g
-    return run
-
 
 def chain_eager(lib, x0):
     def run():
@@ -64,18 +34,6 @@ def chain_eager(lib, x0):
         h.sum().backward()
         return x.grad
     return run
-
-
-def chain_autograd(x0):
-    import autograd
-    import autograd.numpy as anp
-
-    def f(x):
-        for _ in range(STEPS):
-            x = anp.tanh(x * 1.01 + 0.1)
-        return anp.sum(x)
-    g = autograd.grad(f)
-    return lambda: g(x0)
 
 
 # -- MLP --------------------------------------------------------------------------------------

@@ -20,22 +20,9 @@ import numpy as np
 
 import tracegrad as tg
 
-STEPS, WIDTH = 200, 16
+from chain import STEPS, WIDTH, best_times, chain_autograd, chain_numpy
+
 LAYERS, HIDDEN, BATCH = 100, 256, 64
-
-
-def best_times(fns, repeats, inner):
-    """Best time per call of each function, measured in alternating rounds."""
-    for fn in fns.values():
-        fn()
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            times[name].append((time.perf_counter() - start) / inner)
-    return {name: min(ts) for name, ts in times.items()}
 
 
 # -- chain --------------------------------------------------------------------------------------
@@ -46,38 +33,13 @@ def chain(y):
     return y.sum()
 
 
-def chain_by_hand(x0):
-    def run():
-        y, ys = x0, []
-        for _ in range(STEPS):
-            y = np.tanh(y * 1.01 + 0.1)
-            ys.append(y)
-        g = np.ones_like(y)
-        for y in reversed(ys):
-            g = g * (1 - y * y) * 1.01
-        return g
-    return run
-
-
-def chain_autograd(x0):
-    import autograd
-    import autograd.numpy as anp
-
-    def f(y):
-        for _ in range(STEPS):
-            y = anp.tanh(y * 1.01 + 0.1)
-        return anp.sum(y)
-    g = autograd.grad(f)
-    return lambda: g(x0)
-
-
 def bench_chain(repeats):
     x0 = np.linspace(-1, 1, WIDTH).astype(np.float32)
     g = tg.grad(chain)
-    fns = {"numpy (hand-written)": chain_by_hand(x0), "tracegrad grad (tape)": lambda: g(x0)}
+    fns = {"numpy (hand-written)": chain_numpy(x0), "tracegrad grad (tape)": lambda: g(x0)}
     if importlib.util.find_spec("autograd"):
         fns["autograd (HIPS)"] = chain_autograd(x0)
-    np.testing.assert_allclose(g(x0), chain_by_hand(x0)(), rtol=1e-5)
+    np.testing.assert_allclose(g(x0), chain_numpy(x0)(), rtol=1e-5)
     times = best_times(fns, repeats, 20)
     base = times["numpy (hand-written)"]
     print(f"chain: grad of tanh(y*1.01+0.1), {WIDTH} float32, {STEPS} steps, warm cache")

@@ -10,7 +10,7 @@ inner gradient computation).
 from ..backend import cpu as np  # dtypes and shapes (host metadata)
 from ..backend import namespace_of
 
-from .staged import Staged, kind_of
+from .staged import Staged
 from .sweeps import alias, forward, reverse
 from .tape import Var
 from .tracing import active_tape

@@ -125,32 +125,31 @@ class Staged:
             if key is not None:
                 variants = self._fast.get(key)
                 if variants is not None:
-                    inputs = [_F64(a) if type(a) is float else a for a in args]
-                    for j, variant in enumerate(variants):
-                        try:
-                            flat = variant.fn(*inputs)
-                        except GuardFailed:
-                            continue
-                        if j:
-                            variants.insert(0, variants.pop(j))
-                        self._last = variant
-                        return variant.finish(flat)
+                    out = self._replay(variants, [_F64(a) if type(a) is float else a for a in args])
+                    if out is not _MISS:
+                        return out
         leaves, spec = flatten((args, kwargs))
         key = (spec, _signature(leaves))
         variants = self._cache.get(key)
         if variants is not None:
             self._cache.move_to_end(key)
-            inputs = [input_value(x) for x in leaves if _traceable(x)]
-            for j, variant in enumerate(variants):
-                try:
-                    flat = variant.fn(*inputs)
-                except GuardFailed:
-                    continue
-                if j:
-                    variants.insert(0, variants.pop(j))
-                self._last = variant
-                return variant.finish(flat)
+            out = self._replay(variants, [input_value(x) for x in leaves if _traceable(x)])
+            if out is not _MISS:
+                return out
         return self._stage(key, leaves, spec)
+
+    def _replay(self, variants, inputs):
+        """The result of the first variant whose guards hold (moved to the front), or _MISS."""
+        for j, variant in enumerate(variants):
+            try:
+                flat = variant.fn(*inputs)
+            except GuardFailed:
+                continue
+            if j:
+                variants.insert(0, variants.pop(j))
+            self._last = variant
+            return variant.finish(flat)
+        return _MISS
 
     def _stage(self, key, leaves, spec):
         tape = Tape(getattr(self.f, "__name__", "f"))
@@ -203,6 +202,7 @@ class Staged:
 
 
 _ND = np.ndarray
+_MISS = object()
 
 
 def _F64(x):

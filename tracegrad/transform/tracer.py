@@ -13,7 +13,7 @@ from ..runtime.tensor import Tensor
 from . import numpy_map as NM
 from .numpy_map import P
 from .tape import TracerError, Var
-from .tracing import as_operand, active_tape, guard
+from .tracing import active_tape, guard
 
 __all__ = ["Var"]
 
@@ -30,12 +30,6 @@ def _binary(prim, reflected=False):
     if reflected:
         return lambda self, other: prim(other, self)
     return lambda self, other: prim(self, other)
-
-
-def _defer(fn):
-    """An operator that lets Tensors answer for themselves (a tracer meeting a Tensor
-    constant captures the Tensor's array instead)."""
-    return fn
 
 
 _OPERATORS = {
