@@ -19,12 +19,12 @@ _CONVERT = {"bool": "bool", "int": "int", "float": "float", "complex": "complex"
             "index": "operator.index", "item": None, "tolist": None, "shape": None}
 
 
-def _guard_line(m, name, kind, value, k):
+def _guard_line(m, name, kind, value, k, args=()):
     lit = m.literal(value, "seen")
     if kind == "bool":
         test = f"not {name}" if value else name
     elif kind in ("item", "tolist"):
-        test = f"{name}.{kind}() != {lit}"
+        test = f"{name}.{kind}({', '.join(m.literal(a) for a in args)}) != {lit}"
     elif kind == "shape":
         test = f"{name}.shape != {lit}"
     else:
@@ -92,7 +92,8 @@ def compile_tape(tape, name, out_hints=()):
     for i, e in enumerate(tape.eqns):
         op = e.op
         if isinstance(op, Guard):
-            m.emit(_guard_line(m, ref(e.ins[0]), op.kind, e.params["value"], guard_no))
+            m.emit(_guard_line(m, ref(e.ins[0]), op.kind, e.params["value"], guard_no,
+                               e.params.get("args", ())))
             guard_no += 1
         else:
             for o in e.outs:

@@ -36,6 +36,9 @@ class CustomCall:
     def expr(self, module, args, params):
         return f"{module.bind(self.forward_call, self.name)}({', '.join(args)})"
 
+    def tape_jvp(self, *args):
+        raise _not_twice(self.name, "forward mode (jvp)")
+
     def record(self, args):
         tape = active_tape()
         ins, vals = zip(*(as_operand(tape, a) for a in args)) if args else ((), ())
@@ -59,9 +62,11 @@ class CustomCall:
 
 
 class _CustomBackward:
-    """The op calling a user rule's backward on the tape (not differentiable again)."""
+    """The op calling a user rule's backward on the tape. It is not differentiable again:
+    a sweep reaching it raises rather than taking its derivative as zero."""
 
-    differentiable = False
+    differentiable = True
+    vjp_all_fn = None
 
     def __init__(self, rule, targets):
         self.name = rule.name + "_backward"
@@ -74,10 +79,22 @@ class _CustomBackward:
         self.backward_call = call
 
     def is_diff_arg(self, i):
-        return False
+        return True
 
     def expr(self, module, args, params):
         return f"{module.bind(self.backward_call, self.name)}({', '.join(args)})"
+
+    def tape_vjp(self, *args):
+        raise _not_twice(self.rule.name, "a second derivative")
+
+    tape_jvp = tape_vjp
+
+
+def _not_twice(name, what):
+    return NotImplementedError(
+        f"{what} through the custom rule {name!r} is not available on the tape: its backward "
+        "is the user's code, which the tape does not trace. Differentiate it eagerly (Tensors "
+        "with create_graph=True) or write the function with differentiable operations")
 
 
 # -- autograd.Function -------------------------------------------------------------------

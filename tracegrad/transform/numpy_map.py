@@ -82,7 +82,6 @@ _UFUNC_EXTRA = {
     "deg2rad": lambda x: P.mul(x, math.pi / 180), "radians": lambda x: P.mul(x, math.pi / 180),
     "rad2deg": lambda x: P.mul(x, 180 / math.pi), "degrees": lambda x: P.mul(x, 180 / math.pi),
     "hypot": lambda x, y: P.sqrt(P.add(P.mul(x, x), P.mul(y, y))),
-    "fmax": lambda x, y: P.maximum(x, y), "fmin": lambda x, y: P.minimum(x, y),
 }
 _REDUCE = {"add": P.sum, "multiply": P.prod, "maximum": P.amax, "minimum": P.amin,
            "logical_and": P.all, "logical_or": P.any}
@@ -145,9 +144,8 @@ def _reduction(prim, floaty=False):
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
         if out is not None:
             raise TracerError(f"numpy.{prim.name}(..., out=...) cannot be traced")
-        kw.pop("initial", None) if kw.get("initial", None) is None else None
-        if kw.get("where", True) is not True:
-            raise unsupported(f"numpy.{prim.name}(..., where=...)")
+        if kw.pop("initial", None) is not None or kw.pop("where", True) is not True or kw:
+            raise unsupported(f"numpy's {prim.name} with initial=, where= or other options")
         a = _float(a) if floaty else a
         return _cast(prim(a, dim=dims(axis, np.ndim(a.value) if hasattr(a, "value") else np.ndim(a)),
                           keepdim=keepdims), dtype)
@@ -160,6 +158,8 @@ def _ndim(a):
 
 def _moments(prim):
     def moment(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+        if out is not None or kw:
+            raise unsupported(f"numpy's {prim.name} with out=, where= or other options")
         a = _cast(_float(a), dtype)
         return prim(a, dim=dims(axis, _ndim(a)), correction=ddof, keepdim=keepdims)
     return moment
@@ -357,7 +357,8 @@ def _cumulative(prim):
 
 
 def _flip(m, axis=None):
-    return P.flip(m, dims=dims(axis, _ndim(m)) or tuple(range(_ndim(m))))
+    axes = tuple(range(_ndim(m))) if axis is None else dims(axis, _ndim(m))
+    return P.flip(m, dims=axes) if axes else m
 
 
 def _roll(a, shift, axis=None):
@@ -384,13 +385,13 @@ def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return P.sum(_diagonal(a, offset, axis1, axis2), dim=(_ndim(a) - 2,), keepdim=False)
 
 
-def _split(ary, indices_or_sections, axis=0, chunked=False):
+def _split(ary, indices_or_sections, axis=0, unequal=False):
     n = ary.shape[axis % _ndim(ary)]
     if isinstance(indices_or_sections, int):
         k = indices_or_sections
-        if n % k:
+        if n % k and not unequal:
             raise ValueError("array split does not result in an equal division")
-        sizes = (n // k,) * k
+        sizes = tuple(n // k + (1 if i < n % k else 0) for i in range(k))
     else:
         bounds = [0] + [int(i) for i in indices_or_sections] + [n]
         sizes = tuple(max(b - a, 0) for a, b in zip(bounds, bounds[1:]))
@@ -398,22 +399,32 @@ def _split(ary, indices_or_sections, axis=0, chunked=False):
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, 1, math.inf, -math.inf, 0) or (axis is None and _ndim(x) == 2 and ord is not None):
-        raise unsupported(f"numpy.linalg.norm(..., ord={ord!r}) (only vector norms)")
+    matrix = (isinstance(axis, (tuple, list)) and len(axis) == 2) or (
+        axis is None and ord is not None and _ndim(x) >= 2)
+    if matrix or ord not in (None, 2, 1, math.inf, -math.inf, 0):
+        raise unsupported(f"numpy.linalg.norm(..., ord={ord!r}, axis={axis!r}) (only vector norms)")
     return P.vector_norm(_float(x), ord=2 if ord is None else ord, dim=dims(axis, _ndim(x)), keepdim=keepdims)
 
 
 def _arg(prim):
     def arg(a, axis=None, out=None, keepdims=False):
         if axis is None:
-            return prim(_ravel(a), dim=0, keepdim=False)
+            flat = prim(_ravel(a), dim=0, keepdim=False)
+            return P.reshape(flat, shape=(1,) * _ndim(a)) if keepdims else flat
         return prim(a, dim=axis % _ndim(a), keepdim=keepdims)
     return arg
 
 
 def _average(a, axis=None, weights=None, returned=False, keepdims=False):
+    if returned:
+        raise unsupported("numpy.average(..., returned=True)")
     if weights is None:
         return FUNCTIONS[np.mean](a, axis=axis, keepdims=keepdims)
+    if tuple(np.shape(weights) if not _is_traced(weights) else weights.shape) != tuple(a.shape):
+        if axis is None or _ndim(weights) != 1:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        ax = axis % _ndim(a)  # 1-D weights lie along ``axis``
+        weights = _reshape(weights, tuple(a.shape[ax] if i == ax else 1 for i in range(_ndim(a))))
     num = P.sum(P.mul(a, weights), dim=dims(axis, _ndim(a)), keepdim=keepdims)
     return P.div(num, P.sum(P.mul(_xp(a).ones(a.shape), weights), dim=dims(axis, _ndim(a)), keepdim=keepdims))
 
@@ -472,7 +483,8 @@ FUNCTIONS = {
     np.atleast_1d: _atleast(1), np.atleast_2d: _atleast(2),
     np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(0), np.full_like: _full_like,
     np.broadcast_to: _broadcast_to, np.copy: _copy, np.flip: _flip, np.roll: _roll, np.tile: _tile,
-    np.diagonal: _diagonal, np.trace: _trace, np.split: _split, np.array_split: _split,
+    np.diagonal: _diagonal, np.trace: _trace, np.split: _split,
+    np.array_split: lambda ary, sections, axis=0: _split(ary, sections, axis, unequal=True),
     np.linalg.norm: _norm, np.average: _average, np.tril: _tril, np.triu: _triu, np.take: _take,
     np.result_type: _result_type, np.ndim: _ndim_fn, np.shape: _shape_fn, np.size: _size_fn,
     np.linalg.matmul if hasattr(np.linalg, "matmul") else np.matmul: lambda a, b, **kw: P.matmul(a, b),

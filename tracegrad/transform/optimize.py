@@ -15,6 +15,7 @@ def optimize(tape):
     """Run every pass, in an order where each helps the next."""
     forward_trivial(tape)
     fold_constants(tape)
+    forward_trivial(tape)  # again: folding makes constants (a broadcast seed of ones)
     share_subexpressions(tape)
     eliminate_dead_code(tape)
     return tape
@@ -43,8 +44,8 @@ def _same_meta(a, b):
 
 
 def forward_trivial(tape):
-    """Aliases, ``x * 1``, ``x + 0``, ``where(<literal>, a, b)``, a cast to the same
-    dtype: the result is replaced by the operand it equals."""
+    """Aliases, ``x * 1``, ``x - 0``, ``where(<literal>, a, b)``, a reshape to the same
+    shape: the result is replaced by the operand it equals."""
     sub, kept = {}, []
     for e in tape.eqns:
         keep = e
@@ -80,11 +81,8 @@ def _trivial(e):
             return ins[0]
         if _ones(ins[0]):
             return ins[1]
-    elif name in ("add", "sub"):
-        if _is_lit(ins[1], 0):
-            return ins[0]
-        if name == "add" and _is_lit(ins[0], 0):
-            return ins[1]
+    elif name == "sub" and _is_lit(ins[1], 0):  # (x + 0 is kept: it turns -0.0 into 0.0)
+        return ins[0]
     elif name in ("div", "pow") and _is_lit(ins[1], 1):
         return ins[0]
     elif name == "where" and isinstance(ins[0], bool):
@@ -123,6 +121,8 @@ def _key(x):
         return ("d",) + tuple((k, _key(v)) for k, v in x.items())
     if isinstance(x, np.ndarray):
         return ("a", id(x))
+    if isinstance(x, float):  # 0.0 and -0.0 are equal but not interchangeable
+        return ("float", repr(x))
     try:
         hash(x)
     except TypeError:

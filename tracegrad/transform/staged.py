@@ -10,6 +10,7 @@ the builder on that tape, so transforms compose.
 """
 import collections
 import functools
+import threading
 
 from ..backend import cpu as np  # host-side type checks only
 
@@ -60,8 +61,24 @@ def _signature(leaves):
                 hash(x)
                 key.append(("static", type(x), x))
             except TypeError:
-                key.append(("id", id(x)))
+                key.append(_Identity(x))
     return tuple(key)
+
+
+class _Identity:
+    """A cache-key part for an unhashable static argument: that very object (kept alive
+    by the key, so its id cannot be reused by another object while it is cached)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Identity and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
 
 
 class _Variant:
@@ -78,7 +95,10 @@ class _Variant:
             out = flat[0]
             return out if type(out) is _ND else as_kind(out, "array")
         it = iter(flat)
-        out = [next(it) if p is None else p for p in self.passthrough]
+        # values that did not come from the tape (aux data, constants) are handed out as
+        # copies, so that changing one cannot change what later calls return
+        out = [next(it) if p is None else (p.copy() if hasattr(p, "copy") else p)
+               for p in self.passthrough]
         return unflatten(self.spec, [as_kind(v, k) for v, k in zip(out, self.kinds)])
 
 
@@ -94,6 +114,7 @@ class Staged:
         self._out_hints = out_hints
         self._cache = collections.OrderedDict()
         self._fast = {}   # signature of plain arrays/floats -> the same variant list
+        self._lock = threading.Lock()  # guards the cache's structure, not the replays
         self._last = None
         functools.update_wrapper(self, f, updated=())
 
@@ -140,13 +161,16 @@ class Staged:
 
     def _replay(self, variants, inputs):
         """The result of the first variant whose guards hold (moved to the front), or _MISS."""
-        for j, variant in enumerate(variants):
+        for j, variant in enumerate(list(variants) if len(variants) > 1 else variants):
             try:
                 flat = variant.fn(*inputs)
             except GuardFailed:
                 continue
             if j:
-                variants.insert(0, variants.pop(j))
+                with self._lock:
+                    if variant in variants:
+                        variants.remove(variant)
+                        variants.insert(0, variant)
             self._last = variant
             return variant.finish(flat)
         return _MISS
@@ -184,6 +208,13 @@ class Staged:
         kinds_flat = flatten(out_kinds)[0] if out_kinds is not None else ["array"] * len(out_leaves)
         variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough)
         tape.release()
+        with self._lock:
+            self._remember(key, args, kwargs, variant)
+        return unflatten(out_spec, [as_kind(_copy_if_const(v, o), k)
+                                    for v, o, k in zip(values, opt_leaves, kinds_flat)])
+
+    def _remember(self, key, args, kwargs, variant):
+        """Cache a new variant first in its signature's list (both bounded, LRU)."""
         variants = self._cache.setdefault(key, [])
         if not kwargs:
             fast = _fast_key(args)
@@ -194,11 +225,9 @@ class Staged:
         self._cache.move_to_end(key)
         while len(self._cache) > MAX_SIGNATURES:
             _, dropped = self._cache.popitem(last=False)
-            for k in [k for k, v in self._fast.items() if v is dropped]:
+            for k in [k for k, v in list(self._fast.items()) if v is dropped]:
                 del self._fast[k]
         self._last = variant
-        return unflatten(out_spec, [as_kind(_copy_if_const(v, o), k)
-                                    for v, o, k in zip(values, opt_leaves, kinds_flat)])
 
 
 _ND = np.ndarray
@@ -224,6 +253,8 @@ def _fast_key(args):
 
 
 def _copy_if_const(value, var):
-    if isinstance(var, Var) and var.kind == "const":
-        return value.copy() if hasattr(value, "copy") else value
-    return value
+    """A first call's result: constants and values that bypassed the tape are copied (the
+    cached variant keeps the originals)."""
+    if isinstance(var, Var) and var.kind != "const":
+        return value
+    return value.copy() if hasattr(value, "copy") else value

@@ -187,11 +187,13 @@ class Tape:
         return v
 
     def capture(self, array):
-        """The constant Var of a captured array (one per array object)."""
+        """The constant Var of a captured array, by value: a snapshot taken when the traced
+        function first uses it (and again if it changed since), so writing into the array
+        later changes neither this trace nor its replays."""
         hit = self._consts.get(id(array))
-        if hit is not None and hit[0] is array:
+        if hit is not None and hit[0] is array and _same_values(hit[1].value, array):
             return hit[1]
-        v = self.new_var(array, "const")
+        v = self.new_var(array.copy() if hasattr(array, "copy") else array, "const")
         self._consts[id(array)] = (array, v)
         return v
 
@@ -260,6 +262,10 @@ class Tape:
             v.value = _Shape(v.value)
         self.recording = False
         self._consts = {}
+
+
+def _same_values(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all())
 
 
 def _small(value):

@@ -86,7 +86,7 @@ Var.__int__ = _python("int", int)
 Var.__index__ = _python("index", lambda v: v.__index__())
 Var.__float__ = _python("float", float)
 Var.__complex__ = _python("complex", complex)
-Var.item = lambda self, *args: guard(self, "item", self.value.item(*args))
+Var.item = lambda self, *args: guard(self, "item", self.value.item(*args), args)
 Var.tolist = _python("tolist", lambda v: np.asarray(v).tolist())
 
 

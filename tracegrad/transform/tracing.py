@@ -101,11 +101,13 @@ def bind(prim, args, params):
 _DATA_SHAPED = {"nonzero"}
 
 
-def guard(var, kind, value):
-    """Record that the traced function read ``var`` as a Python value (``kind``) and saw
-    ``value``: replaying the tape is valid only while that stays true."""
+def guard(var, kind, value, args=()):
+    """Record that the traced function read ``var`` as a Python value (``kind``, with
+    ``args`` for ``.item(i)``) and saw ``value``: replaying the tape is valid only while
+    that stays true."""
     tape = _tape_of(var)
-    tape.eqns.append(Eqn(Guard(kind), (var,), {"value": value}, ()))
+    params = {"value": value, "args": tuple(args)} if args else {"value": value}
+    tape.eqns.append(Eqn(Guard(kind), (var,), params, ()))
     return value
 
 

@@ -1,0 +1,119 @@
+"""Edge cases of the tape found in review: constants by value, cache keys, user rules
+refusing what they cannot do, results that must not alias the cache, threads, and NumPy
+calls that must either mean what NumPy means or raise."""
+import threading
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+X = np.array([0.3, -1.2, 2.0])
+
+
+def test_a_buffer_rewritten_inside_the_trace_is_captured_at_each_use():
+    def f(x):
+        m, total = np.empty(3), 0.0
+        for k in range(3):
+            m[:] = k + 1.0
+            total = total + (x * m).sum()
+        return total
+    np.testing.assert_allclose(tg.grad(f)(X), [6.0, 6.0, 6.0])
+
+
+def test_constants_are_captured_by_value():
+    """As in JAX: a captured array is a snapshot; changing it later changes no replay."""
+    w = np.array([1.0, 2.0, 3.0])
+    vg = tg.value_and_grad(lambda a: (a * w).sum() + w.sum() * a[0])
+    value, grad = vg(X)
+    w[:] = [10.0, 20.0, 30.0]
+    again, grad_again = vg(X)
+    assert again == value
+    np.testing.assert_array_equal(grad_again, grad)
+
+
+class Unhashable:
+    def __init__(self, w):
+        self.w = w
+
+    __hash__ = None
+
+
+def test_unhashable_static_arguments_are_never_confused():
+    g = tg.grad(lambda x, p: (x * p.w).sum())
+    for k in range(60):
+        np.testing.assert_array_equal(g(np.ones(3), Unhashable(np.full(3, float(k)))), np.full(3, float(k)))
+
+
+def _cube():
+    @tg.custom_vjp
+    def cube(x):
+        return x ** 3
+    cube.defvjp(lambda x: (x ** 3, x), lambda r, g: (3 * r ** 2 * g,))
+    return cube
+
+
+def test_a_custom_rule_gives_first_derivatives_and_refuses_second_ones():
+    cube = _cube()
+    np.testing.assert_allclose(tg.grad(lambda a: cube(a).sum())(X), 3 * X ** 2)
+    with pytest.raises(NotImplementedError, match="second derivative through the custom rule 'cube'"):
+        tg.hessian(lambda a: cube(a).sum())(X)
+    with pytest.raises(NotImplementedError, match="forward mode"):
+        tg.jvp(cube, (X,), (np.ones(3),))
+
+
+def test_auxiliary_arrays_are_handed_out_as_copies():
+    g = tg.grad(lambda x: ((x ** 2).sum(), np.zeros(2)), has_aux=True)
+    for _ in range(2):
+        _, aux = g(X)
+        np.testing.assert_array_equal(aux, [0.0, 0.0])
+        aux[0] = 99.0
+
+
+def test_item_with_an_index_is_guarded_and_replayed():
+    g = tg.grad(lambda x: (x ** 2).sum() if x.item(0) > 0 else (x ** 3).sum())
+    np.testing.assert_allclose(g(X), 2 * X)
+    np.testing.assert_allclose(g(2 * X), 4 * X)
+    np.testing.assert_allclose(g(-X), 3 * X ** 2)
+
+
+def test_threads_share_one_cache():
+    g = tg.grad(lambda x: (x * x).sum())
+    errors = []
+
+    def work(seed):
+        try:
+            for n in range(1, 60):
+                x = np.full(n % 40 + 1, float(seed))
+                np.testing.assert_allclose(g(x), 2 * x)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.average(np.outer(a, a), axis=0, weights=np.array([1.0, 2.0, 3.0])).sum(),
+    lambda a: np.flip(a, axis=()) @ np.array([1.0, 2.0, 3.0]),
+    lambda a: np.array_split(a, 2)[0].sum() * 2 + np.array_split(a, 2)[1].sum(),
+    lambda a: float(np.argmax(a, keepdims=True).shape[0]) * a.sum(),
+], ids=["average_weights_axis", "flip_no_axes", "array_split_unequal", "argmax_keepdims"])
+def test_numpy_calls_mean_what_numpy_means(fn):
+    value, _ = tg.value_and_grad(fn)(X)
+    np.testing.assert_allclose(value, fn(X))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.sum(a ** 2, initial=5.0),
+    lambda a: np.std(a, where=a > 0),
+    lambda a: np.linalg.norm(np.outer(a, a), ord=1, axis=(0, 1)),
+    lambda a: np.fmax(a, 0.0).sum(),
+    lambda a: np.average(a, returned=True)[0],
+], ids=["sum_initial", "std_where", "matrix_norm", "fmax", "average_returned"])
+def test_numpy_options_the_tape_does_not_follow_raise(fn):
+    with pytest.raises(tg.TracerError, match="cannot be traced"):
+        tg.grad(fn)(X)
