@@ -18,7 +18,7 @@ from ..runtime.tensor import Tensor, wrap
 from .codegen import GuardFailed, compile_tape
 from .optimize import optimize
 from .tape import Tape, Var
-from .tracing import active_tape, input_value, param_names, recording
+from .tracing import active_tape, input_value, is_traceable, recording, trace_arguments
 from .tree import flatten, unflatten
 
 __all__ = ["Staged", "kind_of", "as_kind"]
@@ -46,14 +46,10 @@ def as_kind(value, kind, like=None):
     return value
 
 
-def _traceable(x):
-    return isinstance(x, (np.ndarray, np.generic, float, Tensor)) or hasattr(x, "__cuda_array_interface__")
-
-
 def _signature(leaves):
     key = []
     for x in leaves:
-        if _traceable(x):
+        if is_traceable(x):
             v = input_value(x)
             key.append((kind_of(x), v.shape, v.dtype.str, type(v).__module__))
         else:
@@ -154,7 +150,7 @@ class Staged:
         variants = self._cache.get(key)
         if variants is not None:
             self._cache.move_to_end(key)
-            out = self._replay(variants, [input_value(x) for x in leaves if _traceable(x)])
+            out = self._replay(variants, [input_value(x) for x in leaves if is_traceable(x)])
             if out is not _MISS:
                 return out
         return self._stage(key, leaves, spec)
@@ -178,22 +174,9 @@ class Staged:
     def _stage(self, key, leaves, spec):
         tape = Tape(getattr(self.f, "__name__", "f"))
         args, kwargs = unflatten(spec, leaves)
-        names = param_names(self.f, len(args))
-        named = []
-        for i, (a, name) in enumerate(zip(args, names)):
-            sub, sspec = flatten(a)
-            named += [name if sspec is None else f"{name}_{k}" for k in range(len(sub))]
-        for k, v in kwargs.items():
-            sub, sspec = flatten(v)
-            named += [k if sspec is None else f"{k}_{j}" for j in range(len(sub))]
         kinds = unflatten(spec, [kind_of(x) for x in leaves])
-        if "tensor" in flatten(kinds)[0]:
-            from .tracer import TensorVar
-            tape.var_cls = TensorVar
         with recording(tape):
-            traced = [tape.new_input(input_value(x), n) if _traceable(x) else x
-                      for x, n in zip(leaves, named)]
-            targs, tkwargs = unflatten(spec, traced)
+            targs, tkwargs = trace_arguments(tape, self.f, leaves, spec)
             out, out_kinds = self._build(targs, tkwargs, kinds)
         tape.outputs = out
         out_leaves, out_spec = flatten(out)

@@ -15,10 +15,12 @@ from ..backend import cpu as _np  # type checks, and Python floats as float64 ar
 
 from ..rules import core as _core
 from ..rules.core import register_handler
+from ..runtime.tensor import Tensor
 from .tape import Eqn, Guard, Tape, TracerError, Var
 from .tree import flatten, unflatten
 
-__all__ = ["trace", "active_tape", "recording", "bind", "guard", "as_operand"]
+__all__ = ["trace", "trace_arguments", "active_tape", "recording", "bind", "guard", "as_operand",
+           "is_traceable", "input_value"]
 
 _state = threading.local()
 
@@ -67,7 +69,6 @@ def as_operand(tape, a):
         return a, a.value
     if isinstance(a, (_np.ndarray, _np.generic)) or _is_array(a):
         return tape.capture(a), a
-    from ..runtime.tensor import Tensor
     if isinstance(a, Tensor):
         return tape.capture(a._data), a._data
     return a, a
@@ -116,17 +117,17 @@ register_handler(Var, bind, overriding=True)
 
 # -- trace -------------------------------------------------------------------------------
 
-def _is_traceable(x):
-    from ..runtime.tensor import Tensor
+def is_traceable(x):
+    """Whether argument leaf ``x`` gets a tracer (arrays, NumPy scalars, Python floats,
+    Tensors); other arguments are static."""
     return isinstance(x, (_np.ndarray, _np.generic, float, Tensor)) or _is_array(x)
 
 
 def input_value(x):
     """The array a tracer for argument ``x`` stands for (Tensors by their data, Python
     floats as float64 0-d arrays)."""
-    from ..runtime.tensor import Tensor
     if isinstance(x, Tensor):
-        return x.detach()._data
+        return x._data
     if isinstance(x, float):
         return _np.asarray(x, dtype=_np.float64)
     return x
@@ -143,6 +144,22 @@ def param_names(f, n):
     return names + [f"arg{i}" for i in range(len(names), n)]
 
 
+def trace_arguments(tape, f, leaves, spec):
+    """``(args, kwargs)`` -- given flattened as ``leaves`` and ``spec`` -- with a named input
+    tracer of ``tape`` for each traceable leaf: a parameter's name, or ``name_k`` for the
+    leaves of a tuple/list/dict argument. Tensors make the tape's tracers Tensor-like."""
+    args, kwargs = unflatten(spec, leaves)
+    names = []
+    for name, a in [*zip(param_names(f, len(args)), args), *kwargs.items()]:
+        sub, sub_spec = flatten(a)
+        names += [name] if sub_spec is None else [f"{name}_{k}" for k in range(len(sub))]
+    if any(isinstance(x, Tensor) for x in leaves):
+        from .tracer import TensorVar
+        tape.var_cls = TensorVar
+    return unflatten(spec, [tape.new_input(input_value(x), n) if is_traceable(x) else x
+                            for x, n in zip(leaves, names)])
+
+
 def trace(f):
     """``trace(f)(*args, **kwargs)`` runs ``f`` once with tracers standing in for its array
     arguments (NumPy arrays, NumPy scalars, Python floats, Tensors) and returns the
@@ -151,21 +168,9 @@ def trace(f):
     @functools.wraps(f)
     def traced(*args, **kwargs):
         tape = Tape(getattr(f, "__name__", "f"))
-        names = param_names(f, len(args))
-        from ..runtime.tensor import Tensor
-        if any(isinstance(x, Tensor) for x in flatten((args, kwargs))[0]):
-            from .tracer import TensorVar
-            tape.var_cls = TensorVar
+        leaves, spec = flatten((args, kwargs))
         with recording(tape):
-            targs = []
-            for name, a in zip(names, args):
-                leaves, spec = flatten(a)
-                if spec is None:
-                    targs.append(tape.new_input(input_value(a), name) if _is_traceable(a) else a)
-                else:
-                    targs.append(unflatten(spec, [
-                        tape.new_input(input_value(x), f"{name}_{i}") if _is_traceable(x) else x
-                        for i, x in enumerate(leaves)]))
-            tape.outputs = f(*targs, **kwargs)
+            targs, tkwargs = trace_arguments(tape, f, leaves, spec)
+            tape.outputs = f(*targs, **tkwargs)
         return tape
     return traced
