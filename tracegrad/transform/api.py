@@ -7,6 +7,8 @@ serves a top-level call (traced, compiled, cached) and a nested one (``grad(grad
 the inner builder records into the outer tape, so the outer sweep differentiates the
 inner gradient computation).
 """
+import weakref
+
 from ..backend import cpu as np  # dtypes and shapes (host metadata)
 from ..backend import namespace_of
 
@@ -175,29 +177,28 @@ def _safe(name):
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "f"
 
 
-def _grad_name(f, argnums):
+def _gradient_names(f, argnums):
+    """``dx``, ``dw``... for the differentiated parameters of ``f`` ([] where unknown)."""
     from .tracing import param_names
-    base = _safe(getattr(f, "__name__", "f"))
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     try:
         names = param_names(f, max(nums) + 1)
-        return f"d{base}_" + "_".join(f"d{names[n]}" for n in nums)
+        return ["d" + names[n] for n in nums]
     except (ValueError, IndexError):
-        return f"d{base}"
+        return []
+
+
+def _grad_name(f, argnums):
+    base = f"d{_safe(getattr(f, '__name__', 'f'))}"
+    names = _gradient_names(f, argnums)
+    return f"{base}_{'_'.join(names)}" if names else base
 
 
 def _grad_hints(f, argnums):
-    from .tracing import param_names
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-
-    def hints(n):
-        try:
-            names = param_names(f, max(nums) + 1)
-            out = ["d" + names[k] for k in nums]
-        except (ValueError, IndexError):
-            out = []
-        return out + [None] * (n - len(out)) if len(out) == n else ()
-    return hints
+    """Names for the generated code's results: the gradients' names, when there are as
+    many results as differentiated parameters."""
+    names = _gradient_names(f, argnums)
+    return lambda n: names if len(names) == n else ()
 
 
 def vjp(f, *primals, has_aux=False):
@@ -268,6 +269,9 @@ def jvp(f, primals, tangents):
     return staged(*primals, *tangents)
 
 
+_jvp_cache = weakref.WeakKeyDictionary()  # f -> its staged jvp (jvp takes no decorator form)
+
+
 def _value(x):
     from ..runtime.tensor import Tensor
     return x._data if isinstance(x, Tensor) else x
@@ -296,8 +300,6 @@ def _dtype(o):
     return d if d is not None else np.result_type(o)
 
 
-import weakref  # noqa: E402
-_jvp_cache = weakref.WeakKeyDictionary()
 
 
 def jacobian(f=None, argnums=0, mode="auto", has_aux=False):

@@ -15,8 +15,8 @@ class GuardFailed(Exception):
     """A replayed tape met a guard that does not hold for these inputs."""
 
 
-_CONVERT = {"bool": "bool", "int": "int", "float": "float", "complex": "complex",
-            "index": "operator.index", "item": None, "tolist": None, "shape": None}
+# the conversion a guard repeats (an ``index`` guard was an integer array: int() agrees)
+_CONVERT = {"int": "int", "index": "int", "float": "float", "complex": "complex"}
 
 
 def _guard_line(m, name, kind, value, k, args=()):
@@ -28,11 +28,7 @@ def _guard_line(m, name, kind, value, k, args=()):
     elif kind == "shape":
         test = f"{name}.shape != {lit}"
     else:
-        fn = _CONVERT[kind]
-        if fn.startswith("operator."):
-            import operator
-            fn = m.bind(operator.index, "index")
-        test = f"{fn}({name}) != {lit}"
+        test = f"{_CONVERT[kind]}({name}) != {lit}"
     return f"if {test}: raise GuardFailed({k})"
 
 
@@ -64,7 +60,7 @@ def compile_tape(tape, name, out_hints=()):
             n = names.get(a.id)
             if n is None:
                 if a.kind == "const":
-                    n = names[a.id] = _const_name(m, a)
+                    n = names[a.id] = m.bind(a.value, "c")
                 else:
                     raise AssertionError(f"{a.label()} used before it is computed")
             return n
@@ -122,10 +118,3 @@ def compile_tape(tape, name, out_hints=()):
     m.emit("return (" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")")
     source = m.source(name, params)
     return compile_source(source, name, m.env, tag="tape"), source
-
-
-def _const_name(m, v):
-    value = v.value
-    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
-        return m.bind(value, "c")
-    return m.bind(value, "c")

@@ -115,12 +115,13 @@ def apply_function(cls, args, kwargs):
         node = next((o.grad_fn for o in outs if isinstance(o, Tensor) and o.grad_fn is not None), None)
         return tuple(o.detach()._data if isinstance(o, Tensor) else o for o in outs) + (node,)
 
+    # node._apply answers for the Tensor operands, in order; keep the differentiable ones
+    tensor_positions = [i for i, a in enumerate(args) if _tensor_operand(a)]
+
     def backward_call(node, *grads):
         if node is None:
             return (None,) * len(positions)
         result = node._apply(list(grads), False)
-        # node._apply answers for the Tensor operands, in order; keep the differentiable ones
-        tensor_positions = [i for i, a in enumerate(args) if _tensor_operand(a)]
         by_pos = dict(zip(tensor_positions, result))
         return tuple(_materialize(by_pos.get(i), args[i]) for i in positions)
 
@@ -171,10 +172,12 @@ class custom_vjp:
     def __init__(self, fun):
         self.fun = fun
         self.fwd = self.bwd = None
+        self._eager = None  # the autograd.Function serving Tensors, made on first use
         functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd, bwd):
         self.fwd, self.bwd = fwd, bwd
+        self._eager = None
         return self
 
     def __call__(self, *args):
@@ -210,19 +213,13 @@ def _as_tuple(grads, n, name):
     return grads
 
 
-_EAGER_RULES = {}
-
-
 def _eager_rule(rule):
     """An ``autograd.Function`` running ``rule``'s fwd/bwd on the Tensors' arrays."""
-    fn = _EAGER_RULES.get(id(rule))
-    if fn is not None and fn._rule is rule:
-        return fn
+    if rule._eager is not None:
+        return rule._eager
     from ..runtime.function import Function
 
     class CustomVjp(Function):
-        _rule = rule
-
         @staticmethod
         def forward(ctx, *args):
             values = [a.detach()._data if isinstance(a, Tensor) else a for a in args]
@@ -236,5 +233,5 @@ def _eager_rule(rule):
             return tuple(None if x is None else wrap(x) for x in grads)
 
     CustomVjp.__name__ = CustomVjp.__qualname__ = rule.__name__
-    _EAGER_RULES[id(rule)] = CustomVjp
+    rule._eager = CustomVjp
     return CustomVjp

@@ -72,9 +72,7 @@ class Module:
         if name is None:
             name = self.local(hint)
             self._ids[id(obj)] = name
-            self.env[name] = obj
-            self._keep = getattr(self, "_keep", [])
-            self._keep.append(obj)
+            self.env[name] = obj  # (which also keeps ``obj`` alive, so its id stays its own)
         return name
 
     def literal(self, value, hint="k"):

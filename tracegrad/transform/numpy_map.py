@@ -290,15 +290,13 @@ def _dot_equation(na, nb):
 
 
 def _outer(a, b, out=None):
-    return P.mul(P.reshape(a, shape=(-1 if False else math.prod(a.shape), 1)),
-                 P.reshape(b, shape=(1, math.prod(b.shape))))
+    return P.mul(P.unsqueeze(_ravel(a), dim=1), P.unsqueeze(_ravel(b), dim=0))
 
 
 def _inner(a, b):
     if _ndim(a) == 0 or _ndim(b) == 0:
         return P.mul(a, b)
-    return P.einsum(a, b, equation="...i,...i->...")  if _ndim(a) == _ndim(b) == 1 else \
-        _tensordot(a, b, axes=([-1], [-1]))
+    return _tensordot(a, b, axes=([-1], [-1]))
 
 
 def _tensordot(a, b, axes=2):

@@ -6,6 +6,7 @@ from ..backend import cpu as np  # host-side type checks only
 from ..rules.core import Primitive
 from .sweeps import ALIAS, STOP
 from .tape import Guard, Var
+from .tracer import TensorVar
 from .tree import flatten, unflatten
 
 __all__ = ["optimize"]
@@ -130,18 +131,11 @@ def _key(x):
     return (type(x).__name__, x)
 
 
-def _var_types():
-    from .tracer import TensorVar
-    return (Var, TensorVar)
-
-
-_VARS = ()
+_VARS = (Var, TensorVar)  # the exact tracer types (a type test is the fast check here)
 
 
 def share_subexpressions(tape):
     """An eqn equal to an earlier one (same op, operands and params) reuses its results."""
-    global _VARS
-    _VARS = _VARS or _var_types()
     seen, sub, kept = {}, {}, []
     for e in tape.eqns:
         if sub and any(isinstance(a, Var) and a.id in sub for a in e.ins):

@@ -139,7 +139,7 @@ def split_index(self, index):
     parts = index if isinstance(index, tuple) else (index,)
     structure, arrays = [], []
     for p in parts:
-        if isinstance(p, Var) and p.npdtype.kind in "iub" and p.shape == () and p.npdtype.kind != "b":
+        if isinstance(p, Var) and p.npdtype.kind in "iu" and p.shape == ():
             p = int(p)  # a traced scalar index: its value, guarded
         if isinstance(p, (Var, np.ndarray, list, Tensor)):
             if isinstance(p, list):
