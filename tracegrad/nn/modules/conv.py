@@ -1,12 +1,9 @@
 """Convolution layers (``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d``) with PyTorch's
 parameter names, shapes, default initialisation, checks and ``repr``."""
-import math
 
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
-from ...runtime.creation import empty
 from ...runtime.grad_mode import no_grad
+from .linear import reset_kaiming, weight_and_bias
 from .module import Module
 from .utils import _pair, _reverse_repeat_tuple, _single, _triple
 
@@ -60,22 +57,14 @@ class _ConvNd(Module):
         self._reversed_padding_repeated_twice = _pad_sizes(padding, kernel_size, dilation)
         shape = ((in_channels, out_channels // groups) if transposed
                  else (out_channels, in_channels // groups)) + tuple(kernel_size)
-        self.weight = Parameter(empty(shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        weight_and_bias(self, shape, out_channels, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
         """PyTorch's default: ``kaiming_uniform_(a=sqrt(5))`` for the weight, which is
         U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the same bound for the bias."""
         with no_grad():
-            init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-            if self.bias is not None:
-                fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-                bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-                init.uniform_(self.bias, -bound, bound)
+            reset_kaiming(self)
 
     def extra_repr(self):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
