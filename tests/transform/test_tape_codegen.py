@@ -16,7 +16,8 @@ import traceback
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad as tg  # noqa: F401
+from .tape_mode import tg  # noqa: F811  (grad etc. with mode="tape")
 
 RNG = np.random.default_rng(7)
 X16 = RNG.standard_normal(16)

@@ -6,7 +6,8 @@ import threading
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad as tg  # noqa: F401
+from .tape_mode import tg  # noqa: F811  (grad etc. with mode="tape")
 
 X = np.array([0.3, -1.2, 2.0])
 

@@ -12,7 +12,8 @@ import re
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad as tg  # noqa: F401
+from .tape_mode import tg  # noqa: F811  (grad etc. with mode="tape")
 
 
 class Counted:

@@ -11,7 +11,8 @@ the errors for non-scalar outputs, integer inputs, bad argnums and unknown modes
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad as tg  # noqa: F401
+from .tape_mode import tg  # noqa: F811  (grad etc. with mode="tape")
 
 RNG = np.random.default_rng(1234)
 X3 = np.array([0.3, -1.2, 2.0])

@@ -26,10 +26,21 @@ _MODES = ("auto", "tape", "ast")
 def _check_mode(mode):
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
+    return mode
+
+
+def _by_mode(f, mode, make_tape, name, argnums, has_aux=False, with_value=False):
+    """The transformed function for ``mode``: the AST path's, the tape's, or (``auto``)
+    the AST path's where it can transform ``f``, else the tape's."""
+    if mode == "tape":
+        return make_tape()
+    from .ast.front import AstFunction, AutoFunction
+
+    def make_ast():
+        return AstFunction(f, argnums, name, has_aux=has_aux, with_value=with_value)
     if mode == "ast":
-        raise NotImplementedError("mode='ast' (source transformation) is not built yet; "
-                                  "use mode='tape' (the default)")
-    return "tape"
+        return make_ast()
+    return AutoFunction(f, make_ast, make_tape)
 
 
 def _argnums(argnums, nargs, fname):
@@ -151,7 +162,9 @@ def grad(f=None, argnums=0, mode="auto", has_aux=False):
             if has_aux:
                 return (grads, aux), (None if kinds is None else (gkinds, _aux_kinds(aux, kinds)))
             return grads, gkinds
-        return Staged(f, build, _grad_name(f, argnums), _check_mode(mode), _grad_hints(f, argnums))
+        name = _grad_name(f, argnums)
+        return _by_mode(f, mode, lambda: Staged(f, build, name, "tape", _grad_hints(f, argnums)),
+                        name, argnums, has_aux)
     return _resolve(f, mode, make)
 
 
@@ -167,8 +180,8 @@ def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False):
                 return (value, grads), None
             vk = (vkind, _aux_kinds(aux, kinds)) if has_aux else vkind
             return (value, grads), (vk, gkinds)
-        name = f"{getattr(f, '__name__', 'f')}_value_and_grad"
-        return Staged(f, build, _safe(name), _check_mode(mode))
+        name = _safe(f"{getattr(f, '__name__', 'f')}_value_and_grad")
+        return _by_mode(f, mode, lambda: Staged(f, build, name), name, argnums, has_aux, with_value=True)
     return _resolve(f, mode, make)
 
 
@@ -324,7 +337,7 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
             k = "tensor" if "tensor" in flatten(kinds)[0] else "array"
             rk = unflatten(flatten(result)[1], [k] * len(flatten(result)[0]))
             return ((result, aux), (rk, _aux_kinds(aux, kinds))) if has_aux else (result, rk)
-        return Staged(f, build, _safe(f"{getattr(f, '__name__', 'f')}_jacobian"), _check_mode(mode))
+        return Staged(f, build, _safe(f"{getattr(f, '__name__', 'f')}_jacobian"))
     return _resolve(f, mode, make)
 
 

@@ -84,7 +84,7 @@ class _Variant:
         self.fn, self.source, self.tape = fn, source, tape
         self.spec, self.kinds, self.passthrough = spec, kinds, passthrough
         # one array out, handed back as it is: the common case, answered without rebuilding
-        self.single = spec is None and kinds == ["array"] and passthrough == [None]
+        self.single = spec is None and kinds == ["array"] and passthrough == [_TAPE]
 
     def finish(self, flat):
         if self.single:
@@ -93,7 +93,7 @@ class _Variant:
         it = iter(flat)
         # values that did not come from the tape (aux data, constants) are handed out as
         # copies, so that changing one cannot change what later calls return
-        out = [next(it) if p is None else (p.copy() if hasattr(p, "copy") else p)
+        out = [next(it) if p is _TAPE else (p.copy() if hasattr(p, "copy") else p)
                for p in self.passthrough]
         return unflatten(self.spec, [as_kind(v, k) for v, k in zip(out, self.kinds)])
 
@@ -187,7 +187,7 @@ class Staged:
         tape.outputs = traced_out
         hints = self._out_hints(len(traced_out)) if self._out_hints else ()
         fn, source = compile_tape(tape, self._name, hints)
-        passthrough = [None if isinstance(v, Var) else v for v in opt_leaves]
+        passthrough = [_TAPE if isinstance(v, Var) else v for v in opt_leaves]
         kinds_flat = flatten(out_kinds)[0] if out_kinds is not None else ["array"] * len(out_leaves)
         variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough)
         tape.release()
@@ -215,6 +215,7 @@ class Staged:
 
 _ND = np.ndarray
 _MISS = object()
+_TAPE = object()  # a result leaf computed by the compiled tape (the others are constants)
 
 
 def _F64(x):

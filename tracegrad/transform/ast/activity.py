@@ -1,0 +1,100 @@
+"""Activity analysis: which local names may hold values that depend, differentiably, on
+the arguments being differentiated (only those get gradients)."""
+import ast
+
+from .resolve import CONSTANT
+
+__all__ = ["active_names", "NONDIFF_ATTRS"]
+
+NONDIFF_ATTRS = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides", "device"}
+
+
+def _loads(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _differentiable(value, resolver):
+    """Whether an ANF right-hand side can carry a derivative from its operands."""
+    if isinstance(value, (ast.Compare, ast.BoolOp, ast.Constant, ast.JoinedStr)):
+        return False
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.Not, ast.Invert)):
+        return False
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.FloorDiv, ast.Mod, ast.BitAnd,
+                                                              ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)):
+        return False
+    if isinstance(value, ast.Attribute) and value.attr in NONDIFF_ATTRS:
+        return False
+    if isinstance(value, ast.Call):
+        if resolver.callee(value) is CONSTANT:
+            return False
+        if isinstance(value.func, ast.Attribute) and value.func.attr in ("item", "tolist", "argmax", "argmin"):
+            return False
+    return True
+
+
+def _operands(value):
+    """Names whose values flow into ``value`` (not the index of a subscript)."""
+    if isinstance(value, ast.Subscript):
+        return _loads(value.value)
+    if isinstance(value, ast.Call):
+        names = set()
+        for a in value.args:
+            names |= _loads(a)
+        for k in value.keywords:
+            names |= _loads(k.value)
+        if isinstance(value.func, ast.Attribute):
+            names |= _loads(value.func.value)
+        elif isinstance(value.func, ast.Name):
+            names.add(value.func.id)
+        return names
+    return _loads(value)
+
+
+def active_names(body, wrt, resolver, nograd=()):
+    """The fixpoint: a name is active if some assignment gives it a differentiable value
+    of an active operand."""
+    active = set(wrt)
+    stmts = [s for s in _walk(body) if id(s) not in nograd]
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            new = set()
+            if isinstance(s, ast.Assign):
+                target = s.targets[0]
+                if isinstance(target, ast.Name):
+                    if _differentiable(s.value, resolver) and _operands(s.value) & active:
+                        new.add(target.id)
+                elif isinstance(target, ast.Subscript) and _loads(s.value) & active:
+                    new.add(target.value.id)
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+                f = s.value.func
+                if isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert") \
+                        and isinstance(f.value, ast.Name) and _operands(s.value) & active:
+                    new.add(f.value.id)
+            if new - active:
+                active |= new
+                changed = True
+    return active
+
+
+def _walk(body):
+    for s in body:
+        yield s
+        for field in ("body", "orelse"):
+            yield from _walk(getattr(s, field, []) or [])
+
+
+def nograd_statements(body, is_nograd):
+    """ids of statements inside ``with no_grad():`` blocks."""
+    out = set()
+
+    def visit(stmts, inside):
+        for s in stmts:
+            here = inside or (isinstance(s, ast.With) and is_nograd(s))
+            if here:
+                out.add(id(s))
+            for field in ("body", "orelse"):
+                visit(getattr(s, field, []) or [], here)
+    visit(body, False)
+    return out

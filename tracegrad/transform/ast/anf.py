@@ -1,0 +1,389 @@
+"""Normalisation before differentiation, in two steps.
+
+1. ``lower_jumps``: ``break``, ``continue`` and early ``return`` become flags, and the
+   statements after them run under ``if not flag:`` -- so that every loop iteration and
+   every branch that starts also runs to its end, which the adjoint needs in order to
+   run it backwards.
+2. :class:`ANF` (A-normal form): every differentiable operation gets a statement of its
+   own (``t = x @ w``, ``h = np.tanh(t)``), loops over sequences become loops over an
+   index (``for k in range(len(xs)): x = xs[k]``), ``x += v`` becomes ``x = x + v``. Each
+   new statement remembers the user's statement it came from (``# grad of:`` comments).
+
+Conditions, indices and ``range(...)`` arguments stay as written: they are not
+differentiated.
+"""
+import ast
+
+__all__ = ["Namer", "lower_jumps", "ANF"]
+
+
+class Namer:
+    """Fresh local names that collide with none of the function's names."""
+
+    def __init__(self, used):
+        self.used = set(used)
+
+    def fresh(self, hint):
+        name, k = hint, 1
+        while name in self.used:
+            name = f"{hint}{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+
+def _name(id, ctx=None):
+    return ast.Name(id=id, ctx=ctx or ast.Load())
+
+
+def _assign(target, value, src=None):
+    node = ast.Assign(targets=[_name(target, ast.Store()) if isinstance(target, str) else target],
+                      value=value, lineno=getattr(src, "lineno", 0))
+    if src is not None:
+        node._src = src
+    return node
+
+
+def _const(value):
+    return ast.Constant(value=value)
+
+
+# -- 1. jumps ----------------------------------------------------------------------------
+
+class _Loop:
+    def __init__(self, namer):
+        self.namer = namer
+        self.brk = self.cnt = None
+
+    def flag(self, kind):
+        if kind == "brk":
+            self.brk = self.brk or self.namer.fresh("stop")
+            return self.brk
+        self.cnt = self.cnt or self.namer.fresh("skip")
+        return self.cnt
+
+
+def lower_jumps(fn, namer, located):
+    """Rewrite ``fn.body`` without break/continue/non-final return (in place)."""
+    located.namer = namer
+    body = fn.body
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    early = any(r is not body[-1] for r in returns)
+    flags = {"ret": namer.fresh("done") if early else None, "val": None}
+    if early:
+        flags["val"] = namer.fresh("result")
+    new, _ = _block(body, None, flags, located)
+    if early:
+        new = [_assign(flags["val"], _const(None)), _assign(flags["ret"], _const(False))] + new
+        new.append(ast.Return(value=_name(flags["val"]), lineno=body[-1].lineno))
+    fn.body = new
+
+
+def _test(jumps, loop, flags):
+    names = [flags["ret"] if j == "ret" else (loop.brk if j == "brk" else loop.cnt) for j in sorted(jumps)]
+    test = _name(names[0]) if len(names) == 1 else ast.BoolOp(op=ast.Or(), values=[_name(n) for n in names])
+    return ast.UnaryOp(op=ast.Not(), operand=test)
+
+
+def _block(stmts, loop, flags, located):
+    out = []
+    for i, s in enumerate(stmts):
+        new, jumps = _stmt(s, loop, flags, located)
+        out.extend(new)
+        if jumps:
+            rest, more = _block(stmts[i + 1:], loop, flags, located)
+            if rest:
+                guard = ast.If(test=_test(jumps, loop, flags), body=rest, orelse=[], lineno=s.lineno)
+                out.append(guard)
+            return out, jumps | more
+    return out, set()
+
+
+def _stmt(s, loop, flags, located):
+    if isinstance(s, ast.Return):
+        if flags["ret"] is None:
+            return [s], set()
+        value = s.value if s.value is not None else _const(None)
+        return [_assign(flags["val"], value, s), _assign(flags["ret"], _const(True), s)], {"ret"}
+    if isinstance(s, (ast.Break, ast.Continue)):
+        if loop is None:
+            raise located.error(s, "break/continue outside a loop", type(s).__name__.lower())
+        kind = "brk" if isinstance(s, ast.Break) else "cnt"
+        return [_assign(loop.flag(kind), _const(True), s)], {kind}
+    if isinstance(s, ast.If):
+        body, j1 = _block(s.body, loop, flags, located)
+        orelse, j2 = _block(s.orelse, loop, flags, located)
+        s.body, s.orelse = body or [ast.Pass()], orelse
+        return [s], j1 | j2
+    if isinstance(s, (ast.For, ast.While)):
+        if s.orelse:
+            raise located.error(s, f"a {type(s).__name__.lower()} loop with an else clause",
+                                f"{type(s).__name__.lower()}-else")
+        inner = _Loop(located.namer)
+        body, jumps = _block(s.body, inner, flags, located)
+        pre = []
+        if inner.cnt:
+            body.insert(0, _assign(inner.cnt, _const(False), s))
+        stops = [n for n in (inner.brk, flags["ret"] if "ret" in jumps else None) if n]
+        if inner.brk:
+            pre.append(_assign(inner.brk, _const(False), s))
+        if stops:
+            test = _name(stops[0]) if len(stops) == 1 else ast.BoolOp(op=ast.Or(), values=[_name(n) for n in stops])
+            body.append(ast.If(test=test, body=[ast.Break()], orelse=[], lineno=s.lineno))
+        s.body = body
+        return pre + [s], jumps & {"ret"}
+    if isinstance(s, ast.With):
+        body, jumps = _block(s.body, loop, flags, located)
+        s.body = body or [ast.Pass()]
+        return [s], jumps
+    return [s], set()
+
+
+# -- 2. A-normal form ----------------------------------------------------------------------
+
+_KEEP_WHOLE = (ast.Compare, ast.BoolOp, ast.JoinedStr, ast.Constant)
+_UNSUPPORTED = {ast.Lambda: "lambda", ast.ListComp: "list comprehension",
+                ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+                ast.GeneratorExp: "generator expression", ast.Dict: "dict display",
+                ast.Set: "set display", ast.Yield: "yield", ast.YieldFrom: "yield from",
+                ast.Await: "await", ast.NamedExpr: "assignment expression (:=)",
+                ast.Starred: "starred argument (*args)"}
+_UNSUPPORTED_STMT = {ast.Try: "try statement", ast.FunctionDef: "nested def",
+                     ast.AsyncFunctionDef: "nested async def", ast.ClassDef: "class definition",
+                     ast.Global: "global statement", ast.Nonlocal: "nonlocal statement",
+                     ast.Delete: "del statement", ast.Import: "import statement",
+                     ast.ImportFrom: "import statement", ast.AsyncFor: "async for",
+                     ast.AsyncWith: "async with", ast.Match: "match statement"}
+
+
+class ANF:
+    """Flattens statements (see the module docstring). ``resolver`` tells calls of
+    known functions from methods of values."""
+
+    def __init__(self, namer, resolver, located):
+        self.namer, self.resolver, self.located = namer, resolver, located
+        self.out = None
+        self.src = None
+
+    def block(self, stmts):
+        saved = self.out
+        self.out = []
+        for s in stmts:
+            self.src = s
+            self.stmt(s)
+        out, self.out = self.out, saved
+        return out
+
+    def emit(self, node):
+        if not hasattr(node, "_src"):
+            node._src = self.src
+        node.lineno = getattr(self.src, "lineno", 0)
+        self.out.append(node)
+
+    def temp(self, value, hint="t"):
+        name = self.namer.fresh(hint)
+        self.emit(_assign(name, value, self.src))
+        return _name(name)
+
+    def fail(self, node, construct):
+        raise self.located.error(node, f"the AST transformation cannot handle a {construct}", construct)
+
+    # statements
+    def stmt(self, s):
+        kind = type(s)
+        if kind in _UNSUPPORTED_STMT:
+            self.fail(s, _UNSUPPORTED_STMT[kind])
+        if isinstance(s, ast.Assign):
+            self.assign(s.targets, s.value)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self.assign([s.target], s.value)
+        elif isinstance(s, ast.AugAssign):
+            target = s.target
+            if isinstance(target, ast.Name):
+                self.assign([target], ast.BinOp(left=_name(target.id), op=s.op, right=s.value))
+            elif isinstance(target, ast.Subscript):
+                load = ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
+                self.assign([target], ast.BinOp(left=load, op=s.op, right=s.value))
+            else:
+                self.fail(s, "augmented assignment to an attribute")
+        elif isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant):
+                return  # a docstring
+            if isinstance(s.value, ast.Call):
+                self.emit(ast.Expr(value=self.simple(s.value)))
+            else:
+                self.emit(ast.Expr(value=s.value))
+        elif isinstance(s, ast.If):
+            test = self.temp(s.test, "cond") if not isinstance(s.test, ast.Name) else s.test
+            node = ast.If(test=test, body=self.block(s.body) or [ast.Pass()], orelse=self.block(s.orelse))
+            self.emit(node)
+        elif isinstance(s, ast.While):
+            self.emit(ast.While(test=s.test, body=self.block(s.body) or [ast.Pass()], orelse=[]))
+        elif isinstance(s, ast.For):
+            self.for_(s)
+        elif isinstance(s, ast.Return):
+            value = self.atom(s.value) if s.value is not None else _const(None)
+            self.emit(ast.Return(value=value))
+        elif isinstance(s, ast.With):
+            node = ast.With(items=s.items, body=self.block(s.body) or [ast.Pass()])
+            self.emit(node)
+        elif isinstance(s, (ast.Pass, ast.Assert, ast.Raise)):
+            if not isinstance(s, ast.Pass):
+                self.emit(s)
+        elif isinstance(s, (ast.Break,)):
+            self.emit(s)  # only the loop-final break lower_jumps writes
+        else:
+            self.fail(s, f"{type(s).__name__} statement")
+
+    def assign(self, targets, value):
+        if len(targets) > 1:
+            tmp = self.atom(value)
+            for t in targets:
+                self.assign([t], tmp)
+            return
+        target = targets[0]
+        if isinstance(target, ast.Name):
+            rhs = self.simple(value)
+            if target.id in _operand_names(rhs) and not isinstance(rhs, ast.Name):
+                rhs = self.temp(rhs)  # x = x * 2: the old x is an operand of the new one
+            self.emit(_assign(target.id, rhs))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if any(isinstance(e, ast.Starred) for e in target.elts):
+                self.fail(target, "starred assignment")
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                parts = [self.atom(v) if not isinstance(v, ast.Constant) else v for v in value.elts]
+                parts = [self.temp(p) if isinstance(p, ast.Name) else p for p in parts]
+            else:
+                seq = self.atom(value)
+                if not isinstance(seq, ast.Name):
+                    seq = self.temp(seq)
+                parts = [ast.Subscript(value=seq, slice=_const(k), ctx=ast.Load())
+                         for k in range(len(target.elts))]
+            for t, p in zip(target.elts, parts):
+                self.assign([t], p)
+        elif isinstance(target, ast.Subscript):
+            base = target.value
+            if not isinstance(base, ast.Name):
+                self.fail(target, "assignment into a subscript of an expression")
+            rhs = self.atom(value)
+            self.emit(ast.Assign(targets=[ast.Subscript(value=_name(base.id), slice=target.slice,
+                                                        ctx=ast.Store())], value=rhs))
+        else:
+            self.fail(target, f"assignment to {type(target).__name__.lower()}")
+
+    def for_(self, s):
+        it = s.iter
+        callee = self.resolver.value(it.func)[1] if isinstance(it, ast.Call) else None
+        if callee is range:
+            if isinstance(s.target, ast.Name):
+                body = self.block(s.body)
+                self.emit(ast.For(target=s.target, iter=it, body=body or [ast.Pass()], orelse=[]))
+                return
+        if callee is enumerate and len(it.args) == 1 and isinstance(s.target, ast.Tuple) \
+                and len(s.target.elts) == 2 and isinstance(s.target.elts[0], ast.Name):
+            seqs = [self._seq(it.args[0])]
+            index = s.target.elts[0].id
+            targets = [s.target.elts[1]]
+        elif callee is zip and not it.keywords and isinstance(s.target, ast.Tuple) \
+                and len(s.target.elts) == len(it.args):
+            seqs = [self._seq(a) for a in it.args]
+            index = self.namer.fresh("k")
+            targets = list(s.target.elts)
+        else:
+            seqs = [self._seq(it)]
+            index = self.namer.fresh("k")
+            targets = [s.target]
+        lens = [ast.Call(func=_name("len"), args=[q], keywords=[]) for q in seqs]
+        stop = lens[0] if len(lens) == 1 else ast.Call(func=_name("min"), args=lens, keywords=[])
+        rng = ast.Call(func=_name("range"), args=[stop], keywords=[])
+        reads = [ast.Assign(targets=[t], value=ast.Subscript(value=q, slice=_name(index), ctx=ast.Load()),
+                            lineno=s.lineno) for t, q in zip(targets, seqs)]
+        for r in reads:
+            r._src = s
+        body = self.block(reads + s.body)
+        self.emit(ast.For(target=_name(index, ast.Store()), iter=rng, body=body, orelse=[]))
+
+    def _seq(self, expr):
+        a = self.atom(expr)
+        return a if isinstance(a, ast.Name) else self.temp(a, "seq")
+
+    # expressions
+    def atom(self, e):
+        """``e`` as a Name or Constant (or a kept non-differentiable expression)."""
+        if isinstance(e, (ast.Name, ast.Constant)):
+            return e
+        if isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant) and \
+                isinstance(e.op, (ast.USub, ast.UAdd)) and isinstance(e.operand.value, (int, float)):
+            return _const(-e.operand.value if isinstance(e.op, ast.USub) else e.operand.value)
+        if isinstance(e, _KEEP_WHOLE) or (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)):
+            return self.temp(e)
+        if isinstance(e, ast.Attribute) and self.resolver.value(e)[0]:
+            return e  # np.pi, math.e: a module constant
+        return self.temp(self.simple(e))
+
+    def simple(self, e):
+        """``e`` with atomic operands: the right-hand side of one ANF statement."""
+        if type(e) in _UNSUPPORTED:
+            self.fail(e, _UNSUPPORTED[type(e)])
+        if isinstance(e, (ast.Name, ast.Constant)) or isinstance(e, _KEEP_WHOLE):
+            return e
+        if isinstance(e, ast.BinOp):
+            return ast.BinOp(left=self.atom(e.left), op=e.op, right=self.atom(e.right))
+        if isinstance(e, ast.UnaryOp):
+            if isinstance(e.op, ast.Not):
+                return e
+            if isinstance(e.op, ast.UAdd):
+                return self.simple(e.operand)
+            return ast.UnaryOp(op=e.op, operand=self.atom(e.operand))
+        if isinstance(e, ast.Call):
+            func = e.func
+            ok, obj = self.resolver.value(func)
+            if not ok and isinstance(func, ast.Attribute):
+                func = ast.Attribute(value=self.atom(func.value), attr=func.attr, ctx=ast.Load())
+            elif not ok and not isinstance(func, ast.Name):
+                func = self.atom(func)
+            if ok and _constant_call(self.resolver, e):
+                return e  # len(x), range(n), x.shape...: kept as written
+            for a in e.args:
+                if isinstance(a, ast.Starred):
+                    self.fail(a, "starred argument (*args)")
+            args = [self.atom(a) for a in e.args]
+            kws = []
+            for k in e.keywords:
+                if k.arg is None:
+                    self.fail(e, "keyword argument unpacking (**kwargs)")
+                kws.append(ast.keyword(arg=k.arg, value=self.atom(k.value)))
+            return ast.Call(func=func, args=args, keywords=kws)
+        if isinstance(e, ast.Attribute):
+            if self.resolver.value(e)[0]:
+                return e
+            return ast.Attribute(value=self.atom(e.value), attr=e.attr, ctx=ast.Load())
+        if isinstance(e, ast.Subscript):
+            return ast.Subscript(value=self.atom(e.value), slice=e.slice, ctx=ast.Load())
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return type(e)(elts=[self.atom(x) for x in e.elts], ctx=ast.Load())
+        if isinstance(e, ast.IfExp):
+            name = self.namer.fresh("t")
+            test = self.atom(e.test)
+            body = self.block_expr(name, e.body)
+            orelse = self.block_expr(name, e.orelse)
+            self.emit(ast.If(test=test, body=body, orelse=orelse))
+            return _name(name)
+        self.fail(e, f"{type(e).__name__} expression")
+
+    def block_expr(self, name, expr):
+        saved = self.out
+        self.out = []
+        self.emit(_assign(name, self.simple(expr), self.src))
+        out, self.out = self.out, saved
+        return out
+
+
+def _constant_call(resolver, call):
+    from .resolve import CONSTANT
+    return resolver.callee(call) is CONSTANT
+
+
+def _operand_names(rhs):
+    return {n.id for n in ast.walk(rhs) if isinstance(n, ast.Name)}

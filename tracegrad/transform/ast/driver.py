@@ -1,0 +1,272 @@
+"""The AST path end to end: source -> ANF -> adjoint (or tangent) -> clean-up -> Python
+source -> compiled function, cached per function, differentiated arguments and kind of
+transformation. :class:`AstFunction` is what ``grad(f, mode="ast")`` returns."""
+import ast
+import functools
+import keyword
+import re
+import threading
+import weakref
+
+from ..emit import compile_source
+from . import support
+from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
+from .optimize import optimize
+from .resolve import Direct, Resolver
+from .reverse import HELPERS, Reverse, comment, finish
+from .source import function_tree
+
+__all__ = ["Unit", "adjoint", "Generated", "prepare"]
+
+_lock = threading.RLock()
+_CACHE = weakref.WeakKeyDictionary()   # user function -> {key: Generated}
+
+
+class Unit:
+    """One generated function under construction: its names and its globals."""
+
+    def __init__(self, used, env):
+        self.namer = Namer(used | set(keyword.kwlist) | {"__comment__", "_"})
+        self.env = env
+        self._ids = {}
+        self.helpers = {}
+
+    def bind(self, obj, hint):
+        name = self._ids.get(id(obj))
+        if name is None:
+            name = self.namer.fresh(hint.strip("_") or "c")
+            self._ids[id(obj)] = name
+            self.env[name] = obj
+        return name
+
+    def helper_names(self):
+        """Helper name -> its name in this unit (a fresh one where the user's function
+        uses the helper's name itself)."""
+        for h in HELPERS:
+            if h not in self.helpers:
+                self.helpers[h] = self.bind(getattr(support, h) if h != "scalar_output" else scalar_output, h)
+        return self.helpers
+
+
+def scalar_output(value):
+    """The differentiated function's result must be a scalar (as ``backward()`` needs)."""
+    if getattr(value, "shape", ()) != ():
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+
+
+class Generated:
+    """A compiled transformation: ``fn`` and its ``source`` (with the sources of the
+    adjoints of the user functions it calls)."""
+
+    def __init__(self, fn, source, name):
+        self.fn, self.own_source, self.name = fn, source, name
+        self.callees = []
+
+    @property
+    def source(self):
+        seen, parts = set(), []
+
+        def walk(g):
+            if id(g) in seen:
+                return
+            seen.add(id(g))
+            parts.append(g.own_source)
+            for c in g.callees:
+                walk(c)
+        walk(self)
+        return "\n\n".join(parts)
+
+
+def _names(node):
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+    return out
+
+
+def prepare(fn):
+    """``(FunctionDef, located, unit, resolver, params)`` with jumps lowered and the body in
+    A-normal form."""
+    node, located = function_tree(fn)
+    args = node.args
+    if args.vararg or args.kwarg or args.kwonlyargs:
+        raise located.error(node, "a function with *args, **kwargs or keyword-only parameters",
+                            "signature")
+    params = [a.arg for a in args.posonlyargs + args.args]
+    used = _names(node)
+    env = dict(fn.__globals__)
+    code = fn.__code__
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            env[name] = cell.cell_contents
+        except ValueError:
+            pass
+    unit = Unit(used, env)
+    locals_ = set(params) | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                             and isinstance(n.ctx, ast.Store)}
+    resolver = Resolver(fn, locals_)
+    lower_jumps(node, unit.namer, located)
+    before = set(unit.namer.used)
+    body = ANF(unit.namer, resolver, located).block(node.body)
+    unit.temps = set(unit.namer.used) - before
+    return node, located, unit, resolver, params, body
+
+
+def _context_is(resolver, with_node, obj):
+    item = with_node.items[0]
+    expr = item.context_expr
+    func = expr.func if isinstance(expr, ast.Call) else expr
+    ok, value = resolver.value(func)
+    return ok and value is obj
+
+
+def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=False, internal=False):
+    """The :class:`Generated` adjoint of ``fn`` with respect to parameters ``positions``
+    (returning one gradient if ``single``, else a tuple)."""
+    key = ("vjp", positions, single, has_aux, with_value, internal)
+    with _lock:
+        per = _CACHE.setdefault(fn, {})
+        if key in per:
+            return per[key]
+        return _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key)
+
+
+_PENDING = {}   # (fn, key) -> [(env, name)] waiting for an adjoint still being built
+
+
+def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key):
+    from ...runtime.grad_mode import no_grad
+    node, located, unit, resolver, params, body = prepare(fn)
+    if max(positions, default=-1) >= len(params):
+        raise ValueError(f"argnums {positions} out of range for {fn.__qualname__} with "
+                         f"{len(params)} parameter(s)")
+    wrt = [params[p] for p in positions]
+    callees = []
+
+    def user_adjoint(callee, pos, call):
+        child_key = ("vjp", pos, False, False, False, True)
+        child_per = _CACHE.setdefault(callee, {})
+        gname = unit.namer.fresh(f"d{callee.__name__}")
+        if child_key in child_per:
+            gen = child_per[child_key]
+            unit.env[gname] = gen.fn
+            callees.append(gen)
+            return gname
+        pending = _PENDING.get((callee, child_key))
+        if pending is not None:  # recursion: filled in when that adjoint is compiled
+            pending.append((unit.env, gname))
+            return gname
+        gen = adjoint(callee, pos, f"d{callee.__name__}", internal=True)
+        unit.env[gname] = gen.fn
+        callees.append(gen)
+        return gname
+
+    def is_nograd(w):
+        return _context_is(resolver, w, no_grad)
+
+    def grad_of_target(w):
+        if not isinstance(w, ast.With) or not _context_is(resolver, w, grad_of):
+            return None
+        call = w.items[0].context_expr
+        if not (isinstance(call, ast.Call) and len(call.args) == 1 and isinstance(call.args[0], ast.Name)):
+            raise located.error(w, "grad_of takes one variable name", "grad_of")
+        return call.args[0].id
+
+    _PENDING[(fn, key)] = []
+    try:
+        rev = Reverse(unit, resolver, located, user_adjoint, is_nograd, grad_of_target)
+        dout = unit.namer.fresh("dout")
+        forward, adj, grads = rev.run(body, params, wrt, _name(dout), has_aux)
+        stack = unit.namer.fresh("stack")
+        forward, adj = finish(rev, forward, adj, stack)
+        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        value = ret.value if ret is not None else _const(None)
+        checks = []
+        if not internal and not has_aux and not _full_reduction(body, value, resolver):
+            checks.append(ast.Expr(value=ast.Call(func=_helper_name("scalar_output"), args=[value],
+                                                  keywords=[])))
+        result = grads[0] if single else ast.Tuple(elts=grads, ctx=ast.Load())
+        if with_value or has_aux:
+            result = ast.Tuple(elts=[value, result], ctx=ast.Load())
+        out_names = {n.id for n in ast.walk(result) if isinstance(n, ast.Name)}
+        body_out = [comment("forward")] + forward + checks + adj + [ast.Return(value=result)]
+        defaults = node.args.defaults
+        args = [ast.arg(arg=p) for p in params] + [ast.arg(arg=dout)]
+        fdef = ast.FunctionDef(name=name, args=ast.arguments(
+            posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+            defaults=list(defaults) + [_const(1.0)]), body=body_out, decorator_list=[], returns=None,
+            type_params=[])
+        optimize(fdef, temps=unit.temps, keep=out_names | {stack} | set(params))
+        source = render(fdef, unit)
+        compiled = compile_source(source, name, unit.env, tag="ast")
+        gen = Generated(compiled, source, name)
+        gen.callees = callees
+        per[key] = gen
+        for env, gname in _PENDING.get((fn, key), []):
+            env[gname] = compiled
+        return gen
+    finally:
+        _PENDING.pop((fn, key), None)
+
+
+def _full_reduction(body, value, resolver):
+    """Whether the returned name is assigned once, by ``np.sum(x)`` / ``np.mean(x)``."""
+    if not isinstance(value, ast.Name):
+        return False
+    defs = [s for s in ast.walk(ast.Module(body=body, type_ignores=[]))
+            if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) and s.targets[0].id == value.id]
+    if len(defs) != 1 or not isinstance(defs[0].value, ast.Call):
+        return False
+    callee = resolver.callee(defs[0].value)
+    return isinstance(callee, Direct) and callee.prim.name in ("sum", "mean")
+
+
+def _helper_name(h):
+    n = _name(h)
+    n._helper = True
+    return n
+
+
+_COMMENT = re.compile(r"^(\s*)__comment__\((.*)\)$")
+
+
+def render(fdef, unit):
+    """Source text: helper names resolved, comment markers turned into comments."""
+    names = unit.helper_names()
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name) and getattr(n, "_helper", False):
+            n.id = names[n.id]
+    ast.fix_missing_locations(fdef)
+    lines = []
+    for line in ast.unparse(fdef).split("\n"):
+        m = _COMMENT.match(line)
+        if m:
+            lines.append(f"{m.group(1)}# {ast.literal_eval(m.group(2))}")
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def grad_of(x):
+    """``with tracegrad.grad_of(h) as dh: ...`` -- code for the backward pass (AST mode):
+    the block runs where the gradient of ``h`` is complete, with ``dh`` naming it. Run
+    directly (or traced) the block sees ``h`` itself and has no effect on anything."""
+    return _GradOf(x)
+
+
+class _GradOf:
+    def __init__(self, x):
+        self.x = x
+
+    def __enter__(self):
+        return self.x
+
+    def __exit__(self, *exc):
+        return False
+
+
+def wraps(f):
+    return functools.wraps(f)

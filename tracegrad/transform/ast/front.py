@@ -1,0 +1,209 @@
+"""``grad(f, mode="ast")``: the callable that runs a generated adjoint. It hands the
+arguments to the generated function as they are (arrays, Python floats, Tensors), seeds
+the output gradient in the arguments' dtype, and gives results back in each
+argument's kind (a gradient that never reached an argument is zeros)."""
+import functools
+
+from ...backend import cpu as np  # host-side type checks only
+from ...backend import namespace_of
+from ...runtime.grad_mode import no_grad
+from ...runtime.tensor import Tensor, wrap
+from ..tracing import active_tape
+from ..tape import Var
+from ..tree import flatten
+from .driver import adjoint
+
+__all__ = ["AstFunction"]
+
+
+class AstFunction:
+    """A gradient made by source transformation (see :mod:`tracegrad.transform.ast`).
+    ``.source`` is the generated Python, ``.mode`` is ``"ast"``."""
+
+    mode = "ast"
+
+    def __init__(self, f, argnums, name, has_aux=False, with_value=False):
+        self.f = f
+        self.single = isinstance(argnums, int)
+        self.argnums = (argnums,) if self.single else tuple(argnums)
+        self._name, self.has_aux, self.with_value = name, has_aux, with_value
+        self._gen = None
+        functools.update_wrapper(self, f, updated=())
+
+    def generated(self, nargs=None):
+        """The :class:`~.driver.Generated` adjoint (transformed on first use)."""
+        if self._gen is None:
+            nargs = nargs if nargs is not None else _nparams(self.f)
+            positions = tuple(n % nargs if nargs else n for n in self.argnums)
+            for n in self.argnums:
+                if not -nargs <= n < nargs:
+                    raise ValueError(f"argnums {self.argnums if not self.single else self.argnums[0]!r} "
+                                     f"out of range for {getattr(self.f, '__name__', 'f')} called with "
+                                     f"{nargs} positional argument(s)")
+            self._gen = adjoint(self.f, positions, self._name, single=self.single,
+                                has_aux=self.has_aux, with_value=self.with_value)
+        return self._gen
+
+    @property
+    def source(self):
+        return self.generated().source
+
+    def __repr__(self):
+        return f"<ast-transformed {self._name} of {getattr(self.f, '__qualname__', self.f)!r}>"
+
+    def __get__(self, obj, cls=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args):
+        gen = self._gen or self.generated(len(args))
+        positions = gen_positions(self, len(args))
+        first = args[positions[0]]
+        if active_tape() is not None or isinstance(first, Var):
+            return self._finish(gen.fn(*args, _seed(first)), args, positions, raw=True)
+        if any(isinstance(a, Tensor) for a in args):
+            with no_grad():
+                args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
+                return self._finish(gen.fn(*args, _seed(first)), args, positions)
+        return self._finish(gen.fn(*args, _seed(first)), args, positions)
+
+    def _finish(self, out, args, positions, raw=False):
+        if self.with_value or self.has_aux:
+            value, grads = out
+        else:
+            value, grads = None, out
+        if self.single:
+            grads = _result(grads, args[positions[0]], raw)
+        else:
+            grads = tuple(_result(g, args[p], raw) for g, p in zip(grads, positions))
+        if self.has_aux:
+            v, aux = value
+            return ((_value(v, raw), aux), grads) if self.with_value else (grads, aux)
+        if self.with_value:
+            return _value(value, raw), grads
+        return grads
+
+
+def gen_positions(fn, nargs):
+    return tuple(n % nargs for n in fn.argnums)
+
+
+def _nparams(f):
+    import inspect
+    try:
+        return len([p for p in inspect.signature(f).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+    except (TypeError, ValueError):
+        return 0
+
+
+def _seed(x):
+    """The output gradient, 1 in the dtype of the first differentiated argument."""
+    if isinstance(x, Tensor):
+        return wrap(namespace_of(x._data).ones((), dtype=x._data.dtype))
+    if isinstance(x, Var):
+        return np.ones((), dtype=x.npdtype)
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and dtype.kind in "fc":
+        return namespace_of(x).ones((), dtype=dtype)
+    if isinstance(x, (list, tuple, dict)):
+        leaves = [v for v in flatten(x)[0] if getattr(v, "dtype", None) is not None]
+        if leaves:
+            return _seed(leaves[0])
+    return np.ones((), dtype=np.float64)
+
+
+def _result(g, like, raw):
+    """A gradient in the kind of its argument ``like``."""
+    if isinstance(like, (list, tuple)):
+        gs = list(g) if g is not None else [None] * len(like)
+        return type(like)(_result(gi, li, raw) for gi, li in zip(gs, like))
+    if isinstance(like, dict):
+        raise TypeError("mode='ast' differentiates arrays, floats, Tensors and lists or tuples of "
+                        "them; use mode='tape' for dict arguments")
+    if raw:
+        return g if g is not None else like * 0.0
+    if g is None:
+        if isinstance(like, Tensor):
+            return wrap(namespace_of(like._data).zeros_like(like._data))
+        if type(like) is float:
+            return 0.0
+        return namespace_of(like).zeros_like(like, dtype=like.dtype if like.dtype.kind in "fc" else np.float64)
+    if isinstance(like, Tensor):
+        if not isinstance(g, Tensor):
+            g = wrap(np.asarray(g) if not hasattr(g, "shape") or isinstance(g, np.generic) else g)
+        return g if g._data.dtype == like._data.dtype else g.to(like.dtype)
+    if type(like) is float:
+        return float(g)
+    if isinstance(g, Tensor):
+        g = g._data
+    if not isinstance(g, np.ndarray) or isinstance(g, np.generic):
+        g = np.asarray(g)
+    want = getattr(like, "dtype", None)
+    if want is not None and want.kind in "fc" and g.dtype != want:
+        g = g.astype(want)
+    elif not g.flags.writeable or g.base is not None and not g.flags.owndata and g.strides and 0 in g.strides:
+        g = g.copy()
+    if tuple(g.shape) != tuple(getattr(like, "shape", ())):
+        g = g.copy() if g.shape == () else g
+    return g
+
+
+def _value(v, raw):
+    if raw or not isinstance(v, np.generic):
+        return v
+    return np.asarray(v)
+
+
+class AutoFunction:
+    """``mode="auto"``: the AST transformation where it applies, else the tape. Which one
+    is decided at the first call (or the first look at ``.source``/``.mode``) and kept;
+    calls with keyword arguments or dict arguments always take the tape."""
+
+    def __init__(self, f, make_ast, make_tape):
+        self.f = f
+        self._make_ast, self._make_tape = make_ast, make_tape
+        self._ast = self._tape = None
+        self._chosen = None
+        self.fallback_reason = None
+        functools.update_wrapper(self, f, updated=())
+
+    def _choose(self, nargs=None):
+        if self._chosen is None:
+            from .source import TransformError
+            try:
+                fn = self._make_ast()
+                fn.generated(nargs)
+                self._ast = self._chosen = fn
+            except TransformError as e:
+                self.fallback_reason = e
+                self._chosen = self._tape_fn()
+        return self._chosen
+
+    def _tape_fn(self):
+        if self._tape is None:
+            self._tape = self._make_tape()
+        return self._tape
+
+    @property
+    def mode(self):
+        return self._choose().mode
+
+    @property
+    def source(self):
+        return self._choose().source
+
+    @property
+    def tape(self):
+        return self._tape_fn().tape
+
+    def __repr__(self):
+        return f"<auto-staged {getattr(self.f, '__qualname__', self.f)!r}>"
+
+    def __get__(self, obj, cls=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        chosen = self._chosen or self._choose(len(args))
+        if chosen is self._ast and (kwargs or any(isinstance(a, dict) for a in args)):
+            return self._tape_fn()(*args, **kwargs)
+        return chosen(*args, **kwargs)

@@ -1,0 +1,139 @@
+"""Name resolution: what a call in the user's function refers to, decided once at
+transformation time against the function's closure, globals and builtins.
+
+A callee is one of:
+
+* ``Direct(prim)`` -- an operator, a NumPy ufunc, ``np.sum(x)``/``np.mean(x)`` without
+  options, a :mod:`math` function: one rule-table primitive whose derivative the
+  adjoint writes out as the rule's own expression;
+* ``Generic`` -- any other function the tape can trace (NumPy with options, tracegrad
+  functions, methods, ``custom_vjp`` functions): differentiated through the tape;
+* ``User(fn)`` -- a Python function of the user's: transformed recursively into its own
+  adjoint;
+* ``Constant`` -- a function whose result has no derivative (``len``, ``range``,
+  ``stop_gradient``, ``float``...).
+"""
+import ast
+import builtins
+import math
+import types
+
+import numpy as np  # identifies NumPy's functions in the user's namespace
+
+from ...rules import TABLE
+from ..numpy_map import UFUNCS
+from ..sweeps import stop_gradient
+
+__all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY"]
+
+OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
+             ast.MatMult: "matmul"}
+UNARY = {ast.USub: "neg"}
+
+_MATH = {math.exp: "exp", math.log: "log", math.sin: "sin", math.cos: "cos", math.tan: "tan",
+         math.tanh: "tanh", math.sqrt: "sqrt", math.sinh: "sinh", math.cosh: "cosh",
+         math.atan: "atan", math.log1p: "log1p", math.expm1: "expm1"}
+_ONE_ARG = {np.sum: "sum", np.mean: "mean"}
+_CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, id, hash,
+             stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
+             np.arange, np.linspace, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
+             np.isfinite, np.result_type, np.dtype, np.asarray, np.array, math.floor, math.ceil}
+
+
+class Direct:
+    def __init__(self, prim):
+        self.prim = prim
+
+
+class Generic:
+    pass
+
+
+class User:
+    def __init__(self, fn):
+        self.fn = fn
+
+
+class Constant:
+    pass
+
+
+GENERIC, CONSTANT = Generic(), Constant()
+
+
+class Resolver:
+    """Resolves names of ``fn`` that are not its locals."""
+
+    def __init__(self, fn, local_names):
+        self.fn = fn
+        self.locals = set(local_names)
+        code = fn.__code__
+        cells = fn.__closure__ or ()
+        self.closure = {}
+        for name, cell in zip(code.co_freevars, cells):
+            try:
+                self.closure[name] = cell.cell_contents
+            except ValueError:  # not yet bound (a recursive inner function)
+                pass
+        self.globals = fn.__globals__
+
+    def lookup(self, name):
+        """``(found, value)`` of a free name."""
+        if name in self.locals:
+            return False, None
+        for scope in (self.closure, self.globals, vars(builtins)):
+            if name in scope:
+                return True, scope[name]
+        return False, None
+
+    def value(self, node):
+        """The object a Name or dotted Attribute chain of free names refers to, or
+        ``(False, None)`` when it is not one (a local, a method of a value)."""
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id)
+        if isinstance(node, ast.Attribute):
+            ok, base = self.value(node.value)
+            if ok and isinstance(base, (types.ModuleType, type)):
+                try:
+                    return True, getattr(base, node.attr)
+                except AttributeError:
+                    return False, None
+        return False, None
+
+    def callee(self, call):
+        """What ``call`` (an ``ast.Call``) calls; None for a method of a local value."""
+        ok, obj = self.value(call.func)
+        if not ok:
+            return None
+        nargs, kws = len(call.args), call.keywords
+        try:
+            if obj in _CONSTANT:
+                return CONSTANT
+        except TypeError:  # unhashable callable
+            pass
+        if isinstance(obj, np.ufunc) and not kws and nargs == obj.nin:
+            prim = UFUNCS.get(obj.__name__)
+            if prim is not None and prim.differentiable:
+                return Direct(prim)
+        name = _hashable_get(_MATH, obj) or (_hashable_get(_ONE_ARG, obj) if nargs == 1 and not kws else None)
+        if name is not None:
+            return Direct(TABLE[name])
+        if obj is abs and nargs == 1 and not kws:
+            return Direct(TABLE["abs"])
+        if isinstance(obj, types.FunctionType) and not _library(obj):
+            return User(obj)
+        return GENERIC
+
+
+def _hashable_get(table, obj):
+    try:
+        return table.get(obj)
+    except TypeError:
+        return None
+
+
+def _library(fn):
+    """Whether ``fn`` belongs to NumPy or tracegrad (differentiated through the tape, not
+    transformed)."""
+    mod = getattr(fn, "__module__", "") or ""
+    return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy")

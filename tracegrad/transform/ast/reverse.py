@@ -1,0 +1,580 @@
+"""Reverse mode: an ANF function becomes its forward pass followed by its adjoint.
+
+The adjoint visits the statements backwards. Each assignment ``z = op(x, y)`` adds its
+operands' gradient contributions (``dx = dx + ...``, written from the rule table, see
+:mod:`.templates`) and then ends ``dz`` (the value of ``z`` before the assignment is
+another value). Control flow is replayed backwards from what the forward pass recorded,
+as Tangent does: an ``if`` keeps its condition, a loop its iteration count (or, for
+``range`` loops, runs ``reversed(range(...))``), and a variable whose old value is
+overwritten while the adjoint still needs it is pushed on a stack before the
+assignment and popped after the assignment's adjoint.
+
+Gradient variables are tracked statically: *absent* (no gradient: nothing emitted),
+*defined* (an array), or *unknown* (``None`` or an array, after a branch or a loop).
+"""
+import ast
+import copy
+
+from .activity import NONDIFF_ATTRS, active_names, nograd_statements
+from .anf import _assign, _const, _name
+from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User
+from .templates import template
+
+__all__ = ["Reverse", "comment"]
+
+DEF, UNK = "def", "unk"
+_REDUCTIONS = {"sum", "mean"}
+
+
+def comment(text):
+    """A marker statement that the printer turns into ``# text``."""
+    return ast.Expr(value=ast.Call(func=_name("__comment__"), args=[_const(text)], keywords=[]))
+
+
+HELPERS = {"add", "part", "add_at", "take_at", "zero_at", "copy_at", "pop_grad", "push_grad",
+           "call_vjp", "call_jvp", "method", "attribute", "GradList", "zero_tangent", "scalar_output"}
+
+
+def _call(func, *args, keywords=()):
+    if isinstance(func, str):
+        func = _name(func)
+        func._helper = func.id in HELPERS
+    return ast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def index_expr(node):
+    """A subscript's index as an expression (``x[1:, ::2]`` -> ``(slice(1, None, None),
+    slice(None, None, 2))``), to pass to a helper."""
+    if isinstance(node, ast.Slice):
+        parts = [copy.deepcopy(p) if p is not None else _const(None) for p in (node.lower, node.upper, node.step)]
+        return ast.Call(func=_name("slice"), args=parts, keywords=[])
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple(elts=[index_expr(e) for e in node.elts], ctx=ast.Load())
+    return copy.deepcopy(node)
+
+
+def _loaded(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stored(stmts):
+    out = set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+    return out
+
+
+class _Site:
+    """An assignment whose old value may have to be saved (decided once the adjoint is
+    known)."""
+
+    def __init__(self, node, name, in_loop):
+        self.node, self.name, self.in_loop = node, name, in_loop
+
+
+class Reverse:
+    """Builds the forward-and-adjoint body of one function (see the module docstring).
+
+    ``unit`` is the generated function under construction (names, globals);
+    ``user_adjoint(fn, positions)`` gives the global name of another user function's
+    adjoint."""
+
+    def __init__(self, unit, resolver, located, user_adjoint, is_nograd, grad_of_target):
+        self.unit, self.resolver, self.located = unit, resolver, located
+        self.user_adjoint = user_adjoint
+        self.is_nograd, self.grad_of_target = is_nograd, grad_of_target
+        self.gnames = {}
+        self.sites = {}        # id(node) -> _Site for Name and Subscript assignments
+        self.loop_sites = {}   # id(For/While node) -> info for the iteration count / target
+        self.nograd = set()
+
+    # -- names ----------------------------------------------------------------------------
+    def d(self, name):
+        g = self.gnames.get(name)
+        if g is None:
+            g = self.gnames[name] = self.unit.namer.fresh("d" + name)
+        return g
+
+    # -- entry ----------------------------------------------------------------------------
+    def run(self, body, params, wrt, seed, has_aux=False):
+        """``(forward, adjoint, grads)``: the statements of both passes and the gradient
+        expressions of ``wrt``."""
+        self.nograd = nograd_statements(body, self.is_nograd)
+        self.active = active_names(body, wrt, self.resolver, self.nograd)
+        self.params = set(params)
+        self._collect_sites(body, in_loop=False)
+        self.reassigned = set()
+        seen = set()
+        for site in self.sites.values():
+            if site.in_loop or site.name in seen or site.name in self.params:
+                self.reassigned.add(site.name)
+            seen.add(site.name)
+        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        state = {}
+        adjoint = []
+        src = getattr(ret, "_src", None)
+        if ret is not None and isinstance(ret.value, ast.Name) and ret.value.id in self.active:
+            adjoint.append(comment(f"grad of: {self.located.text(src)}"))
+            seed_expr = _call("GradList", ast.List(elts=[seed, _const(None)], ctx=ast.Load())) \
+                if has_aux else seed
+            self._accumulate(adjoint, state, ret.value.id, seed_expr)
+        stmts = body[:-1] if ret is not None else body
+        adjoint += self.block(stmts, state, last_src=src)
+        grads = [_name(self.gnames[w]) if w in self.gnames and state.get(self.gnames[w]) else _const(None)
+                 for w in wrt]
+        forward = self.forward(body, ret)
+        return forward, adjoint, grads
+
+    # -- sites ----------------------------------------------------------------------------
+    def _collect_sites(self, stmts, in_loop):
+        for s in stmts:
+            if isinstance(s, ast.Assign):
+                t = s.targets[0]
+                if isinstance(t, ast.Name):
+                    self.sites[id(s)] = _Site(s, t.id, in_loop)
+                elif isinstance(t, ast.Subscript):
+                    self.sites[id(s)] = _Site(s, t.value.id, in_loop)
+            elif isinstance(s, (ast.For, ast.While)):
+                self._collect_sites(s.body, True)
+            elif isinstance(s, (ast.If, ast.With)):
+                self._collect_sites(s.body, in_loop)
+                self._collect_sites(getattr(s, "orelse", []), in_loop)
+
+    # -- accumulation ---------------------------------------------------------------------
+    def _accumulate(self, out, state, name, expr, maybe_none=False):
+        g = self.d(name)
+        st = state.get(g)
+        if st is None:
+            value = expr
+            state[g] = UNK if maybe_none else DEF
+        elif st == DEF and not maybe_none:
+            value = ast.BinOp(left=_name(g), op=ast.Add(), right=expr)
+        else:
+            value = _call("add", _name(g), expr)
+            state[g] = UNK if (st == UNK and maybe_none) else DEF
+        out.append(_assign(g, value))
+
+    def _end(self, out, state, name):
+        """The gradient of ``name``'s old value starts empty."""
+        g = self.gnames.get(name)
+        if g is not None and state.get(g):
+            if name in self.reassigned:  # (else nothing reads it again)
+                out.append(_assign(g, _const(None)))
+            state.pop(g)
+
+    # -- statements -----------------------------------------------------------------------
+    def block(self, stmts, state, last_src=None):
+        out = []
+        for s in reversed(stmts):
+            code = self.stmt(s, state)
+            if not code:
+                continue
+            src = getattr(s, "_src", None)
+            if src is not None and src is not last_src and not isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
+                out.append(comment(f"grad of: {self.located.text(src)}"))
+                last_src = src
+            elif isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
+                last_src = None
+            out.extend(code)
+        return out
+
+    def stmt(self, s, state):
+        if isinstance(s, ast.Assign):
+            return self.assign(s, state)
+        if isinstance(s, ast.Expr):
+            return self.expr(s, state)
+        if isinstance(s, ast.If):
+            return self.if_(s, state)
+        if isinstance(s, (ast.For, ast.While)):
+            return self.loop(s, state)
+        if isinstance(s, ast.With):
+            return self.with_(s, state)
+        return []
+
+    def assign(self, s, state):
+        target = s.targets[0]
+        out = []
+        if isinstance(target, ast.Subscript):
+            x = target.value.id
+            if x in self.active and id(s) not in self.nograd:
+                gx = self.gnames.get(x)
+                if gx is not None and state.get(gx):
+                    v = s.value
+                    if isinstance(v, ast.Name) and v.id in self.active:
+                        part = _call("take_at", _name(gx), index_expr(target.slice), _name(v.id))
+                        self._accumulate(out, state, v.id, part, maybe_none=True)
+                    out.append(_assign(gx, _call("zero_at", _name(gx), index_expr(target.slice))))
+            out.append(self._restore_marker(s))
+            return out
+        z = target.id
+        gz = self.gnames.get(z)
+        live = z in self.active and id(s) not in self.nograd and gz is not None and state.get(gz)
+        if live:
+            contrib = []
+            inner = dict(state)
+            self.contributions(s.value, z, gz, contrib, inner)
+            if state.get(gz) == UNK and contrib:
+                # a gradient that may be None: its contributions only where it is not
+                pre = self._materialize(contrib, state)
+                out += pre
+                out.append(ast.If(test=ast.Compare(left=_name(gz), ops=[ast.IsNot()], comparators=[_const(None)]),
+                                  body=contrib, orelse=[]))
+                for k, v in inner.items():
+                    if k != gz and state.get(k) != v:
+                        state[k] = UNK
+            else:
+                out += contrib
+                state.update(inner)
+        if z in self.active or gz is not None:
+            self._end(out, state, z)
+        out.append(self._restore_marker(s))
+        return out
+
+    def _restore_marker(self, s):
+        m = ast.Expr(value=_call("__restore__", _const(id(s))))
+        return m
+
+    def _materialize(self, code, state):
+        """``dv = None`` before code that may or may not assign ``dv``, for each gradient
+        it assigns that has no value yet (so that ``dv`` exists on every path)."""
+        pre = []
+        for g in sorted(_stored(code)):
+            if g in self.gnames.values() and not state.get(g):
+                pre.append(_assign(g, _const(None)))
+                state[g] = UNK
+        return pre
+
+    def contributions(self, value, z, gz, out, state):
+        dz = _name(gz)
+        if isinstance(value, ast.Name):
+            if value.id in self.active:
+                self._accumulate(out, state, value.id, dz)
+            return
+        if isinstance(value, ast.BinOp) and type(value.op) in OPERATORS:
+            return self.direct(OPERATORS[type(value.op)], [value.left, value.right], z, dz, out, state)
+        if isinstance(value, ast.UnaryOp) and type(value.op) in UNARY:
+            return self.direct(UNARY[type(value.op)], [value.operand], z, dz, out, state)
+        if isinstance(value, ast.Subscript):
+            base = value.value
+            if isinstance(base, ast.Name) and base.id in self.active:
+                gb = self.d(base.id)
+                prev = _name(gb) if state.get(gb) else _const(None)
+                out.append(_assign(gb, _call("add_at", prev, _name(base.id), index_expr(value.slice), dz)))
+                state[gb] = DEF
+            return
+        if isinstance(value, (ast.Tuple, ast.List)):
+            for k, e in enumerate(value.elts):
+                if isinstance(e, ast.Name) and e.id in self.active:
+                    self._accumulate(out, state, e.id, _call("part", dz, _const(k)), maybe_none=True)
+            return
+        if isinstance(value, ast.Attribute):
+            if value.attr in NONDIFF_ATTRS or not (isinstance(value.value, ast.Name) and value.value.id in self.active):
+                return
+            fn = _call("attribute", _const(value.attr))
+            return self.generic(fn, [value.value], [], dz, out, state)
+        if isinstance(value, ast.Call):
+            callee = self.resolver.callee(value)
+            if callee is CONSTANT:
+                return
+            if isinstance(value.func, ast.Attribute) and callee is None:
+                recv = value.func.value
+                if value.func.attr in ("pop",) and not value.args and isinstance(recv, ast.Name):
+                    if recv.id in self.active:
+                        g = self.d(recv.id)
+                        prev = _name(g) if state.get(g) else _const(None)
+                        out.append(_assign(g, _call("push_grad", prev, dz, _call("len", _name(recv.id)))))
+                        state[g] = DEF
+                    return
+                fn = _call("method", _const(value.func.attr))
+                return self.generic(fn, [recv] + value.args, value.keywords, dz, out, state)
+            if isinstance(callee, Direct):
+                return self.direct(callee.prim.name, value.args, z, dz, out, state)
+            if isinstance(callee, User):
+                return self.user(callee.fn, value, dz, out, state)
+            return self.generic(value.func, value.args, value.keywords, dz, out, state)
+
+    def direct(self, pname, operands, z, dz, out, state):
+        from ...rules import TABLE
+        prim = TABLE[pname]
+        names = [o.id for o in operands if isinstance(o, ast.Name)]
+        same = (prim.ufunc is not None or prim.diagonal) and len(set(names)) <= 1
+        for i, o in enumerate(operands):
+            if not (isinstance(o, ast.Name) and o.id in self.active):
+                continue
+            fn = prim.vjps[i] if i < len(prim.vjps) else None
+            if fn is None:
+                if prim.vjp_all_fn is not None:
+                    return self.generic(self.unit.bind(prim, prim.name), operands, [], dz, out, state)
+                continue
+            t = template(fn)
+            subs = {t.params[0]: dz, t.params[1]: _name(z)}
+            for p, a in zip(t.params[2:], operands):
+                subs[p] = a
+            for p, default in t.defaults.items():
+                subs.setdefault(p, _const(default))
+            if t.expr is not None:
+                expr = t.instantiate(subs, self.unit.bind, same_shape=same)
+            else:
+                kws = []
+                expr = _call(self.unit.bind(fn, fn.__name__), dz, _name(z), *operands, keywords=kws)
+            self._accumulate(out, state, o.id, expr)
+
+    def generic(self, func, args, keywords, dz, out, state):
+        active = [i for i, a in enumerate(args) if isinstance(a, ast.Name) and a.id in self.active]
+        if not active:
+            return
+        targets = []
+        for i, a in enumerate(args):
+            targets.append(self.unit.namer.fresh(f"d{a.id}_part") if i in active else "_")
+        call = _call("call_vjp", dz, copy.deepcopy(func), *args,
+                     keywords=[copy.deepcopy(k) for k in keywords])
+        lhs = ast.Tuple(elts=[_name(t, ast.Store()) for t in targets], ctx=ast.Store())
+        out.append(ast.Assign(targets=[lhs], value=call))
+        for i in active:
+            self._accumulate(out, state, args[i].id, _name(targets[i]), maybe_none=True)
+
+    def user(self, fn, call, dz, out, state):
+        args = call.args
+        active = [i for i, a in enumerate(args) if isinstance(a, ast.Name) and a.id in self.active]
+        kw_active = [k for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in self.active]
+        if kw_active:
+            raise self.located.error(call, "an active value passed by keyword to a function being "
+                                           "differentiated", "keyword argument")
+        if not active:
+            return
+        name = self.user_adjoint(fn, tuple(active), call)
+        targets = [self.unit.namer.fresh(f"d{args[i].id}_part") for i in active]
+        lhs = ast.Tuple(elts=[_name(t, ast.Store()) for t in targets], ctx=ast.Store())
+        keywords = [copy.deepcopy(k) for k in call.keywords] + [ast.keyword(arg="dout", value=dz)]
+        out.append(ast.Assign(targets=[lhs], value=_call(name, *args, keywords=keywords)))
+        for i, t in zip(active, targets):
+            self._accumulate(out, state, args[i].id, _name(t), maybe_none=True)
+
+    def expr(self, s, state):
+        call = s.value
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            return []
+        recv = call.func.value
+        if call.func.attr == "append" and isinstance(recv, ast.Name) and len(call.args) == 1:
+            out = []
+            lst = recv.id
+            g = self.gnames.get(lst)
+            v = call.args[0]
+            if lst in self.active and g is not None and state.get(g) and id(s) not in self.nograd:
+                part = self.unit.namer.fresh("dpart")
+                lhs = ast.Tuple(elts=[_name(g, ast.Store()), _name(part, ast.Store())], ctx=ast.Store())
+                out.append(ast.Assign(targets=[lhs], value=_call("pop_grad", _name(g))))
+                if isinstance(v, ast.Name) and v.id in self.active:
+                    self._accumulate(out, state, v.id, _name(part), maybe_none=True)
+            out.append(ast.Expr(value=_call(ast.Attribute(value=_name(lst), attr="pop", ctx=ast.Load()))))
+            return out
+        return []
+
+    def if_(self, s, state):
+        body_state, else_state = dict(state), dict(state)
+        body = self.block(s.body, body_state)
+        orelse = self.block(s.orelse, else_state)
+        if not body and not orelse:
+            return []
+        pre = []
+        for k in sorted(set(body_state) | set(else_state)):
+            if body_state.get(k) != else_state.get(k) and not state.get(k):
+                pre.append(_assign(k, _const(None)))
+                state[k] = UNK
+        body_state, else_state = dict(state), dict(state)
+        body = self.block(s.body, body_state)
+        orelse = self.block(s.orelse, else_state)
+        for k in set(body_state) | set(else_state):
+            a, b = body_state.get(k), else_state.get(k)
+            state[k] = a if a == b else UNK
+            if state[k] is None:
+                state.pop(k)
+        node = ast.If(test=copy.deepcopy(s.test), body=body or [ast.Pass()], orelse=orelse)
+        return pre + [node]
+
+    def loop(self, s, state):
+        info = self.loop_sites.setdefault(id(s), {})
+        info["target"] = copy.deepcopy(s.target) if isinstance(s, ast.For) else None
+        start = dict(state)
+        for _ in range(4):
+            inner = dict(start)
+            body = self.block(s.body, inner)
+            merged = dict(start)
+            for k in set(start) | set(inner):
+                if start.get(k) != inner.get(k):
+                    merged[k] = UNK
+            if merged == start:
+                break
+            start = merged
+        if not body:
+            return []
+        pre = [_assign(k, _const(None)) for k in sorted(start) if not state.get(k)]
+        state.clear()
+        state.update(start)
+        if self._range_loop(s):
+            info["scheme"] = "range"
+            rng = copy.deepcopy(s.iter)
+            node = ast.For(target=copy.deepcopy(s.target), iter=_call("reversed", rng), body=body, orelse=[])
+            return pre + [node]
+        info["scheme"] = "count"
+        count = info.get("count") or self.unit.namer.fresh("n")
+        info["count"] = count
+        body = [ast.Expr(value=_call("__target__", _const(id(s))))] + body
+        node = ast.For(target=_name("_", ast.Store()), iter=_call("range", _name(count)), body=body, orelse=[])
+        return pre + [ast.Expr(value=_call("__count__", _const(id(s)))), node]
+
+    def _range_loop(self, s):
+        if not isinstance(s, ast.For) or not isinstance(s.iter, ast.Call):
+            return False
+        if self.resolver.value(s.iter.func)[1] is not range:
+            return False
+        if any(isinstance(n, ast.Break) for n in ast.walk(s)):
+            return False
+        stored = _stored(s.body)
+        return all(isinstance(a, (ast.Constant, ast.Name)) and not (isinstance(a, ast.Name) and a.id in stored)
+                   for a in s.iter.args)
+
+    def with_(self, s, state):
+        h = self.grad_of_target(s)
+        if h is not None:
+            g = self.gnames.get(h)
+            if h not in self.active or g is None or not state.get(g):
+                return []
+            user = s.items[0].optional_vars.id if s.items[0].optional_vars is not None else None
+            body = [copy.deepcopy(b) for b in s.body]
+            if user is not None:
+                for node in body:
+                    for n in ast.walk(node):
+                        if isinstance(n, ast.Name) and n.id == user:
+                            n.id = g
+            state[g] = DEF if state[g] == DEF else UNK
+            return [comment(f"grad of: {self.located.text(s)}")] + body
+        return self.block(s.body, state)
+
+    # -- the forward pass -----------------------------------------------------------------
+    def forward(self, body, ret):
+        return [s for s in body if s is not ret]
+
+
+def finish(rev, forward, adjoint, stack):
+    """Insert saves and restores now that the adjoint's reads are known; return the
+    forward and adjoint statements."""
+    needed = set()
+    for s in adjoint:
+        needed |= _loaded(s)
+    counts = {}
+    for site in rev.sites.values():
+        counts[site.name] = counts.get(site.name, 0) + 1
+    saved = {k for k, site in rev.sites.items()
+             if (isinstance(site.node.targets[0], ast.Subscript) and (site.name in rev.active or site.name in needed))
+             or (site.name in needed and (site.in_loop or counts[site.name] > 1
+                                          or site.name in rev.params))}
+    uses_stack = [False]
+    init = set()
+
+    def fwd(stmts, depth):
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.Assign) and id(s) in saved:
+                t = s.targets[0]
+                uses_stack[0] = True
+                if isinstance(t, ast.Subscript):
+                    value = _call("copy_at", _name(t.value.id), index_expr(t.slice))
+                else:
+                    value = _name(t.id)
+                    if t.id not in rev.params:
+                        init.add(t.id)
+                out.append(ast.Expr(value=_call(ast.Attribute(value=_name(stack), attr="append",
+                                                              ctx=ast.Load()), value)))
+                out.append(s)
+            elif isinstance(s, (ast.For, ast.While)):
+                info = rev.loop_sites.get(id(s), {})
+                body = fwd(s.body, depth + 1)
+                if info.get("scheme") == "count":
+                    n = info["count"]
+                    body.insert(0, _assign(n, ast.BinOp(left=_name(n), op=ast.Add(), right=_const(1))))
+                    tgt = s.target if isinstance(s, ast.For) else None
+                    if tgt is not None and _loaded_in(adjoint, tgt):
+                        # pushed at the end of the iteration (before a lowered break), popped
+                        # first thing in the iteration's adjoint
+                        uses_stack[0] = True
+                        info["push_target"] = True
+                        at = len(body) - 1 if _is_break_check(body[-1]) else len(body)
+                        body.insert(at, ast.Expr(value=_call(ast.Attribute(value=_name(stack), attr="append",
+                                                                           ctx=ast.Load()), copy.deepcopy(tgt))))
+                    out.append(_assign(n, _const(0)))
+                    node = copy.copy(s)
+                    node.body = body
+                    out.append(node)
+                    if depth:
+                        uses_stack[0] = True
+                        info["push_count"] = True
+                        out.append(ast.Expr(value=_call(ast.Attribute(value=_name(stack), attr="append",
+                                                                      ctx=ast.Load()), _name(n))))
+                else:
+                    node = copy.copy(s)
+                    node.body = body
+                    out.append(node)
+            elif isinstance(s, ast.If):
+                node = copy.copy(s)
+                node.body = fwd(s.body, depth) or [ast.Pass()]
+                node.orelse = fwd(s.orelse, depth)
+                out.append(node)
+            elif isinstance(s, ast.With):
+                if rev.grad_of_target(s) is not None:
+                    continue
+                node = copy.copy(s)
+                node.body = fwd(s.body, depth) or [ast.Pass()]
+                out.append(node)
+            else:
+                out.append(s)
+        return out
+
+    forward = fwd(forward, 0)
+
+    class Markers(ast.NodeTransformer):
+        def visit_Expr(self, node):
+            c = node.value
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in (
+                    "__restore__", "__target__", "__count__"):
+                key = c.args[0].value
+                pop = _call(ast.Attribute(value=_name(stack), attr="pop", ctx=ast.Load()))
+                if c.func.id == "__restore__":
+                    if key not in saved:
+                        return None
+                    t = rev.sites[key].node.targets[0]
+                    if isinstance(t, ast.Subscript):
+                        target = ast.Subscript(value=_name(t.value.id), slice=index_expr(t.slice), ctx=ast.Store())
+                        return ast.Assign(targets=[target], value=pop)
+                    return _assign(t.id, pop)
+                info = rev.loop_sites[key]
+                if c.func.id == "__target__":
+                    if not info.get("push_target"):
+                        return None
+                    return ast.Assign(targets=[copy.deepcopy(info["target"])], value=pop)
+                if not info.get("push_count"):
+                    return None
+                return _assign(info["count"], pop)
+            return node
+    adjoint = [Markers().visit(s) for s in adjoint]
+    adjoint = [s for s in adjoint if s is not None]
+    adjoint = [ast.fix_missing_locations(s) for s in adjoint]
+    prelude = [_assign(n, _const(None)) for n in sorted(init)]
+    if uses_stack[0]:
+        prelude.append(_assign(stack, ast.List(elts=[], ctx=ast.Load())))
+    return prelude + forward, adjoint
+
+
+def _is_break_check(s):
+    return isinstance(s, ast.If) and len(s.body) == 1 and isinstance(s.body[0], ast.Break)
+
+
+def _loaded_in(stmts, target):
+    names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    for s in stmts:
+        if _loaded(s) & names:
+            return True
+    return False
+

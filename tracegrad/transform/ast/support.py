@@ -1,0 +1,246 @@
+"""What generated adjoint and tangent code calls at run time.
+
+Gradients start out as ``None`` (no gradient yet: a zero that has no shape); the
+helpers here accept it wherever an unknown-state gradient can reach them. Container
+values (lists and tuples of arrays) have :class:`GradList` gradients, whose ``+`` is
+elementwise, so that generated code can accumulate every gradient with ``+``.
+
+Calls the AST path cannot write out as a rule's own expression (NumPy functions with
+options, tracegrad functions, Tensor and ndarray methods, attributes such as ``x.T``)
+are differentiated by :func:`call_vjp` / :func:`call_jvp`, which trace the one call onto
+a tape (the tape path's machinery, cached per function and signature).
+"""
+import operator
+
+from ..api import _mark, _push, _regroup, _with_phase
+from ..staged import Staged
+from ..sweeps import reverse
+from ..tape import Var
+from ..tracer import split_index
+from ..tracing import active_tape
+from ..tree import flatten, unflatten
+from ...rules import TABLE
+
+__all__ = ["GradList", "add", "part", "add_at", "take_at", "zero_at", "copy_at", "pop_grad",
+           "push_grad", "call_vjp", "call_jvp", "method", "attribute", "zero_tangent"]
+
+_index_put = TABLE["index_put"]
+_sum_to = TABLE["sum_to"]
+_zeros_like = TABLE["zeros_like"]
+
+
+class GradList(list):
+    """The gradient of a list or tuple: one gradient (or None) per element; ``+`` adds
+    elementwise and treats None as zero."""
+
+    def __add__(self, other):
+        if other is None or other == 0:
+            return self
+        return GradList(add(a, b) for a, b in zip(self, other))
+
+    __radd__ = __add__
+
+
+def add(a, b):
+    """``a + b`` where either may be None (no gradient)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def part(g, k):
+    """Element ``k`` of a container's gradient (None where there is none)."""
+    if g is None or isinstance(g, (int, float)) and g == 0:
+        return None
+    return g[k]
+
+
+def _structure(x, index):
+    structure, arrays = split_index(x, index)
+    return structure, arrays
+
+
+def add_at(dx, x, index, g):
+    """``dx`` with ``g`` (the gradient of ``x[index]``) added at ``index``; repeated
+    indices accumulate."""
+    if g is None:
+        return dx
+    if isinstance(x, (list, tuple)):
+        out = GradList(dx) if dx is not None else GradList([None] * len(x))
+        if isinstance(index, slice):
+            for k, gk in zip(range(*index.indices(len(x))), g):
+                out[k] = add(out[k], gk)
+        else:
+            out[index] = add(out[index], g)
+        return out
+    base = _zeros_like(x) if dx is None else dx
+    structure, arrays = _structure(x, index)
+    return _index_put(base, g, *arrays, index=structure, accumulate=True)
+
+
+def take_at(dx, index, like):
+    """The gradient of the value written by ``x[index] = v``: ``dx[index]`` summed down to
+    the shape of ``v`` (None when ``dx`` is)."""
+    if dx is None:
+        return None
+    if isinstance(dx, GradList):
+        return dx[index]
+    g = dx[index]
+    shape = getattr(like, "shape", ())
+    return g if g.shape == tuple(shape) else _sum_to(g, shape=tuple(shape))
+
+
+def zero_at(dx, index):
+    """``dx`` with zeros at ``index`` (the old value there was overwritten)."""
+    if dx is None:
+        return None
+    out = GradList(dx) if isinstance(dx, GradList) else dx.copy()
+    if isinstance(out, GradList):
+        out[index] = None
+    else:
+        out[index] = 0
+    return out
+
+
+def copy_at(x, index):
+    """The value ``x[index]`` holds before it is overwritten (a copy, for arrays)."""
+    old = x[index]
+    return old.copy() if hasattr(old, "copy") and not isinstance(x, (list, tuple)) else old
+
+
+def pop_grad(dlst):
+    """``(rest, last)``: the gradient of ``lst.append(v)`` splits into the list's and v's."""
+    if dlst is None or not dlst:
+        return dlst, None
+    rest = GradList(dlst[:-1])
+    return rest, dlst[-1]
+
+
+def push_grad(dlst, g, n):
+    """The gradient of ``v = lst.pop()`` put back in the list's gradient (``n`` elements
+    before the pop)."""
+    out = GradList(dlst) if dlst is not None else GradList([None] * (n - 1))
+    out.append(g)
+    return out
+
+
+def method(name):
+    """The function ``lambda self, *a, **k: self.<name>(*a, **k)`` (one per name, so that
+    its staged derivatives are cached)."""
+    fn = _METHODS.get(name)
+    if fn is None:
+        def fn(self, *args, **kwargs):
+            return getattr(self, name)(*args, **kwargs)
+        fn.__name__ = fn.__qualname__ = name
+        fn = _METHODS[name] = fn
+    return fn
+
+
+def attribute(name):
+    """The function reading attribute ``name`` (``x.T``), one per name."""
+    fn = _ATTRS.get(name)
+    if fn is None:
+        fn = _ATTRS[name] = operator.attrgetter(name)
+    return fn
+
+
+_METHODS, _ATTRS = {}, {}
+
+
+def _float_leaf(x):
+    value = x.value if isinstance(x, Var) else None
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", "") in "fc"
+
+
+def _diff_positions(args):
+    return [n for n, a in enumerate(args)
+            if flatten(a)[0] and all(_float_leaf(x) for x in flatten(a)[0])]
+
+
+def _pullback_builder(fn):
+    def build(targs, tkwargs, kinds):
+        tape = active_tape()
+        g, args = targs[0], targs[1:]
+        nums = _diff_positions(args)
+        marked, wrt = _mark(tape, args, nums, "vjp")
+        start = len(tape.eqns)
+        ids = [v.id for v in wrt]
+        out = fn(*marked, **tkwargs)
+        wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
+        outs, _ = flatten(out)
+        gs = flatten(g)[0]
+        keep = [(o, c) for o, c in zip(outs, gs) if isinstance(o, Var) and c is not None]
+        cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,
+                          [o for o, _ in keep], [c for _, c in keep])
+        grads = _regroup(cts, args, nums, False) if nums else ()
+        it = iter(grads)
+        result = tuple(next(it) if n in nums else None for n in range(len(args)))
+        return result, _kinds(result, kinds)
+    return build
+
+
+def _kinds(result, kinds):
+    if kinds is None:
+        return None
+    first = next((k for k in flatten(kinds)[0] if k == "tensor"), "array")
+    leaves, spec = flatten(result)
+    return unflatten(spec, [first if isinstance(v, Var) else None for v in leaves])
+
+
+_PULLBACKS, _PUSHES = {}, {}
+
+
+def _staged(cache, fn, builder, suffix):
+    staged = cache.get(fn)
+    if staged is None:
+        name = getattr(fn, "__name__", "f")
+        staged = cache[fn] = Staged(fn, builder(fn), f"{name}_{suffix}".replace("<", "").replace(">", ""))
+    return staged
+
+
+def call_vjp(g, fn, *args, **kwargs):
+    """One gradient per positional argument of ``fn(*args, **kwargs)`` for output
+    gradient ``g`` (None for arguments that take none)."""
+    if g is None:
+        return (None,) * len(args)
+    if isinstance(g, GradList):
+        g = [None if c is None else c for c in g]
+    return _staged(_PULLBACKS, fn, _pullback_builder, "vjp")(g, *args, **kwargs)
+
+
+def _push_builder(fn):
+    def build(targs, tkwargs, kinds):
+        tangents, args = targs[0], targs[1:]
+        nums = [n for n, t in enumerate(tangents) if t is not None]
+        tape = active_tape()
+        sub = [args[n] for n in nums]
+
+        def partial(*diff):
+            full = list(args)
+            for n, d in zip(nums, diff):
+                full[n] = d
+            return fn(*full, **tkwargs)
+        out, tout = _push(partial, tuple(sub) + tuple(tangents[n] for n in nums)) if nums else \
+            (fn(*args, **tkwargs), None)
+        del tape
+        result = (out, tout)
+        return result, _kinds(result, kinds)
+    return build
+
+
+def call_jvp(tangents, fn, *args, **kwargs):
+    """``(fn(*args, **kwargs), its tangent)`` for one tangent (or None) per positional
+    argument."""
+    return _staged(_PUSHES, fn, _push_builder, "jvp")(tuple(tangents), *args, **kwargs)
+
+
+def zero_tangent(x):
+    """The tangent of a value that does not depend on the inputs: zeros like it (None
+    for values that are not floating point, which take no tangent)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return 0.0 if isinstance(x, float) else None
+    return _zeros_like(x) if getattr(dtype, "kind", "f") in "fc" else None

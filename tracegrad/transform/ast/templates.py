@@ -1,0 +1,68 @@
+"""A rule's derivative as an expression of the user's variables.
+
+A vjp or jvp in the rule table whose body is one ``return`` expression is a template:
+its parameters are replaced by the adjoint's names (``g`` by ``dh``, ``out`` by ``h``,
+``x`` by the operand), so ``tanh``'s rule ``g * (1 - out * out)`` is written into the
+adjoint as ``dh * (1 - h * h)``. The other names it uses (``unbroadcast``, ``cos``,
+constants) are bound as globals of the generated code. Rules with more than one
+statement are called by name instead (``dw = matmul_vjp_y(dt, t, x, w)``).
+"""
+import ast
+import copy
+import inspect
+import textwrap
+
+__all__ = ["Template", "template"]
+
+_CACHE = {}
+
+
+class Template:
+    """The parsed rule ``fn``: its parameter names and, when it is one expression, that
+    expression."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        sig = inspect.signature(fn)
+        self.params = list(sig.parameters)
+        self.defaults = {k: p.default for k, p in sig.parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+        self.expr = None
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            return
+        body = [s for s in tree.body[0].body
+                if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+            self.expr = body[0].value
+
+    def instantiate(self, subs, bind, same_shape=False):
+        """The expression with parameters replaced by ``subs`` (name -> AST) and other
+        names by ``bind(name, object)``; ``same_shape``: the gradient already has the
+        operand's shape, so ``unbroadcast(e, x)`` / ``expand_to(e, out)`` is just ``e``."""
+        expr = copy.deepcopy(self.expr)
+        glob = self.fn.__globals__
+
+        class Sub(ast.NodeTransformer):
+            def visit_Name(self, node):
+                if node.id in subs:
+                    return copy.deepcopy(subs[node.id])
+                if node.id in glob:
+                    return ast.Name(id=bind(glob[node.id], node.id), ctx=ast.Load())
+                return node
+
+            def visit_Call(self, node):
+                if same_shape and isinstance(node.func, ast.Name) and \
+                        node.func.id in ("unbroadcast", "expand_to") and len(node.args) == 2:
+                    return self.visit(node.args[0])
+                self.generic_visit(node)
+                return node
+        return Sub().visit(expr)
+
+
+def template(fn):
+    t = _CACHE.get(fn)
+    if t is None:
+        t = _CACHE[fn] = Template(fn)
+    return t
