@@ -1,11 +1,13 @@
-"""Staged (tape) differentiation, as ratios against hand-written NumPy (and HIPS autograd
-when installed).
+"""Staged differentiation (tape and AST modes), as ratios against hand-written NumPy (and
+HIPS autograd when installed).
 
   chain:   grad of 200 steps of ``y = np.tanh(y * 1.01 + 0.1)`` on 16 float32 values,
-           traced once, then replayed from the cache (warm) -- the compiled code against
-           the same forward and backward written by hand;
+           staged once, then run from the cache (warm) -- the tape's compiled code and
+           the AST path's generated adjoint against the same forward and backward
+           written by hand;
   staging: tracing, differentiating, optimising and compiling that function once (a new
-           ``grad`` object each time, so nothing is cached);
+           ``grad`` object each time, so nothing is cached); and the AST transformation
+           of a 50-line function with loops and branches (cache cleared each time);
   memory:  peak memory (tracemalloc) of the gradient of a 100-layer tanh MLP
            (width 256, batch 64, float64) against the hand-written backward.
 
@@ -13,12 +15,14 @@ Run: ``python benchmarks/staged.py`` (``--quick`` for fewer repeats).
 """
 import argparse
 import importlib.util
+import inspect
 import time
 import tracemalloc
 
 import numpy as np
 
 import tracegrad as tg
+from tracegrad.transform.ast import clear_cache
 
 from chain import STEPS, WIDTH, best_times, chain_autograd, chain_numpy
 
@@ -35,11 +39,14 @@ def chain(y):
 
 def bench_chain(repeats):
     x0 = np.linspace(-1, 1, WIDTH).astype(np.float32)
-    g = tg.grad(chain)
-    fns = {"numpy (hand-written)": chain_numpy(x0), "tracegrad grad (tape)": lambda: g(x0)}
+    g = tg.grad(chain, mode="tape")
+    a = tg.grad(chain, mode="ast")
+    fns = {"numpy (hand-written)": chain_numpy(x0), "tracegrad grad (tape)": lambda: g(x0),
+           "tracegrad grad (ast)": lambda: a(x0)}
     if importlib.util.find_spec("autograd"):
         fns["autograd (HIPS)"] = chain_autograd(x0)
     np.testing.assert_allclose(g(x0), chain_numpy(x0)(), rtol=1e-5)
+    np.testing.assert_allclose(a(x0), chain_numpy(x0)(), rtol=1e-5)
     times = best_times(fns, repeats, 20)
     base = times["numpy (hand-written)"]
     print(f"chain: grad of tanh(y*1.01+0.1), {WIDTH} float32, {STEPS} steps, warm cache")
@@ -47,19 +54,82 @@ def bench_chain(repeats):
         ratio = "" if t is base else f"{t / base:8.2f}x numpy"
         print(f"  {name:24s} {t * 1e6:9.1f} us/call{ratio}")
     if "autograd (HIPS)" in times:
-        print(f"  tracegrad is {times['autograd (HIPS)'] / times['tracegrad grad (tape)']:.1f}x "
-              "faster than HIPS autograd")
+        for mode in ("tape", "ast"):
+            print(f"  tracegrad ({mode}) is {times['autograd (HIPS)'] / times[f'tracegrad grad ({mode})']:.1f}x "
+                  "faster than HIPS autograd")
 
 
 def bench_staging(repeats):
     x0 = np.linspace(-1, 1, WIDTH).astype(np.float32)
-    tg.grad(chain)(x0)  # imports and one-time set-up out of the way
+    tg.grad(chain, mode="tape")(x0)  # imports and one-time set-up out of the way
     best = float("inf")
     for _ in range(max(repeats, 3)):
         start = time.perf_counter()
-        tg.grad(chain)(x0)  # a new grad object: trace, sweep, optimise, compile
+        tg.grad(chain, mode="tape")(x0)  # a new grad object: trace, sweep, optimise, compile
         best = min(best, time.perf_counter() - start)
     print(f"staging: trace + differentiate + optimise + compile the chain once: {best * 1e3:.1f} ms")
+    args = (np.linspace(-1, 1, 8), np.linspace(0.5, 1.5, 8))
+    expected = tg.grad(fifty_lines, argnums=(0, 1), mode="tape")(*args)
+    best = float("inf")
+    for _ in range(max(repeats, 3)):
+        clear_cache()
+        start = time.perf_counter()
+        got = tg.grad(fifty_lines, argnums=(0, 1), mode="ast")(*args)  # transform + first call
+        best = min(best, time.perf_counter() - start)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-10)
+    lines = len(inspect.getsource(fifty_lines).splitlines())
+    print(f"staging: AST transformation of a {lines}-line function with loops and branches: "
+          f"{best * 1e3:.1f} ms")
+
+
+def fifty_lines(x, w):
+    """Loops, branches, a while loop, subscripts, early exits: what a transformation walks."""
+    total = 0.0
+    h = x * w
+    for i in range(3):
+        h = np.tanh(h * 0.9 + 0.1)
+        if np.sum(h) > 0:
+            h = h * w
+        else:
+            h = h - w * 0.5
+        total = total + np.sum(h * h)
+    k = 0
+    while k < 4:
+        k = k + 1
+        total = total + np.mean(np.sin(x * k))
+        if k == 3:
+            break
+    buf = np.zeros_like(x)
+    for j in range(len(x)):
+        if j % 2 == 0:
+            continue
+        buf[j] = x[j] * w[j]
+    total = total + np.sum(buf)
+    for a, b in zip(x, w):
+        total = total + a * b
+    scale = 1.0
+    for t, v in enumerate(w):
+        scale = scale * 1.01
+        total = total + np.exp(-v * v) * scale
+    y = x.copy()
+    y[0] = y[0] * 2.0
+    y[-1] += w[0]
+    m = np.maximum(y, 0.0)
+    total = total + np.sum(m * m)
+    p, q = np.sum(x), np.sum(w)
+    p, q = q, p
+    total = total + p * q
+    s = 0.0
+    for r in range(2):
+        s = s + np.sum(np.cos(x + r))
+    if s > 100.0:
+        return total
+    u = np.log1p(w * w)
+    v = np.sqrt(x * x + 1.0)
+    total = total + np.sum(u * v) + s
+    z = np.tanh(total)
+    return z * 3.0
 
 
 # -- memory ------------------------------------------------------------------------------------
@@ -100,14 +170,15 @@ def bench_memory():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, HIDDEN))
     weights = [rng.standard_normal((HIDDEN, HIDDEN)) / np.sqrt(HIDDEN) for _ in range(LAYERS)]
-    g = tg.grad(mlp_loss, argnums=1)
     hand_peak, hand = peak_memory(lambda: mlp_by_hand(x, weights))
-    tape_peak, tape = peak_memory(lambda: g(x, weights))
-    for a, b in zip(hand, tape):
-        np.testing.assert_allclose(b, a, rtol=1e-8, atol=1e-10)
     print(f"memory: gradient of a {LAYERS}-layer tanh MLP ({HIDDEN} wide, batch {BATCH}, float64)")
     print(f"  numpy (hand-written)   {hand_peak / 2**20:8.1f} MiB peak")
-    print(f"  tracegrad grad (tape)  {tape_peak / 2**20:8.1f} MiB peak   {tape_peak / hand_peak:.2f}x numpy")
+    for mode in ("tape", "ast"):
+        g = tg.grad(mlp_loss, argnums=1, mode=mode)
+        peak, got = peak_memory(lambda: g(x, weights))
+        for a, b in zip(hand, got):
+            np.testing.assert_allclose(b, a, rtol=1e-8, atol=1e-10)
+        print(f"  tracegrad grad ({mode}) {peak / 2**20:8.1f} MiB peak   {peak / hand_peak:.2f}x numpy")
 
 
 def main():

@@ -1,7 +1,8 @@
-"""``python -m tracegrad``: the guided tour of tracegrad on built-in examples."""
+"""``python -m tracegrad``: the guided tour of tracegrad on built-in examples, and
+``python -m tracegrad show FILE.py:FUNC`` to print the gradient code of your own function."""
 import argparse
 
-from . import tour
+from . import show, tour
 
 
 def main(argv=None):
@@ -14,7 +15,10 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command")
     # SUPPRESS: the subcommand's --section adds to, and does not reset, one given before it
     add_section_option(sub.add_parser("tour", help="run the guided tour (the default)"), argparse.SUPPRESS)
+    show_parser = show.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "show":
+        return show.run(args, show_parser)
     if args.command in (None, "tour"):
         sections = getattr(args, "section", None)
         if sections and any(not 1 <= s <= len(tour.SECTIONS) for s in sections):

@@ -7,6 +7,8 @@ import io
 import linecache
 import textwrap
 
+import numpy as np
+
 SECTIONS = []
 
 
@@ -232,16 +234,55 @@ section("Tracing plain NumPy onto a tape", """
         return np.sum(h @ w)
     x, w = np.linspace(-1, 1, 4), np.ones((4, 3))
     print(torch.trace(f)(x, w))
-    df = torch.grad(f)
+    df = torch.grad(f, mode="tape")
     df(x, w)
     print(df.source)
     def g(x):
         if x.sum() > 0:
             return (x ** 2).sum()
         return -x.max()
-    dg = torch.grad(g)
+    dg = torch.grad(g, mode="tape")
     dg(x + 1), dg(x - 1)
     torch.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    """)
+
+# The AST section's functions are defs in this file because the source transformation
+# reads their source: energy is the example, settle a loop (its adjoint replays the
+# iterations from a stack), squares a list comprehension (beyond the transformation, so
+# mode="auto" traces it).
+def energy(x, w):
+    h = np.tanh(x @ w)
+    return np.sum(h * h)
+
+
+def settle(y):
+    for _ in range(3):
+        y = np.tanh(y * 1.01 + 0.1)
+    return np.sum(y)
+
+
+def squares(x):
+    return sum([v ** 2 for v in x])
+
+
+section("Reading the adjoint: source transformation (AST mode)", """
+    mode="ast" reads a function's source (a def in a file, here tracegrad/tour.py) and
+    rewrites it into its adjoint: the forward lines, then each statement's gradient in
+    reverse under a "# grad of:" comment, keeping your names. A loop's adjoint runs
+    backwards, popping what the forward pass pushed on a stack. mode="auto", the default,
+    tries this first and falls back to the tape for what it cannot read.""", """
+    import inspect
+    from tracegrad.tour import energy, settle, squares
+    print(inspect.getsource(energy))
+    de = torch.grad(energy, argnums=1, mode="ast")
+    print(de.source)
+    x, w = np.array([0.5, -1.0, 2.0]), np.linspace(-1, 1, 6).reshape(3, 2)
+    de(x, w)
+    np.allclose(de(x, w), torch.grad(energy, argnums=1, mode="tape")(x, w))
+    print(torch.grad(settle, mode="ast").source)
+    dsq = torch.grad(squares)
+    dsq.mode, dsq.fallback_reason.construct
+    dsq(x)
     """)
 
 section("One rule table behind it all", """

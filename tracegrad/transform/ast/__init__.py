@@ -8,8 +8,8 @@ One module per pass: :mod:`.source` (getting and parsing the source), :mod:`.res
 caching) and :mod:`.front` (the callable ``grad(f, mode="ast")`` returns). What the
 generated code calls at run time is in :mod:`.support`.
 """
-from .driver import grad_of
+from .driver import clear_cache, grad_of
 from .front import AstFunction
 from .source import TransformError
 
-__all__ = ["AstFunction", "TransformError", "grad_of"]
+__all__ = ["AstFunction", "TransformError", "grad_of", "clear_cache"]

@@ -16,7 +16,7 @@ from .resolve import Direct, Resolver
 from .reverse import HELPERS, Reverse, comment, finish
 from .source import function_tree
 
-__all__ = ["Unit", "adjoint", "Generated", "prepare"]
+__all__ = ["Unit", "adjoint", "Generated", "prepare", "clear_cache", "grad_of"]
 
 _lock = threading.RLock()
 _CACHE = weakref.WeakKeyDictionary()   # user function -> {key: Generated}
@@ -132,6 +132,12 @@ def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=Fals
         if key in per:
             return per[key]
         return _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key)
+
+
+def clear_cache():
+    """Forget every generated function (the next use transforms again)."""
+    with _lock:
+        _CACHE.clear()
 
 
 _PENDING = {}   # (fn, key) -> [(env, name)] waiting for an adjoint still being built

@@ -383,9 +383,10 @@ class Reverse:
             if body_state.get(k) != else_state.get(k) and not state.get(k):
                 pre.append(_assign(k, _const(None)))
                 state[k] = UNK
-        body_state, else_state = dict(state), dict(state)
-        body = self.block(s.body, body_state)
-        orelse = self.block(s.orelse, else_state)
+        if pre:  # again, from the materialised state
+            body_state, else_state = dict(state), dict(state)
+            body = self.block(s.body, body_state)
+            orelse = self.block(s.orelse, else_state)
         for k in set(body_state) | set(else_state):
             a, b = body_state.get(k), else_state.get(k)
             state[k] = a if a == b else UNK
@@ -496,7 +497,7 @@ def finish(rev, forward, adjoint, stack):
                     n = info["count"]
                     body.insert(0, _assign(n, ast.BinOp(left=_name(n), op=ast.Add(), right=_const(1))))
                     tgt = s.target if isinstance(s, ast.For) else None
-                    if tgt is not None and _loaded_in(adjoint, tgt):
+                    if tgt is not None and _names_of(tgt) & needed:
                         # pushed at the end of the iteration (before a lowered break), popped
                         # first thing in the iteration's adjoint
                         uses_stack[0] = True
@@ -534,32 +535,37 @@ def finish(rev, forward, adjoint, stack):
 
     forward = fwd(forward, 0)
 
-    class Markers(ast.NodeTransformer):
-        def visit_Expr(self, node):
-            c = node.value
-            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in (
-                    "__restore__", "__target__", "__count__"):
-                key = c.args[0].value
-                pop = _call(ast.Attribute(value=_name(stack), attr="pop", ctx=ast.Load()))
-                if c.func.id == "__restore__":
-                    if key not in saved:
-                        return None
-                    t = rev.sites[key].node.targets[0]
-                    if isinstance(t, ast.Subscript):
-                        target = ast.Subscript(value=_name(t.value.id), slice=index_expr(t.slice), ctx=ast.Store())
-                        return ast.Assign(targets=[target], value=pop)
-                    return _assign(t.id, pop)
-                info = rev.loop_sites[key]
-                if c.func.id == "__target__":
-                    if not info.get("push_target"):
-                        return None
-                    return ast.Assign(targets=[copy.deepcopy(info["target"])], value=pop)
-                if not info.get("push_count"):
-                    return None
-                return _assign(info["count"], pop)
-            return node
-    adjoint = [Markers().visit(s) for s in adjoint]
-    adjoint = [s for s in adjoint if s is not None]
+    def marker(kind, key):
+        """The statement a restore marker stands for (None: nothing was saved)."""
+        pop = _call(ast.Attribute(value=_name(stack), attr="pop", ctx=ast.Load()))
+        if kind == "__restore__":
+            if key not in saved:
+                return None
+            t = rev.sites[key].node.targets[0]
+            if isinstance(t, ast.Subscript):
+                target = ast.Subscript(value=_name(t.value.id), slice=copy.deepcopy(t.slice), ctx=ast.Store())
+                return ast.Assign(targets=[target], value=pop)
+            return _assign(t.id, pop)
+        info = rev.loop_sites[key]
+        if kind == "__target__":
+            return ast.Assign(targets=[copy.deepcopy(info["target"])], value=pop) \
+                if info.get("push_target") else None
+        return _assign(info["count"], pop) if info.get("push_count") else None
+
+    def replace_markers(stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+                    isinstance(s.value.func, ast.Name) and s.value.func.id in ("__restore__", "__target__", "__count__"):
+                s = marker(s.value.func.id, s.value.args[0].value)
+            elif isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
+                s.body = replace_markers(s.body) or [ast.Pass()]
+                if getattr(s, "orelse", None):
+                    s.orelse = replace_markers(s.orelse)
+            if s is not None:
+                out.append(s)
+        return out
+    adjoint = replace_markers(adjoint)
     adjoint = [ast.fix_missing_locations(s) for s in adjoint]
     prelude = [_assign(n, _const(None)) for n in sorted(init)]
     if uses_stack[0]:
@@ -571,10 +577,6 @@ def _is_break_check(s):
     return isinstance(s, ast.If) and len(s.body) == 1 and isinstance(s.body[0], ast.Break)
 
 
-def _loaded_in(stmts, target):
-    names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    for s in stmts:
-        if _loaded(s) & names:
-            return True
-    return False
+def _names_of(target):
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
