@@ -93,6 +93,8 @@ def fixed(*args):
 
 
 MATH = "math.* needs real floats; the tape passes traced values"
+BUFFER = "the tape cannot assign a traced value into a constant NumPy buffer (np.zeros)"
+NOGRAD = "the tape ignores tracegrad.no_grad() around traced NumPy code (gives the full gradient)"
 
 # -- operators ------------------------------------------------------------------------------
 
@@ -289,10 +291,21 @@ def kwargs_default_arrays(x):
 
 @case("kwargs_keyword_numpy", normal((3, 4)))
 def kwargs_keyword_numpy(x):
-    return np.sum(np.mean(x ** 2, axis=1, keepdims=True) * np.sum(a=x, axis=0))
+    return np.sum(np.mean(x ** 2, axis=1, keepdims=True) * np.sum(x, axis=0, keepdims=False))
 
 
-@case("default_param_of_f", normal(4), no_tape="tape passes the default as given")
+KWARG_BUG = "AST drops the gradient of an array passed to a NumPy function by keyword (np.sum(a=x))"
+
+
+@case("kwargs_array_by_keyword", normal((3, 4)), xfail={"fd": KWARG_BUG, "tape": KWARG_BUG})
+def kwargs_array_by_keyword(x):
+    return np.sum(np.sum(a=x * x, axis=0) * C34[0])
+
+
+DEFAULT_BUG = "AST passes the output seed positionally: it lands in f's first defaulted parameter"
+
+
+@case("default_param_of_f", normal(4), xfail={"fd": DEFAULT_BUG, "tape": DEFAULT_BUG})
 def default_param_of_f(x, power=3, scale=0.5):
     return np.sum(scale * x ** power)
 
@@ -308,7 +321,7 @@ def _middle(x, y):
 
 
 @case("helper_two_levels", normal(4, 4), argnums=(0, 1),
-      tg=lambda x, y: (tg.sin(x) * x + tg.sin(y) * y * 2.0).sum())
+      tg=lambda x, y: 0.5 * ((tg.sin(x) * x + tg.sin(y) * y * 2.0) ** 2).sum() + (tg.sin(x * y) * x * y).sum())
 def helper_two_levels(x, y):
     return np.sum(_middle(x, y) ** 2) * 0.5 + np.sum(_inner(x * y))
 
@@ -660,7 +673,7 @@ def index_fancy_list_2d(x):
 
 # -- subscript writes -----------------------------------------------------------------------
 
-@case("setitem_ints", normal(3))
+@case("setitem_ints", normal(3), no_tape=BUFFER)
 def setitem_ints(x):
     y = np.zeros(4)
     y[0] = x[1] * 2.0
@@ -678,7 +691,7 @@ def setitem_augmented(x):
     return np.sum(y ** 2)
 
 
-@case("setitem_buffer_loop", normal(5))
+@case("setitem_buffer_loop", normal(5), no_tape=BUFFER)
 def setitem_buffer_loop(x):
     buf = np.zeros(len(x))
     for i in range(len(x)):
@@ -760,14 +773,14 @@ def append_concatenate_if(x):
 
 # -- no_grad, stop_gradient -------------------------------------------------------------------
 
-@case("nograd_scale", normal(4), frozen=lambda x0: lambda x: np.sum(x0 ** 2) * np.sum(np.sin(x)))
+@case("nograd_scale", normal(4), xfail={"tape": NOGRAD}, frozen=lambda x0: lambda x: np.sum(x0 ** 2) * np.sum(np.sin(x)))
 def nograd_scale(x):
     with tracegrad.no_grad():
         s = np.sum(x ** 2)
     return s * np.sum(np.sin(x))
 
 
-@case("nograd_normalize", normal(5),
+@case("nograd_normalize", normal(5), xfail={"tape": NOGRAD},
       frozen=lambda x0: lambda x: np.sum(((x - np.mean(x0)) / np.std(x0)) ** 3))
 def nograd_normalize(x):
     with tracegrad.no_grad():
@@ -785,7 +798,7 @@ def _nograd_loop_frozen(x0):
     return f
 
 
-@case("nograd_in_loop", normal(3), frozen=_nograd_loop_frozen)
+@case("nograd_in_loop", normal(3), xfail={"tape": NOGRAD}, frozen=_nograd_loop_frozen)
 def nograd_in_loop(x):
     s = 0.0
     for i in range(3):
@@ -893,7 +906,7 @@ def f32_mlp(x):
 
 @case("f32_loop_setitem", normal(4, dtype=np.float32))
 def f32_loop_setitem(x):
-    y = np.zeros(4, dtype=np.float32)
+    y = np.zeros_like(x)
     for i in range(4):
         y[i] = x[i] * x[(i + 1) % 4]
     return np.sum(np.sin(y))
@@ -920,7 +933,7 @@ def mix_attention(q, k):
     return np.sum(weights @ k)
 
 
-@case("mix_loop_branch_setitem", lambda rng: (rng.uniform(0.2, 1.0, 6) * np.array([1, -1, 1, 1, -1, 1.0]),))
+@case("mix_loop_branch_setitem", lambda rng: (rng.uniform(0.2, 1.0, 6) * np.array([1, -1, 1, 1, -1, 1.0]),), no_tape=BUFFER)
 def mix_loop_branch_setitem(x):
     buf = np.zeros(6)
     acc = 0.0
@@ -945,7 +958,7 @@ def mix_newton_sqrt(a):
     return y
 
 
-@case("mix_nograd_helper_while", normal(3, scale=2.0),
+@case("mix_nograd_helper_while", normal(3, scale=2.0), xfail={"tape": NOGRAD},
       frozen=lambda x0: lambda x: np.sum(_halve_to_unit(x) * np.max(np.abs(x0))))
 def mix_nograd_helper_while(x):
     with tracegrad.no_grad():
@@ -962,7 +975,7 @@ def _halve_to_unit(x):
     return y
 
 
-@case("mix_rnn_early_exit", normal((6, 3), scale=0.4), argnums=(0, 1))
+@case("mix_rnn_early_exit", normal((3, 3), (6, 3), scale=0.4), argnums=(0, 1))
 def mix_rnn_early_exit(w, xs):
     h = np.zeros(3)
     for t, x in enumerate(xs):
@@ -1095,10 +1108,11 @@ def test_agrees_with_eager_twin(c):
     """The AST gradient of the NumPy code equals eager ``.backward()`` on the tg twin."""
     args = [_as64(a) for a in _args(c)]
     ast = as_tuple(ast_grad(c)(*args), c)
-    leaves = [_tensor(a, requires_grad=i in c.nums) if not isinstance(a, int) else a
+    nums = [n % len(args) for n in c.nums]
+    leaves = [_tensor(a, requires_grad=i in nums) if not isinstance(a, int) else a
               for i, a in enumerate(args)]
     c.tg(*leaves).backward()
-    for a, n in zip(ast, c.nums):
+    for a, n in zip(ast, nums):
         np.testing.assert_allclose(a, leaves[n].grad.numpy(), rtol=1e-10, atol=1e-12)
 
 

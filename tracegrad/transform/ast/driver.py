@@ -93,9 +93,16 @@ def prepare(fn):
     node, located = function_tree(fn)
     args = node.args
     if args.vararg or args.kwarg or args.kwonlyargs:
-        raise located.error(node, "a function with *args, **kwargs or keyword-only parameters",
+        raise located.error(node, "the AST transformation cannot handle a signature with *args, **kwargs or keyword-only parameters",
                             "signature")
     params = [a.arg for a in args.posonlyargs + args.args]
+    for n in ast.walk(node):
+        if isinstance(n, ast.NamedExpr):
+            raise located.error(n, "the AST transformation cannot handle an assignment expression (:=)",
+                                "assignment expression (:=)")
+        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) or (isinstance(n, ast.FunctionDef) and n is not node):
+            what = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await"}.get(type(n), "nested def")
+            raise located.error(n, f"the AST transformation cannot handle a {what}", what)
     used = _names(node)
     env = dict(fn.__globals__)
     code = fn.__code__
@@ -127,6 +134,8 @@ def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=Fals
     """The :class:`Generated` adjoint of ``fn`` with respect to parameters ``positions``
     (returning one gradient if ``single``, else a tuple)."""
     key = ("vjp", positions, single, has_aux, with_value, internal)
+    if getattr(fn, "__code__", None) is None:
+        function_tree(fn)  # raises the TransformError that says why
     with _lock:
         per = _CACHE.setdefault(fn, {})
         if key in per:
@@ -146,6 +155,7 @@ _PENDING = {}   # (fn, key) -> [(env, name)] waiting for an adjoint still being 
 def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key):
     from ...runtime.grad_mode import no_grad
     node, located, unit, resolver, params, body = prepare(fn)
+    positions = tuple(p % len(params) if params and p < 0 else p for p in positions)
     if max(positions, default=-1) >= len(params):
         raise ValueError(f"argnums {positions} out of range for {fn.__qualname__} with "
                          f"{len(params)} parameter(s)")

@@ -33,9 +33,10 @@ class AstFunction:
     def generated(self, nargs=None):
         """The :class:`~.driver.Generated` adjoint (transformed on first use)."""
         if self._gen is None:
-            nargs = nargs if nargs is not None else _nparams(self.f)
+            checked = nargs is not None
+            nargs = nargs if checked else _nparams(self.f)
             positions = tuple(n % nargs if nargs else n for n in self.argnums)
-            for n in self.argnums:
+            for n in self.argnums if checked else ():
                 if not -nargs <= n < nargs:
                     raise ValueError(f"argnums {self.argnums if not self.single else self.argnums[0]!r} "
                                      f"out of range for {getattr(self.f, '__name__', 'f')} called with "
