@@ -152,8 +152,6 @@ def test_transform_error_exits_1_with_a_hint_to_trace(model, capsys):
     assert status == 0 and function_def(out).name == "dsquares_dx"
 
 
-@pytest.mark.xfail(strict=True, reason="grad(f(*xs), mode='ast').source raises ValueError "
-                   "'argnums 0 out of range' instead of TransformError (also .mode in auto mode)")
 def test_star_args_are_a_transform_error(model, capsys):
     status, _, err = run_show(capsys, f"{model}:starred")
     assert status == 1

@@ -22,10 +22,13 @@ def add_parser(subparsers):
     """Add the ``show`` subcommand to ``subparsers`` (``python -m tracegrad``'s) and return it."""
     p = subparsers.add_parser(
         "show", help="print the generated gradient code of one of your functions",
-        description="Print the gradient source tracegrad generates for FUNC, a module-level "
-                    "function of FILE.py.",
-        epilog='examples: show model.py:loss --wrt 0,1     '
-               'show model.py:loss --mode tape --args "np.ones(3), np.ones((3, 2))"')
+        description="Print the gradient source tracegrad generates for FUNC, a module-level\n"
+                    "function of FILE.py (AST mode: its source rewritten into its adjoint).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  python -m tracegrad show model.py:loss --wrt 0,1\n"
+               "  python -m tracegrad show model.py:loss --mode tape "
+               "--args \"np.ones(3), np.ones((3, 2))\"")
     p.add_argument("target", metavar="FILE.py:FUNC", help="the file and the function in it")
     p.add_argument("--mode", choices=("ast", "tape"), default="ast",
                    help="ast: rewrite the source (default); tape: trace one call (needs --args)")
@@ -79,10 +82,10 @@ def run(args, parser):
     try:
         source = gradient.source
     except tracegrad.TransformError as e:
-        params = ", ".join(inspect.signature(fn).parameters)
+        params = inspect.signature(fn)
         fail(f"{e}\nhint: the tape traces a call instead of reading the source; try\n"
              f"  python -m tracegrad show {args.target} --mode tape --args \"...\"\n"
-             f"with example values for ({params}) in place of ...")
+             f"with example values for {params} in place of ...")
     if not source.endswith("\n"):
         source += "\n"
     sys.stdout.write(highlight(source) if use_color(args.color, sys.stdout) else source)

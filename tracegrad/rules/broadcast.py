@@ -60,7 +60,8 @@ def expand_to(t, out):
         if t.shape == out.shape:
             return t
     except AttributeError:
-        pass
+        if not hasattr(out, "shape"):  # a Python-number result (AST mode on floats)
+            return t
     return broadcast_to(t, shape=out.shape)
 
 

@@ -266,8 +266,11 @@ def _plain(fn):
     return build
 
 
-def jvp(f, primals, tangents):
-    """``(f(*primals), tangent of the output)`` for input ``tangents`` (forward mode)."""
+def jvp(f, primals, tangents, mode="auto"):
+    """``(f(*primals), tangent of the output)`` for input ``tangents`` (forward mode).
+    ``mode="ast"`` runs tangent code written from ``f``'s source (``"auto"``: where it
+    can be written, else the tape)."""
+    _check_mode(mode)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
@@ -275,6 +278,14 @@ def jvp(f, primals, tangents):
         ps, ts = np.shape(_value(p)), np.shape(_value(t))
         if ps != ts:
             raise ValueError(f"jvp: tangent of shape {ts} for a primal of shape {ps}")
+    if mode != "tape" and not any(isinstance(x, dict) for x in primals):
+        from .ast.front import ast_jvp
+        from .ast.source import TransformError
+        try:
+            return ast_jvp(f, primals, tangents)
+        except TransformError:
+            if mode == "ast":
+                raise
     staged = _jvp_cache.get(f)
     if staged is None:
         staged = _jvp_cache[f] = Staged(f, _plain(lambda *a: _push(f, a)),

@@ -164,21 +164,8 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
 
     def user_adjoint(callee, pos, call):
         child_key = ("vjp", pos, False, False, False, True)
-        child_per = _CACHE.setdefault(callee, {})
-        gname = unit.namer.fresh(f"d{callee.__name__}")
-        if child_key in child_per:
-            gen = child_per[child_key]
-            unit.env[gname] = gen.fn
-            callees.append(gen)
-            return gname
-        pending = _PENDING.get((callee, child_key))
-        if pending is not None:  # recursion: filled in when that adjoint is compiled
-            pending.append((unit.env, gname))
-            return gname
-        gen = adjoint(callee, pos, f"d{callee.__name__}", internal=True)
-        unit.env[gname] = gen.fn
-        callees.append(gen)
-        return gname
+        return _callee(unit, callees, callee, child_key,
+                       lambda: adjoint(callee, pos, f"d{callee.__name__}", internal=True), f"d{callee.__name__}")
 
     def is_nograd(w):
         return _context_is(resolver, w, no_grad)
@@ -216,14 +203,79 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
             defaults=list(defaults) + [_const(1.0)]), body=body_out, decorator_list=[], returns=None,
             type_params=[])
         optimize(fdef, temps=unit.temps, keep=out_names | {stack} | set(params))
-        source = render(fdef, unit)
-        compiled = compile_source(source, name, unit.env, tag="ast")
-        gen = Generated(compiled, source, name)
-        gen.callees = callees
-        per[key] = gen
-        for env, gname in _PENDING.get((fn, key), []):
-            env[gname] = compiled
-        return gen
+        return _compile(fdef, unit, name, fn, per, key, callees)
+    finally:
+        _PENDING.pop((fn, key), None)
+
+
+def _compile(fdef, unit, name, fn, per, key, callees):
+    """Print, compile and cache a generated function; fill in the recursive references
+    that waited for it."""
+    source = render(fdef, unit)
+    compiled = compile_source(source, name, unit.env, tag="ast")
+    gen = Generated(compiled, source, name)
+    gen.callees = callees
+    per[key] = gen
+    for env, gname in _PENDING.get((fn, key), []):
+        env[gname] = compiled
+    return gen
+
+
+def _callee(unit, callees, callee, key, build, hint):
+    """The global name, in ``unit``, of the generated function ``build()`` makes for a
+    user function ``callee`` (cached; during recursion, filled in once compiled)."""
+    gname = unit.namer.fresh(hint)
+    child_per = _CACHE.setdefault(callee, {})
+    if key in child_per:
+        gen = child_per[key]
+    else:
+        pending = _PENDING.get((callee, key))
+        if pending is not None:
+            pending.append((unit.env, gname))
+            return gname
+        gen = build()
+    unit.env[gname] = gen.fn
+    callees.append(gen)
+    return gname
+
+
+def tangents(fn, name):
+    """The :class:`Generated` forward-mode version of ``fn``: ``(*args, *tangents) ->
+    (value, tangent)``."""
+    key = ("jvp",)
+    if getattr(fn, "__code__", None) is None:
+        function_tree(fn)
+    with _lock:
+        per = _CACHE.setdefault(fn, {})
+        if key in per:
+            return per[key]
+        return _build_tangents(fn, name, per, key)
+
+
+def _build_tangents(fn, name, per, key):
+    from .forward import Forward
+    from ...runtime.grad_mode import no_grad
+    node, located, unit, resolver, params, body = prepare(fn)
+    callees = []
+
+    def user_jvp(callee, call):
+        return _callee(unit, callees, callee, key, lambda: tangents(callee, f"{callee.__name__}_jvp"),
+                       f"{callee.__name__}_jvp")
+
+    def grad_of_target(w):
+        return w if isinstance(w, ast.With) and _context_is(resolver, w, grad_of) else None
+    _PENDING[(fn, key)] = []
+    try:
+        fwd = Forward(unit, resolver, located, user_jvp, lambda w: _context_is(resolver, w, no_grad),
+                      grad_of_target)
+        out = fwd.run(body, params)
+        targs = [fwd.d(p) for p in params]
+        args = [ast.arg(arg=p) for p in params + targs]
+        fdef = ast.FunctionDef(name=name, args=ast.arguments(
+            posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+            defaults=[]), body=out, decorator_list=[], returns=None, type_params=[])
+        optimize(fdef, temps=unit.temps, keep=set(params) | set(targs))
+        return _compile(fdef, unit, name, fn, per, key, callees)
     finally:
         _PENDING.pop((fn, key), None)
 

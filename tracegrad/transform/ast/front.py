@@ -11,7 +11,7 @@ from ...runtime.tensor import Tensor, wrap
 from ..tracing import active_tape
 from ..tape import Var
 from ..tree import flatten
-from .driver import adjoint
+from .driver import adjoint, tangents
 
 __all__ = ["AstFunction"]
 
@@ -208,3 +208,23 @@ class AutoFunction:
         if chosen is self._ast and (kwargs or any(isinstance(a, dict) for a in args)):
             return self._tape_fn()(*args, **kwargs)
         return chosen(*args, **kwargs)
+
+
+def ast_jvp(f, primals, tangent_values):
+    """``(f(*primals), tangent)`` through ``f``'s forward-mode version (generated once)."""
+    gen = tangents(f, f"{getattr(f, '__name__', 'f')}_jvp")
+    if active_tape() is not None or any(isinstance(p, Var) for p in primals):
+        return gen.fn(*primals, *tangent_values)
+    if any(isinstance(a, Tensor) for a in primals + tangent_values):
+        with no_grad():
+            primals = tuple(a.detach() if isinstance(a, Tensor) else a for a in primals)
+            tangent_values = tuple(a.detach() if isinstance(a, Tensor) else a for a in tangent_values)
+            out, tout = gen.fn(*primals, *tangent_values)
+    else:
+        out, tout = gen.fn(*primals, *tangent_values)
+    like = primals[0] if primals else 0.0
+    return _result(out, out, False) if _is_array(out) else out, _result(tout, out if out is not None else like, False)
+
+
+def _is_array(x):
+    return isinstance(x, np.generic)

@@ -31,7 +31,7 @@ def comment(text):
     return ast.Expr(value=ast.Call(func=_name("__comment__"), args=[_const(text)], keywords=[]))
 
 
-HELPERS = {"add", "part", "add_at", "take_at", "zero_at", "copy_at", "pop_grad", "push_grad",
+HELPERS = {"add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "pop_grad", "push_grad",
            "call_vjp", "call_jvp", "method", "attribute", "GradList", "zero_tangent", "scalar_output"}
 
 

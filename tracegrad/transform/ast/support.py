@@ -21,7 +21,7 @@ from ..tracing import active_tape
 from ..tree import flatten, unflatten
 from ...rules import TABLE
 
-__all__ = ["GradList", "add", "part", "add_at", "take_at", "zero_at", "copy_at", "pop_grad",
+__all__ = ["GradList", "add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "pop_grad",
            "push_grad", "call_vjp", "call_jvp", "method", "attribute", "zero_tangent"]
 
 _index_put = TABLE["index_put"]
@@ -101,6 +101,14 @@ def zero_at(dx, index):
         out[index] = None
     else:
         out[index] = 0
+    return out
+
+
+def set_at(t, index, v):
+    """The tangent of ``x`` after ``x[index] = v``: ``t`` with ``v``'s tangent (zeros for
+    None) written at ``index``."""
+    out = GradList(t) if isinstance(t, list) else t.copy()
+    out[index] = 0 if v is None and not isinstance(out, list) else v
     return out
 
 
@@ -240,6 +248,8 @@ def call_jvp(tangents, fn, *args, **kwargs):
 def zero_tangent(x):
     """The tangent of a value that does not depend on the inputs: zeros like it (None
     for values that are not floating point, which take no tangent)."""
+    if isinstance(x, (list, tuple)):
+        return [zero_tangent(v) for v in x]
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         return 0.0 if isinstance(x, float) else None

@@ -1,0 +1,204 @@
+"""Forward mode: an ANF function becomes one that computes each value's tangent right
+after the value (``dh = dt * (1 - h * h)`` after ``h = np.tanh(t)``). Control flow is
+kept as it is -- nothing runs backwards, so no stack is needed. Tangents are written
+from the rule table as in reverse mode: a jvp's own expression, a diagonal rule's vjp
+applied to the tangent, or a linear primitive applied to the tangent itself."""
+import ast
+import copy
+
+from .activity import NONDIFF_ATTRS, active_names, nograd_statements
+from .anf import _assign, _const, _name
+from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User
+from .reverse import _call, comment
+from .templates import template
+
+__all__ = ["Forward"]
+
+
+class Forward:
+    """Builds the tangent-carrying body of one function. ``user_jvp(fn, call)`` gives the
+    global name of another user function's forward-mode version."""
+
+    def __init__(self, unit, resolver, located, user_jvp, is_nograd, grad_of_target):
+        self.unit, self.resolver, self.located = unit, resolver, located
+        self.user_jvp, self.is_nograd, self.grad_of_target = user_jvp, is_nograd, grad_of_target
+        self.tnames = {}
+
+    def d(self, name):
+        t = self.tnames.get(name)
+        if t is None:
+            t = self.tnames[name] = self.unit.namer.fresh("d" + name)
+        return t
+
+    def run(self, body, params):
+        self.nograd = nograd_statements(body, self.is_nograd)
+        self.active = active_names(body, params, self.resolver, self.nograd)
+        for p in params:
+            self.d(p)
+        return self.block(body)
+
+    def tangent(self, atom):
+        """The tangent of an operand (None for constants and inactive names)."""
+        if isinstance(atom, ast.Name) and atom.id in self.active:
+            return _name(self.d(atom.id))
+        return None
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            out += self.stmt(s)
+        return out
+
+    def stmt(self, s):
+        if isinstance(s, ast.Assign):
+            return self.assign(s)
+        if isinstance(s, ast.Expr):
+            return self.expr(s)
+        if isinstance(s, ast.Return):
+            t = self.tangent(s.value) or _call("zero_tangent", copy.deepcopy(s.value))
+            return [ast.Return(value=ast.Tuple(elts=[s.value, t], ctx=ast.Load()))]
+        if isinstance(s, (ast.If, ast.While)):
+            node = copy.copy(s)
+            node.body = self.block(s.body) or [ast.Pass()]
+            node.orelse = self.block(s.orelse)
+            return [node]
+        if isinstance(s, ast.For):
+            node = copy.copy(s)
+            node.body = self.block(s.body) or [ast.Pass()]
+            return [node]
+        if isinstance(s, ast.With):
+            if self.grad_of_target(s) is not None:
+                return []
+            node = copy.copy(s)
+            node.body = self.block(s.body) or [ast.Pass()]
+            return [node]
+        return [s]
+
+    def assign(self, s):
+        target = s.targets[0]
+        if isinstance(target, ast.Subscript):
+            x = target.value.id
+            if x not in self.active:
+                return [s]
+            tv = self.tangent(s.value) if id(s) not in self.nograd else None
+            update = _call("set_at", _name(self.d(x)), _index(target.slice), tv or _const(None))
+            return [s, _assign(self.d(x), update)]
+        z = target.id
+        if z not in self.active:
+            return [s]
+        if id(s) in self.nograd:
+            return [s, _assign(self.d(z), _call("zero_tangent", _name(z)))]
+        value = s.value
+        expr = self.rhs_tangent(value, z)
+        if isinstance(expr, list):  # the statement computes value and tangent itself
+            return expr
+        if expr is None:
+            expr = _call("zero_tangent", _name(z))
+        return [s, _assign(self.d(z), expr)]
+
+    def rhs_tangent(self, value, z):
+        if isinstance(value, ast.Name):
+            return self.tangent(value)
+        if isinstance(value, ast.BinOp) and type(value.op) in OPERATORS:
+            return self.direct(OPERATORS[type(value.op)], [value.left, value.right], value, z)
+        if isinstance(value, ast.UnaryOp) and type(value.op) in UNARY:
+            return self.direct(UNARY[type(value.op)], [value.operand], value, z)
+        if isinstance(value, ast.Subscript):
+            t = self.tangent(value.value)
+            return None if t is None else ast.Subscript(value=t, slice=copy.deepcopy(value.slice), ctx=ast.Load())
+        if isinstance(value, (ast.Tuple, ast.List)):
+            elts = [self.tangent(e) or _call("zero_tangent", copy.deepcopy(e)) for e in value.elts]
+            return type(value)(elts=elts, ctx=ast.Load())
+        if isinstance(value, ast.Attribute):
+            if value.attr in NONDIFF_ATTRS or self.tangent(value.value) is None:
+                return None
+            return self.generic(_call("attribute", _const(value.attr)), [value.value], [], z)
+        if isinstance(value, ast.Call):
+            callee = self.resolver.callee(value)
+            if callee is CONSTANT:
+                return None
+            if isinstance(value.func, ast.Attribute) and callee is None:
+                fn = _call("method", _const(value.func.attr))
+                return self.generic(fn, [value.func.value] + value.args, value.keywords, z)
+            if isinstance(callee, Direct):
+                return self.direct(callee.prim.name, value.args, value, z)
+            if isinstance(callee, User):
+                return self.user(callee.fn, value, z)
+            return self.generic(value.func, value.args, value.keywords, z)
+        return None
+
+    def direct(self, pname, operands, value, z):
+        from ...rules import TABLE
+        prim = TABLE[pname]
+        names = [o.id for o in operands if isinstance(o, ast.Name)]
+        same = (prim.ufunc is not None or prim.diagonal) and len(set(names)) <= 1
+        terms = []
+        for i, o in enumerate(operands):
+            t = self.tangent(o)
+            if t is None or not prim.is_diff_arg(i):
+                continue
+            fn = prim.jvps[i] if i < len(prim.jvps) else None
+            if fn is None and prim.diagonal:
+                fn = prim.vjps[i]
+            if fn is None and prim.linear and len(operands) == 1:
+                applied = copy.deepcopy(value)  # a linear function of its one operand
+                for n in ast.walk(applied):
+                    if isinstance(n, ast.Name) and n.id == o.id and isinstance(n.ctx, ast.Load):
+                        n.id = t.id
+                terms.append(applied)
+                continue
+            if fn is None:
+                return None
+            tpl = template(fn)
+            subs = {tpl.params[0]: t, tpl.params[1]: _name(z)}
+            for p, a in zip(tpl.params[2:], operands):
+                subs[p] = a
+            for p, default in tpl.defaults.items():
+                subs.setdefault(p, _const(default))
+            terms.append(tpl.instantiate(subs, self.unit.bind, same_shape=same) if tpl.expr is not None
+                         else _call(self.unit.bind(fn, fn.__name__), t, _name(z), *operands))
+        if not terms:
+            return None
+        total = terms[0]
+        for term in terms[1:]:
+            total = ast.BinOp(left=total, op=ast.Add(), right=term)
+        return total
+
+    def generic(self, func, args, keywords, z):
+        tangents = ast.Tuple(elts=[self.tangent(a) or _const(None) for a in args], ctx=ast.Load())
+        call = _call("call_jvp", tangents, copy.deepcopy(func), *args,
+                     keywords=[copy.deepcopy(k) for k in keywords])
+        lhs = ast.Tuple(elts=[_name(z, ast.Store()), _name(self.d(z), ast.Store())], ctx=ast.Store())
+        out = ast.Assign(targets=[lhs], value=call)
+        return [out, _assign(self.d(z), ast.IfExp(test=ast.Compare(left=_name(self.d(z)), ops=[ast.IsNot()],
+                                                                      comparators=[_const(None)]),
+                                                    body=_name(self.d(z)), orelse=_call("zero_tangent", _name(z))))]
+
+    def user(self, fn, call, z):
+        if call.keywords and any(self.tangent(k.value) is not None for k in call.keywords):
+            raise self.located.error(call, "an active value passed by keyword to a function being "
+                                           "differentiated", "keyword argument")
+        name = self.user_jvp(fn, call)
+        tangents = [self.tangent(a) or _call("zero_tangent", copy.deepcopy(a)) for a in call.args]
+        lhs = ast.Tuple(elts=[_name(z, ast.Store()), _name(self.d(z), ast.Store())], ctx=ast.Store())
+        return [ast.Assign(targets=[lhs], value=_call(name, *call.args, *tangents,
+                                                      keywords=[copy.deepcopy(k) for k in call.keywords]))]
+
+    def expr(self, s):
+        call = s.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                call.func.attr == "append" and isinstance(call.func.value, ast.Name) and \
+                call.func.value.id in self.active and len(call.args) == 1:
+            t = self.tangent(call.args[0]) or _call("zero_tangent", copy.deepcopy(call.args[0]))
+            push = ast.Expr(value=_call(ast.Attribute(value=_name(self.d(call.func.value.id)), attr="append",
+                                                      ctx=ast.Load()), t))
+            return [s, push]
+        return [s]
+
+
+def _index(node):
+    from .reverse import index_expr
+    return index_expr(node)
+
+
+__all__ += ["comment"]
