@@ -35,6 +35,10 @@ def squares(x):
 
 def starred(*xs):
     return np.sum(xs[0])
+
+
+def sorted_sum(x):
+    return np.sum(np.sort(x))
 '''
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REPO = Path(__file__).resolve().parents[1]
@@ -158,8 +162,14 @@ def test_star_args_are_a_transform_error(model, capsys):
     assert "*args" in err
 
 
+def test_what_the_tape_cannot_trace_exits_1(model, capsys):
+    status, out, err = run_show(capsys, f"{model}:sorted_sum", "--mode", "tape", "--args", "np.ones(3)")
+    assert (status, out) == (1, "")
+    assert "cannot trace sorted_sum:" in err and "sort" in err
+
+
 @pytest.mark.parametrize("target, message", [
-    ("{model}:g", "no function 'g' in {model}; its functions: f, squares, starred"),
+    ("{model}:g", "no function 'g' in {model}; its functions: f, squares, starred, sorted_sum"),
     ("{model}:np", "'np' in {model} is a module, not a function"),
     ("{model}", "expected FILE.py:FUNC"),
     ("{missing}:f", "no such file: {missing}"),
