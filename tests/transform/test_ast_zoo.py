@@ -97,10 +97,6 @@ NOGRAD = "the tape ignores tracegrad.no_grad() around traced NumPy code (gives t
 def op_poly(x):
     return np.sum(x * x - 3.0 * x / 2.0 + 1.0) + np.sum(2.0 - 1.0 / (2.0 + x ** 2))
 
-@case("op_pow_div", normal(5), tg=lambda x: (x ** 3 / (1.0 + x ** 2)).sum())
-def op_pow_div(x):
-    return np.sum(x ** 3 / (1.0 + x ** 2))
-
 @case("op_unary", normal(4), tg=lambda x: (-x * +x).sum() - (-x).sum())
 def op_unary(x):
     return np.sum(-x * +x) - np.sum(-x)
@@ -148,10 +144,6 @@ def math_with_array(a, x):
 def ufunc_exp_log(x):
     return np.sum(np.log(np.exp(x) + 1.0))
 
-@case("ufunc_trig", normal(5), tg=lambda x: (tg.sin(x) * tg.cos(2.0 * x)).sum())
-def ufunc_trig(x):
-    return np.sum(np.sin(x) * np.cos(2.0 * x))
-
 @case("ufunc_tanh_abs", uniform(0.2, 1.5, 5), tg=lambda x: (tg.tanh(x) * tg.abs(-x)).sum())
 def ufunc_tanh_abs(x):
     return np.sum(np.tanh(x) * np.abs(-x))
@@ -174,10 +166,6 @@ def sum_axis0(x):
 @case("sum_keepdims", normal((3, 4)), tg=lambda x: (x / (x ** 2).sum(dim=1, keepdim=True)).sum())
 def sum_keepdims(x):
     return np.sum(x / np.sum(x ** 2, axis=1, keepdims=True))
-
-@case("mean_negative_axis", normal((3, 4)), tg=lambda x: (x.mean(dim=-1) ** 2).sum())
-def mean_negative_axis(x):
-    return np.sum(np.mean(x, axis=-1) ** 2)
 
 @case("mean_keepdims_variance", normal((4, 3)),
       tg=lambda x: ((x - x.mean(dim=0, keepdim=True)) ** 2).sum())
@@ -223,10 +211,6 @@ def kwargs_helper(x):
 @case("kwargs_default_arrays", normal((2, 3)), tg=lambda x: tg.tanh(x @ Wt + Bt).sum())
 def kwargs_default_arrays(x):
     return np.sum(np.tanh(_affine(x)))
-
-@case("kwargs_keyword_numpy", normal((3, 4)))
-def kwargs_keyword_numpy(x):
-    return np.sum(np.mean(x ** 2, axis=1, keepdims=True) * np.sum(x, axis=0, keepdims=False))
 
 KWARG_BUG = "AST drops the gradient of an array passed to a NumPy function by keyword (np.sum(a=x))"
 
@@ -392,14 +376,6 @@ def for_enumerate(x):
         s = s + (i + 1) * np.sum(row ** 2)
     return s
 
-@case("for_nested", normal((3, 3)))
-def for_nested(x):
-    s = 0.0
-    for i in range(3):
-        for j in range(i + 1):
-            s = s + x[i, j] * x[j, i] + np.sin(x[i, j])
-    return s
-
 @case("for_if_rows_mixed", lambda rng: (rng.uniform(0.2, 1.0, (3, 3)) * np.array([[1.0], [-1.0], [1.0]]),))
 def for_if_rows(x):
     s = 0.0
@@ -412,15 +388,6 @@ def for_if_rows(x):
 
 
 # -- while, break, continue, early return ---------------------------------------------------
-
-@case("while_counter", normal(3))
-def while_counter(x):
-    y = x
-    i = 0
-    while i < 3:
-        y = np.sin(y) + x
-        i += 1
-    return np.sum(y)
 
 def _halve_side(x):
     return bool(np.max(np.abs(x)) > 1.0)
@@ -458,15 +425,6 @@ def break_while_true(x):
         if n >= 4:
             break
     return np.sum(y)
-
-@case("continue_const", normal(6))
-def continue_const(x):
-    s = 0.0
-    for i in range(6):
-        if i % 2 == 0:
-            continue
-        s = s + x[i] * i
-    return s
 
 @case("continue_data_dependent", lambda rng: (rng.uniform(0.2, 1.0, (4, 2)) * np.array([[1.0], [-1.0], [-1.0], [1.0]]),))
 def continue_data_dependent(x):
@@ -634,17 +592,6 @@ def rnn_states(xs):
         states.append(h)
     return np.sum(np.stack(states, axis=0) ** 2)
 
-@case("append_concatenate_if", normal(6))
-def append_concatenate_if(x):
-    parts = []
-    for i in range(3):
-        if i == 1:
-            parts.append(x[2 * i:2 * i + 2] ** 2)
-        else:
-            parts.append(np.sin(x[2 * i:2 * i + 2]))
-    return np.sum(np.concatenate(parts) * np.arange(6.0))
-
-
 # -- no_grad, stop_gradient -------------------------------------------------------------------
 
 @case("nograd_scale", normal(4), xfail={"tape": NOGRAD}, frozen=lambda x0: lambda x: np.sum(x0 ** 2) * np.sum(np.sin(x)))
@@ -661,15 +608,8 @@ def nograd_normalize(x):
         sd = np.std(x)
     return np.sum(((x - m) / sd) ** 3)
 
-def _nograd_loop_frozen(x0):
-    def f(x):
-        s = 0.0
-        for i in range(3):
-            s = s + np.sum(x * x0[i])
-        return s
-    return f
-
-@case("nograd_in_loop", normal(3), xfail={"tape": NOGRAD}, frozen=_nograd_loop_frozen)
+@case("nograd_in_loop", normal(3), xfail={"tape": NOGRAD},
+      frozen=lambda x0: lambda x: sum(np.sum(x * x0[i]) for i in range(3)))
 def nograd_in_loop(x):
     s = 0.0
     for i in range(3):
