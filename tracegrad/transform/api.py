@@ -195,10 +195,19 @@ def _gradient_names(f, argnums):
     from .tracing import param_names
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     try:
-        names = param_names(f, max(nums) + 1)
+        names = param_names(f, max(max(nums) + 1, _positional_count(f)))
         return ["d" + names[n] for n in nums]
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, TypeError):
         return []
+
+
+def _positional_count(f):
+    import inspect
+    try:
+        return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                   for p in inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return 0
 
 
 def _grad_name(f, argnums):

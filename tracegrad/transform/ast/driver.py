@@ -61,6 +61,19 @@ class Generated:
     def __init__(self, fn, source, name):
         self.fn, self.own_source, self.name = fn, source, name
         self.callees = []
+        self.user_fn, self.captured = None, ()
+
+    def refresh(self, seen=None):
+        """Read the user function's globals and closure variables again (a new ``grad``
+        object sees values rebound since the transformation, as a new trace would)."""
+        seen = set() if seen is None else seen
+        if id(self) in seen or self.user_fn is None:
+            return
+        seen.add(id(self))
+        env = self.fn.__globals__
+        env.update(_captured(self.user_fn, self.captured))
+        for c in self.callees:
+            c.refresh(seen)
 
     @property
     def source(self):
@@ -105,13 +118,9 @@ def prepare(fn):
             raise located.error(n, f"the AST transformation cannot handle a {what}", what)
     used = _names(node)
     env = dict(fn.__globals__)
-    code = fn.__code__
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        try:
-            env[name] = cell.cell_contents
-        except ValueError:
-            pass
+    env.update(_captured(fn, used))
     unit = Unit(used, env)
+    unit.captured = frozenset(used)
     locals_ = set(params) | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
                              and isinstance(n.ctx, ast.Store)}
     resolver = Resolver(fn, locals_)
@@ -120,6 +129,18 @@ def prepare(fn):
     body = ANF(unit.namer, resolver, located).block(node.body)
     unit.temps = set(unit.namer.used) - before
     return node, located, unit, resolver, params, body
+
+
+def _captured(fn, names):
+    """The current values of the free names ``names`` of ``fn`` (globals, closure cells)."""
+    out = {k: fn.__globals__[k] for k in names if k in fn.__globals__}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        if name in names:
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return out
 
 
 def _context_is(resolver, with_node, obj):
@@ -215,6 +236,7 @@ def _compile(fdef, unit, name, fn, per, key, callees):
     compiled = compile_source(source, name, unit.env, tag="ast")
     gen = Generated(compiled, source, name)
     gen.callees = callees
+    gen.user_fn, gen.captured = fn, unit.captured
     per[key] = gen
     for env, gname in _PENDING.get((fn, key), []):
         env[gname] = compiled

@@ -41,8 +41,10 @@ class AstFunction:
                     raise ValueError(f"argnums {self.argnums if not self.single else self.argnums[0]!r} "
                                      f"out of range for {getattr(self.f, '__name__', 'f')} called with "
                                      f"{nargs} positional argument(s)")
-            self._gen = adjoint(self.f, positions, self._name, single=self.single,
-                                has_aux=self.has_aux, with_value=self.with_value)
+            gen = adjoint(self.f, positions, self._name, single=self.single,
+                          has_aux=self.has_aux, with_value=self.with_value)
+            gen.refresh()
+            self._gen = gen
         return self._gen
 
     @property

@@ -165,7 +165,7 @@ class _Cleaner:
             i = len(block) - 1
             while i >= 0:
                 s = block[i]
-                if _simple_assign(s) and _pure(s.value) and s.targets[0].id not in self.keep:
+                if _simple_assign(s) and _pure(s.value):
                     if self._dead_after(block, i, loop, counts):
                         del block[i]
                         changed = True
@@ -188,6 +188,8 @@ class _Cleaner:
                 return True
             if name in f.stores(later):
                 return False
+        if name in self.keep:
+            return False
         if loop is None:
             return block is self.fn.body
         first = next((r for r in block if name in f.load_set(r) or name in f.stores(r)), None)
