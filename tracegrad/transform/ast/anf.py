@@ -285,6 +285,18 @@ class ANF:
             seqs = [self._seq(it.args[0])]
             index = s.target.elts[0].id
             targets = [s.target.elts[1]]
+        elif callee is reversed and len(it.args) == 1 and not it.keywords:
+            seq = self._seq(it.args[0])
+            index = self.namer.fresh("k")
+            stop = ast.BinOp(left=ast.Call(func=_name("len"), args=[seq], keywords=[]), op=ast.Sub(),
+                             right=_const(1))
+            rng = ast.Call(func=_name("range"), args=[stop, _const(-1), _const(-1)], keywords=[])
+            read = ast.Assign(targets=[s.target], value=ast.Subscript(value=seq, slice=_name(index),
+                                                                      ctx=ast.Load()), lineno=s.lineno)
+            read._src = s
+            self.emit(ast.For(target=_name(index, ast.Store()), iter=rng, body=self.block([read] + s.body),
+                              orelse=[]))
+            return
         elif callee is zip and not it.keywords and isinstance(s.target, ast.Tuple) \
                 and len(s.target.elts) == len(it.args):
             seqs = [self._seq(a) for a in it.args]

@@ -10,7 +10,7 @@ import weakref
 
 from ..emit import compile_source
 from . import support
-from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
+from .anf import ANF, Namer, _const, _name, lower_jumps
 from .optimize import optimize
 from .resolve import Direct, Resolver
 from .reverse import HELPERS, Reverse, comment, finish
@@ -217,14 +217,19 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
             result = ast.Tuple(elts=[value, result], ctx=ast.Load())
         out_names = {n.id for n in ast.walk(result) if isinstance(n, ast.Name)}
         body_out = [comment("forward")] + forward + checks + adj + [ast.Return(value=result)]
-        defaults = node.args.defaults
-        args = [ast.arg(arg=p) for p in params] + [ast.arg(arg=dout)]
+        defaults = list(node.args.defaults)
+        if internal:  # called by other adjoints: the seed first, defaults keep working
+            args = [ast.arg(arg=dout)] + [ast.arg(arg=p) for p in params]
+        else:         # the user's signature, then dout=1.0
+            args = [ast.arg(arg=p) for p in params] + [ast.arg(arg=dout)]
+            defaults = defaults + [_const(1.0)] if defaults else [_const(1.0)]
         fdef = ast.FunctionDef(name=name, args=ast.arguments(
             posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-            defaults=list(defaults) + [_const(1.0)]), body=body_out, decorator_list=[], returns=None,
-            type_params=[])
+            defaults=defaults), body=body_out, decorator_list=[], returns=None, type_params=[])
         optimize(fdef, temps=unit.temps, keep=out_names | {stack} | set(params))
-        return _compile(fdef, unit, name, fn, per, key, callees)
+        gen = _compile(fdef, unit, name, fn, per, key, callees)
+        gen.seed = dout
+        return gen
     finally:
         _PENDING.pop((fn, key), None)
 

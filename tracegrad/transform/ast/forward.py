@@ -9,7 +9,7 @@ import copy
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements
 from .anf import _assign, _const, _name
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User
-from .reverse import _call, comment
+from .reverse import _call, comment, positional
 from .templates import template
 
 __all__ = ["Forward"]
@@ -50,6 +50,7 @@ class Forward:
         return out
 
     def stmt(self, s):
+        self.current = s
         if isinstance(s, ast.Assign):
             return self.assign(s)
         if isinstance(s, ast.Expr):
@@ -175,14 +176,19 @@ class Forward:
                                                     body=_name(self.d(z)), orelse=_call("zero_tangent", _name(z))))]
 
     def user(self, fn, call, z):
-        if call.keywords and any(self.tangent(k.value) is not None for k in call.keywords):
-            raise self.located.error(call, "an active value passed by keyword to a function being "
-                                           "differentiated", "keyword argument")
+        args, keywords = positional(fn, call, self.active, self.located, self.current)
+        if keywords:
+            raise self.located.error(self.current, f"a keyword argument to {fn.__name__} in forward mode "
+                                                   "(its tangent version takes positional arguments)",
+                                     "keyword argument")
         name = self.user_jvp(fn, call)
-        tangents = [self.tangent(a) or _call("zero_tangent", copy.deepcopy(a)) for a in call.args]
+        params = len(args) if not hasattr(fn, "__code__") else fn.__code__.co_argcount
+        if len(args) < params:
+            raise self.located.error(self.current, f"{fn.__name__} called with a default argument left out "
+                                                   "in forward mode", "default argument")
+        tangents = [self.tangent(a) or _call("zero_tangent", copy.deepcopy(a)) for a in args]
         lhs = ast.Tuple(elts=[_name(z, ast.Store()), _name(self.d(z), ast.Store())], ctx=ast.Store())
-        return [ast.Assign(targets=[lhs], value=_call(name, *call.args, *tangents,
-                                                      keywords=[copy.deepcopy(k) for k in call.keywords]))]
+        return [ast.Assign(targets=[lhs], value=_call(name, *args, *tangents))]
 
     def expr(self, s):
         call = s.value

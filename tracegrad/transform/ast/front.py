@@ -61,13 +61,14 @@ class AstFunction:
         gen = self._gen or self.generated(len(args))
         positions = gen_positions(self, len(args))
         first = args[positions[0]]
+        seed = {gen.seed: _seed(first)}
         if active_tape() is not None or isinstance(first, Var):
-            return self._finish(gen.fn(*args, _seed(first)), args, positions, raw=True)
+            return self._finish(gen.fn(*args, **seed), args, positions, raw=True)
         if any(isinstance(a, Tensor) for a in args):
             with no_grad():
                 args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
-                return self._finish(gen.fn(*args, _seed(first)), args, positions)
-        return self._finish(gen.fn(*args, _seed(first)), args, positions)
+                return self._finish(gen.fn(*args, **seed), args, positions)
+        return self._finish(gen.fn(*args, **seed), args, positions)
 
     def _finish(self, out, args, positions, raw=False):
         if self.with_value or self.has_aux:

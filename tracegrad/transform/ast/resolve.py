@@ -37,7 +37,7 @@ _ONE_ARG = {np.sum: "sum", np.mean: "mean"}
 _CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, id, hash,
              stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
              np.arange, np.linspace, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
-             np.isfinite, np.result_type, np.dtype, np.asarray, np.array, math.floor, math.ceil}
+             np.isfinite, np.result_type, np.dtype, math.floor, math.ceil}
 
 
 class Direct:

@@ -53,6 +53,26 @@ def index_expr(node):
     return copy.deepcopy(node)
 
 
+def positional(fn, call, active, located, stmt):
+    """``(args, keywords)`` of a call of user function ``fn`` with the keyword arguments
+    that fill its parameters in order moved to their positions; an active value left as
+    a keyword is refused."""
+    import inspect
+    args, kws = list(call.args), {k.arg: k.value for k in call.keywords}
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        params = []
+    for name in params[len(args):]:
+        if name not in kws:
+            break
+        args.append(kws.pop(name))
+    if any(isinstance(v, ast.Name) and v.id in active for v in kws.values()):
+        raise located.error(stmt, f"a value being differentiated passed by keyword to {fn.__name__} "
+                                  "after a parameter left to its default", "keyword argument")
+    return args, [ast.keyword(arg=k, value=copy.deepcopy(v)) for k, v in kws.items()]
+
+
 def _loaded(node):
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -181,6 +201,7 @@ class Reverse:
         return out
 
     def stmt(self, s, state):
+        self.current = s
         if isinstance(s, ast.Assign):
             return self.assign(s, state)
         if isinstance(s, ast.Expr):
@@ -322,6 +343,10 @@ class Reverse:
             self._accumulate(out, state, o.id, expr)
 
     def generic(self, func, args, keywords, dz, out, state):
+        if any(isinstance(k.value, ast.Name) and k.value.id in self.active for k in keywords):
+            raise self.located.error(self.current, "a value being differentiated passed by keyword to "
+                                                   f"{ast.unparse(func)}; pass it positionally",
+                                     "keyword argument")
         active = [i for i, a in enumerate(args) if isinstance(a, ast.Name) and a.id in self.active]
         if not active:
             return
@@ -336,19 +361,14 @@ class Reverse:
             self._accumulate(out, state, args[i].id, _name(targets[i]), maybe_none=True)
 
     def user(self, fn, call, dz, out, state):
-        args = call.args
+        args, keywords = positional(fn, call, self.active, self.located, self.current)
         active = [i for i, a in enumerate(args) if isinstance(a, ast.Name) and a.id in self.active]
-        kw_active = [k for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in self.active]
-        if kw_active:
-            raise self.located.error(call, "an active value passed by keyword to a function being "
-                                           "differentiated", "keyword argument")
         if not active:
             return
         name = self.user_adjoint(fn, tuple(active), call)
         targets = [self.unit.namer.fresh(f"d{args[i].id}_part") for i in active]
         lhs = ast.Tuple(elts=[_name(t, ast.Store()) for t in targets], ctx=ast.Store())
-        keywords = [copy.deepcopy(k) for k in call.keywords] + [ast.keyword(arg="dout", value=dz)]
-        out.append(ast.Assign(targets=[lhs], value=_call(name, *args, keywords=keywords)))
+        out.append(ast.Assign(targets=[lhs], value=_call(name, dz, *args, keywords=keywords)))
         for i, t in zip(active, targets):
             self._accumulate(out, state, args[i].id, _name(t), maybe_none=True)
 
