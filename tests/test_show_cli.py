@@ -199,7 +199,7 @@ def test_file_imports_its_neighbours_and_sys_path_is_restored(tmp_path, capsys):
     before = list(sys.path)
     status, out, _ = run_show(capsys, f"{path}:g")
     assert status == 0 and function_def(out).name == "dg_dx"
-    assert "def dscale(v, dout=1.0):" in out  # the neighbour's function, transformed too
+    assert "def dscale(dout, v):" in out  # the neighbour's function, transformed too
     assert sys.path == before
     assert loaded(path, "g")(2.0) == 12.0
 
