@@ -12,7 +12,7 @@ from ..emit import compile_source
 from . import support
 from .anf import ANF, Namer, _const, _name, lower_jumps
 from .optimize import optimize
-from .resolve import Direct, Resolver
+from .resolve import Direct, Resolver, method_primitive
 from .reverse import HELPERS, Reverse, comment, finish
 from .source import function_tree
 
@@ -315,7 +315,10 @@ def _full_reduction(body, value, resolver):
             if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) and s.targets[0].id == value.id]
     if len(defs) != 1 or not isinstance(defs[0].value, ast.Call):
         return False
-    callee = resolver.callee(defs[0].value)
+    call = defs[0].value
+    if method_primitive(call) is not None:
+        return True
+    callee = resolver.callee(call)
     return isinstance(callee, Direct) and callee.prim.name in ("sum", "mean")
 
 

@@ -8,7 +8,7 @@ import copy
 
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements
 from .anf import _assign, _const, _name
-from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User
+from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
 from .reverse import _call, comment, positional
 from .templates import template
 
@@ -119,6 +119,9 @@ class Forward:
             if callee is CONSTANT:
                 return None
             if isinstance(value.func, ast.Attribute) and callee is None:
+                prim = method_primitive(value)
+                if prim is not None:
+                    return self.direct(prim, [value.func.value], value, z)
                 fn = _call("method", _const(value.func.attr))
                 return self.generic(fn, [value.func.value] + value.args, value.keywords, z)
             if isinstance(callee, Direct):

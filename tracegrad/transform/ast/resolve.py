@@ -24,7 +24,7 @@ from ...rules import TABLE
 from ..numpy_map import UFUNCS
 from ..sweeps import stop_gradient
 
-__all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY"]
+__all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive"]
 
 OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
              ast.MatMult: "matmul"}
@@ -38,6 +38,16 @@ _CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, i
              stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
              np.arange, np.linspace, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
              np.isfinite, np.result_type, np.dtype, math.floor, math.ceil}
+
+
+_METHODS = {"sum": "sum", "mean": "mean"}  # x.sum(), x.mean() without options
+
+
+def method_primitive(call):
+    """The primitive name of a method call the adjoint writes out (``x.sum()``), or None."""
+    if call.args or call.keywords or not isinstance(call.func, ast.Attribute):
+        return None
+    return _METHODS.get(call.func.attr)
 
 
 class Direct:

@@ -17,7 +17,7 @@ import copy
 
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements
 from .anf import _assign, _const, _name
-from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User
+from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
 from .templates import template
 
 __all__ = ["Reverse", "comment"]
@@ -308,6 +308,9 @@ class Reverse:
                         out.append(_assign(g, _call("push_grad", prev, dz, _call("len", _name(recv.id)))))
                         state[g] = DEF
                     return
+                prim = method_primitive(value)
+                if prim is not None:
+                    return self.direct(prim, [recv], z, dz, out, state)
                 fn = _call("method", _const(value.func.attr))
                 return self.generic(fn, [recv] + value.args, value.keywords, dz, out, state)
             if isinstance(callee, Direct):
