@@ -16,7 +16,7 @@ from ..backend import cpu as np  # host-side type checks only
 
 from ..rules.core import Primitive
 
-__all__ = ["Module", "prim_expr", "compile_source"]
+__all__ = ["Module", "prim_expr", "compile_source", "fresh_name"]
 
 # kernels that are exactly one Python operator on their operands
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=", "lt": "<",
@@ -30,6 +30,17 @@ _counter = itertools.count()
 _GENERATED_CALLS = {"bool", "int", "float", "complex", "len", "tuple", "list", "dict", "slice",
                     "range", "print", "isinstance", "type", "object", "Ellipsis", "None", "True",
                     "False"}
+
+
+def fresh_name(used, base, sep=""):
+    """``base``, or ``base<sep>1``, ``base<sep>2``... -- the first not in ``used`` (which
+    then holds it)."""
+    name, k = base, 1
+    while name in used:
+        name = f"{base}{sep}{k}"
+        k += 1
+    used.add(name)
+    return name
 
 
 def compile_source(source, name, env, tag="tracegrad"):
@@ -59,12 +70,7 @@ class Module:
     def local(self, hint):
         """A fresh local name based on ``hint``."""
         base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "v"
-        name, k = base, 1
-        while name in self.used:
-            name = f"{base}_{k}"
-            k += 1
-        self.used.add(name)
-        return name
+        return fresh_name(self.used, base, "_")
 
     def bind(self, obj, hint):
         """The global name under which the generated code reads ``obj``."""

@@ -14,6 +14,8 @@ differentiated.
 """
 import ast
 
+from ..emit import fresh_name
+
 __all__ = ["Namer", "lower_jumps", "ANF"]
 
 
@@ -24,12 +26,7 @@ class Namer:
         self.used = set(used)
 
     def fresh(self, hint):
-        name, k = hint, 1
-        while name in self.used:
-            name = f"{hint}{k}"
-            k += 1
-        self.used.add(name)
-        return name
+        return fresh_name(self.used, hint)
 
 
 def _name(id, ctx=None):

@@ -2,7 +2,6 @@
 source -> compiled function, cached per function, differentiated arguments and kind of
 transformation. :class:`AstFunction` is what ``grad(f, mode="ast")`` returns."""
 import ast
-import functools
 import keyword
 import re
 import threading
@@ -365,6 +364,3 @@ class _GradOf:
     def __exit__(self, *exc):
         return False
 
-
-def wraps(f):
-    return functools.wraps(f)

@@ -9,8 +9,8 @@ import copy
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements
 from .anf import _assign, _const, _name
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
-from .reverse import _call, comment, positional
-from .templates import template
+from .reverse import _call, index_expr, positional
+from .templates import rule_expr, same_shape
 
 __all__ = ["Forward"]
 
@@ -82,7 +82,7 @@ class Forward:
             if x not in self.active:
                 return [s]
             tv = self.tangent(s.value) if id(s) not in self.nograd else None
-            update = _call("set_at", _name(self.d(x)), _index(target.slice), tv or _const(None))
+            update = _call("set_at", _name(self.d(x)), index_expr(target.slice), tv or _const(None))
             return [s, _assign(self.d(x), update)]
         z = target.id
         if z not in self.active:
@@ -134,8 +134,7 @@ class Forward:
     def direct(self, pname, operands, value, z):
         from ...rules import TABLE
         prim = TABLE[pname]
-        names = [o.id for o in operands if isinstance(o, ast.Name)]
-        same = (prim.ufunc is not None or prim.diagonal) and len(set(names)) <= 1
+        same = same_shape(prim, operands)
         terms = []
         for i, o in enumerate(operands):
             t = self.tangent(o)
@@ -153,14 +152,7 @@ class Forward:
                 continue
             if fn is None:
                 return None
-            tpl = template(fn)
-            subs = {tpl.params[0]: t, tpl.params[1]: _name(z)}
-            for p, a in zip(tpl.params[2:], operands):
-                subs[p] = a
-            for p, default in tpl.defaults.items():
-                subs.setdefault(p, _const(default))
-            terms.append(tpl.instantiate(subs, self.unit.bind, same_shape=same) if tpl.expr is not None
-                         else _call(self.unit.bind(fn, fn.__name__), t, _name(z), *operands))
+            terms.append(rule_expr(fn, t, _name(z), operands, self.unit.bind, same))
         if not terms:
             return None
         total = terms[0]
@@ -204,10 +196,3 @@ class Forward:
             return [s, push]
         return [s]
 
-
-def _index(node):
-    from .reverse import index_expr
-    return index_expr(node)
-
-
-__all__ += ["comment"]

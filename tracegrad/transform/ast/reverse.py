@@ -18,7 +18,7 @@ import copy
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements
 from .anf import _assign, _const, _name
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
-from .templates import template
+from .templates import rule_expr, same_shape
 
 __all__ = ["Reverse", "comment"]
 
@@ -322,8 +322,7 @@ class Reverse:
     def direct(self, pname, operands, z, dz, out, state):
         from ...rules import TABLE
         prim = TABLE[pname]
-        names = [o.id for o in operands if isinstance(o, ast.Name)]
-        same = (prim.ufunc is not None or prim.diagonal) and len(set(names)) <= 1
+        same = same_shape(prim, operands)
         for i, o in enumerate(operands):
             if not (isinstance(o, ast.Name) and o.id in self.active):
                 continue
@@ -332,17 +331,7 @@ class Reverse:
                 if prim.vjp_all_fn is not None:
                     return self.generic(self.unit.bind(prim, prim.name), operands, [], dz, out, state)
                 continue
-            t = template(fn)
-            subs = {t.params[0]: dz, t.params[1]: _name(z)}
-            for p, a in zip(t.params[2:], operands):
-                subs[p] = a
-            for p, default in t.defaults.items():
-                subs.setdefault(p, _const(default))
-            if t.expr is not None:
-                expr = t.instantiate(subs, self.unit.bind, same_shape=same)
-            else:
-                kws = []
-                expr = _call(self.unit.bind(fn, fn.__name__), dz, _name(z), *operands, keywords=kws)
+            expr = rule_expr(fn, dz, _name(z), operands, self.unit.bind, same)
             self._accumulate(out, state, o.id, expr)
 
     def generic(self, func, args, keywords, dz, out, state):

@@ -57,11 +57,6 @@ def part(g, k):
     return g[k]
 
 
-def _structure(x, index):
-    structure, arrays = split_index(x, index)
-    return structure, arrays
-
-
 def add_at(dx, x, index, g):
     """``dx`` with ``g`` (the gradient of ``x[index]``) added at ``index``; repeated
     indices accumulate."""
@@ -76,7 +71,7 @@ def add_at(dx, x, index, g):
             out[index] = add(out[index], g)
         return out
     base = _zeros_like(x) if dx is None else dx
-    structure, arrays = _structure(x, index)
+    structure, arrays = split_index(x, index)
     return _index_put(base, g, *arrays, index=structure, accumulate=True)
 
 
@@ -215,7 +210,7 @@ def call_vjp(g, fn, *args, **kwargs):
     if g is None:
         return (None,) * len(args)
     if isinstance(g, GradList):
-        g = [None if c is None else c for c in g]
+        g = list(g)
     return _staged(_PULLBACKS, fn, _pullback_builder, "vjp")(g, *args, **kwargs)
 
 
@@ -223,7 +218,6 @@ def _push_builder(fn):
     def build(targs, tkwargs, kinds):
         tangents, args = targs[0], targs[1:]
         nums = [n for n, t in enumerate(tangents) if t is not None]
-        tape = active_tape()
         sub = [args[n] for n in nums]
 
         def partial(*diff):
@@ -233,7 +227,6 @@ def _push_builder(fn):
             return fn(*full, **tkwargs)
         out, tout = _push(partial, tuple(sub) + tuple(tangents[n] for n in nums)) if nums else \
             (fn(*args, **tkwargs), None)
-        del tape
         result = (out, tout)
         return result, _kinds(result, kinds)
     return build

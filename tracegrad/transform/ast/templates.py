@@ -12,7 +12,7 @@ import copy
 import inspect
 import textwrap
 
-__all__ = ["Template", "template"]
+__all__ = ["Template", "template", "rule_expr", "same_shape"]
 
 _CACHE = {}
 
@@ -66,3 +66,26 @@ def template(fn):
     if t is None:
         t = _CACHE[fn] = Template(fn)
     return t
+
+
+def same_shape(prim, operands):
+    """Whether an elementwise primitive's result has the shape of each array operand:
+    all its Name operands are one variable (``h * h``) and the rest are literals."""
+    names = {o.id for o in operands if isinstance(o, ast.Name)}
+    return (prim.ufunc is not None or prim.diagonal) and len(names) <= 1
+
+
+def rule_expr(fn, seed, out, operands, bind, same=False):
+    """Rule ``fn`` (a vjp or jvp: ``fn(seed, out, *operands, **params)``) as an expression of
+    the adjoint's names: its own expression where it is one, else a call of it by name.
+    Parameters the call site does not give take their defaults."""
+    t = template(fn)
+    if t.expr is None:
+        return ast.Call(func=ast.Name(id=bind(fn, fn.__name__), ctx=ast.Load()),
+                        args=[seed, out, *operands], keywords=[])
+    subs = {t.params[0]: seed, t.params[1]: out}
+    for p, a in zip(t.params[2:], operands):
+        subs[p] = a
+    for p, default in t.defaults.items():
+        subs.setdefault(p, ast.Constant(value=default))
+    return t.instantiate(subs, bind, same_shape=same)
