@@ -19,7 +19,7 @@ def _differentiable(value, resolver):
         return False
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.Not, ast.Invert)):
         return False
-    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.FloorDiv, ast.Mod, ast.BitAnd,
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.FloorDiv, ast.BitAnd,
                                                               ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)):
         return False
     if isinstance(value, ast.Attribute) and value.attr in NONDIFF_ATTRS:

@@ -157,8 +157,9 @@ class ANF:
     """Flattens statements (see the module docstring). ``resolver`` tells calls of
     known functions from methods of values."""
 
-    def __init__(self, namer, resolver, located):
+    def __init__(self, namer, resolver, located, known_context=lambda with_node: True):
         self.namer, self.resolver, self.located = namer, resolver, located
+        self.known_context = known_context
         self.out = None
         self.src = None
 
@@ -183,7 +184,8 @@ class ANF:
         return _name(name)
 
     def fail(self, node, construct):
-        raise self.located.error(node, f"the AST transformation cannot handle a {construct}", construct)
+        article = "an" if construct[0] in "aeiou" else "a"
+        raise self.located.error(node, f"the AST transformation cannot handle {article} {construct}", construct)
 
     # statements
     def stmt(self, s):
@@ -223,6 +225,8 @@ class ANF:
             value = self.atom(s.value) if s.value is not None else _const(None)
             self.emit(ast.Return(value=value))
         elif isinstance(s, ast.With):
+            if len(s.items) != 1 or not self.known_context(s):
+                self.fail(s, "with statement (only tracegrad.no_grad() and tracegrad.grad_of(x) are understood)")
             node = ast.With(items=s.items, body=self.block(s.body) or [ast.Pass()])
             self.emit(node)
         elif isinstance(s, (ast.Pass, ast.Assert, ast.Raise)):
@@ -347,7 +351,7 @@ class ANF:
             return ast.UnaryOp(op=e.op, operand=self.atom(e.operand))
         if isinstance(e, ast.Call):
             func = e.func
-            ok, obj = self.resolver.value(func)
+            ok, _ = self.resolver.value(func)
             if not ok and isinstance(func, ast.Attribute):
                 func = ast.Attribute(value=self.atom(func.value), attr=func.attr, ctx=ast.Load())
             elif not ok and not isinstance(func, ast.Name):

@@ -29,6 +29,7 @@ class Unit:
         self.env = env
         self._ids = {}
         self.helpers = {}
+        self.callee_names = {}
 
     def bind(self, obj, hint):
         name = self._ids.get(id(obj))
@@ -125,7 +126,9 @@ def prepare(fn):
     resolver = Resolver(fn, locals_)
     lower_jumps(node, unit.namer, located)
     before = set(unit.namer.used)
-    body = ANF(unit.namer, resolver, located).block(node.body)
+    from ...runtime.grad_mode import no_grad
+    known = (lambda w: _context_is(resolver, w, no_grad) or _context_is(resolver, w, grad_of))
+    body = ANF(unit.namer, resolver, located, known).block(node.body)
     unit.temps = set(unit.namer.used) - before
     return node, located, unit, resolver, params, body
 
@@ -250,7 +253,11 @@ def _compile(fdef, unit, name, fn, per, key, callees):
 def _callee(unit, callees, callee, key, build, hint):
     """The global name, in ``unit``, of the generated function ``build()`` makes for a
     user function ``callee`` (cached; during recursion, filled in once compiled)."""
-    gname = unit.namer.fresh(hint)
+    gname = unit.callee_names.get((callee, key))
+    if gname is None:  # (one name per callee, however often the body is regenerated)
+        gname = unit.callee_names[(callee, key)] = unit.namer.fresh(hint)
+    elif gname in unit.env:
+        return gname
     child_per = _CACHE.setdefault(callee, {})
     if key in child_per:
         gen = child_per[key]

@@ -119,6 +119,11 @@ class Forward:
             if callee is CONSTANT:
                 return None
             if isinstance(value.func, ast.Attribute) and callee is None:
+                recv = value.func.value
+                if value.func.attr == "pop" and not value.args and isinstance(recv, ast.Name):
+                    t = self.tangent(recv)  # the list's tangents shrink with it
+                    return None if t is None else ast.Call(
+                        func=ast.Attribute(value=t, attr="pop", ctx=ast.Load()), args=[], keywords=[])
                 prim = method_primitive(value)
                 if prim is not None:
                     return self.direct(prim, [value.func.value], value, z)

@@ -2,7 +2,9 @@
 go, ``a = b`` copies are propagated, temporaries used once are put back into the
 expression that uses them, and empty branches and dangling comments disappear. Every
 pass is conservative about loops: a name is only substituted within one statement
-list, with nothing in between that could change what the expression reads.
+list, with nothing in between that assigns, writes into (``x[i] = v``) or mutates
+(``x.append``) a name the expression reads. (Aliasing is not tracked: ``z = y`` then
+``y[0] = 0`` is taken to leave ``z`` alone, a documented limit.)
 
 The passes ask the same questions (which names does this statement read, which does it
 assign) many times; :class:`Facts` answers each once per statement until that statement
@@ -31,6 +33,11 @@ class Facts:
                         loads.append(n.id)
                     else:
                         stores.add(n.id)
+                elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+                    stores |= _roots(n.value)      # x[i] = v changes x
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                        n.func.attr in _IMPURE_METHODS:
+                    stores |= _roots(n.func.value)  # x.append(v), x.pop() change x
             f = self._memo[id(node)] = (node, loads, stores, set(loads))
         return f
 
@@ -48,13 +55,21 @@ class Facts:
             self._memo.pop(id(node), None)
 
 
+def _roots(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
 def _pure(expr):
+    """Whether dropping ``expr`` unevaluated changes nothing: no list mutation, no
+    printing, no random numbers drawn."""
     for n in ast.walk(expr):
         if isinstance(n, ast.Call):
             f = n.func
             if isinstance(f, ast.Attribute) and f.attr in _IMPURE_METHODS:
                 return False
             if isinstance(f, ast.Name) and f.id == "print":
+                return False
+            if "random" in ast.unparse(f):
                 return False
     return True
 
@@ -192,6 +207,9 @@ class _Cleaner:
             return False
         if loop is None:
             return block is self.fn.body
+        header = loop.test if isinstance(loop, ast.While) else loop.iter
+        if name in f.load_set(header):  # read by the loop's own condition before the body
+            return False
         first = next((r for r in block if name in f.load_set(r) or name in f.stores(r)), None)
         if not (_simple_assign(first) and first.targets[0].id == name and name not in f.load_set(first)):
             return False

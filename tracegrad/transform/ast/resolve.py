@@ -27,7 +27,7 @@ from ..sweeps import stop_gradient
 __all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive"]
 
 OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
-             ast.MatMult: "matmul"}
+             ast.MatMult: "matmul", ast.Mod: "remainder"}
 UNARY = {ast.USub: "neg"}
 
 _MATH = {math.exp: "exp", math.log: "log", math.sin: "sin", math.cos: "cos", math.tan: "tan",

@@ -53,6 +53,11 @@ def index_expr(node):
     return copy.deepcopy(node)
 
 
+def _is_pop(value):
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        value.func.attr == "pop" and not value.args and isinstance(value.func.value, ast.Name)
+
+
 def positional(fn, call, active, located, stmt):
     """``(args, keywords)`` of a call of user function ``fn`` with the keyword arguments
     that fill its parameters in order moved to their positions; an active value left as
@@ -248,6 +253,9 @@ class Reverse:
             else:
                 out += contrib
                 state.update(inner)
+        if _is_pop(s.value):  # the popped value goes back, for the adjoints before it
+            out.append(ast.Expr(value=_call(ast.Attribute(value=copy.deepcopy(s.value.func.value), attr="append",
+                                                          ctx=ast.Load()), _name(z))))
         if z in self.active or gz is not None:
             self._end(out, state, z)
         out.append(self._restore_marker(s))
@@ -301,11 +309,11 @@ class Reverse:
                 return
             if isinstance(value.func, ast.Attribute) and callee is None:
                 recv = value.func.value
-                if value.func.attr in ("pop",) and not value.args and isinstance(recv, ast.Name):
+                if value.func.attr == "pop" and not value.args and isinstance(recv, ast.Name):
                     if recv.id in self.active:
                         g = self.d(recv.id)
                         prev = _name(g) if state.get(g) else _const(None)
-                        out.append(_assign(g, _call("push_grad", prev, dz, _call("len", _name(recv.id)))))
+                        out.append(_assign(g, _call("push_grad", prev, dz, _name(recv.id))))
                         state[g] = DEF
                     return
                 prim = method_primitive(value)
@@ -411,7 +419,7 @@ class Reverse:
         info = self.loop_sites.setdefault(id(s), {})
         info["target"] = copy.deepcopy(s.target) if isinstance(s, ast.For) else None
         start = dict(state)
-        for _ in range(4):
+        while True:  # the state only grows (absent < defined < unknown): this ends
             inner = dict(start)
             body = self.block(s.body, inner)
             merged = dict(start)

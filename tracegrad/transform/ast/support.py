@@ -121,10 +121,11 @@ def pop_grad(dlst):
     return rest, dlst[-1]
 
 
-def push_grad(dlst, g, n):
-    """The gradient of ``v = lst.pop()`` put back in the list's gradient (``n`` elements
-    before the pop)."""
-    out = GradList(dlst) if dlst is not None else GradList([None] * (n - 1))
+def push_grad(dlst, g, lst):
+    """The gradient of ``v = lst.pop()``: the list's gradient (one entry per element of
+    ``lst`` after the pop) with ``v``'s gradient ``g`` appended."""
+    out = GradList(dlst) if dlst is not None else GradList()
+    out.extend([None] * (len(lst) - len(out)))
     out.append(g)
     return out
 
@@ -137,7 +138,7 @@ def method(name):
         def fn(self, *args, **kwargs):
             return getattr(self, name)(*args, **kwargs)
         fn.__name__ = fn.__qualname__ = name
-        fn = _METHODS[name] = fn
+        _METHODS[name] = fn
     return fn
 
 
