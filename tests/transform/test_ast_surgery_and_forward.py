@@ -117,3 +117,29 @@ def test_second_derivatives_of_an_ast_gradient():
     v = np.array([1.0, 0.0, 2.0])
     _, hv = tg.jvp(g, (x,), (v,))
     np.testing.assert_allclose(hv, (6 * x - 4) * v, rtol=1e-12)
+
+
+def sin_times(x):
+    return np.sin(x) * x
+
+
+def tanh_loop(x):
+    y = x
+    for _ in range(3):
+        y = np.tanh(y * 1.1)
+    return y * y
+
+
+def test_grad_of_grad_transforms_the_generated_adjoint_again():
+    d2 = tg.grad(tg.grad(sin_times, mode="ast"), mode="ast")
+    assert d2(0.7) == pytest.approx(-np.sin(0.7) * 0.7 + 2 * np.cos(0.7), rel=1e-12)
+    assert d2.mode == "ast" and "def dsin_times_dx(" in d2.source and "stack.pop()" in d2.source
+    loop2 = tg.grad(tg.grad(tanh_loop, mode="ast"), mode="ast")
+    assert loop2(0.3) == pytest.approx(tg.grad(tg.grad(tanh_loop, mode="tape"), mode="tape")(0.3), rel=1e-10)
+
+
+def test_forward_over_reverse_in_ast_mode():
+    x = np.array([0.5, -1.0, 2.0])
+    v = np.array([1.0, 0.0, 2.0])
+    _, hv = tg.jvp(tg.grad(poly, mode="ast"), (x,), (v,), mode="ast")
+    np.testing.assert_allclose(hv, (6 * x - 4) * v, rtol=1e-12)

@@ -50,7 +50,10 @@ def unbroadcast(g, like):
         shape = like.shape
     except AttributeError:
         shape = ()
-    return g if g.shape == shape else sum_to(g, shape=shape)
+    try:
+        return g if g.shape == shape else sum_to(g, shape=shape)
+    except AttributeError:  # a Python-number gradient (AST mode on floats)
+        return g
 
 
 def expand_to(t, out):

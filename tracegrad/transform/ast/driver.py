@@ -157,8 +157,7 @@ def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=Fals
     """The :class:`Generated` adjoint of ``fn`` with respect to parameters ``positions``
     (returning one gradient if ``single``, else a tuple)."""
     key = ("vjp", positions, single, has_aux, with_value, internal)
-    if getattr(fn, "__code__", None) is None:
-        function_tree(fn)  # raises the TransformError that says why
+    fn = _source_function(fn)
     with _lock:
         per = _CACHE.setdefault(fn, {})
         if key in per:
@@ -272,12 +271,22 @@ def _callee(unit, callees, callee, key, build, hint):
     return gname
 
 
+def _source_function(fn):
+    """The Python function whose source is transformed: ``fn`` itself, or, for a gradient
+    made by this path (``grad(grad(f))``), the generated adjoint -- transformed again."""
+    inner = getattr(fn, "_ast_function", None)
+    if inner is not None:
+        fn = inner()
+    if getattr(fn, "__code__", None) is None:
+        function_tree(fn)  # raises the TransformError that says why
+    return fn
+
+
 def tangents(fn, name):
     """The :class:`Generated` forward-mode version of ``fn``: ``(*args, *tangents) ->
     (value, tangent)``."""
     key = ("jvp",)
-    if getattr(fn, "__code__", None) is None:
-        function_tree(fn)
+    fn = _source_function(fn)
     with _lock:
         per = _CACHE.setdefault(fn, {})
         if key in per:

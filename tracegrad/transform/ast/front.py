@@ -11,7 +11,8 @@ from ...runtime.tensor import Tensor, wrap
 from ..tracing import active_tape
 from ..tape import Var
 from ..tree import flatten
-from .driver import adjoint, tangents
+from .driver import _source_function, adjoint, tangents
+from .support import zero_tangent
 
 __all__ = ["AstFunction"]
 
@@ -50,6 +51,14 @@ class AstFunction:
     @property
     def source(self):
         return self.generated().source
+
+    def _ast_function(self):
+        """The generated adjoint, for a transformation of this gradient (higher order)."""
+        if self.has_aux or self.with_value:
+            from .source import TransformError
+            raise TransformError("a gradient with has_aux or its value cannot be transformed "
+                                 "again", construct="higher order")
+        return self.generated().fn
 
     def __repr__(self):
         return f"<ast-transformed {self._name} of {getattr(self.f, '__qualname__', self.f)!r}>"
@@ -200,6 +209,14 @@ class AutoFunction:
     def tape(self):
         return self._tape_fn().tape
 
+    def _ast_function(self):
+        chosen = self._choose()
+        if chosen is not self._ast:
+            from .source import TransformError
+            raise TransformError("the inner function was differentiated on the tape",
+                                 construct="higher order")
+        return chosen._ast_function()
+
     def __repr__(self):
         return f"<auto-staged {getattr(self.f, '__qualname__', self.f)!r}>"
 
@@ -216,6 +233,11 @@ class AutoFunction:
 def ast_jvp(f, primals, tangent_values):
     """``(f(*primals), tangent)`` through ``f``'s forward-mode version (generated once)."""
     gen = tangents(f, f"{getattr(f, '__name__', 'f')}_jvp")
+    src = _source_function(f)
+    missing = src.__code__.co_argcount - len(primals)
+    if 0 < missing <= len(src.__defaults__ or ()):  # defaulted parameters: constants
+        extra = tuple(src.__defaults__[-missing:])
+        primals, tangent_values = primals + extra, tangent_values + tuple(zero_tangent(v) for v in extra)
     if active_tape() is not None or any(isinstance(p, Var) for p in primals):
         return gen.fn(*primals, *tangent_values)
     if any(isinstance(a, Tensor) for a in primals + tangent_values):
