@@ -4,7 +4,7 @@ tangent code (forward mode), readable Python that keeps the user's names.
 One module per pass: :mod:`.source` (getting and parsing the source), :mod:`.resolve`
 (what names refer to), :mod:`.anf` (jumps lowered, A-normal form), :mod:`.activity`,
 :mod:`.reverse` and :mod:`.forward` (the transformations, writing rules out through
-:mod:`.templates`), :mod:`.optimize` (clean-up), :mod:`.driver` (printing, compiling,
+:mod:`.templates`; :mod:`.saves` adds the stack), :mod:`.optimize` (clean-up), :mod:`.driver` (printing, compiling,
 caching) and :mod:`.front` (the callable ``grad(f, mode="ast")`` returns). What the
 generated code calls at run time is in :mod:`.support`.
 """

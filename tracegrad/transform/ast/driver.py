@@ -12,7 +12,8 @@ from . import support
 from .anf import ANF, Namer, _const, _name, lower_jumps
 from .optimize import optimize
 from .resolve import Direct, Resolver, method_primitive
-from .reverse import HELPERS, Reverse, comment, finish
+from .reverse import HELPERS, Reverse, comment
+from .saves import finish
 from .source import function_tree
 
 __all__ = ["Unit", "adjoint", "Generated", "prepare", "clear_cache", "grad_of"]

@@ -20,7 +20,7 @@ from .anf import _assign, _const, _name
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
 from .templates import rule_expr, same_shape
 
-__all__ = ["Reverse", "comment"]
+__all__ = ["Reverse", "comment", "index_expr", "positional"]
 
 DEF, UNK = "def", "unk"
 _REDUCTIONS = {"sum", "mean"}
@@ -477,120 +477,6 @@ class Reverse:
     # -- the forward pass -----------------------------------------------------------------
     def forward(self, body, ret):
         return [s for s in body if s is not ret]
-
-
-def finish(rev, forward, adjoint, stack):
-    """Insert saves and restores now that the adjoint's reads are known; return the
-    forward and adjoint statements."""
-    needed = set()
-    for s in adjoint:
-        needed |= _loaded(s)
-    counts = {}
-    for site in rev.sites.values():
-        counts[site.name] = counts.get(site.name, 0) + 1
-    saved = {k for k, site in rev.sites.items()
-             if (isinstance(site.node.targets[0], ast.Subscript) and (site.name in rev.active or site.name in needed))
-             or (site.name in needed and (site.in_loop or counts[site.name] > 1
-                                          or site.name in rev.params))}
-    uses_stack = [False]
-    init = set()
-
-    def fwd(stmts, depth):
-        out = []
-        for s in stmts:
-            if isinstance(s, ast.Assign) and id(s) in saved:
-                t = s.targets[0]
-                uses_stack[0] = True
-                if isinstance(t, ast.Subscript):
-                    value = _call("copy_at", _name(t.value.id), index_expr(t.slice))
-                else:
-                    value = _name(t.id)
-                    if t.id not in rev.params:
-                        init.add(t.id)
-                out.append(ast.Expr(value=_call(ast.Attribute(value=_name(stack), attr="append",
-                                                              ctx=ast.Load()), value)))
-                out.append(s)
-            elif isinstance(s, (ast.For, ast.While)):
-                info = rev.loop_sites.get(id(s), {})
-                body = fwd(s.body, depth + 1)
-                if info.get("scheme") == "count":
-                    n = info["count"]
-                    body.insert(0, _assign(n, ast.BinOp(left=_name(n), op=ast.Add(), right=_const(1))))
-                    tgt = s.target if isinstance(s, ast.For) else None
-                    if tgt is not None and _names_of(tgt) & needed:
-                        # pushed at the end of the iteration (before a lowered break), popped
-                        # first thing in the iteration's adjoint
-                        uses_stack[0] = True
-                        info["push_target"] = True
-                        at = len(body) - 1 if _is_break_check(body[-1]) else len(body)
-                        body.insert(at, ast.Expr(value=_call(ast.Attribute(value=_name(stack), attr="append",
-                                                                           ctx=ast.Load()), copy.deepcopy(tgt))))
-                    out.append(_assign(n, _const(0)))
-                    node = copy.copy(s)
-                    node.body = body
-                    out.append(node)
-                    if depth:
-                        uses_stack[0] = True
-                        info["push_count"] = True
-                        out.append(ast.Expr(value=_call(ast.Attribute(value=_name(stack), attr="append",
-                                                                      ctx=ast.Load()), _name(n))))
-                else:
-                    node = copy.copy(s)
-                    node.body = body
-                    out.append(node)
-            elif isinstance(s, ast.If):
-                node = copy.copy(s)
-                node.body = fwd(s.body, depth) or [ast.Pass()]
-                node.orelse = fwd(s.orelse, depth)
-                out.append(node)
-            elif isinstance(s, ast.With):
-                if rev.grad_of_target(s) is not None:
-                    continue
-                node = copy.copy(s)
-                node.body = fwd(s.body, depth) or [ast.Pass()]
-                out.append(node)
-            else:
-                out.append(s)
-        return out
-
-    forward = fwd(forward, 0)
-
-    def marker(kind, key):
-        """The statement a restore marker stands for (None: nothing was saved)."""
-        pop = _call(ast.Attribute(value=_name(stack), attr="pop", ctx=ast.Load()))
-        if kind == "__restore__":
-            if key not in saved:
-                return None
-            t = rev.sites[key].node.targets[0]
-            if isinstance(t, ast.Subscript):
-                target = ast.Subscript(value=_name(t.value.id), slice=copy.deepcopy(t.slice), ctx=ast.Store())
-                return ast.Assign(targets=[target], value=pop)
-            return _assign(t.id, pop)
-        info = rev.loop_sites[key]
-        if kind == "__target__":
-            return ast.Assign(targets=[copy.deepcopy(info["target"])], value=pop) \
-                if info.get("push_target") else None
-        return _assign(info["count"], pop) if info.get("push_count") else None
-
-    def replace_markers(stmts):
-        out = []
-        for s in stmts:
-            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
-                    isinstance(s.value.func, ast.Name) and s.value.func.id in ("__restore__", "__target__", "__count__"):
-                s = marker(s.value.func.id, s.value.args[0].value)
-            elif isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
-                s.body = replace_markers(s.body) or [ast.Pass()]
-                if getattr(s, "orelse", None):
-                    s.orelse = replace_markers(s.orelse)
-            if s is not None:
-                out.append(s)
-        return out
-    adjoint = replace_markers(adjoint)
-    adjoint = [ast.fix_missing_locations(s) for s in adjoint]
-    prelude = [_assign(n, _const(None)) for n in sorted(init)]
-    if uses_stack[0]:
-        prelude.append(_assign(stack, ast.List(elts=[], ctx=ast.Load())))
-    return prelude + forward, adjoint
 
 
 def _is_break_check(s):

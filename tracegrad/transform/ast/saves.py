@@ -1,0 +1,132 @@
+"""Saves and restores, decided once the adjoint is written: a value the adjoint reads is
+pushed on the stack before the assignment that overwrites it (when it can be
+overwritten: assigned in a loop, at several places, or a parameter assigned again) and
+popped where the adjoint left a restore marker. Loops that replay by count get their
+counter (and, when read, their target) saved the same way."""
+import ast
+import copy
+
+from .anf import _assign, _const, _name
+from .reverse import _call, _is_break_check, _loaded, _names_of, index_expr
+
+__all__ = ["finish"]
+
+MARKERS = ("__restore__", "__target__", "__count__")
+
+
+class _Saves:
+    def __init__(self, rev, adjoint, stack):
+        self.rev, self.stack = rev, stack
+        self.needed = set()
+        for s in adjoint:
+            self.needed |= _loaded(s)
+        counts = {}
+        for site in rev.sites.values():
+            counts[site.name] = counts.get(site.name, 0) + 1
+        self.saved = {k for k, site in rev.sites.items() if self._save(site, counts[site.name])}
+        self.uses_stack = False
+        self.init = set()   # saved names pushed before any assignment: start as None
+
+    def _save(self, site, count):
+        if isinstance(site.node.targets[0], ast.Subscript):
+            return site.name in self.rev.active or site.name in self.needed
+        return site.name in self.needed and (site.in_loop or count > 1 or site.name in self.rev.params)
+
+    def _push(self, value):
+        self.uses_stack = True
+        return ast.Expr(value=_call(ast.Attribute(value=_name(self.stack), attr="append", ctx=ast.Load()),
+                                    value))
+
+    def _pop(self):
+        return _call(ast.Attribute(value=_name(self.stack), attr="pop", ctx=ast.Load()))
+
+    # forward: pushes inserted ------------------------------------------------------------
+    def forward(self, stmts, depth=0):
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.Assign) and id(s) in self.saved:
+                out += [self._push(self._old_value(s.targets[0])), s]
+            elif isinstance(s, (ast.For, ast.While)):
+                out += self._loop(s, depth)
+            elif isinstance(s, (ast.If, ast.With)):
+                if isinstance(s, ast.With) and self.rev.grad_of_target(s) is not None:
+                    continue  # backward-pass code only
+                node = copy.copy(s)
+                node.body = self.forward(s.body, depth) or [ast.Pass()]
+                if isinstance(s, ast.If):
+                    node.orelse = self.forward(s.orelse, depth)
+                out.append(node)
+            else:
+                out.append(s)
+        return out
+
+    def _old_value(self, target):
+        if isinstance(target, ast.Subscript):
+            return _call("copy_at", _name(target.value.id), index_expr(target.slice))
+        if target.id not in self.rev.params:
+            self.init.add(target.id)
+        return _name(target.id)
+
+    def _loop(self, s, depth):
+        info = self.rev.loop_sites.get(id(s), {})
+        node = copy.copy(s)
+        node.body = self.forward(s.body, depth + 1)
+        if info.get("scheme") != "count":
+            return [node]
+        n = info["count"]
+        node.body.insert(0, _assign(n, ast.BinOp(left=_name(n), op=ast.Add(), right=_const(1))))
+        target = s.target if isinstance(s, ast.For) else None
+        if target is not None and _names_of(target) & self.needed:
+            # pushed at the end of the iteration (before a lowered break), popped first
+            # thing in the iteration's adjoint
+            info["push_target"] = True
+            at = len(node.body) - 1 if _is_break_check(node.body[-1]) else len(node.body)
+            node.body.insert(at, self._push(copy.deepcopy(target)))
+        out = [_assign(n, _const(0)), node]
+        if depth:  # an inner loop: its count is overwritten by the next outer iteration
+            info["push_count"] = True
+            out.append(self._push(_name(n)))
+        return out
+
+    # adjoint: markers replaced -----------------------------------------------------------
+    def restore(self, kind, key):
+        """The statement a marker stands for (None: nothing was saved)."""
+        if kind == "__restore__":
+            if key not in self.saved:
+                return None
+            t = self.rev.sites[key].node.targets[0]
+            if isinstance(t, ast.Subscript):
+                target = ast.Subscript(value=_name(t.value.id), slice=copy.deepcopy(t.slice), ctx=ast.Store())
+                return ast.Assign(targets=[target], value=self._pop())
+            return _assign(t.id, self._pop())
+        info = self.rev.loop_sites[key]
+        if kind == "__target__":
+            return ast.Assign(targets=[copy.deepcopy(info["target"])], value=self._pop()) \
+                if info.get("push_target") else None
+        return _assign(info["count"], self._pop()) if info.get("push_count") else None
+
+    def adjoint(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+                    isinstance(s.value.func, ast.Name) and s.value.func.id in MARKERS:
+                s = self.restore(s.value.func.id, s.value.args[0].value)
+            elif isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
+                s.body = self.adjoint(s.body) or [ast.Pass()]
+                if getattr(s, "orelse", None):
+                    s.orelse = self.adjoint(s.orelse)
+            if s is not None:
+                out.append(ast.fix_missing_locations(s))
+        return out
+
+
+def finish(rev, forward, adjoint, stack):
+    """The forward statements with saves and a prelude (the stack, names pushed before
+    they are first assigned), and the adjoint with its restore markers replaced."""
+    saves = _Saves(rev, adjoint, stack)
+    forward = saves.forward(forward)   # (decides the loop pushes the adjoint's markers ask)
+    adjoint = saves.adjoint(adjoint)
+    prelude = [_assign(n, _const(None)) for n in sorted(saves.init)]
+    if saves.uses_stack:
+        prelude.append(_assign(stack, ast.List(elts=[], ctx=ast.Load())))
+    return prelude + forward, adjoint
