@@ -149,15 +149,13 @@ def _result(g, like, raw):
         return float(g)
     if isinstance(g, Tensor):
         g = g._data
-    if not isinstance(g, np.ndarray) or isinstance(g, np.generic):
+    if not isinstance(g, np.ndarray):  # a NumPy scalar or a Python number
         g = np.asarray(g)
     want = getattr(like, "dtype", None)
     if want is not None and want.kind in "fc" and g.dtype != want:
         g = g.astype(want)
-    elif not g.flags.writeable or g.base is not None and not g.flags.owndata and g.strides and 0 in g.strides:
+    elif not g.flags.writeable:  # a broadcast view (the gradient of a sum): its own copy
         g = g.copy()
-    if tuple(g.shape) != tuple(getattr(like, "shape", ())):
-        g = g.copy() if g.shape == () else g
     return g
 
 
@@ -248,8 +246,8 @@ def ast_jvp(f, primals, tangent_values):
     else:
         out, tout = gen.fn(*primals, *tangent_values)
     like = primals[0] if primals else 0.0
-    return _result(out, out, False) if _is_array(out) else out, _result(tout, out if out is not None else like, False)
+    return _result(out, out, False) if _is_numpy_scalar(out) else out, _result(tout, out if out is not None else like, False)
 
 
-def _is_array(x):
+def _is_numpy_scalar(x):
     return isinstance(x, np.generic)
