@@ -192,22 +192,13 @@ def _safe(name):
 
 def _gradient_names(f, argnums):
     """``dx``, ``dw``... for the differentiated parameters of ``f`` ([] where unknown)."""
-    from .tracing import param_names
+    from .tracing import param_names, positional_params
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     try:
-        names = param_names(f, max(max(nums) + 1, _positional_count(f)))
+        names = param_names(f, max(max(nums) + 1, len(positional_params(f))))
         return ["d" + names[n] for n in nums]
     except (ValueError, IndexError, TypeError):
         return []
-
-
-def _positional_count(f):
-    import inspect
-    try:
-        return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                   for p in inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        return 0
 
 
 def _grad_name(f, argnums):

@@ -133,14 +133,18 @@ def input_value(x):
     return x
 
 
+def positional_params(f):
+    """The names of ``f``'s positional parameters ([] where its signature is unknown)."""
+    try:
+        return [p.name for p in inspect.signature(f).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
+
+
 def param_names(f, n):
     """Names for ``n`` positional arguments of ``f`` (its parameters', where known)."""
-    try:
-        params = [p for p in inspect.signature(f).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        names = [p.name for p in params[:n]]
-    except (TypeError, ValueError):
-        names = []
+    names = positional_params(f)[:n]
     return names + [f"arg{i}" for i in range(len(names), n)]
 
 

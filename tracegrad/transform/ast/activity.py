@@ -4,13 +4,20 @@ import ast
 
 from .resolve import CONSTANT
 
-__all__ = ["active_names", "NONDIFF_ATTRS"]
+__all__ = ["active_names", "NONDIFF_ATTRS", "loaded_names", "all_names"]
 
 NONDIFF_ATTRS = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides", "device"}
 
 
-def _loads(node):
+def loaded_names(node):
+    """The names ``node`` reads."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def all_names(node):
+    """Every name in ``node``, read or assigned."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
 
 
 def _differentiable(value, resolver):
@@ -35,19 +42,19 @@ def _differentiable(value, resolver):
 def _operands(value):
     """Names whose values flow into ``value`` (not the index of a subscript)."""
     if isinstance(value, ast.Subscript):
-        return _loads(value.value)
+        return loaded_names(value.value)
     if isinstance(value, ast.Call):
         names = set()
         for a in value.args:
-            names |= _loads(a)
+            names |= loaded_names(a)
         for k in value.keywords:
-            names |= _loads(k.value)
+            names |= loaded_names(k.value)
         if isinstance(value.func, ast.Attribute):
-            names |= _loads(value.func.value)
+            names |= loaded_names(value.func.value)
         elif isinstance(value.func, ast.Name):
             names.add(value.func.id)
         return names
-    return _loads(value)
+    return loaded_names(value)
 
 
 def active_names(body, wrt, resolver, nograd=()):
@@ -65,7 +72,7 @@ def active_names(body, wrt, resolver, nograd=()):
                 if isinstance(target, ast.Name):
                     if _differentiable(s.value, resolver) and _operands(s.value) & active:
                         new.add(target.id)
-                elif isinstance(target, ast.Subscript) and _loads(s.value) & active:
+                elif isinstance(target, ast.Subscript) and loaded_names(s.value) & active:
                     new.add(target.value.id)
             elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
                 f = s.value.func

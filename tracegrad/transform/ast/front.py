@@ -8,7 +8,7 @@ from ...backend import cpu as np  # host-side type checks only
 from ...backend import namespace_of
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
-from ..tracing import active_tape
+from ..tracing import active_tape, positional_params
 from ..tape import Var
 from ..tree import flatten
 from .driver import _source_function, adjoint, tangents
@@ -35,7 +35,7 @@ class AstFunction:
         """The :class:`~.driver.Generated` adjoint (transformed on first use)."""
         if self._gen is None:
             checked = nargs is not None
-            nargs = nargs if checked else _nparams(self.f)
+            nargs = nargs if checked else len(positional_params(self.f))
             positions = tuple(n % nargs if nargs else n for n in self.argnums)
             for n in self.argnums if checked else ():
                 if not -nargs <= n < nargs:
@@ -98,15 +98,6 @@ class AstFunction:
 
 def gen_positions(fn, nargs):
     return tuple(n % nargs for n in fn.argnums)
-
-
-def _nparams(f):
-    import inspect
-    try:
-        return len([p for p in inspect.signature(f).parameters.values()
-                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
-    except (TypeError, ValueError):
-        return 0
 
 
 def _seed(x):

@@ -11,6 +11,8 @@ assign) many times; :class:`Facts` answers each once per statement until that st
 changes, which keeps a 50-line function's clean-up to milliseconds."""
 import ast
 
+from .activity import all_names
+
 __all__ = ["optimize"]
 
 _IMPURE_METHODS = {"append", "pop", "extend", "insert", "remove", "clear"}
@@ -34,10 +36,10 @@ class Facts:
                     else:
                         stores.add(n.id)
                 elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
-                    stores |= _roots(n.value)      # x[i] = v changes x
+                    stores |= all_names(n.value)      # x[i] = v changes x
                 elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
                         n.func.attr in _IMPURE_METHODS:
-                    stores |= _roots(n.func.value)  # x.append(v), x.pop() change x
+                    stores |= all_names(n.func.value)  # x.append(v), x.pop() change x
             f = self._memo[id(node)] = (node, loads, stores, set(loads))
         return f
 
@@ -53,10 +55,6 @@ class Facts:
     def forget(self, *nodes):
         for node in nodes:
             self._memo.pop(id(node), None)
-
-
-def _roots(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _pure(expr):

@@ -78,10 +78,6 @@ def positional(fn, call, active, located, stmt):
     return args, [ast.keyword(arg=k, value=copy.deepcopy(v)) for k, v in kws.items()]
 
 
-def _loaded(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
 def _stored(stmts):
     out = set()
     for s in stmts:
@@ -149,7 +145,7 @@ class Reverse:
         adjoint += self.block(stmts, state, last_src=src)
         grads = [_name(self.gnames[w]) if w in self.gnames and state.get(self.gnames[w]) else _const(None)
                  for w in wrt]
-        forward = self.forward(body, ret)
+        forward = [s for s in body if s is not ret]
         return forward, adjoint, grads
 
     # -- sites ----------------------------------------------------------------------------
@@ -474,15 +470,8 @@ class Reverse:
             return [comment(f"grad of: {self.located.text(s)}")] + body
         return self.block(s.body, state)
 
-    # -- the forward pass -----------------------------------------------------------------
-    def forward(self, body, ret):
-        return [s for s in body if s is not ret]
-
 
 def _is_break_check(s):
     return isinstance(s, ast.If) and len(s.body) == 1 and isinstance(s.body[0], ast.Break)
 
-
-def _names_of(target):
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 

@@ -7,7 +7,8 @@ import ast
 import copy
 
 from .anf import _assign, _const, _name
-from .reverse import _call, _is_break_check, _loaded, _names_of, index_expr
+from .activity import all_names, loaded_names
+from .reverse import _call, _is_break_check, index_expr
 
 __all__ = ["finish"]
 
@@ -19,7 +20,7 @@ class _Saves:
         self.rev, self.stack = rev, stack
         self.needed = set()
         for s in adjoint:
-            self.needed |= _loaded(s)
+            self.needed |= loaded_names(s)
         counts = {}
         for site in rev.sites.values():
             counts[site.name] = counts.get(site.name, 0) + 1
@@ -76,7 +77,7 @@ class _Saves:
         n = info["count"]
         node.body.insert(0, _assign(n, ast.BinOp(left=_name(n), op=ast.Add(), right=_const(1))))
         target = s.target if isinstance(s, ast.For) else None
-        if target is not None and _names_of(target) & self.needed:
+        if target is not None and all_names(target) & self.needed:
             # pushed at the end of the iteration (before a lowered break), popped first
             # thing in the iteration's adjoint
             info["push_target"] = True

@@ -22,7 +22,8 @@ from ..tree import flatten, unflatten
 from ...rules import TABLE
 
 __all__ = ["GradList", "add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "pop_grad",
-           "push_grad", "call_vjp", "call_jvp", "method", "attribute", "zero_tangent"]
+           "push_grad", "call_vjp", "call_jvp", "method", "attribute", "zero_tangent",
+           "scalar_output"]
 
 _index_put = TABLE["index_put"]
 _sum_to = TABLE["sum_to"]
@@ -237,6 +238,12 @@ def call_jvp(tangents, fn, *args, **kwargs):
     """``(fn(*args, **kwargs), its tangent)`` for one tangent (or None) per positional
     argument."""
     return _staged(_PUSHES, fn, _push_builder, "jvp")(tuple(tangents), *args, **kwargs)
+
+
+def scalar_output(value):
+    """The differentiated function's result must be a scalar (as ``backward()`` needs)."""
+    if getattr(value, "shape", ()) != ():
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
 
 
 def zero_tangent(x):
