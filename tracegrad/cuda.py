@@ -1,19 +1,57 @@
-"""``tracegrad.cuda``: whether a CUDA device can be used (through CuPy, the ``gpu`` extra)."""
+"""``tracegrad.cuda``: the CUDA device, through CuPy (the ``gpu`` extra).
+
+Nothing here imports CuPy until asked: ``is_available()`` on a machine without CuPy or
+without a GPU answers False instead of failing.
+"""
 import importlib.util
 
-__all__ = ["is_available", "device_count"]
+__all__ = ["is_available", "device_count", "current_device", "synchronize", "manual_seed",
+           "manual_seed_all", "get_device_name"]
 
 
 def device_count():
-    """How many CUDA devices CuPy sees (0 without CuPy or without a GPU)."""
+    """How many CUDA devices CuPy sees (0 without CuPy, a driver or a GPU)."""
     if importlib.util.find_spec("cupy") is None:
         return 0
     try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount()
-    except Exception:  # CuPy installed but no driver/GPU: no devices
+        from .backend import cuda
+    except Exception:  # CuPy installed but its CUDA libraries are missing: no devices
         return 0
+    return cuda.device_count()
 
 
 def is_available():
     return device_count() > 0
+
+
+def _namespace():
+    from . import backend
+    return backend.namespace_for("cuda")  # raises PyTorch-like when CUDA is not available
+
+
+def current_device():
+    """The index of the device CUDA tensors are made on."""
+    return _namespace().current_index()
+
+
+def get_device_name(device=None):
+    import cupy
+    index = current_device() if device is None else int(str(device).rpartition(":")[2] or 0)
+    return cupy.cuda.runtime.getDeviceProperties(index)["name"].decode()
+
+
+def synchronize(device=None):
+    """Wait until every kernel queued on the GPU has finished. Time GPU work with this:
+    CuPy's calls return before their kernels end. Raises where CUDA is not available, as
+    PyTorch does."""
+    _namespace().synchronize()
+
+
+def manual_seed(seed):
+    """Seed the CUDA device's default random stream (only; ``tracegrad.manual_seed``
+    seeds every device). Silently ignored where CUDA is not available, as in PyTorch."""
+    if is_available():
+        _namespace().seed(int(seed) % 2 ** 64)
+
+
+manual_seed_all = manual_seed

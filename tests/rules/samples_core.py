@@ -58,6 +58,9 @@ SAMPLES = {
     "cast": [S(r(3, 4), dtype=np.float64, src_dtype=np.float64, float32=False),
              S(zd(), dtype=np.float64, src_dtype=np.float64, tags="0d", float32=False),
              S(r(0, 2), dtype=np.float64, src_dtype=np.float64, tags="empty", float32=False)],
+    # (the device suite runs these across devices; on one device the rule is a copy)
+    "to_device": [S(r(3, 4), device="cpu", src="cpu"), S(zd(), device="cpu", src="cpu", tags="0d"),
+                  S(r(0, 2), device="cpu", src="cpu", tags="empty")],
     "copy": [S(r(3, 4), r(3, 4)), S(r(3, 4), r(4), tags="broadcast"), S(r(3, 4), 2.5),
              S(zd(), zd(), tags="0d"), S(r(0, 4), r(4), tags="empty broadcast")],
     "fill": [S(r(3, 4), value=2.0), S(zd(), value=0, tags="0d"), S(r(0, 3), value=1.0, tags="empty")],

@@ -133,6 +133,7 @@ TORCH.update({
     "sum_to": lambda x, shape: x.sum_to_size(shape),
     "broadcast_to": lambda x, shape: x.expand(shape),
     "cast": lambda x, dtype, src_dtype: x.to(_tdtype(dtype), copy=True),
+    "to_device": lambda x, device, src: x.to(device, copy=True),
     "copy": lambda x, src: x.clone().copy_(src),
     "fill": lambda x, value: x.clone().fill_(value),
     "copy_slices": _copy_slices,

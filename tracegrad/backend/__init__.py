@@ -14,7 +14,7 @@ from .dtypes import (as_dtype, from_numpy_dtype, get_default_dtype, promote_type
                      result_type, set_default_dtype)
 
 __all__ = ["cpu", "device", "namespace_of", "namespace_for", "device_of", "is_array",
-           "ARRAY_TYPES", "as_dtype", "from_numpy_dtype", "get_default_dtype",
+           "register", "unregister", "loaded", "seed_all", "ARRAY_TYPES", "as_dtype", "from_numpy_dtype", "get_default_dtype",
            "set_default_dtype", "promote_types", "result_type"]
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy warns. Silence the floating
@@ -29,9 +29,64 @@ for _t in (_np.bool_, _np.uint8, _np.int8, _np.int16, _np.int32, _np.int64, _np.
            _np.float32, _np.float64, _np.complex64, _np.complex128):
     _NS_BY_TYPE[_t] = cpu
 
-# Array classes a Tensor may hold; the CUDA namespace adds cupy.ndarray when loaded.
+# Array classes a Tensor may hold (a set shared with the runtime, filled in place); the
+# CUDA namespace adds cupy.ndarray when it is loaded.
+ARRAY_TYPE_SET = {_np.ndarray}
 ARRAY_TYPES = (_np.ndarray,)
 _NS_BY_DEVICE_TYPE = {"cpu": cpu}
+_seed = [None]   # the last seed given to every device (a namespace loaded later gets it too)
+
+
+def register(ns, array_types):
+    """Make ``ns`` (a module-like array namespace named after its device type, e.g.
+    ``'cuda'``) the namespace of its device and of values of ``array_types``."""
+    global ARRAY_TYPES
+    for t in array_types:
+        _NS_BY_TYPE[t] = ns
+        ARRAY_TYPE_SET.add(t)
+    ARRAY_TYPES = tuple(ARRAY_TYPE_SET)
+    _NS_BY_DEVICE_TYPE[ns.name] = ns
+    if _seed[0] is not None:
+        ns.seed(_seed[0])
+
+
+def unregister(ns):
+    """Undo :func:`register` (tests stand a stub namespace in for CUDA, then take it away)."""
+    global ARRAY_TYPES
+    for t, owner in list(_NS_BY_TYPE.items()):
+        if owner is ns:
+            del _NS_BY_TYPE[t]
+            ARRAY_TYPE_SET.discard(t)
+    ARRAY_TYPES = tuple(ARRAY_TYPE_SET)
+    if _NS_BY_DEVICE_TYPE.get(ns.name) is ns:
+        del _NS_BY_DEVICE_TYPE[ns.name]
+
+
+def loaded():
+    """The array namespaces in use so far (CPU, and CUDA once asked for)."""
+    return list(_NS_BY_DEVICE_TYPE.values())
+
+
+def seed_all(value):
+    """Reseed every device's default random stream (and those of devices loaded later)."""
+    _seed[0] = value
+    for ns in loaded():
+        ns.seed(value)
+
+
+def _load_cuda():
+    """Import the CuPy namespace on first use, so CPU users never need CuPy."""
+    try:
+        from . import cuda
+    except ImportError as e:
+        raise RuntimeError("CUDA is not available: tracegrad runs on CUDA through CuPy, which "
+                           "needs the gpu extra (pip install 'tracegrad[gpu]') and an NVIDIA "
+                           f"GPU ({e})") from None
+    if cuda.device_count() == 0:
+        raise RuntimeError("CUDA is not available: CuPy is installed but found no NVIDIA GPU "
+                           "(or no driver for it)")
+    register(cuda, (cuda.ndarray,))
+    return cuda
 
 
 def namespace_of(value):
@@ -41,6 +96,8 @@ def namespace_of(value):
     except KeyError:
         if isinstance(value, _np.ndarray) or isinstance(value, _np.generic):
             return cpu
+        if type(value).__module__.startswith("cupy") and "cuda" not in _NS_BY_DEVICE_TYPE:
+            return _load_cuda()
         raise TypeError(f"no array backend for values of type {type(value).__name__}") from None
 
 
@@ -48,19 +105,21 @@ def namespace_for(dev):
     """The array namespace of a device (``'cpu'``, ``'cuda'``, a device object, or None)."""
     if dev is None:
         return cpu
-    kind = dev.type if isinstance(dev, device) else device(dev).type
-    try:
-        return _NS_BY_DEVICE_TYPE[kind]
-    except KeyError:
-        raise RuntimeError(f"device '{kind}' is not available: tracegrad runs on CUDA through "
-                           "CuPy, which needs the gpu extra (pip install 'tracegrad[gpu]') and an "
-                           "NVIDIA GPU") from None
+    dev = dev if isinstance(dev, device) else device(dev)
+    ns = _NS_BY_DEVICE_TYPE.get(dev.type)
+    if ns is None:
+        ns = _load_cuda()
+    if dev.index not in (None, ns.current_index()):
+        raise RuntimeError(f"tracegrad computes on the current {dev.type} device "
+                           f"({dev.type}:{ns.current_index()}); {dev} is not it (make it current "
+                           "with cupy.cuda.Device(n).use() first)")
+    return ns
 
 
 def device_of(array):
     """The device an array lives on."""
     ns = namespace_of(array)
-    return CPU if ns is cpu else device(ns.name, 0)
+    return CPU if ns is cpu else device(ns.name, ns.device_index(array))
 
 
 def is_array(value):

@@ -45,6 +45,15 @@ def owns_data(a):
     return a.base is None
 
 
+def current_index():
+    """The index of the device new arrays go to (the CPU has one)."""
+    return 0
+
+
+def synchronize():
+    """Wait for queued work: NumPy's calls return when done, so nothing waits."""
+
+
 def seed(value):
     """Reseed this device's default random generator."""
     global _rng
@@ -59,6 +68,11 @@ def rng():
 def new_rng(value):
     """A random generator of this device's own, seeded with ``value``."""
     return _np.random.default_rng(value)
+
+
+def randperm(generator, n):
+    """A random permutation of ``0..n-1`` drawn from ``generator``."""
+    return generator.permutation(n)
 
 
 _erf_scalar = _np.frompyfunc(_math.erf, 1, 1)

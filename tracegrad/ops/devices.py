@@ -1,11 +1,15 @@
-"""Moving tensors between devices. CUDA runs through CuPy (the ``gpu`` extra); without it,
-asking for CUDA is a clear error rather than an import failure deep inside."""
+"""Moving tensors between devices: one differentiable primitive (``to_device``, recorded as
+``ToCopyBackward0`` like PyTorch's), so a gradient flows back to the device its input came
+from. CUDA runs through CuPy (the ``gpu`` extra); without it, asking for CUDA is a clear
+error rather than an import failure deep inside."""
 from .. import backend
+from ..rules import memory as M
 from ..runtime.tensor import Tensor
 
 
 def to_device(t, device):
     if not isinstance(t, Tensor):
         raise TypeError(f"to_device expects a Tensor, got {type(t).__name__}")
+    device = backend.device(device)
     backend.namespace_for(device)  # raises when the device is not available
-    raise NotImplementedError(f"copying tensors to device '{device}' is not implemented yet")
+    return M.to_device(t, device=device.type, src=t.device.type)

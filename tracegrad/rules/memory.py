@@ -1,5 +1,6 @@
-"""Copies and conversions: ``clone``, dtype ``cast``, and the rules behind ``copy_``,
-``fill_`` and ``zero_`` (which PyTorch records as differentiable in-place writes)."""
+"""Copies and conversions: ``clone``, dtype ``cast``, ``to_device``, and the rules behind
+``copy_``, ``fill_`` and ``zero_`` (which PyTorch records as differentiable in-place writes)."""
+from ..backend import namespace_for
 from .broadcast import unbroadcast, zeros_like
 from .core import KEEP, primitive
 
@@ -23,6 +24,19 @@ def cast(xp, x, *, dtype, src_dtype):
 @cast.vjp("x")
 def cast_vjp(g, out, x, *, dtype, src_dtype):
     return cast(g, dtype=src_dtype, src_dtype=dtype)
+
+
+@primitive("ToCopyBackward0", dtypes=KEEP, linear=True)
+def to_device(xp, x, *, device, src):
+    """``x``'s values on ``device`` (a device type: ``'cpu'``, ``'cuda'``), copied through
+    host memory; ``src`` is ``x``'s device type, so the gradient goes back there."""
+    target = namespace_for(device)
+    return x.copy() if target is xp else target.from_host(xp.to_host(x))
+
+
+@to_device.vjp("x")
+def to_device_vjp(g, out, x, *, device, src):
+    return to_device(g, device=src, src=device)
 
 
 @primitive("CopyBackwards", dtypes=KEEP)

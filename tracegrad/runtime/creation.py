@@ -240,9 +240,7 @@ class _DefaultGenerator(Generator):
 
     def manual_seed(self, value):
         value = int(value) % self._SEED_RANGE
-        from ..backend import _NS_BY_DEVICE_TYPE
-        for xp in list(_NS_BY_DEVICE_TYPE.values()):
-            xp.seed(value)
+        backend.seed_all(value)
         self._seed = value
         return self
 
@@ -324,7 +322,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
     d = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
-    return _into(out, _finish(xp.asarray(_stream(generator, xp).permutation(n)).astype(d.np), requires_grad))
+    return _into(out, _finish(xp.randperm(_stream(generator, xp), n).astype(d.np), requires_grad))
 
 
 @_recorded

@@ -16,7 +16,7 @@ from . import grad_mode
 
 __all__ = ["Tensor", "Size", "wrap", "is_tensor"]
 
-_ARRAY_TYPES = set(backend.ARRAY_TYPES)
+_ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
 _new = object.__new__
 
 # Tensor subclasses (nn.Parameter, nn.Buffer) that operations treat exactly like Tensor, so
