@@ -27,8 +27,9 @@ from . import datasets, models, nn, optim  # noqa: F401
 from .serialization import *  # noqa: F403
 
 globals().update(_ops.FUNCTIONS)
-from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, grad,  # noqa: E402
-                        grad_of, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp)
+from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, fusion,  # noqa: E402
+                        fusion_enabled, grad, grad_of, hessian, jacobian, jvp, set_fusion,
+                        stop_gradient, trace, value_and_grad, vjp)
 
 float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
 double = float64

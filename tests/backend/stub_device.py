@@ -141,8 +141,17 @@ def _index(key):
     return _operand(key)
 
 
+def _defers(other):
+    """True when CuPy would hand the operation to ``other`` (a Tensor, a tracer: anything
+    else with NumPy's ``__array_ufunc__`` protocol), as Python's reflected operator."""
+    return (type(other) is not StubArray and hasattr(other, "__array_ufunc__")
+            and not isinstance(other, (np.ndarray, np.generic)))
+
+
 def _binary(name):
     def method(self, other):
+        if _defers(other):
+            return NotImplemented
         return _wrap(getattr(self._a, name)(_operand(other)))
     method.__name__ = name
     return method
@@ -221,6 +230,10 @@ class _Function:
         args = [_unwrap(a, uploads) for a in args]
         kwargs = {k: _unwrap(v, uploads) for k, v in kwargs.items()}
         return _wrap(self._f(*args, **kwargs))
+
+    @property
+    def __name__(self):
+        return self._name.rpartition(".")[2]
 
     def __getattr__(self, name):  # ufunc methods: xp.add.reduce, xp.add.at...
         return _Function(getattr(self._f, name), f"{self._name}.{name}")

@@ -8,7 +8,7 @@ from ..runtime.tensor import Tensor
 
 
 def to_device(t, device):
-    if not isinstance(t, Tensor):
+    if not isinstance(t, Tensor) and not getattr(t, "is_traced_tensor", False):
         raise TypeError(f"to_device expects a Tensor, got {type(t).__name__}")
     device = backend.device(device)
     backend.namespace_for(device)  # raises when the device is not available

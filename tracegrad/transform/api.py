@@ -14,7 +14,7 @@ from ..backend import namespace_of
 
 from .staged import Staged
 from .sweeps import alias, forward, reverse
-from .tape import Var
+from .tape import Var, shape_of
 from .tracing import active_tape
 from .tree import flatten, unflatten
 
@@ -275,7 +275,7 @@ def jvp(f, primals, tangents, mode="auto"):
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     for p, t in zip(primals, tangents):
-        ps, ts = np.shape(_value(p)), np.shape(_value(t))
+        ps, ts = shape_of(_value(p)), shape_of(_value(t))
         if ps != ts:
             raise ValueError(f"jvp: tangent of shape {ts} for a primal of shape {ps}")
     if mode != "tape" and not any(isinstance(x, dict) for x in primals):

@@ -3,9 +3,10 @@ eqn, guards as ``if ...: raise GuardFailed``, and ``del`` after each intermediat
 use so that memory is given back as early as in hand-written code."""
 from ..backend import cpu as np  # host-side type checks only
 
-from ..backend import namespace_of
+from ..backend import ARRAY_TYPE_SET, namespace_of
 from ..rules.core import Primitive
-from .emit import Module, compile_source, prim_expr
+from .emit import Module, compile_source, elementwise, prim_expr
+from .fusion import fusable_runs, fusion_enabled
 from .tape import Guard, Var
 
 __all__ = ["GuardFailed", "compile_tape"]
@@ -32,9 +33,10 @@ def _guard_line(m, name, kind, value, k, args=()):
     return f"if {test}: raise GuardFailed({k})"
 
 
-def compile_tape(tape, name, out_hints=()):
+def compile_tape(tape, name, out_hints=(), fuse=True):
     """``(function, source)`` computing the tape's output leaves (as a tuple) from its
-    inputs."""
+    inputs; with ``fuse``, runs of elementwise lines become one fused kernel where the
+    inputs' array namespace can fuse (see :mod:`.fusion`)."""
     from .tree import flatten
     m = Module(reserved={"xp", "GuardFailed"})
     m.env.update(GuardFailed=GuardFailed)
@@ -83,30 +85,35 @@ def compile_tape(tape, name, out_hints=()):
     # The array namespace is part of the cache key (the inputs' array type), so it is
     # bound once, as a global of the generated code.
     arrays = [v.value for v in tape.inputs if hasattr(v.value, "dtype")]
-    m.env["xp"] = namespace_of(arrays[0]) if arrays else np
+    xp = m.env["xp"] = namespace_of(arrays[0]) if arrays else np
+    runs = _fused_runs(tape, xp) if fuse else []
+    starts = {start: stop for start, stop in runs}
     guard_no = 0
-    for i, e in enumerate(tape.eqns):
-        op = e.op
-        if isinstance(op, Guard):
-            m.emit(_guard_line(m, ref(e.ins[0]), op.kind, e.params["value"], guard_no,
-                               e.params.get("args", ())))
-            guard_no += 1
+    i = 0
+    while i < len(tape.eqns):
+        if i in starts:
+            stop = starts[i]
+            outer = _emit_fused(m, tape.eqns[i:stop], ref, fresh, names, last, out_ids, stop,
+                                name, len(m.prelude))
+            dead = [a for a in outer if last.get(a.id, -1) < stop]
+            i = stop
         else:
-            for o in e.outs:
-                if o.id not in names:
-                    names[o.id] = fresh(o)
-            lhs = ", ".join(names[o.id] if (o.id in last or o.id in out_ids) else "_" for o in e.outs)
-            if e.multi and len(e.outs) == 1:
-                lhs += ","
-            args = [ref(a) for a in e.ins]
-            if isinstance(op, Primitive):
-                metas = [(a.shape, a.npdtype) if isinstance(a, Var) else None for a in e.ins]
-                rhs = prim_expr(m, op, args, e.params, metas)
+            e = tape.eqns[i]
+            if isinstance(e.op, Guard):
+                m.emit(_guard_line(m, ref(e.ins[0]), e.op.kind, e.params["value"], guard_no,
+                                   e.params.get("args", ())))
+                guard_no += 1
             else:
-                rhs = op.expr(m, args, e.params)
-            m.emit(f"{lhs} = {rhs}")
-        dead = [names[a.id] for a in dict.fromkeys(a for a in e.ins if isinstance(a, Var))
-                if last.get(a.id) == i and a.kind == "op" and a.id not in out_ids]
+                for o in e.outs:
+                    if o.id not in names:
+                        names[o.id] = fresh(o)
+                lhs = ", ".join(names[o.id] if (o.id in last or o.id in out_ids) else "_" for o in e.outs)
+                if e.multi and len(e.outs) == 1:
+                    lhs += ","
+                m.emit(f"{lhs} = {_rhs(m, e, [ref(a) for a in e.ins])}")
+            dead = [a for a in dict.fromkeys(e.in_vars()) if last.get(a.id) == i]
+            i += 1
+        dead = [names[a.id] for a in dead if a.kind == "op" and a.id not in out_ids]
         if dead:
             m.emit("del " + ", ".join(dead))
     rets = []
@@ -118,3 +125,58 @@ def compile_tape(tape, name, out_hints=()):
     m.emit("return (" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")")
     source = m.source(name, params)
     return compile_source(source, name, m.env, tag="tape"), source
+
+
+def _metas(e):
+    return [(a.shape, a.npdtype) if isinstance(a, Var) else None for a in e.ins]
+
+
+def _rhs(m, e, args):
+    if isinstance(e.op, Primitive):
+        return prim_expr(m, e.op, args, e.params, _metas(e), _namespace_name(m, e))
+    return e.op.expr(m, args, e.params)
+
+
+def _namespace_name(m, e):
+    """``xp``, or -- for an op on another device than the tape's inputs (after a
+    ``.cuda()`` inside the function) -- the name that device's namespace is bound to."""
+    for a in e.in_vars() or e.outs:
+        if type(a.value) in ARRAY_TYPE_SET:
+            ns = namespace_of(a.value)
+            return "xp" if ns is m.env["xp"] else m.bind(ns, f"xp_{ns.name}")
+    return "xp"
+
+
+def _fusable(e):
+    return (isinstance(e.op, Primitive) and not e.multi and len(e.outs) == 1
+            and all(isinstance(a, Var) or isinstance(a, (int, float, bool)) for a in e.ins)
+            and elementwise(e.op, e.params, _metas(e)))
+
+
+def _fused_runs(tape, xp):
+    if not fusion_enabled() or getattr(xp, "fuse", None) is None:
+        return []
+    return fusable_runs(_fusable(e) for e in tape.eqns)
+
+
+def _emit_fused(m, eqns, ref, fresh, names, last, out_ids, stop, name, k):
+    """Emit one helper function (compiled by ``xp.fuse``) for a run of elementwise eqns,
+    and the line calling it; return the Vars from outside the run that it reads (its
+    parameters). It returns the values used after the run."""
+    made = {o.id for e in eqns for o in e.outs}
+    outer = list(dict.fromkeys(a for e in eqns for a in e.in_vars() if a.id not in made))
+    params = [ref(a) for a in outer]
+    body = []
+    for e in eqns:
+        o = e.outs[0]
+        if o.id not in names:
+            names[o.id] = fresh(o)
+        body.append(f"    {names[o.id]} = {_rhs(m, e, [ref(a) for a in e.ins])}")
+    results = [names[o.id] for e in eqns for o in e.outs
+               if o.id in out_ids or last.get(o.id, -1) >= stop] or [names[eqns[-1].outs[0].id]]
+    helper = m.local(f"{name}_fused{k}")
+    m.prelude.append("\n".join([f"@xp.fuse(kernel_name={helper!r})",
+                                 f"def {helper}({', '.join(params)}):", *body,
+                                 f"    return {', '.join(results)}"]))
+    m.emit(f"{', '.join(results)} = {helper}({', '.join(params)})")
+    return outer

@@ -16,7 +16,7 @@ from ..backend import cpu as np  # host-side type checks only
 
 from ..rules.core import Primitive
 
-__all__ = ["Module", "prim_expr", "compile_source", "fresh_name"]
+__all__ = ["Module", "prim_expr", "elementwise", "compile_source", "fresh_name"]
 
 # kernels that are exactly one Python operator on their operands
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=", "lt": "<",
@@ -66,6 +66,7 @@ class Module:
         # other builtins' names (``sum``, ``pow``), which reads better than ``sum_1``
         self.used = set(reserved) | _GENERATED_CALLS | set(keyword.kwlist)
         self.lines = []
+        self.prelude = []     # source blocks (helper functions) placed before the function
 
     def local(self, hint):
         """A fresh local name based on ``hint``."""
@@ -116,17 +117,27 @@ class Module:
     def source(self, name, params, doc=None):
         head = f"def {name}({', '.join(params)}):"
         body = ([f'    """{doc}"""'] if doc else []) + (self.lines or ["    pass"])
-        return "\n".join([head] + body) + "\n"
+        return "".join(block + "\n\n" for block in self.prelude) + "\n".join([head] + body) + "\n"
 
 
-def prim_expr(module, prim, args, params, metas=None):
+def elementwise(prim, params, metas):
+    """Whether :func:`prim_expr` writes this application as one operator or ``xp.<ufunc>``
+    call: what an elementwise-fusing compiler (``cupy.fuse``) can take."""
+    if params:
+        return False
+    if prim.name in _BINARY or prim.name == "neg":
+        return True
+    return prim.ufunc in _UFUNC_CALL and all(m is None or m[1].kind in "fc" for m in metas)
+
+
+def prim_expr(module, prim, args, params, metas=None, xp="xp"):
     """Source text of ``prim(*args, **params)``; ``args`` are operand source texts (Var
     names or literals), ``metas`` the operands' ``(shape, dtype)`` where known (None for
-    literals). Operators and ufunc calls are used only where NumPy gives exactly the
-    kernel's result (float operands; matmul of two vectors stays a kernel call)."""
+    literals), ``xp`` the name of the array namespace it computes with. Operators and
+    ufunc calls are used only where NumPy gives exactly the kernel's result (float
+    operands; matmul of two vectors stays a kernel call)."""
     name = prim.name
     metas = metas or [None] * len(args)
-    floats = all(m is None or m[1].kind in "fc" for m in metas)
     op = _BINARY.get(name)
     if op is not None and not params:
         left = args[0] if _simple(args[0]) else f"({args[0]})"
@@ -136,11 +147,11 @@ def prim_expr(module, prim, args, params, metas=None):
         return f"-{args[0]}" if _simple(args[0]) else f"-({args[0]})"
     if name == "matmul" and None not in metas and not (len(metas[0][0]) == 1 and len(metas[1][0]) == 1):
         return f"{args[0]} @ {args[1]}"
-    if prim.ufunc in _UFUNC_CALL and not params and floats:
-        return f"xp.{prim.ufunc}({', '.join(args)})"
+    if elementwise(prim, params, metas):
+        return f"{xp}.{prim.ufunc}({', '.join(args)})"
     from .tape import _is_default
     kernel = module.bind(prim.impl, name)
-    parts = ["xp"] + list(args) + [f"{k}={module.literal(v)}" for k, v in params.items()
+    parts = [xp] + list(args) + [f"{k}={module.literal(v)}" for k, v in params.items()
                                    if not _is_default(prim, k, v)]
     return f"{kernel}({', '.join(parts)})"
 

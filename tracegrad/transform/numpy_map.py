@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..rules import TABLE
-from .tape import TracerError
+from .tape import TracerError, shape_of
 
 
 class _Table:
@@ -53,7 +53,10 @@ def dims(axis, ndim):
 def _npd(x):
     """The NumPy dtype of a tracer, array or number."""
     d = getattr(x, "npdtype", None)
-    return d if d is not None else np.result_type(x)
+    if d is not None:
+        return d
+    d = getattr(x, "dtype", None)  # (a device array: read, never handed to NumPy)
+    return d if isinstance(d, np.dtype) else np.result_type(x)
 
 
 def _float(x):
@@ -147,13 +150,12 @@ def _reduction(prim, floaty=False):
         if kw.pop("initial", None) is not None or kw.pop("where", True) is not True or kw:
             raise unsupported(f"numpy's {prim.name} with initial=, where= or other options")
         a = _float(a) if floaty else a
-        return _cast(prim(a, dim=dims(axis, np.ndim(a.value) if hasattr(a, "value") else np.ndim(a)),
-                          keepdim=keepdims), dtype)
+        return _cast(prim(a, dim=dims(axis, _ndim(a)), keepdim=keepdims), dtype)
     return reduce
 
 
 def _ndim(a):
-    return len(a.shape) if hasattr(a, "shape") else np.ndim(a)
+    return len(shape_of(a))
 
 
 def _moments(prim):
@@ -418,7 +420,7 @@ def _average(a, axis=None, weights=None, returned=False, keepdims=False):
         raise unsupported("numpy.average(..., returned=True)")
     if weights is None:
         return FUNCTIONS[np.mean](a, axis=axis, keepdims=keepdims)
-    if tuple(np.shape(weights) if not _is_traced(weights) else weights.shape) != tuple(a.shape):
+    if shape_of(weights) != tuple(a.shape):
         if axis is None or _ndim(weights) != 1:
             raise TypeError("Axis must be specified when shapes of a and weights differ.")
         ax = axis % _ndim(a)  # 1-D weights lie along ``axis``
@@ -462,7 +464,7 @@ def _size_fn(a, axis=None):
 
 
 def _result_type(*arrays_and_dtypes):
-    return np.result_type(*[x.npdtype if _is_traced(x) else x for x in arrays_and_dtypes])
+    return np.result_type(*[_npd(x) if hasattr(x, "shape") else x for x in arrays_and_dtypes])
 
 
 FUNCTIONS = {

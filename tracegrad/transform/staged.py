@@ -12,6 +12,7 @@ import collections
 import functools
 import threading
 
+from ..backend import ARRAY_TYPE_SET
 from ..backend import cpu as np  # host-side type checks only
 
 from ..runtime.tensor import Tensor, wrap
@@ -223,12 +224,15 @@ def _F64(x):
 
 
 def _fast_key(args):
-    """A cache key for arguments that are all NumPy arrays or Python floats, else None."""
+    """A cache key for arguments that are all arrays (of any device) or Python floats,
+    else None."""
     key = []
     for a in args:
         t = type(a)
         if t is _ND:
             key.append((a.shape, a.dtype))
+        elif t in ARRAY_TYPE_SET:
+            key.append((t, a.shape, a.dtype))
         elif t is float:
             key.append(float)
         else:

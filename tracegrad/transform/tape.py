@@ -8,7 +8,13 @@ op -- a rule-table primitive, a guard, or a user's custom rule -- to Vars and li
 """
 from ..backend import cpu as _np  # dtypes (host metadata)
 
-__all__ = ["Tape", "Var", "Eqn", "Guard", "TracerError"]
+__all__ = ["Tape", "Var", "Eqn", "Guard", "TracerError", "shape_of"]
+
+
+def shape_of(a):
+    """The shape of a tracer, array (of any device) or number, read without handing the
+    value to NumPy (which refuses device arrays)."""
+    return tuple(a.shape) if hasattr(a, "shape") else _np.shape(a)
 
 
 class TracerError(RuntimeError):

@@ -23,7 +23,8 @@ def _npdtype(a):
         return a.npdtype
     if isinstance(a, Tensor):
         return a._data.dtype
-    return np.result_type(a)
+    d = getattr(a, "dtype", None)  # (a device array: read, never handed to NumPy)
+    return d if isinstance(d, np.dtype) else np.result_type(a)
 
 
 def _binary(prim, reflected=False):
@@ -87,7 +88,7 @@ Var.__index__ = _python("index", lambda v: v.__index__())
 Var.__float__ = _python("float", float)
 Var.__complex__ = _python("complex", complex)
 Var.item = lambda self, *args: guard(self, "item", self.value.item(*args), args)
-Var.tolist = _python("tolist", lambda v: np.asarray(v).tolist())
+Var.tolist = _python("tolist", lambda v: v.tolist() if hasattr(v, "tolist") else list(v))
 
 
 def _len(self):
@@ -242,8 +243,8 @@ class TensorVar(Var):
 
     @property
     def device(self):
-        from ..backend import device
-        return device("cpu" if type(self.value).__module__.startswith("numpy") else "cuda")
+        from ..backend import device_of
+        return device_of(self.value)
 
     is_traced_tensor = True  # accepted where tracegrad functions require a Tensor
     requires_grad = False
@@ -286,7 +287,8 @@ class TensorVar(Var):
 
 def _torch_function(name):
     from ..ops import FUNCTIONS
-    return FUNCTIONS.get(name)
+    from ..ops.conversion import METHODS  # .to(), .cuda(), .float()...
+    return FUNCTIONS.get(name) or METHODS.get(name)
 
 
 def _torch(name):

@@ -12,6 +12,7 @@ import inspect
 import threading
 
 from ..backend import cpu as _np  # type checks, and Python floats as float64 arrays
+from ..backend import ARRAY_TYPE_SET, namespace_of
 
 from ..rules import core as _core
 from ..rules.core import register_handler
@@ -75,7 +76,20 @@ def as_operand(tape, a):
 
 
 def _is_array(a):
-    return hasattr(a, "__cuda_array_interface__")
+    """A device array (of a loaded backend, or a CuPy array before CUDA was first used)."""
+    return type(a) in ARRAY_TYPE_SET or hasattr(a, "__cuda_array_interface__")
+
+
+def _on_one_device(args):
+    """``args`` with NumPy arrays moved to the device of the traced values they meet: the
+    constants plain NumPy code makes (``np.zeros(x.shape) + x``) are recorded, once, as
+    device arrays, so the traced function runs on the device of its inputs."""
+    for a in args:
+        v = a.value if isinstance(a, Var) else a
+        if type(v) is not _np.ndarray and type(v) in ARRAY_TYPE_SET:
+            xp = namespace_of(v)
+            return [xp.from_host(b) if type(b) is _np.ndarray else b for b in args]
+    return args
 
 
 def bind(prim, args, params):
@@ -86,7 +100,7 @@ def bind(prim, args, params):
             if isinstance(a, Var):
                 _tape_of(a)
     ins, vals = [], []
-    for a in args:
+    for a in _on_one_device(args):
         operand, value = as_operand(tape, a)
         ins.append(operand)
         vals.append(value)

@@ -5,13 +5,14 @@ import ast
 import keyword
 import re
 import threading
+import types
 import weakref
 
 from ..emit import compile_source
 from . import support
 from .anf import ANF, Namer, _const, _name, lower_jumps
 from .optimize import optimize
-from .resolve import Direct, Resolver, method_primitive
+from .resolve import Direct, Resolver, method_primitive, on_device
 from .reverse import HELPERS, Reverse, comment
 from .saves import finish
 from .source import function_tree
@@ -20,6 +21,7 @@ __all__ = ["Unit", "adjoint", "Generated", "prepare", "clear_cache", "grad_of"]
 
 _lock = threading.RLock()
 _CACHE = weakref.WeakKeyDictionary()   # user function -> {key: Generated}
+_GENERATED = weakref.WeakKeyDictionary()  # compiled function -> its Generated
 
 
 class Unit:
@@ -57,6 +59,20 @@ class Generated:
         self.fn, self.own_source, self.name = fn, source, name
         self.callees = []
         self.user_fn, self.captured = None, ()
+        self._on_device = {}   # array namespace -> this function with NumPy rebound to it
+        _GENERATED[fn] = self
+
+    def on_device(self, xp):
+        """This function with the user's NumPy names (``np``, ``np.linalg``, ``from numpy
+        import tanh``) bound to array namespace ``xp`` instead, and the generated functions
+        it calls likewise: the same code, computing on the device of its inputs."""
+        fn = self._on_device.get(xp)
+        if fn is None:
+            env = dict(self.fn.__globals__)
+            fn = self._on_device[xp] = types.FunctionType(
+                self.fn.__code__, env, self.fn.__name__, self.fn.__defaults__, self.fn.__closure__)
+            env.update(_rebound(env, xp))
+        return fn
 
     def refresh(self, seen=None):
         """Read the user function's globals and closure variables again (a new ``grad``
@@ -65,8 +81,10 @@ class Generated:
         if id(self) in seen or self.user_fn is None:
             return
         seen.add(id(self))
-        env = self.fn.__globals__
-        env.update(_captured(self.user_fn, self.captured))
+        captured = _captured(self.user_fn, self.captured)
+        self.fn.__globals__.update(captured)
+        for xp, fn in self._on_device.items():
+            fn.__globals__.update(captured, **_rebound(captured, xp))
         for c in self.callees:
             c.refresh(seen)
 
@@ -83,6 +101,16 @@ class Generated:
                 walk(c)
         walk(self)
         return "\n\n".join(parts)
+
+
+def _rebound(values, xp):
+    """The entries of a generated function's globals that change on device ``xp``: NumPy
+    names, and the generated functions it calls."""
+    out = on_device(values, xp)
+    for name, v in values.items():
+        if type(v) is types.FunctionType and v in _GENERATED:
+            out[name] = _GENERATED[v].on_device(xp)
+    return out
 
 
 def _names(node):

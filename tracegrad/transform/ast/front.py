@@ -5,7 +5,7 @@ argument's kind (a gradient that never reached an argument is zeros)."""
 import functools
 
 from ...backend import cpu as np  # host-side type checks only
-from ...backend import namespace_of
+from ...backend import is_array, namespace_of
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
 from ..tracing import active_tape, positional_params
@@ -73,11 +73,12 @@ class AstFunction:
         seed = {gen.seed: _seed(first)}
         if active_tape() is not None or isinstance(first, Var):
             return self._finish(gen.fn(*args, **seed), args, positions, raw=True)
+        fn = _on_device(gen, args)
         if any(isinstance(a, Tensor) for a in args):
             with no_grad():
                 args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
-                return self._finish(gen.fn(*args, **seed), args, positions)
-        return self._finish(gen.fn(*args, **seed), args, positions)
+                return self._finish(fn(*args, **seed), args, positions)
+        return self._finish(fn(*args, **seed), args, positions)
 
     def _finish(self, out, args, positions, raw=False):
         if self.with_value or self.has_aux:
@@ -94,6 +95,21 @@ class AstFunction:
         if self.with_value:
             return _value(value, raw), grads
         return grads
+
+
+def _on_device(gen, args):
+    """The generated function for the device of the arguments: NumPy's names in it are
+    rebound to CuPy's when an array argument lives on the GPU. (Tensors need no such
+    thing: NumPy hands its calls on Tensors to tracegrad, which computes on their device.)"""
+    for a in args:
+        if type(a) not in _HOST and is_array(a):
+            xp = namespace_of(a)
+            if xp is not np:
+                return gen.on_device(xp)
+    return gen.fn
+
+
+_HOST = {np.ndarray, float, int, bool}
 
 
 def gen_positions(fn, nargs):
@@ -140,12 +156,12 @@ def _result(g, like, raw):
         return float(g)
     if isinstance(g, Tensor):
         g = g._data
-    if not isinstance(g, np.ndarray):  # a NumPy scalar or a Python number
-        g = np.asarray(g)
+    if not is_array(g):  # a NumPy scalar or a Python number: an array on like's device
+        g = (namespace_of(like) if is_array(like) else np).asarray(g)
     want = getattr(like, "dtype", None)
     if want is not None and want.kind in "fc" and g.dtype != want:
         g = g.astype(want)
-    elif not g.flags.writeable:  # a broadcast view (the gradient of a sum): its own copy
+    elif not getattr(g.flags, "writeable", True):  # a broadcast view (the gradient of a sum)
         g = g.copy()
     return g
 
@@ -229,13 +245,14 @@ def ast_jvp(f, primals, tangent_values):
         primals, tangent_values = primals + extra, tangent_values + tuple(zero_tangent(v) for v in extra)
     if active_tape() is not None or any(isinstance(p, Var) for p in primals):
         return gen.fn(*primals, *tangent_values)
+    fn = _on_device(gen, primals)
     if any(isinstance(a, Tensor) for a in primals + tangent_values):
         with no_grad():
             primals = tuple(a.detach() if isinstance(a, Tensor) else a for a in primals)
             tangent_values = tuple(a.detach() if isinstance(a, Tensor) else a for a in tangent_values)
-            out, tout = gen.fn(*primals, *tangent_values)
+            out, tout = fn(*primals, *tangent_values)
     else:
-        out, tout = gen.fn(*primals, *tangent_values)
+        out, tout = fn(*primals, *tangent_values)
     like = primals[0] if primals else 0.0
     return _result(out, out, False) if _is_numpy_scalar(out) else out, _result(tout, out if out is not None else like, False)
 

@@ -24,7 +24,8 @@ from ...rules import TABLE
 from ..numpy_map import UFUNCS
 from ..sweeps import stop_gradient
 
-__all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive"]
+__all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive",
+           "on_device", "traceable"]
 
 OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
              ast.MatMult: "matmul", ast.Mod: "remainder"}
@@ -38,6 +39,37 @@ _CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, i
              stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
              np.arange, np.linspace, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
              np.isfinite, np.result_type, np.dtype, math.floor, math.ceil}
+
+
+def on_device(values, xp):
+    """Those of ``values`` (a namespace: name -> object) that are NumPy -- the module, its
+    submodules, its functions -- as array namespace ``xp``'s (CuPy's) instead: generated
+    code run with these globals computes the user's plain-NumPy lines on the device."""
+    out = {}
+    for name, v in values.items():
+        if v is np:
+            out[name] = xp
+        elif isinstance(v, types.ModuleType) and v.__name__.startswith("numpy."):
+            sub = getattr(xp, v.__name__.split(".")[1], None)
+            if sub is not None:
+                out[name] = sub
+        elif callable(v) and getattr(np, getattr(v, "__name__", ""), None) is v and hasattr(xp, v.__name__):
+            out[name] = getattr(xp, v.__name__)
+    return out
+
+
+def traceable(fn):
+    """The NumPy function that a device namespace's function stands for (CuPy's
+    ``concatenate`` -> NumPy's): what the tape traces, as tracers answer NumPy's dispatch
+    protocols, not CuPy's. Other functions are returned as they are."""
+    from ... import backend
+    name = getattr(fn, "__name__", None)
+    host = getattr(np, name, None) if isinstance(name, str) else None
+    if host is None or host is fn:
+        return fn
+    if any(getattr(xp, name, None) is fn for xp in backend.loaded() if xp is not backend.cpu):
+        return host
+    return fn
 
 
 _METHODS = {"sum": "sum", "mean": "mean"}  # x.sum(), x.mean() without options

@@ -1,0 +1,55 @@
+"""Elementwise fusion for compiled tapes on CUDA.
+
+On a GPU every elementwise line of a compiled tape (``g = dh * (1 - h * h)`` is three) is
+a kernel launch and a round trip of its operands through device memory. Where the array
+namespace has a fusing compiler (CuPy's ``cupy.fuse``), runs of consecutive elementwise
+lines -- the ones the shared emitter writes as operators or ``xp.<ufunc>`` calls -- are
+emitted as one helper function compiled into a single kernel. The generated source shows
+the helper, so what was fused stays readable.
+
+On by default; ``tracegrad.set_fusion(False)`` (or ``with tracegrad.fusion(False):``)
+turns it off for functions compiled from then on. NumPy has no fusing compiler, so CPU
+tapes are never fused.
+"""
+import contextlib
+
+__all__ = ["fusion_enabled", "set_fusion", "fusion", "fusable_runs"]
+
+_ENABLED = [True]
+
+MIN_RUN = 2   # a single line gains nothing from a helper of its own
+
+
+def fusion_enabled():
+    return _ENABLED[0]
+
+
+def set_fusion(enabled):
+    """Turn elementwise fusion on or off for tapes compiled from now on; returns the
+    previous setting."""
+    previous, _ENABLED[0] = _ENABLED[0], bool(enabled)
+    return previous
+
+
+@contextlib.contextmanager
+def fusion(enabled=True):
+    """``with tracegrad.fusion(False):`` compiles the tapes staged inside without fusion."""
+    previous = set_fusion(enabled)
+    try:
+        yield
+    finally:
+        set_fusion(previous)
+
+
+def fusable_runs(flags):
+    """``[(start, stop), ...]``: the maximal runs of consecutive True in ``flags`` (one per
+    eqn: can it be fused?) at least :data:`MIN_RUN` long."""
+    runs, start = [], None
+    for i, ok in enumerate(list(flags) + [False]):
+        if ok and start is None:
+            start = i
+        elif not ok and start is not None:
+            if i - start >= MIN_RUN:
+                runs.append((start, i))
+            start = None
+    return runs
