@@ -343,8 +343,7 @@ def _restore(entry, array, map_location):
     else:
         target = device(saved if map_location is None else map_location)
     if target is not None and target.type != "cpu":
-        from . import cuda
-        if target.type == "cuda" and not cuda.is_available():
+        if not _has_device(target):
             raise RuntimeError("Attempting to deserialize object on a CUDA device but "
                                "tracegrad.cuda.is_available() is False. If you are running on a "
                                "CPU-only machine, please use tracegrad.load with "
@@ -357,6 +356,13 @@ def _restore(entry, array, map_location):
     if entry["parameter"] and param is not None:
         t = param(t, requires_grad=entry["requires_grad"])
     return t
+
+
+def _has_device(target):
+    """True when tensors can be made on ``target``'s device type (its namespace is loaded,
+    or can be)."""
+    from . import cuda
+    return target.type in {ns.name for ns in backend.loaded()} or cuda.is_available()
 
 
 def _parameter_class():

@@ -282,7 +282,7 @@ def _columns(ys, xs, create_graph, strict):
 
 def _assemble(parts, shape, like):
     if not parts:  # an empty output or input: an empty block
-        return zeros(shape, dtype=like.dtype)
+        return zeros(shape, dtype=like.dtype, device=like.device)
     return stack(parts, 0).reshape(shape)
 
 

@@ -35,7 +35,7 @@ def _numerical(func, inputs, i, out_index, eps):
     x = inputs[i]
     data = x._data
     n_out = _outputs(func, inputs)[out_index].numel()
-    jac = zeros(x.numel(), n_out, dtype=x.dtype)
+    jac = zeros(x.numel(), n_out, dtype=x.dtype, device=x.device)
     # (func runs in grad mode: gradgradcheck's func needs it)
     for k, idx in enumerate(itertools.product(*map(range, data.shape))):
         orig = data[idx].item()
@@ -54,9 +54,9 @@ def _analytical(func, inputs, i, out_index):
     """The same Jacobian from autograd: one vjp per output element fills one column."""
     out = _outputs(func, inputs)[out_index]
     x = inputs[i]
-    jac = zeros(x.numel(), out.numel(), dtype=x.dtype)
+    jac = zeros(x.numel(), out.numel(), dtype=x.dtype, device=x.device)
     for r in range(out.numel()):
-        seed = zeros(out.numel(), dtype=out.dtype)
+        seed = zeros(out.numel(), dtype=out.dtype, device=out.device)
         seed[r] = 1.0
         (g,) = engine.grad(out, x, seed.reshape(out.shape), retain_graph=True, allow_unused=True)
         if g is not None:
@@ -126,7 +126,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     inputs = _as_tuple(inputs)
     outputs = _outputs(func, inputs)
     if grad_outputs is None:
-        grad_outputs = tuple(randn(*o.shape, dtype=o.dtype, requires_grad=True) for o in outputs)
+        grad_outputs = tuple(randn(*o.shape, dtype=o.dtype, device=o.device, requires_grad=True)
+                             for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 

@@ -14,7 +14,7 @@ from .dtypes import (as_dtype, from_numpy_dtype, get_default_dtype, promote_type
                      result_type, set_default_dtype)
 
 __all__ = ["cpu", "device", "namespace_of", "namespace_for", "device_of", "is_array",
-           "register", "unregister", "loaded", "seed_all", "ARRAY_TYPES", "as_dtype", "from_numpy_dtype", "get_default_dtype",
+           "register", "unregister", "loaded", "move", "seed_all", "ARRAY_TYPES", "as_dtype", "from_numpy_dtype", "get_default_dtype",
            "set_default_dtype", "promote_types", "result_type"]
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy warns. Silence the floating
@@ -120,6 +120,13 @@ def device_of(array):
     """The device an array lives on."""
     ns = namespace_of(array)
     return CPU if ns is cpu else device(ns.name, ns.device_index(array))
+
+
+def move(array, ns):
+    """``array``'s values as an array of namespace ``ns``: itself when already there, else
+    a copy through host memory (NumPy and CuPy arrays do not mix in one operation)."""
+    src = namespace_of(array)
+    return array if src is ns else ns.from_host(src.to_host(array))
 
 
 def is_array(value):

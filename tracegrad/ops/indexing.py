@@ -20,9 +20,11 @@ _INDEX_KINDS = "biu"
 
 
 def split_index(x, index):
-    """(structure, arrays, is_basic) for ``x[index]``; checks bounds and steps."""
+    """(structure, arrays, is_basic) for ``x[index]``; checks bounds and steps. The index
+    arrays are on ``x``'s device (PyTorch takes CPU indices for a CUDA tensor too)."""
     if not isinstance(index, tuple):
         index = (index,)
+    xp = backend.namespace_of(x._data)
     parts, arrays = [], []
     dim = 0
     ndim = x.ndim
@@ -38,7 +40,7 @@ def split_index(x, index):
             dim += ndim - consumed
         elif isinstance(p, bool):
             parts.append(I.ARRAY)
-            arrays.append(backend.cpu.asarray(p))
+            arrays.append(xp.asarray(p))
         elif isinstance(p, numbers.Integral):  # NumPy's integer scalars index as ints too
             p = int(p)
             if dim >= ndim:
@@ -54,7 +56,7 @@ def split_index(x, index):
             parts.append(slice(scalar(p.start), scalar(p.stop), scalar(p.step)))
             dim += 1
         else:
-            arr = _index_array(p)
+            arr = _index_array(p, x, xp)
             if arr.dtype.kind == "b":
                 _check_mask(x, arr, dim)
                 dim += arr.ndim
@@ -78,11 +80,16 @@ def _is_mask(p):
         hasattr(p, "dtype") and not isinstance(p, Tensor) and getattr(p.dtype, "kind", "") == "b")
 
 
-def _index_array(p):
+def _index_array(p, x, xp):
+    """Index ``p`` as an array of ``x``'s namespace ``xp``."""
     if isinstance(p, Tensor):
-        arr = p._data
+        ns = backend.namespace_of(p._data)
+        if ns is not xp and ns is not backend.cpu:
+            raise RuntimeError("indices should be either on cpu or on the same device as the "
+                               f"indexed tensor ({x.device})")
+        arr = backend.move(p._data, xp)
     else:
-        arr = backend.cpu.asarray(p)
+        arr = backend.move(backend.cpu.asarray(p), xp)
     if arr.dtype.kind not in _INDEX_KINDS:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     return arr
@@ -146,7 +153,9 @@ def _view_steps(shape, structure, whole):
 
 def setitem(x, index, value):
     structure, arrays, basic = split_index(x, index)
-    if basic:
+    if basic:  # a copy_ into a view, which takes a source on another device too
+        if isinstance(value, Tensor) and value.device != x.device:
+            value = value.to(x.device)
         apply_inplace(copy, (basic_view(x, structure, whole=not isinstance(index, tuple)), value), {})
     else:
         apply_inplace(I.index_put, (x, value) + tuple(arrays), {"index": structure, "accumulate": False})

@@ -290,6 +290,8 @@ def _fill_(self, value):
 def _copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor) and not is_number(src):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if isinstance(src, Tensor) and src.device != self.device:
+        src = src.to(self.device)  # copy_ crosses devices, as PyTorch's (the move is differentiable)
     return apply_inplace(copy, (self, src), _NO)
 
 

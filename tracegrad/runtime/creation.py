@@ -90,11 +90,12 @@ def _recorded(factory):
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, Tensors)."""
     xp = backend.namespace_for(device)
-    if isinstance(data, Tensor):
-        d = _dt.as_dtype(dtype) if dtype is not None else data.dtype
-        arr = xp.asarray(data._data, dtype=d.np).copy() if device is not None else data._data.astype(d.np, copy=True)
-        return _finish(arr, requires_grad)
-    if backend.is_array(data) or type(data).__module__.startswith("numpy"):
+    if isinstance(data, Tensor) or backend.is_array(data):  # stays on its device unless told
+        arr = data._data if isinstance(data, Tensor) else backend.namespace_of(data).asarray(data)
+        d = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(arr.dtype)
+        arr = backend.move(arr, xp) if device is not None else arr
+        return _finish(arr.astype(d.np, copy=True), requires_grad)
+    if type(data).__module__.startswith("numpy"):  # a NumPy scalar
         host = backend.cpu.asarray(data)
         d = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(host.dtype)
         return _finish(xp.asarray(host, dtype=d.np).copy(), requires_grad)
@@ -107,12 +108,14 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 
 def as_tensor(data, dtype=None, device=None):
-    """Like :func:`tensor`, but shares memory with a NumPy array or Tensor when it can."""
+    """Like :func:`tensor`, but shares memory with a Tensor or a NumPy/CuPy array when it
+    can (same device, same dtype)."""
     if isinstance(data, Tensor):
         if (dtype is None or _dt.as_dtype(dtype) == data.dtype) and (device is None or backend.device(device) == data.device):
             return data
         return data.to(device=device, dtype=dtype)
-    if backend.is_array(data) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and device in (None, "cpu"):
+    if backend.is_array(data) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and (
+            device is None or backend.namespace_for(device) is backend.namespace_of(data)):
         return wrap(data)
     return tensor(data, dtype=dtype, device=device)
 

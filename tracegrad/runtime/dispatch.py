@@ -58,8 +58,10 @@ def apply(prim, args, params, *, _observed=False):
     if observer is not None and not _observed:
         return observer.call(prim.name, apply, (prim, args, params), args + tuple(params.values()))
     arrays, rmask = unwrap(args)
-    promoted = prim.dtypes is not KEEP and _promote(prim, arrays)
     xp = _namespace(arrays)
+    if xp is None:
+        return apply(prim, _with_scalars_moved(args, arrays), params, _observed=True)
+    promoted = prim.dtypes is not KEEP and _promote(prim, arrays)
     try:
         out = prim.impl(xp, *arrays, **params)
     except ValueError as e:
@@ -138,7 +140,7 @@ def eager_binary(prim):
             refresh_stale_view(a)
         if tb is Tensor or tb in _PLAIN:
             bd = b._data
-            if bd.dtype != ad.dtype:
+            if bd.dtype != ad.dtype or type(bd) is not type(ad):  # (or on another device)
                 return apply(prim, (a, b), _NO_PARAMS)
             if b._view is not None:
                 refresh_stale_view(b)
@@ -230,6 +232,8 @@ def _constant(a):
 
 
 def _namespace(arrays):
+    """The namespace of the array operands (the CPU's for numbers alone); None when they
+    live on two devices."""
     xp = None
     for a in arrays:
         if a is not None and not isinstance(a, _NUMBER):
@@ -237,9 +241,30 @@ def _namespace(arrays):
             if xp is None:
                 xp = ns
             elif ns is not xp:
-                raise RuntimeError("Expected all tensors to be on the same device, but found at "
-                                   f"least two devices, {xp.name} and {ns.name}!")
+                return None
     return xp if xp is not None else backend.cpu
+
+
+def _with_scalars_moved(args, arrays, start=0):
+    """``args`` with their 0-d CPU tensors moved (differentiably) to the device of the
+    other operands: the one mix of devices PyTorch allows, a CPU scalar joining a CUDA
+    kernel (from position ``start`` on: an in-place op's own tensor never moves).
+    Any other mix raises PyTorch's error, which names the first non-CPU device first."""
+    from ..rules.memory import to_device
+    devices = [(i, a, backend.device_of(a)) for i, a in enumerate(arrays)
+               if a is not None and not isinstance(a, _NUMBER)]
+    target = next((d for _, _, d in devices if d.type != "cpu"), devices[0][2])
+    moved = list(args)
+    for i, a, d in devices:
+        if d == target:
+            continue
+        if d.type != "cpu" or a.ndim != 0 or i < start:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {target} and {d}!")
+        t = args[i]
+        moved[i] = (to_device(t, device=target.type, src="cpu") if isinstance(t, Tensor)
+                    else backend.move(a, backend.namespace_for(target)))
+    return tuple(moved)
 
 
 def _promote(prim, arrays):
@@ -501,6 +526,9 @@ def apply_inplace(prim, args, params, *, _observed=False):
     mode = _state.mode
     check_inplace(self, mode)
     arrays, rmask = unwrap(args)
+    xp = _namespace(arrays)
+    if xp is None:
+        return apply_inplace(prim, _with_scalars_moved(args, arrays, start=1), params, _observed=True)
     target = self._data.dtype
     promoted = prim.dtypes is not KEEP and _promote(prim, arrays)
     if prim.dtypes is not KEEP:
@@ -520,7 +548,6 @@ def apply_inplace(prim, args, params, *, _observed=False):
         node = _record(prim, args, params, rmask, node_args)
         if node is not None and promoted:
             _remember_dtypes(node, args)
-    xp = _namespace(arrays)
     _write(prim, xp, self, arrays, params)
     self._bump_version()
     if node is not None:

@@ -146,8 +146,18 @@ def _root_grads(outputs, grad_outputs, create_graph):
                                f"output[{i}] has a shape of {out.shape}.")
         if g._data.dtype != data.dtype:
             g = wrap(g._data.astype(data.dtype)) if not g._requires_grad else g.to(out.dtype)
+        if type(g._data) is not type(data):
+            g = _on_device_of(out, g, i)
         grads.append(g if create_graph else g._data)
     return grads
+
+
+def _on_device_of(out, g, i):
+    """Seed gradient ``g``, from another device than output ``out``, moved to ``out``'s when
+    0-d, as PyTorch's engine does; else PyTorch's error."""
+    if g.ndim:
+        raise RuntimeError(f"invalid gradient at index {i} - expected device {out.device} but got {g.device}")
+    return g.to(out.device)
 
 
 # -- the pass ----------------------------------------------------------------------------------

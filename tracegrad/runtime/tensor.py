@@ -190,9 +190,10 @@ class Tensor:
         return self._data.dtype.kind == "c"
 
     def type(self, dtype=None):
-        """The legacy type name (``'tracegrad.FloatTensor'``), or a copy cast to ``dtype``."""
+        """The legacy type name (``'tracegrad.FloatTensor'``, ``'tracegrad.cuda.FloatTensor'``
+        on CUDA), or a copy cast to ``dtype``."""
         if dtype is None:
-            return f"tracegrad.{self.dtype._legacy}"
+            return f"tracegrad.{'cuda.' if self.is_cuda else ''}{self.dtype._legacy}"
         return self.to(_dt.as_dtype(dtype))
 
     def is_inference(self):
@@ -260,6 +261,11 @@ class Tensor:
                 raise RuntimeError("attempting to assign a gradient with dtype "
                                    f"'{value.dtype}' to a tensor with dtype '{self.dtype}'. Please ensure "
                                    "that the gradient and the tensor have the same dtype")
+            if type(value._data) is not type(self._data):
+                raise RuntimeError("attempting to assign a gradient with device type "
+                                   f"'{value.device.type}' to a tensor with device type "
+                                   f"'{self.device.type}'. Please ensure that the gradient and "
+                                   "the tensor are on the same device")
         self._grad = value
 
     @grad.deleter
