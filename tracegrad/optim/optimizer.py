@@ -14,6 +14,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 
 from .. import backend
+from ..backend import dtypes as _dt
 from ..runtime import dispatch, grad_mode
 from ..runtime.hooks import RemovableHandle
 from ..runtime.profiler import record_function
@@ -330,11 +331,13 @@ class Optimizer:
                              "size of optimizer's group")
         id_map = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
                           itertools.chain.from_iterable(g["params"] for g in groups)))
+        steps_on_device = {k: bool(g.get("capturable") or g.get("fused"))
+                           for g in saved_groups for k in g["params"]}
         state = defaultdict(dict)
         with grad_mode.no_grad():
             for k, v in state_dict["state"].items():
                 if k in id_map:
-                    state[id_map[k]] = _copy_state(id_map[k], v)
+                    state[id_map[k]] = _copy_state(id_map[k], v, step_on_device=steps_on_device[k])
                 else:
                     state[k] = copy.deepcopy(v)
         for group, new_group in zip(groups, saved_groups):
@@ -367,16 +370,20 @@ class Optimizer:
         return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
 
-def _copy_state(param, value, key=None):
+def _copy_state(param, value, key=None, step_on_device=False):
     """A deep copy of one parameter's saved state, tensors moved to the parameter's device
-    (and dtype, for a floating-point parameter; ``step`` counters keep theirs)."""
+    (and dtype, for a floating-point parameter). ``step`` counters stay where they are,
+    unless the saved group was capturable or fused (``step_on_device``): those live on the
+    parameter's device as float32, as PyTorch loads them."""
     if isinstance(value, Tensor):
         if key == "step":
+            if step_on_device:
+                return value.detach().to(device=param.device, dtype=_dt.float32, copy=True)
             return value.detach().clone()
         dtype = param.dtype if param.is_floating_point() else value.dtype
         return value.detach().to(device=param.device, dtype=dtype, copy=True)
     if isinstance(value, dict):
-        return {k: _copy_state(param, v, k) for k, v in value.items()}
+        return {k: _copy_state(param, v, k, step_on_device) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_copy_state(param, v) for v in value)
+        return type(value)(_copy_state(param, v, step_on_device=step_on_device) for v in value)
     return copy.deepcopy(value)

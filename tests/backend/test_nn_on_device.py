@@ -1,0 +1,660 @@
+"""``nn`` and ``optim`` on the device: every layer, loss, initialiser, clipping helper,
+optimizer and scheduler run on ``device='cuda'`` (the stub device always, a real GPU where
+there is one) and give the CPU's values. Each comparison builds the CPU module, deep-copies
+it and moves the copy with ``.to('cuda')``, so both start from the same weights; results
+come back with ``.cpu()``. On the stub, any NumPy call on device data raises, so these
+tests also prove that the layers and update rules reach device arrays only through ``xp``.
+"""
+import copy
+import io
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad import nn, optim
+from tracegrad.models import resnet18
+from tracegrad.nn import functional as F
+from tracegrad.nn import init
+
+from ..examples.test_train_digits import load_example
+
+TOL = dict(rtol=1e-4, atol=1e-5)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def assert_same(dev, cpu, what="", tol=TOL):
+    """``dev`` lives on the device and holds ``cpu``'s values (dtype and shape included)."""
+    assert dev.device.type == "cuda", f"{what}: on {dev.device}, not on the device"
+    got, want = dev.detach().cpu(), cpu.detach()
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, CPU {want.dtype}"
+    np.testing.assert_allclose(got.numpy(), want.numpy(), err_msg=what, **tol)
+
+
+def to_device(value):
+    """A tensor's device copy (float tensors become leaves that require grad); others as-is."""
+    if not isinstance(value, tg.Tensor):
+        return value
+    moved = value.detach().to("cuda")
+    return moved.requires_grad_() if value.requires_grad else moved
+
+
+def leaves(obj):
+    """The floating-point tensors of a nested output (RNNs give ``(out, (h, c))``)."""
+    if isinstance(obj, tg.Tensor):
+        return [obj] if obj.is_floating_point() else []
+    if isinstance(obj, (tuple, list)):
+        return [t for item in obj for t in leaves(item)]
+    return []
+
+
+def backward_with_cotangents(outputs, seed=1):
+    """Backward through ``sum(out * v)`` for fixed random ``v`` (drawn on the CPU, so both
+    devices get the same): a plain ``sum`` would hide transposed or permuted gradients."""
+    gen = tg.Generator().manual_seed(seed)
+    total = 0
+    for out in outputs:
+        v = tg.randn(out.shape, generator=gen, dtype=out.dtype).to(out.device)
+        total = total + (out * v).sum()
+    total.backward()
+
+
+def make_inputs(specs):
+    """Shapes become float inputs that require grad; tensors (indices, targets) stay."""
+    tg.manual_seed(0)
+    return [tg.randn(*s).requires_grad_() if isinstance(s, tuple) else s for s in specs]
+
+
+def compare_module(module, specs, tol=TOL):
+    """Forward and backward of ``module`` and of its device copy: outputs, input gradients,
+    every parameter gradient and every buffer (running statistics) agree."""
+    dev_module = copy.deepcopy(module).to("cuda")
+    inputs = make_inputs(specs)
+    dev_inputs = [to_device(x) for x in inputs]
+    outs, dev_outs = leaves(module(*inputs)), leaves(dev_module(*dev_inputs))
+    assert len(outs) == len(dev_outs)
+    for i, (d, c) in enumerate(zip(dev_outs, outs)):
+        assert_same(d, c, f"output {i}", tol)
+    backward_with_cotangents(outs)
+    backward_with_cotangents(dev_outs)
+    for i, (d, c) in enumerate(zip(dev_inputs, inputs)):
+        if c.requires_grad:
+            assert_same(d.grad, c.grad, f"input {i} grad", tol)
+    assert_same_params(dev_module, module, "parameter", grads=True, tol=tol)
+    for (name, b), (_, c) in zip(module.named_buffers(), dev_module.named_buffers()):
+        assert_same(c, b, f"buffer {name}", tol)
+    return dev_module
+
+
+def assert_same_params(dev, model, what, grads=False, tol=TOL):
+    """Every parameter of ``dev`` (or its gradient) holds ``model``'s on the device."""
+    for (name, p), (_, q) in zip(model.named_parameters(), dev.named_parameters()):
+        if grads:
+            p, q, name = p.grad, q.grad, name + ".grad"
+        assert_same(q, p, f"{what}: {name}", tol)
+
+
+def small_problem():
+    """A two-layer network, an input and a target (the same at every call)."""
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    return model, tg.randn(5, 3), tg.randn(5, 2)
+
+
+# -- moving modules -----------------------------------------------------------------------------
+
+def _model_with_grads():
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+    model(tg.randn(5, 3)).sum().backward()
+    return model
+
+
+@pytest.mark.parametrize("move", [lambda m: m.to("cuda"), lambda m: m.cuda(),
+                                  lambda m: m.to(tg.device("cuda:0")), lambda m: m.to(device="cuda")],
+                         ids=["to-str", "cuda", "to-device", "to-kw"])
+def test_moving_a_module_keeps_its_parameters_and_moves_buffers_and_grads(xp, move):
+    model = _model_with_grads()
+    params = list(model.parameters())
+    cpu_grads = [p.grad.clone() for p in params]
+    running_mean = model[1].running_mean.clone()
+    assert move(model) is model
+    assert all(p is q for p, q in zip(params, model.parameters()))  # as PyTorch's _apply
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in params)
+    assert next(model.parameters()).device == tg.device("cuda:0")
+    for p, g in zip(params, cpu_grads):
+        assert_same(p.grad, g, "grad")
+    assert_same(model[1].running_mean, running_mean, "running_mean")
+    assert model[1].num_batches_tracked.device.type == "cuda"
+    assert model[1].num_batches_tracked.dtype == tg.int64
+
+
+def test_module_dtype_and_back_to_the_cpu(xp):
+    model = _model_with_grads()
+    weight = model[0].weight
+    model.to("cuda", tg.float64)
+    assert weight.dtype == tg.float64 and weight.device.type == "cuda" and weight.grad.dtype == tg.float64
+    assert model[1].num_batches_tracked.dtype == tg.int64  # dtypes apply to floating tensors only
+    model.to(tg.float32)
+    assert weight.dtype == tg.float32 and weight.device.type == "cuda"
+    model.cpu()
+    assert model[0].weight is weight and weight.device.type == "cpu" and weight.grad.device.type == "cpu"
+    assert model[1].running_var.device.type == "cpu"
+    model.to(tg.zeros(1, device="cuda", dtype=tg.float64))  # to(tensor): its device and dtype
+    assert weight.device.type == "cuda" and weight.dtype == tg.float64
+
+
+def test_shared_parameters_and_parameter_containers_stay_parameters(xp):
+    shared = nn.Linear(3, 3)
+    model = nn.ModuleDict({"seq": nn.Sequential(shared, nn.Tanh(), shared)})
+    model.plist = nn.ParameterList([nn.Parameter(tg.randn(2))])
+    model.pdict = nn.ParameterDict({"w": nn.Parameter(tg.randn(2))})
+    params = list(model.parameters())
+    model.cuda()
+    assert all(p is q for p, q in zip(params, model.parameters()))
+    assert model.seq[0].weight is model.seq[2].weight
+    for p in (model.plist[0], model.pdict["w"], shared.bias):
+        assert isinstance(p, nn.Parameter) and p.device.type == "cuda"
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert isinstance(clone.plist[0], nn.Parameter) and clone.plist[0].device.type == "cuda"
+        assert_same(clone.seq[0].weight, shared.weight.cpu(), "copied weight")
+
+
+def test_hooks_fire_on_a_moved_module(xp):
+    model = nn.Linear(3, 2)
+    events = []
+    model.register_forward_pre_hook(lambda m, args: events.append(("pre", args[0].device.type)))
+    model.register_forward_hook(lambda m, args, out: events.append(("forward", out.device.type)))
+    model.register_full_backward_hook(lambda m, gin, gout: events.append(("backward", gin[0].device.type)))
+    model.weight.register_hook(lambda g: events.append(("weight", g.device.type)))
+    model.cuda()
+    model(tg.randn(4, 3, device="cuda", requires_grad=True)).sum().backward()
+    assert sorted(events) == [("backward", "cuda"), ("forward", "cuda"), ("pre", "cuda"),
+                              ("weight", "cuda")]
+
+
+def test_mixed_devices_are_refused(xp):
+    model = nn.Linear(5, 2).cuda()
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        model(tg.randn(3, 5))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        F.cross_entropy(tg.randn(3, 5, device="cuda"), tg.tensor([0, 1, 2]))
+
+
+# -- layers: forward and backward against the CPU -------------------------------------------------
+
+class _Stack(nn.Module):
+    """A ModuleList driven by a Python loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.GELU(), nn.Linear(4, 3)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+_IDX = tg.tensor([[0, 2, 3], [3, 0, 9]])
+LAYERS = {
+    "linear": (lambda: nn.Linear(4, 3), [(2, 4)]),
+    "bilinear": (lambda: nn.Bilinear(4, 3, 2), [(2, 4), (2, 3)]),
+    "conv1d": (lambda: nn.Conv1d(2, 3, 3, padding=1), [(2, 2, 7)]),
+    "conv2d": (lambda: nn.Conv2d(4, 4, 3, stride=2, padding=1, groups=2), [(2, 4, 7, 7)]),
+    "conv2d-reflect": (lambda: nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect", bias=False),
+                       [(2, 2, 5, 5)]),
+    "conv3d": (lambda: nn.Conv3d(2, 3, 2, padding=1), [(1, 2, 3, 3, 3)]),
+    "conv_transpose1d": (lambda: nn.ConvTranspose1d(2, 3, 3, stride=2), [(2, 2, 5)]),
+    "conv_transpose2d": (lambda: nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=1),
+                         [(2, 2, 4, 4)]),
+    "conv_transpose3d": (lambda: nn.ConvTranspose3d(2, 3, 2), [(1, 2, 3, 3, 3)]),
+    "batchnorm1d": (lambda: nn.BatchNorm1d(3), [(4, 3)]),
+    "batchnorm1d-seq": (lambda: nn.BatchNorm1d(3, momentum=None), [(4, 3, 5)]),
+    "batchnorm2d": (lambda: nn.BatchNorm2d(3), [(4, 3, 2, 2)]),
+    "batchnorm2d-untracked": (lambda: nn.BatchNorm2d(3, track_running_stats=False), [(4, 3, 2, 2)]),
+    "layernorm": (lambda: nn.LayerNorm([4, 5]), [(3, 4, 5)]),
+    "groupnorm": (lambda: nn.GroupNorm(2, 4), [(3, 4, 5)]),
+    "rmsnorm": (lambda: nn.RMSNorm(5), [(3, 5)]),
+    "embedding": (lambda: nn.Embedding(10, 3, padding_idx=0), [_IDX]),
+    "embedding-max_norm": (lambda: nn.Embedding(10, 3, max_norm=1.0), [_IDX]),
+    "maxpool2d": (lambda: nn.MaxPool2d(3, stride=2, padding=1), [(2, 3, 6, 6)]),
+    "maxpool1d": (lambda: nn.MaxPool1d(2), [(2, 3, 6)]),
+    "avgpool2d": (lambda: nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), [(2, 3, 6, 6)]),
+    "avgpool1d": (lambda: nn.AvgPool1d(2), [(2, 3, 6)]),
+    "adaptive_avg_pool2d": (lambda: nn.AdaptiveAvgPool2d((2, 3)), [(2, 3, 7, 7)]),
+    "adaptive_avg_pool1d": (lambda: nn.AdaptiveAvgPool1d(3), [(2, 3, 7)]),
+    "rnn": (lambda: nn.RNN(3, 4, num_layers=2), [(5, 2, 3)]),
+    "lstm": (lambda: nn.LSTM(3, 4, bidirectional=True), [(5, 2, 3)]),
+    "lstm-proj": (lambda: nn.LSTM(3, 4, proj_size=2), [(5, 2, 3)]),
+    "gru": (lambda: nn.GRU(3, 4, batch_first=True), [(2, 5, 3), (1, 2, 4)]),
+    "rnn_cell": (lambda: nn.RNNCell(3, 4), [(2, 3)]),
+    "lstm_cell": (lambda: nn.LSTMCell(3, 4), [(2, 3)]),
+    "gru_cell": (lambda: nn.GRUCell(3, 4), [(2, 3)]),
+    "sequential-flatten": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(12, 4), nn.ReLU(),
+                                                 nn.Unflatten(1, (2, 2))), [(2, 3, 4)]),
+    "modulelist": (_Stack, [(2, 4)]),
+    "prelu": (lambda: nn.PReLU(3), [(2, 3, 4)]),
+    "cross_entropy_loss": (lambda: nn.CrossEntropyLoss(weight=tg.rand(5), label_smoothing=0.1),
+                           [(6, 5), tg.tensor([0, 1, 4, 2, -100, 3])]),
+    "bce_with_logits_loss": (lambda: nn.BCEWithLogitsLoss(pos_weight=tg.rand(5)), [(6, 5), (6, 5)]),
+}
+ACTIVATIONS = ["CELU", "ELU", "GELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+               "LeakyReLU", "LogSigmoid", "Mish", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid",
+               "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink"]
+LAYERS.update({name: (getattr(nn, name), [(3, 4)]) for name in ACTIVATIONS})
+LAYERS.update({name: (lambda name=name: getattr(nn, name)(dim=1), [(3, 4)])
+               for name in ("Softmax", "LogSoftmax", "Softmin")})
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_on_device_gives_the_cpu_values_and_gradients(xp, name):
+    factory, specs = LAYERS[name]
+    tg.manual_seed(0)
+    compare_module(factory(), specs)
+
+
+def test_batchnorm_running_stats_update_on_device_and_serve_eval(xp):
+    tg.manual_seed(0)
+    bn = nn.BatchNorm2d(3, momentum=0.3)
+    dev = copy.deepcopy(bn).cuda()
+    for step in range(3):  # each training forward moves the running statistics alike
+        x = tg.randn(4, 3, 2, 2) * (step + 1) + step
+        bn(x), dev(x.cuda())
+        assert_same(dev.running_mean, bn.running_mean, "running_mean")
+        assert_same(dev.running_var, bn.running_var, "running_var")
+    assert int(dev.num_batches_tracked) == 3
+    bn.eval()
+    compare_module(bn, [(4, 3, 2, 2)])  # eval: normalised by the running statistics
+
+
+def test_max_pool_indices_live_on_the_device(xp):
+    x = tg.randn(2, 3, 6, 6)
+    pool = nn.MaxPool2d(3, stride=2, padding=1, return_indices=True)
+    (out, idx), (dev_out, dev_idx) = pool(x), pool(x.cuda())
+    assert dev_idx.device.type == "cuda" and dev_idx.dtype == tg.int64
+    assert tg.equal(dev_idx.cpu(), idx)
+    assert_same(dev_out, out, "pooled")
+    _, idx1 = F.max_pool1d(x[0], 2, return_indices=True)
+    assert tg.equal(F.max_pool1d(x[0].cuda(), 2, return_indices=True)[1].cpu(), idx1)
+
+
+def test_embedding_padding_row_gets_no_gradient_on_device(xp):
+    emb = nn.Embedding(10, 3, padding_idx=0).cuda()
+    emb(_IDX.cuda()).sum().backward()
+    grad = emb.weight.grad.cpu()
+    assert (grad[0] == 0).all() and tg.equal(grad[3], tg.full((3,), 2.0))
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5])
+def test_dropout_draws_its_mask_on_the_device(xp, p):
+    tg.manual_seed(0)
+    expected_cpu_draw = tg.rand(3)
+    tg.manual_seed(0)
+    x = tg.full((200, 500), 2.0, device="cuda", requires_grad=True)
+    y = nn.Dropout(p)(x)
+    assert y.device.type == "cuda"
+    assert tg.equal(tg.rand(3), expected_cpu_draw)  # the CPU stream was not used
+    kept = (y != 0).cpu()
+    assert abs(1 - kept.float().mean().item() - p) < 0.01
+    assert tg.allclose(y.cpu()[kept], tg.tensor(2.0 / (1 - p)))  # survivors scaled by 1/(1-p)
+    y.sum().backward()
+    assert tg.allclose(x.grad.cpu(), kept.float() / (1 - p))
+    tg.manual_seed(0)
+    assert tg.equal(nn.Dropout(p)(x).cpu(), y.cpu())  # the device stream is seeded
+    assert tg.equal(nn.Dropout(p).eval()(x), x)
+
+
+def test_channel_dropout_zeroes_whole_channels_on_device(xp):
+    tg.manual_seed(0)
+    y = nn.Dropout2d(0.25)(tg.ones(500, 8, 3, 3, device="cuda")).cpu().reshape(4000, 9)
+    whole = (y == 0).all(1) | (y == 1 / 0.75).all(1)
+    assert whole.all() and abs((y[:, 0] == 0).float().mean().item() - 0.25) < 0.03
+
+
+# -- losses -----------------------------------------------------------------------------------
+
+def _rand(*shape):
+    return tg.randn(*shape).requires_grad_()
+
+
+def _probs(*shape):
+    return tg.rand(*shape).mul(0.9).add(0.05).requires_grad_()
+
+
+_T = tg.tensor([0, 1, 4, 2, 1, 3])
+_T_IGNORED = tg.tensor([0, 1, 4, -100, 1, 3])
+LOSSES = {
+    "cross_entropy": (F.cross_entropy, lambda: (_rand(6, 5), _T), {}),
+    "cross_entropy-ignore_index": (F.cross_entropy, lambda: (_rand(6, 5), _T_IGNORED), {}),
+    "cross_entropy-label_smoothing": (F.cross_entropy, lambda: (_rand(6, 5), _T_IGNORED),
+                                      dict(label_smoothing=0.1, weight=tg.rand(5))),
+    "cross_entropy-probabilities": (F.cross_entropy, lambda: (_rand(6, 5), F.softmax(_rand(6, 5), 1)),
+                                    dict(label_smoothing=0.2)),
+    "cross_entropy-4d-none": (F.cross_entropy, lambda: (_rand(2, 5, 3, 3), tg.randint(0, 5, (2, 3, 3))),
+                              dict(reduction="none")),
+    "nll_loss": (F.nll_loss, lambda: (F.log_softmax(_rand(6, 5), 1), _T_IGNORED), dict(weight=tg.rand(5))),
+    "mse_loss": (F.mse_loss, lambda: (_rand(6, 5), _rand(6, 5)), {}),
+    "l1_loss": (F.l1_loss, lambda: (_rand(6, 5), _rand(6, 5)), dict(reduction="sum")),
+    "binary_cross_entropy": (F.binary_cross_entropy, lambda: (_probs(6, 5), _probs(6, 5)),
+                             dict(weight=tg.rand(5))),
+    "binary_cross_entropy_with_logits": (F.binary_cross_entropy_with_logits,
+                                         lambda: (_rand(6, 5), _probs(6, 5)), dict(pos_weight=tg.rand(5))),
+    "smooth_l1_loss": (F.smooth_l1_loss, lambda: (_rand(6, 5), _rand(6, 5)), dict(beta=0.5)),
+    "huber_loss": (F.huber_loss, lambda: (_rand(6, 5), _rand(6, 5)), dict(delta=0.5, reduction="none")),
+    "kl_div": (F.kl_div, lambda: (F.log_softmax(_rand(6, 5), 1), F.softmax(_rand(6, 5), 1)),
+               dict(reduction="batchmean")),
+    "kl_div-log_target": (F.kl_div, lambda: (F.log_softmax(_rand(6, 5), 1), F.log_softmax(_rand(6, 5), 1)),
+                          dict(reduction="sum", log_target=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_loss_on_device_gives_the_cpu_value_and_gradients(xp, name):
+    fn, make_args, kwargs = LOSSES[name]
+    tg.manual_seed(0)
+    args = [a.detach().requires_grad_(a.requires_grad) for a in make_args()]  # leaves
+    dev_args = [to_device(a) for a in args]
+    loss = fn(*args, **kwargs)
+    dev_loss = fn(*dev_args, **{k: to_device(v) for k, v in kwargs.items()})
+    assert_same(dev_loss, loss, "loss")
+    backward_with_cotangents([loss])
+    backward_with_cotangents([dev_loss])
+    for i, (d, c) in enumerate(zip(dev_args, args)):
+        if c.requires_grad:
+            assert_same(d.grad, c.grad, f"argument {i} grad")
+
+
+def test_every_loss_in_functional_is_compared():
+    losses = {n for n in dir(F) if n.endswith("_loss") or n in ("cross_entropy", "kl_div")
+              or n.startswith("binary_cross_entropy")}
+    assert losses == {name.partition("-")[0] for name in LOSSES}
+
+
+# -- init -------------------------------------------------------------------------------------
+
+def _std_checks(std, mean=0.0):
+    return lambda w: (abs(w.mean().item() - mean) < 0.03 * max(std, abs(mean))
+                      and abs(w.std().item() / std - 1) < 0.03)
+
+
+_FAN = 256  # the 256 x 256 weights below: fan_in = fan_out = 256
+INITS = {
+    "uniform_": (lambda w: init.uniform_(w, -1.0, 3.0),
+                 lambda w: w.min().item() >= -1 and w.max().item() < 3 and _std_checks(4 / 12 ** 0.5, 1.0)(w)),
+    "normal_": (lambda w: init.normal_(w, 1.0, 2.0), _std_checks(2.0, 1.0)),
+    "trunc_normal_": (lambda w: init.trunc_normal_(w, std=1.0, a=-2.0, b=2.0),
+                      lambda w: w.abs().max().item() <= 2 and _std_checks(0.8796)(w)),
+    "xavier_uniform_": (init.xavier_uniform_, _std_checks(math.sqrt(2 / (2 * _FAN)))),
+    "xavier_normal_": (lambda w: init.xavier_normal_(w, gain=2.0), _std_checks(2 * math.sqrt(2 / (2 * _FAN)))),
+    "kaiming_uniform_": (init.kaiming_uniform_, _std_checks(math.sqrt(2 / _FAN))),
+    "kaiming_normal_": (lambda w: init.kaiming_normal_(w, nonlinearity="relu", mode="fan_out"),
+                        _std_checks(math.sqrt(2 / _FAN))),
+    "orthogonal_": (init.orthogonal_, lambda w: tg.allclose((w @ w.T).cpu(), tg.eye(_FAN), atol=1e-4)),
+    "sparse_": (lambda w: init.sparse_(w, 0.25),
+                lambda w: ((w == 0).sum(0).cpu() == math.ceil(0.25 * _FAN)).all().item()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INITS))
+def test_random_init_draws_on_the_device_with_the_right_statistics(xp, name):
+    fill, looks_right = INITS[name]
+    tg.manual_seed(0)
+    expected_cpu_draw = tg.rand(3)
+    tg.manual_seed(0)
+    w = nn.Parameter(tg.empty(_FAN, _FAN, device="cuda"))
+    assert fill(w) is w and isinstance(w, nn.Parameter) and w.device.type == "cuda"
+    assert tg.equal(tg.rand(3), expected_cpu_draw)  # drawn from the device's stream
+    assert looks_right(w.detach()), name
+    first = w.detach().cpu()
+    tg.manual_seed(0)
+    assert tg.equal(fill(w).detach().cpu(), first)  # repeatable under manual_seed
+
+
+@pytest.mark.parametrize("fill", [lambda w: init.constant_(w, 0.5), init.ones_, init.zeros_, init.eye_,
+                                  lambda w: init.dirac_(w.view(4, 2, 3, 3), groups=2)],
+                         ids=["constant_", "ones_", "zeros_", "eye_", "dirac_"])
+def test_deterministic_init_on_device_gives_the_cpu_values(xp, fill):
+    w, dev = tg.randn(8, 9), tg.randn(8, 9, device="cuda")
+    fill(w), fill(dev)
+    assert_same(dev, w, "filled")
+
+
+def test_init_refuses_a_cpu_generator_for_a_device_tensor(xp):
+    w = tg.empty(3, 3, device="cuda")
+    with pytest.raises(RuntimeError, match="Expected a 'cuda' device type for generator"):
+        init.normal_(w, generator=tg.Generator().manual_seed(0))
+    a = init.normal_(w, generator=tg.Generator(device="cuda").manual_seed(5)).cpu()
+    assert tg.equal(init.normal_(w, generator=tg.Generator(device="cuda").manual_seed(5)).cpu(), a)
+
+
+# -- nn.utils ---------------------------------------------------------------------------------
+
+def _pair_with_grads():
+    model, x, _ = small_problem()
+    dev = copy.deepcopy(model).cuda()
+    model(x).pow(2).sum().backward()
+    dev(x.cuda()).pow(2).sum().backward()
+    return model, dev
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, "inf"])
+def test_clip_grad_norm_on_device(xp, norm_type):
+    model, dev = _pair_with_grads()
+    total = nn.utils.clip_grad_norm_(model.parameters(), 0.1, norm_type=norm_type)
+    dev_total = nn.utils.clip_grad_norm_(dev.parameters(), 0.1, norm_type=norm_type)
+    assert_same(dev_total, total, "total norm")
+    assert_same(nn.utils.get_total_norm([p.grad for p in dev.parameters()], norm_type),
+                nn.utils.get_total_norm([p.grad for p in model.parameters()], norm_type), "clipped norm")
+    assert_same_params(dev, model, "clipped", grads=True)
+
+
+def test_clip_grad_value_and_nonfinite_norms_on_device(xp):
+    model, dev = _pair_with_grads()
+    nn.utils.clip_grad_value_(model.parameters(), 0.05)
+    nn.utils.clip_grad_value_(dev.parameters(), 0.05)
+    assert_same_params(dev, model, "clipped", grads=True)
+    dev[0].weight.grad[0, 0] = float("nan")
+    with pytest.raises(RuntimeError, match="is non-finite"):
+        nn.utils.clip_grad_norm_(dev.parameters(), 1.0, error_if_nonfinite=True)
+
+
+def test_parameters_to_vector_and_back_on_device(xp):
+    model, dev = _pair_with_grads()
+    vec, cpu_vec = (nn.utils.parameters_to_vector(m.parameters()) for m in (dev, model))
+    assert_same(vec, cpu_vec, "vector")
+    nn.utils.vector_to_parameters(vec * 2, dev.parameters())
+    nn.utils.vector_to_parameters(cpu_vec * 2, model.parameters())
+    assert_same_params(dev, model, "written back")
+
+
+# -- optimizers -------------------------------------------------------------------------------
+
+OPTIMIZERS = {
+    "sgd": (optim.SGD, dict(lr=0.1)),
+    "sgd-momentum": (optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, maximize=True)),
+    "sgd-nesterov": (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    "adam": (optim.Adam, dict(lr=0.01, weight_decay=0.1)),
+    "adam-capturable": (optim.Adam, dict(lr=0.01, capturable=True)),
+    "adamw-amsgrad": (optim.AdamW, dict(lr=0.01, amsgrad=True)),
+    "rmsprop": (optim.RMSprop, dict(lr=0.01)),
+    "rmsprop-centered": (optim.RMSprop, dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    "adagrad": (optim.Adagrad, dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1)),
+}
+
+
+def test_every_optimizer_is_compared():
+    assert {cls for cls, _ in OPTIMIZERS.values()} == {getattr(optim, n) for n in optim.__all__
+                                                       if n[0].isupper() and n != "Optimizer"}
+
+
+def _steps(model, opt, x, y, n, scheduler=None, loss_fn=F.mse_loss):
+    """``n`` training steps on the whole batch; the losses, as Python floats."""
+    losses = []
+    for _ in range(n):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(loss.item())
+    return losses
+
+
+def _assert_state_placed(opt, device_type, kwargs):
+    """State tensors live on the params' device; ``step`` on the CPU unless capturable."""
+    for st in opt.state.values():
+        for key, value in st.items():
+            if isinstance(value, tg.Tensor):
+                want = device_type if key != "step" or kwargs.get("capturable") else "cpu"
+                assert value.device.type == want, f"state {key} on {value.device}"
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_on_device_follows_the_cpu_trajectory(xp, name):
+    cls, kwargs = OPTIMIZERS[name]
+    model, x, y = small_problem()
+    dev = copy.deepcopy(model).cuda()
+    opt, dev_opt = cls(model.parameters(), **kwargs), cls(dev.parameters(), **kwargs)
+    for step in range(5):
+        _steps(model, opt, x, y, 1)
+        _steps(dev, dev_opt, x.cuda(), y.cuda(), 1)
+        assert_same_params(dev, model, f"step {step + 1}")
+    _assert_state_placed(dev_opt, "cuda", kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_state_dict_crosses_devices(xp, name):
+    """A CPU-saved state loaded over device parameters (through save/load) moves there and
+    continues the CPU's trajectory; a device-saved state loaded over CPU params comes back."""
+    cls, kwargs = OPTIMIZERS[name]
+    model, x, y = small_problem()
+    opt = cls(model.parameters(), **kwargs)
+    _steps(model, opt, x, y, 3)
+    buffer = io.BytesIO()
+    tg.save(opt.state_dict(), buffer)
+    buffer.seek(0)
+    dev = copy.deepcopy(model).cuda()
+    dev_opt = cls(dev.parameters(), **kwargs)
+    dev_opt.load_state_dict(tg.load(buffer))
+    _assert_state_placed(dev_opt, "cuda", kwargs)
+    _steps(model, opt, x, y, 2)
+    _steps(dev, dev_opt, x.cuda(), y.cuda(), 2)
+    assert_same_params(dev, model, "after loading")
+    back = cls(model.parameters(), **kwargs)
+    back.load_state_dict(dev_opt.state_dict())
+    _assert_state_placed(back, "cpu", kwargs)
+    for key, value in opt.state[next(model.parameters())].items():
+        if isinstance(value, tg.Tensor):
+            assert tg.allclose(back.state[next(model.parameters())][key], value, **TOL), key
+
+
+SCHEDULERS = {
+    "step": (optim.lr_scheduler.StepLR, dict(step_size=2, gamma=0.5)),
+    "multistep": (optim.lr_scheduler.MultiStepLR, dict(milestones=[1, 3])),
+    "exponential": (optim.lr_scheduler.ExponentialLR, dict(gamma=0.7)),
+    "cosine": (optim.lr_scheduler.CosineAnnealingLR, dict(T_max=4)),
+    "lambda": (optim.lr_scheduler.LambdaLR, dict(lr_lambda=lambda epoch: 0.9 ** epoch)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_lr_scheduler_drives_a_device_optimizer_like_the_cpu(xp, name):
+    cls, kwargs = SCHEDULERS[name]
+    model, x, y = small_problem()
+    dev = copy.deepcopy(model).cuda()
+    opt, dev_opt = (optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, dev))
+    sched, dev_sched = cls(opt, **kwargs), cls(dev_opt, **kwargs)
+    _steps(model, opt, x, y, 5, sched)
+    _steps(dev, dev_opt, x.cuda(), y.cuda(), 5, dev_sched)
+    assert dev_sched.get_last_lr() == sched.get_last_lr()
+    assert_same_params(dev, model, "scheduled")
+
+
+# -- module state dicts -----------------------------------------------------------------------
+
+def _conv_bn(trained=True):
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3))
+    if trained:
+        model(tg.randn(4, 1, 4, 4))  # running statistics away from their initial values
+    return model
+
+
+def test_state_dict_of_a_device_model_is_on_the_device(xp):
+    model = _conv_bn()
+    state = copy.deepcopy(model).cuda().state_dict()
+    assert list(state) == list(model.state_dict())
+    for key, value in model.state_dict().items():
+        assert state[key].device.type == "cuda", key
+        assert tg.equal(state[key].cpu(), value), key
+
+
+def test_load_state_dict_copies_across_devices(xp):
+    model, fresh = _conv_bn(), _conv_bn(trained=False).cuda()
+    init.zeros_(fresh[0].weight)
+    params = list(fresh.parameters())
+    fresh.load_state_dict(model.state_dict())
+    assert all(p is q for p, q in zip(params, fresh.parameters()))
+    for key, value in model.state_dict().items():
+        assert_same(fresh.state_dict()[key], value, key)
+    back = copy.deepcopy(model)
+    init.zeros_(back[0].weight)
+    back.load_state_dict(fresh.state_dict())  # device state into a CPU model
+    assert back[0].weight.device.type == "cpu" and tg.equal(back[0].weight, model[0].weight)
+
+
+def test_save_and_load_a_device_state_dict(xp, monkeypatch):
+    if not tg.cuda.is_available():  # the stub stands in for CUDA, so CUDA is available
+        monkeypatch.setattr(tg.cuda, "is_available", lambda: True)
+    model = _conv_bn()
+    buffer = io.BytesIO()
+    tg.save(copy.deepcopy(model).cuda().state_dict(), buffer)
+    buffer.seek(0)
+    restored = tg.load(buffer)  # onto the device it was saved from
+    buffer.seek(0)
+    on_cpu = tg.load(buffer, map_location="cpu")
+    for key, value in model.state_dict().items():
+        assert_same(restored[key], value, key)
+        assert on_cpu[key].device.type == "cpu" and tg.equal(on_cpu[key], value), key
+
+
+# -- whole models -----------------------------------------------------------------------------
+
+def test_resnet18_on_device_matches_the_cpu_and_takes_an_sgd_step(xp):
+    tg.manual_seed(0)
+    model = resnet18(num_classes=5)
+    x, y = tg.randn(2, 3, 32, 32), tg.tensor([1, 3])
+    dev = copy.deepcopy(model).cuda()
+    loss, dev_loss = F.cross_entropy(model(x), y), F.cross_entropy(dev(x.cuda()), y.cuda())
+    assert_same(dev_loss, loss, "loss")
+    loss.backward()
+    dev_loss.backward()
+    assert_same_params(dev, model, "resnet18", grads=True, tol=dict(rtol=1e-4, atol=1e-4))
+    for (name, b), (_, c) in zip(model.named_buffers(), dev.named_buffers()):
+        assert_same(c, b, name)
+    for m in (model, dev):
+        optim.SGD(m.parameters(), lr=0.1, momentum=0.9).step()
+    assert_same_params(dev, model, "after one SGD step")
+    model.eval(), dev.eval()
+    assert_same(dev(x.cuda()), model(x), "eval logits")
+
+
+def test_digits_training_on_device_gives_the_cpu_losses(xp):
+    """The example's convnet, trained as the example does (Adam, cosine schedule), a few steps."""
+    from tracegrad.datasets import digits_split
+    (x, y), _ = digits_split()
+    x, y = (x[:64] - x.mean()) / x.std(), y[:64]
+    losses = []
+    for device in ("cpu", "cuda"):
+        tg.manual_seed(0)
+        model = load_example().make_model().to(device)
+        opt = optim.Adam(model.parameters(), lr=3e-3)
+        sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+        losses.append(_steps(model, opt, x.to(device), y.to(device), 4, sched, F.cross_entropy))
+    assert losses[0][-1] < losses[0][0]  # it trains
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-4)
