@@ -201,3 +201,27 @@ def test_a_function_that_moves_its_input_to_the_device(xp, mode):
         np.testing.assert_allclose(got.numpy(), 2 * (1 - np.tanh(x.numpy()) ** 2) + 1, rtol=1e-12)
     if mode == "tape":
         assert "xp_cuda.tanh(" in g.source and "to_device(xp_cuda, " in g.source
+
+
+def long_chain(y):
+    for _ in range(60):
+        y = np.tanh(y * 1.01 + 0.1)
+    return np.sum(y)
+
+
+def test_long_runs_are_cut_to_fit_a_kernel(stub):
+    """A 60-step chain saves 60 values for its backward: one helper would take them all."""
+    from tracegrad.transform.fusion import MAX_ARGS
+    _, dev = _args(chain, stub)
+    g = tg.grad(long_chain, mode="tape")
+    g(*dev)
+    got = g(*dev)
+    helpers = [block for block in g.source.split("\n\n") if block.startswith("@xp.fuse(")]
+    assert len(helpers) > 2
+    for block in helpers:
+        lines = block.splitlines()
+        params = lines[1][lines[1].index("(") + 1:lines[1].index(")")].split(", ")
+        results = lines[-1].removeprefix("    return ").split(", ")
+        assert len(params) + len(results) <= MAX_ARGS, block
+    want = tg.grad(long_chain, mode="tape")(stub.to_host(dev[0]))
+    np.testing.assert_allclose(stub.to_host(got), want, rtol=1e-12)

@@ -6,7 +6,7 @@ from ..backend import cpu as np  # host-side type checks only
 from ..backend import ARRAY_TYPE_SET, namespace_of
 from ..rules.core import Primitive
 from .emit import Module, compile_source, elementwise, prim_expr
-from .fusion import fusable_runs, fusion_enabled
+from .fusion import MAX_ARGS, MIN_RUN, fusable_runs, fusion_enabled
 from .tape import Guard, Var
 
 __all__ = ["GuardFailed", "compile_tape"]
@@ -86,7 +86,7 @@ def compile_tape(tape, name, out_hints=(), fuse=True):
     # bound once, as a global of the generated code.
     arrays = [v.value for v in tape.inputs if hasattr(v.value, "dtype")]
     xp = m.env["xp"] = namespace_of(arrays[0]) if arrays else np
-    runs = _fused_runs(tape, xp) if fuse else []
+    runs = _fused_runs(tape, xp, last, out_ids) if fuse else []
     starts = {start: stop for start, stop in runs}
     guard_no = 0
     i = 0
@@ -153,10 +153,29 @@ def _fusable(e):
             and elementwise(e.op, e.params, _metas(e)))
 
 
-def _fused_runs(tape, xp):
+def _fused_runs(tape, xp, last, out_ids):
     if not fusion_enabled() or getattr(xp, "fuse", None) is None:
         return []
-    return fusable_runs(_fusable(e) for e in tape.eqns)
+    return [chunk for start, stop in fusable_runs(_fusable(e) for e in tape.eqns)
+            for chunk in _chunks(tape.eqns, start, stop, last, out_ids)]
+
+
+def _chunks(eqns, start, stop, last, out_ids):
+    """A run ``[start, stop)`` cut where its helper would pass more than MAX_ARGS arrays
+    in and out (a kernel's parameters are limited; a 200-step chain saves 200 values)."""
+    chunks, begin, made, outer = [], start, set(), set()
+    for i in range(start, stop):
+        e = eqns[i]
+        ins = {a.id for a in e.in_vars() if a.id not in made}
+        kept = {v for v in made | {e.outs[0].id} if v in out_ids or last.get(v, -1) > i}
+        if i > begin and len(outer | ins) + len(kept) > MAX_ARGS:
+            chunks.append((begin, i))
+            begin, made, outer = i, set(), set()
+            ins = {a.id for a in e.in_vars()}
+        made.add(e.outs[0].id)
+        outer |= ins
+    chunks.append((begin, stop))
+    return [(a, b) for a, b in chunks if b - a >= MIN_RUN]
 
 
 def _emit_fused(m, eqns, ref, fresh, names, last, out_ids, stop, name, k):

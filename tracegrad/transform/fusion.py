@@ -17,7 +17,8 @@ __all__ = ["fusion_enabled", "set_fusion", "fusion", "fusable_runs"]
 
 _ENABLED = [True]
 
-MIN_RUN = 2   # a single line gains nothing from a helper of its own
+MIN_RUN = 2    # a single line gains nothing from a helper of its own
+MAX_ARGS = 24  # arrays in and out of one fused kernel (its parameters are limited)
 
 
 def fusion_enabled():
