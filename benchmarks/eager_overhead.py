@@ -76,9 +76,10 @@ def mlp_numpy(params, x, y):
     return step
 
 
-def mlp_eager(lib, params, x, y):
+def mlp_eager(lib, params, x, y, device="cpu"):
     """The same step as a user writes it: nn.Linear + nn.ReLU in nn.Sequential,
-    F.cross_entropy and optim.SGD, starting from the same weights as the NumPy step."""
+    F.cross_entropy and optim.SGD, starting from the same weights as the NumPy step, on
+    ``device`` (benchmarks/gpu.py runs it on CUDA)."""
     nn = lib.nn
     model = nn.Sequential(nn.Linear(SIZES[0], SIZES[1]), nn.ReLU(),
                           nn.Linear(SIZES[1], SIZES[2]), nn.ReLU(),
@@ -88,8 +89,9 @@ def mlp_eager(lib, params, x, y):
         for layer, w, b in zip(linears, params[::2], params[1::2]):
             layer.weight.copy_(lib.tensor(w.T))     # nn.Linear keeps (out, in)
             layer.bias.copy_(lib.tensor(b))
+    model.to(device)
     optimizer = lib.optim.SGD(model.parameters(), lr=LR)
-    xt, yt = lib.tensor(x), lib.tensor(y)
+    xt, yt = lib.tensor(x, device=device), lib.tensor(y, device=device)
 
     def step():
         optimizer.zero_grad()

@@ -285,6 +285,24 @@ section("Reading the adjoint: source transformation (AST mode)", """
     dsq(x)
     """)
 
+section("The same code on a GPU", """
+    device="cuda" puts tensors on an NVIDIA GPU through CuPy (pip install
+    'tracegrad[gpu]'). The same rule table runs there; .to(), .cuda() and .cpu() move
+    tensors, and a gradient flows back across the move; modules move with .to("cuda").
+    grad() compiles for the device of its inputs, fusing runs of elementwise lines into
+    one GPU kernel. Without a GPU, this section runs on the CPU.""", """
+    torch.cuda.is_available()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).to(device)
+    x = torch.randn(16, 3, device=device)
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    model[0].weight.grad.device
+    h = torch.randn(5, requires_grad=True)
+    h.to(device).exp().sum().backward()
+    h.grad.device
+    """)
+
 section("One rule table behind it all", """
     Every operation is one entry of tracegrad.rules: a kernel plus one vjp per operand,
     written with ordinary operators so the same function serves raw arrays, eager
