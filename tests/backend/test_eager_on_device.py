@@ -372,3 +372,12 @@ def test_pickle_and_deepcopy_device_tensors(xp):
     same(xp, dev, cpu)  # (a copy)
     dev.grad = tg.ones(3, dtype=tg.float64, device="cuda")
     on_device(xp, copy.deepcopy(dev).grad)
+
+
+def test_moving_to_another_gpu_index_is_refused_not_ignored(xp):
+    t = tg.ones(2, device="cuda")
+    assert t.to("cuda:0") is t and t.to("cuda") is t
+    with pytest.raises(RuntimeError, match="cuda:1 is not it"):
+        t.to("cuda:1")
+    with pytest.raises(RuntimeError, match="cuda:1 is not it"):
+        tg.nn.Linear(2, 2).to("cuda:1")

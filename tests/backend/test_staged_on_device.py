@@ -10,7 +10,6 @@ import tracegrad as tg
 
 from . import stub_device
 
-
 # -- functions differentiated below (module level: the AST path reads their source) ---------
 
 def mlp_loss(x, w):

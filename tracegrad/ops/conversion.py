@@ -38,13 +38,21 @@ def to(input, *args, **kwargs):
     if dtype is not None and dtype != input.dtype:
         out = M.cast(out, dtype=dtype.np, src_dtype=input.dtype.np)
         copy = False
-    if device is not None and backend.device(device).type != input.device.type:
+    if device is not None and _other_device(backend.device(device), input.device):
         from .devices import to_device
         out = to_device(out, backend.device(device))
         copy = False
     if copy:
         out = M.clone(out)
     return out
+
+
+def _other_device(target, current):
+    """Whether ``target`` names another device than ``current`` (``'cuda'`` without an
+    index means the current GPU; ``cuda:1`` is another GPU even from ``cuda:0``)."""
+    if target.type != current.type:
+        return True
+    return target.type == "cuda" and target.index is not None and target.index != current.index
 
 
 def _cast_method(d):
