@@ -15,38 +15,16 @@ and after each call; each figure is the best of several rounds after a warm-up.
 """
 import argparse
 import importlib.util
-import time
 
 import numpy as np
+from chain import STEPS, chain_numpy
+from eager_overhead import SIZES, init_params, mlp_eager
+from resnet18 import best_time, torch_model, train_step
 
 import tracegrad as tg
 from tracegrad.models import resnet18
 
-from chain import STEPS, chain_numpy
-from eager_overhead import SIZES, init_params, mlp_eager
-
 MLP_BATCH, RESNET_BATCH, RESNET_SIZE, CHAIN_WIDTH = 1024, 64, 64, 2 ** 20
-
-
-def best_time(fn, repeats, sync=lambda: None):
-    fn()                                    # warm-up: allocations, compiled kernels
-    sync()
-    times = []
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def resnet_step(model, x):
-    def step():
-        for p in model.parameters():
-            p.grad = None
-        model(x).sum().backward()
-    return step
 
 
 def staged_chain(x0, fuse):
@@ -108,19 +86,15 @@ def main():
     print(f"\nresnet18: forward+backward, train mode, batch {RESNET_BATCH}x3x{RESNET_SIZE}x{RESNET_SIZE}, float32")
     tg.manual_seed(0)
     model = resnet18().train()
-    t_cpu = best_time(resnet_step(model, tg.tensor(images)), max(2, repeats // 3))
+    t_cpu = best_time(train_step(model, tg.tensor(images)), max(2, repeats // 3))
     row("tracegrad cpu", t_cpu, "ms/step", 1e3)
     if cuda:
         model.to("cuda")
-        t_cuda = best_time(resnet_step(model, tg.tensor(images, device="cuda")), repeats, sync)
+        t_cuda = best_time(train_step(model, tg.tensor(images, device="cuda")), repeats, sync)
         row("tracegrad cuda", t_cuda, "ms/step", 1e3, t_cpu, "tracegrad cpu")
     if torch:
-        import pathlib
-        import sys
-        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-        from tests.models.torch_resnet import torch_resnet18
-        theirs = torch_resnet18(torch).train().cuda()
-        t_torch = best_time(resnet_step(theirs, torch.tensor(images, device="cuda")), repeats,
+        theirs = torch_model(torch).train().cuda()
+        t_torch = best_time(train_step(theirs, torch.tensor(images, device="cuda")), repeats,
                             torch.cuda.synchronize)
         row("torch cuda", t_torch, "ms/step", 1e3, t_cpu, "tracegrad cpu")
         if cuda:

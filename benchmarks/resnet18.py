@@ -25,12 +25,17 @@ from tracegrad.models import resnet18
 BATCH, SIZE = 8, 64
 
 
-def best_time(fn, repeats):
-    fn()                                    # warm-up (allocations, caches)
+def best_time(fn, repeats, sync=lambda: None):
+    """The best of ``repeats`` timed calls after a warm-up; ``sync`` waits for queued GPU
+    work (benchmarks/gpu.py), before and after each call."""
+    fn()                                    # warm-up (allocations, caches, compiled kernels)
+    sync()
     times = []
     for _ in range(repeats):
+        sync()
         start = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - start)
     return min(times)
 

@@ -9,6 +9,7 @@ import pytest
 
 import tracegrad as tg
 
+from ..runtime._functions import shared_functions
 from .eager_checks import MIXED_MESSAGE, check, on_device, pair, same
 
 # -- indexing, views, in-place writes ----------------------------------------------------------
@@ -233,20 +234,9 @@ def test_double_backward_and_autograd_grad_on_the_device(xp):
     same(xp, grads["cuda"][1], grads["cpu"][1])
 
 
-class _Cube(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 3 * x * x * g
-
-
 def test_custom_function_on_the_device(xp):
-    out = check(xp, lambda x: _Cube.apply(x * 2).sum(0), _R)
+    cube = shared_functions(tg).Cube
+    out = check(xp, lambda x: cube.apply(x * 2).sum(0), _R)
     assert type(out.grad_fn).__name__ == "SumBackward1"
 
 
