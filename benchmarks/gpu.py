@@ -17,12 +17,13 @@ import argparse
 import importlib.util
 
 import numpy as np
-from chain import STEPS, chain_numpy
-from eager_overhead import SIZES, init_params, mlp_eager
-from resnet18 import best_time, torch_model, train_step
 
 import tracegrad as tg
 from tracegrad.models import resnet18
+
+from chain import STEPS, chain_numpy
+from eager_overhead import SIZES, init_params, mlp_eager
+from resnet18 import best_time, torch_model, train_step
 
 MLP_BATCH, RESNET_BATCH, RESNET_SIZE, CHAIN_WIDTH = 1024, 64, 64, 2 ** 20
 
