@@ -85,8 +85,10 @@ def main():
 
     images = rng.standard_normal((RESNET_BATCH, 3, RESNET_SIZE, RESNET_SIZE)).astype(np.float32)
     print(f"\nresnet18: forward+backward, train mode, batch {RESNET_BATCH}x3x{RESNET_SIZE}x{RESNET_SIZE}, float32")
-    tg.manual_seed(0)
     model = resnet18().train()
+    if torch:  # the same weights on every side: torch's, copied into tracegrad's model
+        theirs = torch_model(torch).train()
+        model.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     t_cpu = best_time(train_step(model, tg.tensor(images)), max(2, repeats // 3))
     row("tracegrad cpu", t_cpu, "ms/step", 1e3)
     if cuda:
@@ -94,7 +96,7 @@ def main():
         t_cuda = best_time(train_step(model, tg.tensor(images, device="cuda")), repeats, sync)
         row("tracegrad cuda", t_cuda, "ms/step", 1e3, t_cpu, "tracegrad cpu")
     if torch:
-        theirs = torch_model(torch).train().cuda()
+        theirs.cuda()
         t_torch = best_time(train_step(theirs, torch.tensor(images, device="cuda")), repeats,
                             torch.cuda.synchronize)
         row("torch cuda", t_torch, "ms/step", 1e3, t_cpu, "tracegrad cpu")

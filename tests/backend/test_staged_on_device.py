@@ -224,3 +224,53 @@ def test_long_runs_are_cut_to_fit_a_kernel(stub):
         assert len(params) + len(results) <= MAX_ARGS, block
     want = tg.grad(long_chain, mode="tape")(stub.to_host(dev[0]))
     np.testing.assert_allclose(stub.to_host(got), want, rtol=1e-12)
+
+
+def broadcast_run(b, x):
+    c = np.exp(b) * 2.0
+    return np.sum(np.tanh(x * c))
+
+
+def test_a_fused_run_holds_one_result_shape(stub):
+    """A fused kernel gives every output the broadcast shape of all its inputs (the stub's
+    fuse does as CuPy's does), so values of a smaller shape are not fused with larger."""
+    rng = np.random.default_rng(3)
+    b, x = rng.standard_normal(4), rng.standard_normal((3, 4))
+    g = tg.grad(broadcast_run, argnums=(0, 1), mode="tape")
+    for _ in range(2):
+        db, dx = g(stub.from_host(b), stub.from_host(x))
+    want_db, want_dx = tg.grad(broadcast_run, argnums=(0, 1), mode="tape")(b, x)
+    assert stub.to_host(db).shape == (4,)
+    np.testing.assert_allclose(stub.to_host(db), want_db, rtol=1e-12)
+    np.testing.assert_allclose(stub.to_host(dx), want_dx, rtol=1e-12)
+
+
+def scaled(x, s):
+    return np.sum(np.tanh(x * s))
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast"])
+def test_python_float_arguments_beside_device_arrays(xp, mode):
+    host = np.random.default_rng(4).standard_normal((3, 4))
+    for argnums in (0, 1, (0, 1)):
+        g = tg.grad(scaled, argnums=argnums, mode=mode)
+        want = tg.grad(scaled, argnums=argnums, mode=mode)(host, 0.5)
+        for _ in range(2):
+            got = g(xp.from_host(host), 0.5)
+            for r, w in zip(got if isinstance(argnums, tuple) else (got,),
+                            want if isinstance(argnums, tuple) else (want,)):
+                r = float(r) if isinstance(w, float) else _on_host(xp, r)
+                np.testing.assert_allclose(r, w, rtol=1e-12)
+
+
+def test_a_cpu_scalar_tensor_beside_cuda_tensors_on_the_tape(xp):
+    x = tg.tensor(np.random.default_rng(5).standard_normal((3, 4)))
+    s = tg.tensor(0.5, dtype=tg.float64)
+    f = (lambda a, b: (a * b).tanh().sum())
+    want = tg.grad(f, argnums=(0, 1), mode="tape")(x, s)
+    g = tg.grad(f, argnums=(0, 1), mode="tape")
+    for _ in range(2):
+        dx, ds = g(x.cuda(), s)
+        assert dx.device.type == "cuda" and ds.device.type == "cpu"
+        np.testing.assert_allclose(dx.cpu().numpy(), want[0].numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ds.numpy(), want[1].numpy(), rtol=1e-12)

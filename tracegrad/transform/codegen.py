@@ -33,98 +33,116 @@ def _guard_line(m, name, kind, value, k, args=()):
     return f"if {test}: raise GuardFailed({k})"
 
 
-def compile_tape(tape, name, out_hints=(), fuse=True):
+def compile_tape(tape, name, out_hints=()):
     """``(function, source)`` computing the tape's output leaves (as a tuple) from its
-    inputs; with ``fuse``, runs of elementwise lines become one fused kernel where the
-    inputs' array namespace can fuse (see :mod:`.fusion`)."""
-    from .tree import flatten
-    m = Module(reserved={"xp", "GuardFailed"})
-    m.env.update(GuardFailed=GuardFailed)
-    names = {}
-    params = []
-    for v in tape.inputs:
-        names[v.id] = m.local(v.name or "x")
-        params.append(names[v.id])
-    out_leaves = flatten(tape.outputs)[0]
-    out_ids = {v.id for v in out_leaves if isinstance(v, Var)}
-    for v, hint in zip(out_leaves, out_hints):
-        if isinstance(v, Var) and v.kind == "op" and v.id not in names and hint:
-            names[v.id] = m.local(hint)
-    last = {}
-    for i, e in enumerate(tape.eqns):
-        for a in e.ins:
-            if isinstance(a, Var):
-                last[a.id] = i
-    counters = {}
+    inputs; runs of elementwise lines become one fused kernel where the inputs' array
+    namespace can fuse and fusion is on (see :mod:`.fusion`)."""
+    return _Writer(tape, name, out_hints).write()
 
-    def ref(a):
+
+class _Writer:
+    """One tape's translation: the module being written, each Var's name, where each Var
+    is last read (to ``del`` it right after), and which Vars are the outputs."""
+
+    def __init__(self, tape, name, out_hints):
+        from .tree import flatten
+        self.tape, self.name = tape, name
+        m = self.m = Module(reserved={"xp", "GuardFailed"})
+        m.env.update(GuardFailed=GuardFailed)
+        self.names = {v.id: m.local(v.name or "x") for v in tape.inputs}
+        self.params = [self.names[v.id] for v in tape.inputs]
+        self.out_leaves = flatten(tape.outputs)[0]
+        self.out_ids = {v.id for v in self.out_leaves if isinstance(v, Var)}
+        for v, hint in zip(self.out_leaves, out_hints):
+            if isinstance(v, Var) and v.kind == "op" and v.id not in self.names and hint:
+                self.names[v.id] = m.local(hint)
+        self.last = {a.id: i for i, e in enumerate(tape.eqns) for a in e.ins if isinstance(a, Var)}
+        self.counters = {}
+        self.guards = 0
+
+    def write(self):
+        m, eqns = self.m, self.tape.eqns
+        # The array namespace is part of the cache key (the inputs' array type), so it is
+        # bound once, as a global: a device's where any input lives on one (a Python float
+        # argument is a host value).
+        spaces = [namespace_of(v.value) for v in self.tape.inputs if hasattr(v.value, "dtype")]
+        xp = m.env["xp"] = next((ns for ns in spaces if ns is not np), np)
+        starts = dict(_fused_runs(self.tape, xp, self.last, self.out_ids))
+        i = 0
+        while i < len(eqns):
+            stop = starts.get(i, i + 1)
+            read = self.fused(i, stop) if i in starts else self.line(i, eqns[i])
+            dead = [self.names[a.id] for a in read if self.last.get(a.id, -1) < stop
+                    and a.kind == "op" and a.id not in self.out_ids]
+            if dead:
+                m.emit("del " + ", ".join(dead))
+            i = stop
+        rets = [f"{self.ref(v)}.copy()" if isinstance(v, Var) and v.kind == "const"  # (never
+                else self.ref(v) for v in self.out_leaves]       # hand out the cached constant)
+        m.emit("return (" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")")
+        source = m.source(self.name, self.params)
+        return compile_source(source, self.name, m.env, tag="tape"), source
+
+    def ref(self, a):
+        """Source text for an operand: a Var's name (constants bound as globals), else a
+        literal."""
         if isinstance(a, Var):
-            n = names.get(a.id)
+            n = self.names.get(a.id)
             if n is None:
-                if a.kind == "const":
-                    n = names[a.id] = m.bind(a.value, "c")
-                else:
+                if a.kind != "const":
                     raise AssertionError(f"{a.label()} used before it is computed")
+                n = self.names[a.id] = self.m.bind(a.value, "c")
             return n
         if isinstance(a, (tuple, list)):
-            inner = ", ".join(ref(x) for x in a)
+            inner = ", ".join(self.ref(x) for x in a)
             return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else (
                 f"({inner})" if isinstance(a, tuple) else f"[{inner}]")
-        return m.literal(a)
+        return self.m.literal(a)
 
-    def fresh(v):
-        k = counters.get(v.hint, 0)
-        n = f"{v.hint}{k}"
-        while n in m.used:
+    def fresh(self, v):
+        """A new name for Var ``v``: its phase's letter and a counter (t0, g3...)."""
+        if v.id in self.names:
+            return self.names[v.id]
+        k = self.counters.get(v.hint, 0)
+        while f"{v.hint}{k}" in self.m.used:
             k += 1
-            n = f"{v.hint}{k}"
-        counters[v.hint] = k + 1
-        m.used.add(n)
+        self.counters[v.hint] = k + 1
+        n = self.names[v.id] = f"{v.hint}{k}"
+        self.m.used.add(n)
         return n
 
-    # The array namespace is part of the cache key (the inputs' array type), so it is
-    # bound once, as a global of the generated code.
-    arrays = [v.value for v in tape.inputs if hasattr(v.value, "dtype")]
-    xp = m.env["xp"] = namespace_of(arrays[0]) if arrays else np
-    runs = _fused_runs(tape, xp, last, out_ids) if fuse else []
-    starts = {start: stop for start, stop in runs}
-    guard_no = 0
-    i = 0
-    while i < len(tape.eqns):
-        if i in starts:
-            stop = starts[i]
-            outer = _emit_fused(m, tape.eqns[i:stop], ref, fresh, names, last, out_ids, stop,
-                                name, len(m.prelude))
-            dead = [a for a in outer if last.get(a.id, -1) < stop]
-            i = stop
+    def line(self, i, e):
+        """Emit eqn ``e``; return the Vars it reads."""
+        if isinstance(e.op, Guard):
+            self.m.emit(_guard_line(self.m, self.ref(e.ins[0]), e.op.kind, e.params["value"],
+                                    self.guards, e.params.get("args", ())))
+            self.guards += 1
         else:
-            e = tape.eqns[i]
-            if isinstance(e.op, Guard):
-                m.emit(_guard_line(m, ref(e.ins[0]), e.op.kind, e.params["value"], guard_no,
-                                   e.params.get("args", ())))
-                guard_no += 1
-            else:
-                for o in e.outs:
-                    if o.id not in names:
-                        names[o.id] = fresh(o)
-                lhs = ", ".join(names[o.id] if (o.id in last or o.id in out_ids) else "_" for o in e.outs)
-                if e.multi and len(e.outs) == 1:
-                    lhs += ","
-                m.emit(f"{lhs} = {_rhs(m, e, [ref(a) for a in e.ins])}")
-            dead = [a for a in dict.fromkeys(e.in_vars()) if last.get(a.id) == i]
-            i += 1
-        dead = [names[a.id] for a in dead if a.kind == "op" and a.id not in out_ids]
-        if dead:
-            m.emit("del " + ", ".join(dead))
-    rets = []
-    for v in out_leaves:
-        if isinstance(v, Var) and v.kind == "const":
-            rets.append(f"{ref(v)}.copy()")  # never hand out the cached constant itself
-        else:
-            rets.append(ref(v))
-    m.emit("return (" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")")
-    source = m.source(name, params)
-    return compile_source(source, name, m.env, tag="tape"), source
+            lhs = ", ".join(self.fresh(o) if (o.id in self.last or o.id in self.out_ids) else "_"
+                            for o in e.outs)
+            if e.multi and len(e.outs) == 1:
+                lhs += ","
+            self.m.emit(f"{lhs} = {_rhs(self.m, e, [self.ref(a) for a in e.ins])}")
+        return list(dict.fromkeys(e.in_vars()))
+
+    def fused(self, start, stop):
+        """Emit one helper function (compiled by ``xp.fuse``) for the elementwise eqns
+        ``[start, stop)`` and the line calling it; return the Vars from outside the run
+        that it reads (its parameters). It returns the values used after the run."""
+        m, eqns = self.m, self.tape.eqns[start:stop]
+        made = {o.id for e in eqns for o in e.outs}
+        outer = list(dict.fromkeys(a for e in eqns for a in e.in_vars() if a.id not in made))
+        params = [self.ref(a) for a in outer]
+        body = [f"    {self.fresh(e.outs[0])} = {_rhs(m, e, [self.ref(a) for a in e.ins])}"
+                for e in eqns]
+        results = [self.names[o.id] for e in eqns for o in e.outs
+                   if o.id in self.out_ids or self.last.get(o.id, -1) >= stop]
+        helper = m.local(f"{self.name}_fused{len(m.prelude)}")
+        m.prelude.append("\n".join([f"@xp.fuse(kernel_name={helper!r})",
+                                     f"def {helper}({', '.join(params)}):", *body,
+                                     f"    return {', '.join(results)}"]))
+        m.emit(f"{', '.join(results)} = {helper}({', '.join(params)})")
+        return outer
 
 
 def _metas(e):
@@ -156,7 +174,8 @@ def _fusable(e):
 def _fused_runs(tape, xp, last, out_ids):
     if not fusion_enabled() or getattr(xp, "fuse", None) is None:
         return []
-    return [chunk for start, stop in fusable_runs(_fusable(e) for e in tape.eqns)
+    keys = (e.outs[0].shape if _fusable(e) else None for e in tape.eqns)
+    return [chunk for start, stop in fusable_runs(keys)
             for chunk in _chunks(tape.eqns, start, stop, last, out_ids)]
 
 
@@ -176,26 +195,3 @@ def _chunks(eqns, start, stop, last, out_ids):
         outer |= ins
     chunks.append((begin, stop))
     return [(a, b) for a, b in chunks if b - a >= MIN_RUN]
-
-
-def _emit_fused(m, eqns, ref, fresh, names, last, out_ids, stop, name, k):
-    """Emit one helper function (compiled by ``xp.fuse``) for a run of elementwise eqns,
-    and the line calling it; return the Vars from outside the run that it reads (its
-    parameters). It returns the values used after the run."""
-    made = {o.id for e in eqns for o in e.outs}
-    outer = list(dict.fromkeys(a for e in eqns for a in e.in_vars() if a.id not in made))
-    params = [ref(a) for a in outer]
-    body = []
-    for e in eqns:
-        o = e.outs[0]
-        if o.id not in names:
-            names[o.id] = fresh(o)
-        body.append(f"    {names[o.id]} = {_rhs(m, e, [ref(a) for a in e.ins])}")
-    results = [names[o.id] for e in eqns for o in e.outs
-               if o.id in out_ids or last.get(o.id, -1) >= stop] or [names[eqns[-1].outs[0].id]]
-    helper = m.local(f"{name}_fused{k}")
-    m.prelude.append("\n".join([f"@xp.fuse(kernel_name={helper!r})",
-                                 f"def {helper}({', '.join(params)}):", *body,
-                                 f"    return {', '.join(results)}"]))
-    m.emit(f"{', '.join(results)} = {helper}({', '.join(params)})")
-    return outer

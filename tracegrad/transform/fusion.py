@@ -42,15 +42,17 @@ def fusion(enabled=True):
         set_fusion(previous)
 
 
-def fusable_runs(flags):
-    """``[(start, stop), ...]``: the maximal runs of consecutive True in ``flags`` (one per
-    eqn: can it be fused?) at least :data:`MIN_RUN` long."""
-    runs, start = [], None
-    for i, ok in enumerate(list(flags) + [False]):
-        if ok and start is None:
-            start = i
-        elif not ok and start is not None:
+def fusable_runs(keys):
+    """``[(start, stop), ...]``: the maximal runs of consecutive equal keys other than None
+    in ``keys`` (one per eqn: None where it cannot be fused, else its result's shape), at
+    least :data:`MIN_RUN` long. A fused kernel gives every output the broadcast shape of
+    all its inputs, so one run holds one result shape."""
+    runs, start, current = [], None, None
+    for i, key in enumerate(list(keys) + [None]):
+        if start is not None and key != current:
             if i - start >= MIN_RUN:
                 runs.append((start, i))
             start = None
+        if key is not None and start is None:
+            start, current = i, key
     return runs

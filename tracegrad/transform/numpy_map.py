@@ -50,8 +50,8 @@ def dims(axis, ndim):
     return tuple(sorted(out))
 
 
-def _npd(x):
-    """The NumPy dtype of a tracer, array or number."""
+def npdtype(x):
+    """The NumPy dtype of a tracer, array (of any device) or number."""
     d = getattr(x, "npdtype", None)
     if d is not None:
         return d
@@ -61,7 +61,7 @@ def _npd(x):
 
 def _float(x):
     """Integers and bools computed as float64, as NumPy's mean/std/var do."""
-    return x.astype(np.float64) if _npd(x).kind in "biu" else x
+    return x.astype(np.float64) if npdtype(x).kind in "biu" else x
 
 
 # -- ufuncs --------------------------------------------------------------------------------
@@ -136,9 +136,9 @@ def _cast(x, dtype):
 
 def astype(x, dtype, copy=True):
     dtype = np.dtype(dtype)
-    if _npd(x) == dtype:
+    if npdtype(x) == dtype:
         return P.clone(x) if copy else x
-    return P.cast(x, dtype=dtype, src_dtype=_npd(x))
+    return P.cast(x, dtype=dtype, src_dtype=npdtype(x))
 
 
 # -- functions -------------------------------------------------------------------------------
@@ -340,12 +340,12 @@ def _constant(a, value):
 
 def _like(fill):
     def like(a, dtype=None, order="K", subok=True, shape=None, **kw):
-        return _constant(a, _xp(a).full(a.shape if shape is None else shape, fill, dtype=dtype or _npd(a)))
+        return _constant(a, _xp(a).full(a.shape if shape is None else shape, fill, dtype=dtype or npdtype(a)))
     return like
 
 
 def _full_like(a, fill_value, dtype=None, **kw):
-    return _constant(a, _xp(a).full(a.shape, fill_value, dtype=dtype or _npd(a)))
+    return _constant(a, _xp(a).full(a.shape, fill_value, dtype=dtype or npdtype(a)))
 
 
 def _cumulative(prim):
@@ -464,7 +464,7 @@ def _size_fn(a, axis=None):
 
 
 def _result_type(*arrays_and_dtypes):
-    return np.result_type(*[_npd(x) if hasattr(x, "shape") else x for x in arrays_and_dtypes])
+    return np.result_type(*[npdtype(x) if hasattr(x, "shape") else x for x in arrays_and_dtypes])
 
 
 FUNCTIONS = {

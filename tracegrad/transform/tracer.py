@@ -23,8 +23,7 @@ def _npdtype(a):
         return a.npdtype
     if isinstance(a, Tensor):
         return a._data.dtype
-    d = getattr(a, "dtype", None)  # (a device array: read, never handed to NumPy)
-    return d if isinstance(d, np.dtype) else np.result_type(a)
+    return NM.npdtype(a)
 
 
 def _binary(prim, reflected=False):

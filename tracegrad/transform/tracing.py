@@ -76,20 +76,31 @@ def as_operand(tape, a):
 
 
 def _is_array(a):
-    """A device array (of a loaded backend, or a CuPy array before CUDA was first used)."""
+    """An array of a loaded backend (NumPy's, CuPy's), or a CuPy array before CUDA was
+    first used."""
     return type(a) in ARRAY_TYPE_SET or hasattr(a, "__cuda_array_interface__")
 
 
 def _on_one_device(args):
-    """``args`` with NumPy arrays moved to the device of the traced values they meet: the
+    """``args`` with host values moved to the device of the traced values they meet: the
     constants plain NumPy code makes (``np.zeros(x.shape) + x``) are recorded, once, as
-    device arrays, so the traced function runs on the device of its inputs."""
+    device arrays; a traced host scalar (a Python float argument, a 0-d CPU tensor) is
+    moved by a recorded ``to_device``, as the eager runtime moves CPU scalars."""
     for a in args:
         v = a.value if isinstance(a, Var) else a
         if type(v) is not _np.ndarray and type(v) in ARRAY_TYPE_SET:
             xp = namespace_of(v)
-            return [xp.from_host(b) if type(b) is _np.ndarray else b for b in args]
+            return [_moved(b, xp) for b in args]
     return args
+
+
+def _moved(a, xp):
+    if type(a) is _np.ndarray:
+        return xp.from_host(a)
+    if isinstance(a, Var) and type(a.value) is _np.ndarray and a.value.ndim == 0:
+        from ..rules.memory import to_device
+        return to_device(a, device=xp.name, src="cpu")
+    return a
 
 
 def bind(prim, args, params):

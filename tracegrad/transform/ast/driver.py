@@ -69,9 +69,14 @@ class Generated:
         fn = self._on_device.get(xp)
         if fn is None:
             env = dict(self.fn.__globals__)
-            fn = self._on_device[xp] = types.FunctionType(
+            fn = self._on_device[xp] = types.FunctionType(  # (first: recursion finds it)
                 self.fn.__code__, env, self.fn.__name__, self.fn.__defaults__, self.fn.__closure__)
-            env.update(_rebound(env, xp))
+            fn.__source__ = self.fn.__source__
+            try:
+                env.update(_rebound(env, xp))
+            except BaseException:
+                del self._on_device[xp]
+                raise
         return fn
 
     def refresh(self, seen=None):

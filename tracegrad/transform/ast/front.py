@@ -70,10 +70,11 @@ class AstFunction:
         gen = self._gen or self.generated(len(args))
         positions = gen_positions(self, len(args))
         first = args[positions[0]]
-        seed = {gen.seed: _seed(first)}
         if active_tape() is not None or isinstance(first, Var):
-            return self._finish(gen.fn(*args, **seed), args, positions, raw=True)
-        fn = _on_device(gen, args)
+            return self._finish(gen.fn(*args, **{gen.seed: _seed(first)}), args, positions, raw=True)
+        xp = _device_namespace(args)
+        fn = gen.fn if xp is None else gen.on_device(xp)
+        seed = {gen.seed: _seed(first, xp)}
         if any(isinstance(a, Tensor) for a in args):
             with no_grad():
                 args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
@@ -97,16 +98,17 @@ class AstFunction:
         return grads
 
 
-def _on_device(gen, args):
-    """The generated function for the device of the arguments: NumPy's names in it are
-    rebound to CuPy's when an array argument lives on the GPU. (Tensors need no such
-    thing: NumPy hands its calls on Tensors to tracegrad, which computes on their device.)"""
+def _device_namespace(args):
+    """The namespace of the first array argument on a device (None if all are on the
+    host): the generated function runs with NumPy's names rebound to it. (Tensors need no
+    such thing: NumPy hands its calls on Tensors to tracegrad, which computes on their
+    device.)"""
     for a in args:
         if type(a) not in _HOST and is_array(a):
             xp = namespace_of(a)
             if xp is not np:
-                return gen.on_device(xp)
-    return gen.fn
+                return xp
+    return None
 
 
 _HOST = {np.ndarray, float, int, bool}
@@ -116,8 +118,11 @@ def gen_positions(fn, nargs):
     return tuple(n % nargs for n in fn.argnums)
 
 
-def _seed(x):
-    """The output gradient, 1 in the dtype of the first differentiated argument."""
+def _seed(x, xp=None):
+    """The output gradient, 1 in the dtype of the first differentiated argument (on
+    device ``xp`` where the arguments live on one)."""
+    if xp is not None and not is_array(x) and not isinstance(x, Tensor):
+        return xp.from_host(_seed(x))  # (a Python float beside device arrays)
     if isinstance(x, Tensor):
         return wrap(namespace_of(x._data).ones((), dtype=x._data.dtype))
     if isinstance(x, Var):
@@ -161,9 +166,15 @@ def _result(g, like, raw):
     want = getattr(like, "dtype", None)
     if want is not None and want.kind in "fc" and g.dtype != want:
         g = g.astype(want)
-    elif not getattr(g.flags, "writeable", True):  # a broadcast view (the gradient of a sum)
+    elif _broadcast_view(g):  # (the gradient of a sum): an array of its own
         g = g.copy()
     return g
+
+
+def _broadcast_view(a):
+    """NumPy marks broadcast views read-only; CuPy keeps no such flag: a zero stride over
+    more than one element tells."""
+    return not getattr(a.flags, "writeable", True) or (a.size > 1 and 0 in a.strides)
 
 
 def _value(v, raw):
@@ -245,7 +256,8 @@ def ast_jvp(f, primals, tangent_values):
         primals, tangent_values = primals + extra, tangent_values + tuple(zero_tangent(v) for v in extra)
     if active_tape() is not None or any(isinstance(p, Var) for p in primals):
         return gen.fn(*primals, *tangent_values)
-    fn = _on_device(gen, primals)
+    xp = _device_namespace(primals)
+    fn = gen.fn if xp is None else gen.on_device(xp)
     if any(isinstance(a, Tensor) for a in primals + tangent_values):
         with no_grad():
             primals = tuple(a.detach() if isinstance(a, Tensor) else a for a in primals)

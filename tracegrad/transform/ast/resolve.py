@@ -25,7 +25,7 @@ from ..numpy_map import UFUNCS
 from ..sweeps import stop_gradient
 
 __all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive",
-           "on_device", "traceable"]
+           "on_device", "host_function"]
 
 OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
              ast.MatMult: "matmul", ast.Mod: "remainder"}
@@ -58,7 +58,7 @@ def on_device(values, xp):
     return out
 
 
-def traceable(fn):
+def host_function(fn):
     """The NumPy function that a device namespace's function stands for (CuPy's
     ``concatenate`` -> NumPy's): what the tape traces, as tracers answer NumPy's dispatch
     protocols, not CuPy's. Other functions are returned as they are."""

@@ -19,7 +19,7 @@ from ..tape import Var
 from ..tracer import split_index
 from ..tracing import active_tape
 from ..tree import flatten, unflatten
-from .resolve import traceable
+from .resolve import host_function
 from ...rules import TABLE
 
 __all__ = ["GradList", "add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "pop_grad",
@@ -202,7 +202,7 @@ _PULLBACKS, _PUSHES = {}, {}
 def _staged(cache, fn, builder, suffix):
     staged = cache.get(fn)
     if staged is None:
-        host = traceable(fn)  # (a CuPy function the AST path rebound NumPy's to)
+        host = host_function(fn)  # (a CuPy function the AST path rebound NumPy's to)
         name = getattr(host, "__name__", "f")
         staged = cache[fn] = Staged(host, builder(host), f"{name}_{suffix}".replace("<", "").replace(">", ""))
     return staged
