@@ -35,9 +35,22 @@ def current_device():
 
 
 def get_device_name(device=None):
+    """The name of a GPU (``'NVIDIA H100 80GB HBM3'``): ``device`` is an index, ``'cuda'``,
+    ``'cuda:1'``, a device object, or None for the current one."""
     import cupy
-    index = current_device() if device is None else int(str(device).rpartition(":")[2] or 0)
-    return cupy.cuda.runtime.getDeviceProperties(index)["name"].decode()
+    return cupy.cuda.runtime.getDeviceProperties(_index_of(device))["name"].decode()
+
+
+def _index_of(device):
+    """The CUDA device index ``device`` (as :func:`get_device_name` takes it) names."""
+    from . import backend
+    ns = _namespace()
+    if device is None or isinstance(device, int):
+        return ns.current_index() if device is None else device
+    dev = backend.device(device)
+    if dev.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {dev}")
+    return ns.current_index() if dev.index is None else dev.index
 
 
 def synchronize(device=None):

@@ -20,6 +20,7 @@ import numpy as np
 
 from tracegrad import backend
 from tracegrad.backend import cpu
+from tracegrad.backend.atomic import scatter_add_any
 
 # numpy 2.x top-level, linalg and random names that CuPy 14 does not have
 _NOT_IN_CUPY = frozenset("""
@@ -51,13 +52,14 @@ _in_fuse = [False]
 class StubArray:
     """A device array of the stub device (see the module docstring)."""
 
-    __slots__ = ("_a", "__weakref__")
+    __slots__ = ("_a", "_strided", "__weakref__")
     __array_ufunc__ = None  # NumPy ufuncs (np.tanh(a), ndarray + a) refuse it
     __array_priority__ = 100
     __hash__ = None
 
-    def __init__(self, a):
+    def __init__(self, a, strided=False):
         self._a = a
+        self._strided = strided  # made by as_strided: CuPy keeps no .base for those
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("Implicit conversion to a NumPy array is not allowed (a stub device "
@@ -80,7 +82,13 @@ class StubArray:
 
     @property
     def base(self):
-        return None if self._a.base is None else _Opaque()
+        return None if self._a.base is None or self._strided else _Opaque()
+
+    @property
+    def flags(self):
+        """CuPy's flags: no ``writeable``, ``aligned``..."""
+        f = self._a.flags
+        return _Flags(f.c_contiguous, f.f_contiguous, self.base is None)
 
     def __getattr__(self, name):
         if name in _NOT_ON_CUPY_ARRAYS or name.startswith("__"):
@@ -118,6 +126,13 @@ class StubArray:
 
 class _Opaque:
     """What ``.base`` of a view is: some other array (its identity is not used)."""
+
+
+class _Flags:
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, c_contiguous, f_contiguous, owndata):
+        self.c_contiguous, self.f_contiguous, self.owndata = c_contiguous, f_contiguous, owndata
 
 
 def _operand(value):
@@ -300,7 +315,9 @@ class StubNamespace(_Namespace):
         pass
 
     def scatter_add(self, target, index, values):
-        np.add.at(target._a, _index(index), _operand(values))
+        """Through the same dtype routing as the CUDA namespace, onto an add that refuses
+        what ``cupyx.scatter_add`` refuses."""
+        scatter_add_any(self, _atomic_add, target, index, values)
 
     def to_host(self, a):
         return a._a.copy()
@@ -330,25 +347,41 @@ class StubNamespace(_Namespace):
         return _wrap(cpu.erf(_unwrap(x, False)))
 
     def as_strided(self, x, shape=None, strides=None):
-        return StubArray(np.lib.stride_tricks.as_strided(x._a, shape, strides))
+        return StubArray(np.lib.stride_tricks.as_strided(x._a, shape, strides), strided=True)
 
     def sliding_window_view(self, x, window_shape, axis=None):
         return StubArray(np.lib.stride_tricks.sliding_window_view(x._a, window_shape, axis))
 
     def fuse(self, *args, **kwargs):
         """``cupy.fuse``, usable bare or with arguments: runs the function, counting calls
-        and refusing what CuPy could not fuse."""
+        and refusing what CuPy could not fuse. As CuPy's fused kernel, it gives every
+        output the broadcast shape of all the inputs."""
         def decorate(f):
             def fused(*a):
                 fused_calls[0] += 1
                 _in_fuse[0] = True
                 try:
-                    return f(*a)
+                    out = f(*a)
                 finally:
                     _in_fuse[0] = False
+                shape = np.broadcast_shapes(*[x.shape for x in a if type(x) is StubArray])
+                if isinstance(out, tuple):
+                    return tuple(StubArray(np.broadcast_to(o._a, shape).copy()) for o in out)
+                return StubArray(np.broadcast_to(out._a, shape).copy())
             fused.__name__ = f.__name__
             return fused
         return decorate(args[0]) if args and callable(args[0]) else decorate
+
+
+# the dtypes CUDA's atomicAdd has, so cupyx.scatter_add takes (CuPy's own tests: 'iILQefd')
+_ATOMIC_ADD_DTYPES = frozenset(map(np.dtype, "iILQefd"))
+
+
+def _atomic_add(target, index, values):
+    """``cupyx.scatter_add``: ``np.add.at`` on the dtypes it accumulates, else TypeError."""
+    if target.dtype not in _ATOMIC_ADD_DTYPES:
+        raise TypeError(f"cupyx.scatter_add has no atomicAdd for {target.dtype}")
+    np.add.at(target._a, _index(index), _operand(values))
 
 
 stub = StubNamespace()

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
+from tracegrad import backend
 
 from .eager_checks import MIXED_MESSAGE, on_device, pair, same
+from .stub_device import StubArray, stub
 
 # -- factories ------------------------------------------------------------------------------
 
@@ -136,6 +138,34 @@ def test_tensor_from_a_device_array(xp):
     copied = tg.tensor(array)
     copied.add_(1)
     assert xp.to_host(array).tolist() == values.tolist()
+
+
+def test_a_cupy_array_made_before_cuda_was_used_is_an_array(monkeypatch):
+    if "cuda" in {ns.name for ns in backend.loaded()}:
+        pytest.skip("CUDA is loaded already")
+    # stub arrays made to look like CuPy's ndarray, and loading CUDA registering the stub
+    monkeypatch.setattr(StubArray, "__module__", "cupy")
+    monkeypatch.setattr(StubArray, "__cuda_array_interface__", property(dict), raising=False)
+    monkeypatch.setattr(backend, "_load_cuda", lambda: backend.register(stub, (StubArray,)) or stub)
+    values = np.arange(6.0).reshape(2, 3)
+    try:
+        assert backend.is_array(stub.asarray(values))
+        backend.unregister(stub)
+        same(stub, tg.tensor(stub.asarray(values)), tg.tensor(values))
+    finally:
+        backend.unregister(stub)
+    assert not backend.is_array([1.0]) and not backend.is_array(2.0)
+
+
+def test_the_device_get_device_name_names(xp):
+    for device in (None, 0, "cuda", "cuda:0", tg.device("cuda"), tg.device("cuda", 0)):
+        assert tg.cuda._index_of(device) == 0
+    with pytest.raises(ValueError, match="Expected a cuda device, but got: cpu"):
+        tg.cuda._index_of("cpu")
+    if xp is not stub:  # (the stub has no device properties to name)
+        name = tg.cuda.get_device_name()
+        assert name and tg.cuda.get_device_name("cuda") == name
+        assert tg.cuda.get_device_name(tg.device("cuda:0")) == name
 
 
 # -- moving between devices -----------------------------------------------------------------

@@ -366,3 +366,78 @@ def test_jacobian_with_an_empty_output_on_the_device(xp):
     jac = tg.autograd.functional.jacobian(lambda a: (a[:0] * 2, a.sum()), tg.ones(2, device="cuda"))
     same(xp, jac[0], tg.zeros(0, 2))
     same(xp, jac[1], tg.ones(2))
+
+
+# -- gradients accumulated into .grad, views, atomic adds of every dtype --------------------------
+
+ACCUMULATED = {  # (each gradient reaches the leaf in another shape of memory)
+    "fresh": lambda x: (x * x).sum(),
+    "broadcast": lambda x: x.sum(),  # (sum's gradient: one value broadcast)
+    "strided_view": lambda x: (x[1:].unsqueeze(0) * 3).sum(),
+    "expanded": lambda x: x.unsqueeze(0).expand(2, 3, 4).sum(),
+    "transposed": lambda x: (x.t() @ tg.ones(3, 2, dtype=x.dtype, device=x.device)).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCUMULATED))
+def test_two_backward_passes_accumulate_into_the_device_grad(xp, name):
+    cpu, dev = pair((3, 4), requires_grad=True)
+    for _ in range(2):
+        ACCUMULATED[name](cpu).backward()
+        ACCUMULATED[name](dev).backward()
+        same(xp, dev.grad, cpu.grad)
+    assert 0 not in dev.grad.stride()  # (a broadcast view adopted as .grad would be wrong)
+
+
+def test_storage_offset_of_strided_device_views_is_the_cpus(xp):
+    cpu, dev = pair((4, 3))
+    for view in (lambda x: x[2:].unsqueeze(0), lambda x: x[1:, 1:].diagonal(), lambda x: x[1:][None, 1]):
+        assert view(dev).storage_offset() == view(cpu).storage_offset() > 0
+
+
+def test_a_leaf_grad_never_adopts_a_view_of_the_callers_gradient(xp):
+    def grads(device):
+        x = tg.ones(1, 3, dtype=tg.float64, device=device, requires_grad=True)
+        g = tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64, device=device)
+        x.squeeze(0).backward(g)  # (reaches x through unsqueeze: a strided view of g)
+        g.add_(100.0)  # (must not show in x.grad)
+        return x.grad
+    same(xp, grads("cuda"), grads("cpu"))
+
+
+def test_accumulating_into_an_expanded_device_grad_writes_no_broadcast_view(xp):
+    def grad(device):
+        x = tg.ones(3, 4, dtype=tg.float64, device=device, requires_grad=True)
+        x.grad = tg.zeros(1, 4, dtype=tg.float64, device=device).expand(3, 4)
+        (x * tg.arange(12.0, dtype=tg.float64, device=device).view(3, 4)).sum().backward()
+        return x.grad
+    same(xp, grad("cuda"), grad("cpu"))
+
+
+_WIDE_VALUES = np.array([[5, -7, 2 ** 40], [-(2 ** 40), 37, 99]])  # (wrap in small dtypes)
+SCATTERS = {
+    "index_put_accumulate": lambda t, v: t.index_put_((tg.tensor([1, 1], device=t.device),), v,
+                                                      accumulate=True),
+    "scatter_add_": lambda t, v: t.scatter_add_(0, tg.tensor([[1, 1, 2], [1, 0, 2]], device=t.device), v),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int8", "uint8", "bool", "float16", "complex64"])
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+def test_accumulating_writes_of_every_dtype_on_the_device(xp, name, dtype):
+    dtype = getattr(tg, dtype)
+    values = _WIDE_VALUES * (1 + 2j) if dtype.is_complex else _WIDE_VALUES
+    if dtype.is_floating_point:
+        values = values % 1000  # (within float16)
+
+    def run(device):
+        start = tg.tensor(np.arange(12).reshape(4, 3) % 3, device=device).to(dtype)
+        return SCATTERS[name](start, tg.tensor(values, device=device).to(dtype))
+    same(xp, run("cuda"), run("cpu"), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_embedding_backward_accumulates_repeated_rows_on_the_device(xp, dtype):
+    weights = np.random.default_rng(2).standard_normal((5, 3))
+    check(xp, lambda w: tg.nn.functional.embedding(tg.tensor([[1, 4, 1], [1, 0, 4]], device=w.device),
+                                                   w.to(getattr(tg, dtype))), weights)

@@ -13,7 +13,7 @@ import tracegrad as tg
 from tracegrad import backend
 from tracegrad.backend import cpu
 
-from .stub_device import StubArray, as_cuda, stub
+from .stub_device import StubArray, _atomic_add, as_cuda, stub
 
 _CUDA_SOURCE = pathlib.Path(backend.__file__).with_name("cuda.py")
 
@@ -24,17 +24,28 @@ def _added_functions(tree):
             if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
 
 
+def _imported(source):
+    """The names a module imports from other modules (``from m import name``)."""
+    return {a.asname or a.name for n in ast.parse(source).body
+            if isinstance(n, ast.ImportFrom) for a in n.names}
+
+
 def test_the_cpu_and_cuda_namespaces_add_the_same_functions():
     cpu_added = _added_functions(ast.parse(inspect.getsource(cpu)))
     cuda_added = _added_functions(ast.parse(_CUDA_SOURCE.read_text()))
     cuda_only = {"device_count", "device_index"}  # (the CPU has one device)
-    imported = {a.asname or a.name for n in ast.parse(_CUDA_SOURCE.read_text()).body
-                if isinstance(n, ast.ImportFrom) and n.module != "cupy" for a in n.names}
-    assert set(cpu_added) - {"erf"} == set(cuda_added) - cuda_only
-    assert {"as_strided", "sliding_window_view", "erf"} <= imported  # CuPy's own
+    # CuPy's own, wrapped to remember their views (CuPy gives them no .base); NumPy's
+    # keep theirs, so the CPU imports NumPy's
+    wrapped = {"as_strided", "sliding_window_view"}
+    assert set(cpu_added) - {"erf"} == set(cuda_added) - cuda_only - wrapped
+    assert "erf" in _imported(_CUDA_SOURCE.read_text())  # CuPy's own
+    assert wrapped <= _imported(inspect.getsource(cpu)) - set(cpu_added)
     for name, params in cpu_added.items():
         if name in cuda_added:
             assert cuda_added[name] == params, f"{name}: cpu {params}, cuda {cuda_added[name]}"
+    for name in wrapped:  # callable as NumPy's, which the CPU namespace uses
+        numpy_params = list(inspect.signature(getattr(cpu, name)).parameters)
+        assert cuda_added[name] == numpy_params[:len(cuda_added[name])], name
 
 
 def test_the_stub_adds_what_the_cuda_namespace_adds():
@@ -83,6 +94,34 @@ def test_fuse_refuses_what_cupy_cannot_fuse():
     with pytest.raises(TypeError, match="cannot be compiled by cupy.fuse"):
         fused(stub.ones(3))
     assert float(stub.fuse(lambda x: stub.tanh(x) * 2.0)(stub.zeros(()))) == 0.0
+
+
+def test_the_stubs_atomic_add_refuses_what_cupyx_scatter_add_refuses():
+    for dtype in ("int64", "int16", "uint8", "bool", "complex64"):
+        with pytest.raises(TypeError, match=f"no atomicAdd for {dtype}"):
+            _atomic_add(stub.zeros(3, dtype=dtype), stub.asarray([1, 1]), stub.ones(2, dtype=dtype))
+
+
+_DTYPES = ("int64", "int32", "int16", "int8", "uint64", "uint16", "uint8", "bool", "float16",
+           "float32", "float64", "complex64", "complex128")
+
+
+@pytest.mark.parametrize("dtype", _DTYPES)
+def test_scatter_add_of_every_dtype_through_the_atomic_adds_there_are(dtype):
+    """(The routing the CUDA namespace uses, on the stub's add refusing as CuPy's.)"""
+    start = np.arange(12).reshape(4, 3) % 5
+    values = np.array([[3, -1, 2 ** 40], [-(2 ** 40), 120, 7]]) * (1 + 2j if "complex" in dtype else 1)
+    if dtype == "float16":
+        values = values % 1000  # (within its range)
+    index = np.array([2, 2])
+    want = start.astype(dtype)
+    np.add.at(want, index, values.astype(dtype))
+    target = stub.asarray(start.astype(dtype))
+    stub.scatter_add(target, stub.asarray(index), stub.asarray(values.astype(dtype)))
+    np.testing.assert_array_equal(stub.to_host(target), want)
+    stub.scatter_add(target, (slice(None), 0), stub.ones((), dtype))  # (0-d, a basic index)
+    np.add.at(want, (slice(None), 0), np.ones((), dtype))
+    np.testing.assert_array_equal(stub.to_host(target), want)
 
 
 def test_registering_the_stub_makes_it_the_cuda_device():

@@ -14,7 +14,8 @@ from .dtypes import (as_dtype, from_numpy_dtype, get_default_dtype, promote_type
                      result_type, set_default_dtype)
 
 __all__ = ["cpu", "device", "namespace_of", "namespace_for", "device_of", "is_array",
-           "register", "unregister", "loaded", "move", "seed_all", "ARRAY_TYPES", "as_dtype", "from_numpy_dtype", "get_default_dtype",
+           "register", "unregister", "loaded", "move", "seed_all", "ARRAY_TYPES",
+           "ARRAY_TYPE_SET", "as_dtype", "from_numpy_dtype", "get_default_dtype",
            "set_default_dtype", "promote_types", "result_type"]
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy warns. Silence the floating
@@ -96,7 +97,7 @@ def namespace_of(value):
     except KeyError:
         if isinstance(value, _np.ndarray) or isinstance(value, _np.generic):
             return cpu
-        if type(value).__module__.startswith("cupy") and "cuda" not in _NS_BY_DEVICE_TYPE:
+        if _unloaded_cupy_array(value):
             return _load_cuda()
         raise TypeError(f"no array backend for values of type {type(value).__name__}") from None
 
@@ -130,7 +131,22 @@ def move(array, ns):
 
 
 def is_array(value):
+    """True for an array a Tensor may hold (NumPy's, or a device's: a CuPy array loads
+    the CUDA namespace, as in :func:`namespace_of`)."""
+    if isinstance(value, ARRAY_TYPES):
+        return True
+    if type(value) in _NS_BY_TYPE or not _unloaded_cupy_array(value):
+        return False  # (numbers and NumPy scalars answer at once)
+    _load_cuda()
     return isinstance(value, ARRAY_TYPES)
+
+
+def _unloaded_cupy_array(value):
+    """True when ``value`` is a CuPy array and the CUDA namespace is not loaded yet (a
+    CuPy array made before tracegrad was asked for the CUDA device)."""
+    t = type(value)
+    return ("cuda" not in _NS_BY_DEVICE_TYPE and t.__module__.startswith("cupy")
+            and hasattr(t, "__cuda_array_interface__"))
 
 
 def python_scalar(value):

@@ -6,14 +6,21 @@ Imported only when a CUDA device is first asked for (see
 ``tests/backend/stub_device.py`` holds both to that on machines without a GPU.
 """
 from cupy import *  # noqa: F401,F403 -- the CUDA namespace *is* CuPy's
+import weakref as _weakref
+
 import cupy as _cp
 import cupyx as _cpx
-from cupy.lib.stride_tricks import as_strided, sliding_window_view  # noqa: F401
+from cupy.lib import stride_tricks as _stride_tricks
 from cupyx.scipy.special import erf  # noqa: F401 -- exact, one kernel (NumPy has none)
+
+from .atomic import scatter_add_any as _scatter_add_any
 
 name = "cuda"
 ndarray = _cp.ndarray
 _rng = None  # made on first use: creating a generator touches the GPU
+# The views as_strided made, by id (CuPy arrays are unhashable): CuPy gives them no .base,
+# so owns_data could not tell them from arrays of their own otherwise.
+_STRIDED_VIEWS = _weakref.WeakValueDictionary()
 
 
 def device_count():
@@ -38,8 +45,9 @@ def synchronize():
 
 
 def scatter_add(target, index, values):
-    """``target[index] += values`` with repeated indices accumulated (one atomic-add kernel)."""
-    _cpx.scatter_add(target, index, values)
+    """``target[index] += values`` with repeated indices accumulated (one atomic-add kernel;
+    dtypes CUDA's atomicAdd lacks go through one it has, see :mod:`.atomic`)."""
+    _scatter_add_any(_cp, _cpx.scatter_add, target, index, values)
 
 
 def to_host(a):
@@ -52,19 +60,32 @@ def from_host(a, dtype=None):
 
 
 def storage_offset(a):
-    """Elements from the start of ``a``'s memory block (its owning array) to its first
-    element."""
-    root = a
-    while root.base is not None:
-        root = root.base
+    """Elements from the start of ``a``'s memory block to its first element. Every view
+    shares its array's block (``a.data.mem``), also those ``as_strided`` makes, which have
+    no ``.base``. (An empty view reads 0, as on the CPU.)"""
     if a.size == 0:
         return 0
-    return (a.data.ptr - root.data.ptr) // a.itemsize
+    return (a.data.ptr - a.data.mem.ptr) // a.itemsize
 
 
 def owns_data(a):
     """True when ``a`` is not a view of another array (so a gradient may adopt it)."""
-    return a.base is None
+    return a.base is None and _STRIDED_VIEWS.get(id(a)) is not a
+
+
+def as_strided(x, shape=None, strides=None):
+    """CuPy's ``as_strided``, remembering its result as a view (see :func:`owns_data`)."""
+    return _remember_view(_stride_tricks.as_strided(x, shape, strides))
+
+
+def sliding_window_view(x, window_shape, axis=None):
+    """CuPy's ``sliding_window_view`` (an ``as_strided`` view), remembered as a view."""
+    return _remember_view(_stride_tricks.sliding_window_view(x, window_shape, axis))
+
+
+def _remember_view(view):
+    _STRIDED_VIEWS[id(view)] = view
+    return view
 
 
 def seed(value):

@@ -13,3 +13,13 @@ def to_device(t, device):
     device = backend.device(device)
     backend.namespace_for(device)  # raises when the device is not available
     return M.to_device(t, device=device.type, src=t.device.type)
+
+
+def on_device_of(src, dst):
+    """``src`` moved to ``dst``'s device when it is a Tensor on another one (``copy_`` and
+    ``x[i] = value`` take a source from anywhere, as PyTorch's; the move is
+    differentiable); anything else as it is. Compares array types, not devices: cheaper,
+    and it is what a kernel cannot mix."""
+    if isinstance(src, Tensor) and type(src._data) is not type(dst._data):
+        return src.to(dst.device)
+    return src

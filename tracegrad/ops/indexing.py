@@ -15,6 +15,7 @@ from ..runtime.dispatch import apply_inplace
 from ..runtime.shapes import broadcast_shapes
 from ..runtime.tensor import Tensor
 from ._args import scalar, wrap_dim
+from .devices import on_device_of
 
 _INDEX_KINDS = "biu"
 
@@ -154,8 +155,7 @@ def _view_steps(shape, structure, whole):
 def setitem(x, index, value):
     structure, arrays, basic = split_index(x, index)
     if basic:  # a copy_ into a view, which takes a source on another device too
-        if isinstance(value, Tensor) and value.device != x.device:
-            value = value.to(x.device)
+        value = on_device_of(value, x)
         apply_inplace(copy, (basic_view(x, structure, whole=not isinstance(index, tuple)), value), {})
     else:
         apply_inplace(I.index_put, (x, value) + tuple(arrays), {"index": structure, "accumulate": False})

@@ -11,6 +11,7 @@ from ..rules import unary as U
 from ..runtime.dispatch import apply, apply_inplace, eager_binary, eager_unary
 from ..runtime.tensor import Tensor
 from ._args import is_number, result_type, scalar
+from .devices import on_device_of
 from ..rules.memory import copy, fill
 
 _NO = {}
@@ -290,9 +291,7 @@ def _fill_(self, value):
 def _copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor) and not is_number(src):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
-    if isinstance(src, Tensor) and src.device != self.device:
-        src = src.to(self.device)  # copy_ crosses devices, as PyTorch's (the move is differentiable)
-    return apply_inplace(copy, (self, src), _NO)
+    return apply_inplace(copy, (self, on_device_of(src, self)), _NO)
 
 
 def _unary_method(prim):

@@ -432,11 +432,18 @@ def _add_into_grad(var, g, graph, fresh):
         if current is None:
             keep = fresh is True or (fresh is VIEW and _sole_view(data))
             var._grad = wrap(_with_layout_of(var._data, data, keep))
-        elif current._requires_grad or not current._data.flags.writeable:
+        elif current._requires_grad or not _writable_in_place(current._data):
             var._grad = wrap(current._data + data)
         else:
             current._data += data
             current._bump_version()
+
+
+def _writable_in_place(a):
+    """True when ``a += g`` may write into ``a``: not a read-only NumPy array, and not a
+    broadcast view (a 0 stride: one element stands for several, as in an expanded
+    ``.grad``). CuPy arrays have no ``writeable`` flag (they always are)."""
+    return getattr(a.flags, "writeable", True) and 0 not in a.strides
 
 
 def _with_layout_of(param, g, fresh):
