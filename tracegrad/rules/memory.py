@@ -1,6 +1,6 @@
 """Copies and conversions: ``clone``, dtype ``cast``, ``to_device``, and the rules behind
 ``copy_``, ``fill_`` and ``zero_`` (which PyTorch records as differentiable in-place writes)."""
-from ..backend import namespace_for
+from ..backend import move, namespace_for
 from .broadcast import unbroadcast, zeros_like
 from .core import KEEP, primitive
 
@@ -30,8 +30,8 @@ def cast_vjp(g, out, x, *, dtype, src_dtype):
 def to_device(xp, x, *, device, src):
     """``x``'s values on ``device`` (a device type: ``'cpu'``, ``'cuda'``), copied through
     host memory; ``src`` is ``x``'s device type, so the gradient goes back there."""
-    target = namespace_for(device)
-    return x.copy() if target is xp else target.from_host(xp.to_host(x))
+    moved = move(x, namespace_for(device))
+    return x.copy() if moved is x else moved
 
 
 @to_device.vjp("x")

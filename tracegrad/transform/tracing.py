@@ -12,7 +12,7 @@ import inspect
 import threading
 
 from ..backend import cpu as _np  # type checks, and Python floats as float64 arrays
-from ..backend import ARRAY_TYPE_SET, namespace_of
+from ..backend import ARRAY_TYPE_SET, is_array, namespace_of
 
 from ..rules import core as _core
 from ..rules.core import register_handler
@@ -68,17 +68,11 @@ def as_operand(tape, a):
     if isinstance(a, Var):
         _tape_of(a)
         return a, a.value
-    if isinstance(a, (_np.ndarray, _np.generic)) or _is_array(a):
+    if isinstance(a, (_np.ndarray, _np.generic)) or is_array(a):
         return tape.capture(a), a
     if isinstance(a, Tensor):
         return tape.capture(a._data), a._data
     return a, a
-
-
-def _is_array(a):
-    """An array of a loaded backend (NumPy's, CuPy's), or a CuPy array before CUDA was
-    first used."""
-    return type(a) in ARRAY_TYPE_SET or hasattr(a, "__cuda_array_interface__")
 
 
 def _on_one_device(args):
@@ -145,7 +139,7 @@ register_handler(Var, bind, overriding=True)
 def is_traceable(x):
     """Whether argument leaf ``x`` gets a tracer (arrays, NumPy scalars, Python floats,
     Tensors); other arguments are static."""
-    return isinstance(x, (_np.ndarray, _np.generic, float, Tensor)) or _is_array(x)
+    return isinstance(x, (_np.ndarray, _np.generic, float, Tensor)) or is_array(x)
 
 
 def input_value(x):
