@@ -210,7 +210,7 @@ def long_chain(y):
 
 def test_long_runs_are_cut_to_fit_a_kernel(stub):
     """A 60-step chain saves 60 values for its backward: one helper would take them all."""
-    from tracegrad.transform.fusion import MAX_ARGS
+    from tracegrad.transform.tape.fusion import MAX_ARGS
     _, dev = _args(chain, stub)
     g = tg.grad(long_chain, mode="tape")
     g(*dev)

@@ -205,7 +205,7 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                 bound.apply_defaults()
             args, kwargs = bound.args[0 if separate else 1:], bound.kwargs
         if any(getattr(a, "is_tracer", False) for a in args):  # inside a traced function
-            from ..transform.custom import apply_function
+            from ..transform.tape.custom import apply_function
             return apply_function(cls, args, kwargs)
         if dispatch.observer is not None:  # profiling: the whole forward is one event
             return dispatch.observer.span(cls.__name__, _apply, (cls, args, kwargs), args)

@@ -4,15 +4,15 @@
 ``vjp``, ``jvp``, ``jacobian`` and ``hessian`` differentiate over it, compile the result
 to straight-line Python (see ``.source``) and cache it per argument signature.
 """
-from . import tracer  # noqa: F401  (gives tracers their operators and NumPy protocols)
+from .tape import tracer  # noqa: F401  (gives tracers their operators and NumPy protocols)
 from .api import grad, hessian, jacobian, jvp, value_and_grad, vjp
 from .ast import TransformError, grad_of
-from .codegen import GuardFailed
-from .custom import custom_vjp
-from .fusion import fusion, fusion_enabled, set_fusion
-from .sweeps import stop_gradient
-from .tape import Tape, TracerError
-from .tracing import trace
+from .tape.codegen import GuardFailed
+from .tape.custom import custom_vjp
+from .tape.fusion import fusion, fusion_enabled, set_fusion
+from .tape.sweeps import stop_gradient
+from .tape.tape import Tape, TracerError
+from .tape.tracing import trace
 
 __all__ = ["trace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "Tape",
            "TracerError", "GuardFailed", "custom_vjp", "stop_gradient", "TransformError", "grad_of",

@@ -12,10 +12,10 @@ import weakref
 from ..backend import cpu as np  # dtypes and shapes (host metadata)
 from ..backend import namespace_of
 
-from .staged import Staged
-from .sweeps import alias, forward, reverse
-from .tape import Var, shape_of
-from .tracing import active_tape
+from .tape.staged import Staged
+from .tape.sweeps import alias, forward, reverse
+from .tape.tape import Var, shape_of
+from .tape.tracing import active_tape
 from .tree import flatten, unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian"]
@@ -192,7 +192,7 @@ def _safe(name):
 
 def _gradient_names(f, argnums):
     """``dx``, ``dw``... for the differentiated parameters of ``f`` ([] where unknown)."""
-    from .tracing import param_names, positional_params
+    from .tape.tracing import param_names, positional_params
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     try:
         names = param_names(f, max(max(nums) + 1, len(positional_params(f))))
@@ -353,7 +353,7 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
 
 
 def _jacobian_rows(eqns, wrt, out):
-    from .numpy_map import P
+    from .tape.numpy_map import P
     oshape = tuple(getattr(out, "shape", ()))
     n = int(np.prod(oshape))
     dtype = _dtype(out)

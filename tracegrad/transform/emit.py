@@ -149,7 +149,7 @@ def prim_expr(module, prim, args, params, metas=None, xp="xp"):
         return f"{args[0]} @ {args[1]}"
     if elementwise(prim, params, metas):
         return f"{xp}.{prim.ufunc}({', '.join(args)})"
-    from .tape import _is_default
+    from .tape.tape import _is_default
     kernel = module.bind(prim.impl, name)
     parts = [xp] + list(args) + [f"{k}={module.literal(v)}" for k, v in params.items()
                                    if not _is_default(prim, k, v)]

@@ -8,8 +8,8 @@ from ...backend import cpu as np  # host-side type checks only
 from ...backend import is_array, namespace_of
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
-from ..tracing import active_tape, positional_params
-from ..tape import Var
+from ..tape.tracing import active_tape, positional_params
+from ..tape.tape import Var
 from ..tree import flatten
 from .driver import _source_function, adjoint, tangents
 from .support import zero_tangent

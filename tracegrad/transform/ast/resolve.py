@@ -21,8 +21,8 @@ import types
 import numpy as np  # identifies NumPy's functions in the user's namespace
 
 from ...rules import TABLE
-from ..numpy_map import UFUNCS
-from ..sweeps import stop_gradient
+from ..tape.numpy_map import UFUNCS
+from ..tape.sweeps import stop_gradient
 
 __all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive",
            "on_device", "host_function"]

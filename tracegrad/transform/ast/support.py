@@ -13,11 +13,11 @@ a tape (the tape path's machinery, cached per function and signature).
 import operator
 
 from ..api import _mark, _push, _regroup, _with_phase
-from ..staged import Staged
-from ..sweeps import reverse
-from ..tape import Var
-from ..tracer import split_index
-from ..tracing import active_tape
+from ..tape.staged import Staged
+from ..tape.sweeps import reverse
+from ..tape.tape import Var
+from ..tape.tracer import split_index
+from ..tape.tracing import active_tape
 from ..tree import flatten, unflatten
 from .resolve import host_function
 from ...rules import TABLE

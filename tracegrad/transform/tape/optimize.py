@@ -1,13 +1,13 @@
 """Tape optimisations run before emitting code: aliases and trivial ops forwarded,
 constants folded, common subexpressions shared, dead code removed. Each pass rewrites
 ``tape.eqns`` (and the output Vars) in place and keeps guards, which are effects."""
-from ..backend import cpu as np  # host-side type checks only
+from ...backend import cpu as np  # host-side type checks only
 
-from ..rules.core import Primitive
+from ...rules.core import Primitive
 from .sweeps import ALIAS, STOP
 from .tape import Guard, Var
 from .tracer import TensorVar
-from .tree import flatten, unflatten
+from ..tree import flatten, unflatten
 
 __all__ = ["optimize"]
 

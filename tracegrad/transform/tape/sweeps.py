@@ -30,7 +30,7 @@ STOP = StopGradient()
 
 def stop_gradient(x):
     """``x`` as a constant to every derivative (``Tensor.detach``, ``jax.lax.stop_gradient``)."""
-    from ..runtime.tensor import Tensor
+    from ...runtime.tensor import Tensor
     if isinstance(x, Var):
         from .tracing import _tape_of
         return _tape_of(x).add(STOP, (x,), {}, x.value)

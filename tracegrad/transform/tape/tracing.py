@@ -11,14 +11,14 @@ import functools
 import inspect
 import threading
 
-from ..backend import cpu as _np  # type checks, and Python floats as float64 arrays
-from ..backend import ARRAY_TYPE_SET, is_array, namespace_of
+from ...backend import cpu as _np  # type checks, and Python floats as float64 arrays
+from ...backend import ARRAY_TYPE_SET, is_array, namespace_of
 
-from ..rules import core as _core
-from ..rules.core import register_handler
-from ..runtime.tensor import Tensor
+from ...rules import core as _core
+from ...rules.core import register_handler
+from ...runtime.tensor import Tensor
 from .tape import Eqn, Guard, Tape, TracerError, Var
-from .tree import flatten, unflatten
+from ..tree import flatten, unflatten
 
 __all__ = ["trace", "trace_arguments", "active_tape", "recording", "bind", "guard", "as_operand",
            "is_traceable", "input_value"]
@@ -92,7 +92,7 @@ def _moved(a, xp):
     if type(a) is _np.ndarray:
         return xp.from_host(a)
     if isinstance(a, Var) and type(a.value) is _np.ndarray and a.value.ndim == 0:
-        from ..rules.memory import to_device
+        from ...rules.memory import to_device
         return to_device(a, device=xp.name, src="cpu")
     return a
 

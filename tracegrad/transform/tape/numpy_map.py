@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..rules import TABLE
+from ...rules import TABLE
 from .tape import TracerError, shape_of
 
 
@@ -32,7 +32,7 @@ __all__ = ["UFUNCS", "FUNCTIONS", "call_ufunc", "call_function", "dims", "unsupp
 def unsupported(what):
     return TracerError(
         f"{what} cannot be traced onto a tape: the rule table has no entry for it. Write "
-        "it with differentiable NumPy functions (see tracegrad.transform.numpy_map), or "
+        "it with differentiable NumPy functions (see tracegrad.transform.tape.numpy_map), or "
         "register a rule with tracegrad.custom_vjp")
 
 
@@ -325,7 +325,7 @@ def _einsum(subscripts, *operands, optimize=False, **kw):
 
 
 def _xp(a):
-    from ..backend import namespace_of
+    from ...backend import namespace_of
     return namespace_of(a.value) if _is_traced(a) else namespace_of(a)
 
 

@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 
-from ..rules import index as I
-from ..runtime.tensor import Tensor
+from ...rules import index as I
+from ...runtime.tensor import Tensor
 from . import numpy_map as NM
 from .numpy_map import P
 from .tape import TracerError, Var
@@ -237,12 +237,12 @@ class TensorVar(Var):
 
     @property
     def dtype(self):
-        from ..runtime.tensor import dtype_of
+        from ...runtime.tensor import dtype_of
         return dtype_of(self.npdtype)
 
     @property
     def device(self):
-        from ..backend import device_of
+        from ...backend import device_of
         return device_of(self.value)
 
     is_traced_tensor = True  # accepted where tracegrad functions require a Tensor
@@ -251,7 +251,7 @@ class TensorVar(Var):
     grad_fn = None
 
     def size(self, dim=None):
-        from ..runtime.tensor import Size
+        from ...runtime.tensor import Size
         return Size(self.shape) if dim is None else self.shape[dim]
 
     def dim(self):
@@ -285,8 +285,8 @@ class TensorVar(Var):
 
 
 def _torch_function(name):
-    from ..ops import FUNCTIONS
-    from ..ops.conversion import METHODS  # .to(), .cuda(), .float()...
+    from ...ops import FUNCTIONS
+    from ...ops.conversion import METHODS  # .to(), .cuda(), .float()...
     return FUNCTIONS.get(name) or METHODS.get(name)
 
 

@@ -1,11 +1,11 @@
 """A tape as one straight-line Python function, through the shared emitter: one line per
 eqn, guards as ``if ...: raise GuardFailed``, and ``del`` after each intermediate's last
 use so that memory is given back as early as in hand-written code."""
-from ..backend import cpu as np  # host-side type checks only
+from ...backend import cpu as np  # host-side type checks only
 
-from ..backend import ARRAY_TYPE_SET, namespace_of
-from ..rules.core import Primitive
-from .emit import Module, compile_source, elementwise, prim_expr
+from ...backend import ARRAY_TYPE_SET, namespace_of
+from ...rules.core import Primitive
+from ..emit import Module, compile_source, elementwise, prim_expr
 from .fusion import MAX_ARGS, MIN_RUN, fusable_runs, fusion_enabled
 from .tape import Guard, Var
 
@@ -45,7 +45,7 @@ class _Writer:
     is last read (to ``del`` it right after), and which Vars are the outputs."""
 
     def __init__(self, tape, name, out_hints):
-        from .tree import flatten
+        from ..tree import flatten
         self.tape, self.name = tape, name
         m = self.m = Module(reserved={"xp", "GuardFailed"})
         m.env.update(GuardFailed=GuardFailed)

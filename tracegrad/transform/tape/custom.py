@@ -6,8 +6,8 @@ opaque to the optimizer and to a second differentiation (their backward is not t
 """
 import functools
 
-from ..runtime import grad_mode
-from ..runtime.tensor import Tensor, wrap
+from ...runtime import grad_mode
+from ...runtime.tensor import Tensor, wrap
 from .tape import Var
 from .tracing import active_tape, as_operand
 
@@ -145,7 +145,7 @@ def _materialize(g, like):
     if g is not None:
         return g
     value = like.value
-    from ..backend import namespace_of
+    from ...backend import namespace_of
     return namespace_of(value).zeros(value.shape, dtype=value.dtype)
 
 
@@ -217,7 +217,7 @@ def _eager_rule(rule):
     """An ``autograd.Function`` running ``rule``'s fwd/bwd on the Tensors' arrays."""
     if rule._eager is not None:
         return rule._eager
-    from ..runtime.function import Function
+    from ...runtime.function import Function
 
     class CustomVjp(Function):
         @staticmethod

@@ -12,15 +12,15 @@ import collections
 import functools
 import threading
 
-from ..backend import ARRAY_TYPE_SET
-from ..backend import cpu as np  # host-side type checks only
+from ...backend import ARRAY_TYPE_SET
+from ...backend import cpu as np  # host-side type checks only
 
-from ..runtime.tensor import Tensor, wrap
+from ...runtime.tensor import Tensor, wrap
 from .codegen import GuardFailed, compile_tape
 from .optimize import optimize
 from .tape import Tape, Var
 from .tracing import active_tape, input_value, is_traceable, recording, trace_arguments
-from .tree import flatten, unflatten
+from ..tree import flatten, unflatten
 
 __all__ = ["Staged", "kind_of", "as_kind"]
 

@@ -6,7 +6,7 @@ stands for (so shapes, dtypes and the answers to ``if`` are known exactly, and e
 conversion to a Python value can be recorded as a guard). An :class:`Eqn` applies one
 op -- a rule-table primitive, a guard, or a user's custom rule -- to Vars and literals.
 """
-from ..backend import cpu as _np  # dtypes (host metadata)
+from ...backend import cpu as _np  # dtypes (host metadata)
 
 __all__ = ["Tape", "Var", "Eqn", "Guard", "TracerError", "shape_of"]
 
@@ -26,7 +26,7 @@ class Var:
 
     ``kind`` is ``"input"``, ``"const"`` (a captured array), or ``"op"`` (an eqn's
     result). Array behaviour (operators, NumPy functions, methods) is added by
-    :mod:`tracegrad.transform.tracer`."""
+    :mod:`tracegrad.transform.tape.tracer`."""
 
     __slots__ = ("tape", "id", "value", "kind", "name", "hint", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators to the tracer
@@ -223,12 +223,12 @@ class Tape:
         return [e for e in self.eqns if isinstance(e.op, Guard)]
 
     def output_vars(self):
-        from .tree import leaves
+        from ..tree import leaves
         return [v for v in leaves(self.outputs) if isinstance(v, Var)]
 
     # -- reading -------------------------------------------------------------------------
     def __str__(self):
-        from .tree import leaves
+        from ..tree import leaves
         labels = {v.id: v.label() for v in self.inputs}
         consts = {}
         for e in self.eqns:
