@@ -7,6 +7,7 @@ runs (it runs only when the function is traced): a retrace must happen exactly w
 input takes the code down a path not seen before, and never for a path already cached,
 and every gradient -- traced or replayed -- must equal the one worked out by hand.
 """
+import math
 import re
 
 import numpy as np
@@ -184,8 +185,8 @@ def test_traced_integer_scalar_index_is_guarded():
 
 @pytest.mark.parametrize("convert", [
     lambda x: x.sum().item(),
-    lambda x: float(x.sum()),
-], ids=["item", "float"])
+    lambda x: float(tg.stop_gradient(x.sum())),
+], ids=["item", "float-of-stop_gradient"])
 def test_python_value_guard_is_a_constant_checked_on_replay(convert):
     """d/dx [x0 * s] with s = sum(x) read as a Python value (a constant): [s, 0, 0]. A
     replay that kept the traced s would give a stale gradient for another input."""
@@ -199,10 +200,29 @@ def test_python_value_guard_is_a_constant_checked_on_replay(convert):
 
 
 def test_float_guard_on_a_python_float_argument():
-    f = Counted(lambda x: x * float(x) ** 2)  # d/dx = x^2 (float(x) is a constant)
+    f = Counted(lambda x: x * float(tg.stop_gradient(x)) ** 2)  # d/dx = x^2 (a constant)
     g = tg.grad(f)
     assert [g(v) for v in (2.0, 3.0, 2.0)] == pytest.approx([4.0, 9.0, 4.0])
     assert f.runs == 2
+
+
+@pytest.mark.parametrize("convert", [float, complex, math.exp, math.sin, math.log1p],
+                         ids=["float", "complex", "math.exp", "math.sin", "math.log1p"])
+def test_a_value_being_differentiated_made_a_python_number_is_refused(convert):
+    """math.exp(x) calls float(x): a tape would keep a constant, a silent zero gradient."""
+    with pytest.raises(tg.TracerError, match=r"\(\) of a value being differentiated.*np\.exp"):
+        tg.grad(lambda x: convert(x) * 2.0 + x, mode="tape")(1.5)
+    with pytest.raises(tg.TracerError, match="value being differentiated"):
+        tg.grad(lambda x: np.sum(x) * float(np.sum(x * x)), mode="tape")(np.ones(3))
+
+
+def test_python_numbers_of_values_not_being_differentiated_stay_guards():
+    """float() of an input not differentiated, of a stop_gradient, of a comparison's
+    operand in plain tracing, and int() (piecewise constant) stay guards."""
+    g = tg.grad(lambda x, s: x * float(s), argnums=0, mode="tape")
+    assert g(2.0, 3.0) == 3.0 and g(2.0, 4.0) == 4.0
+    assert "guard float" in str(tg.trace(lambda x: x * float(x))(2.0))
+    assert tg.grad(lambda x: x * int(x), mode="tape")(2.5) == 2.0
 
 
 def sign_pattern(x):

@@ -12,11 +12,13 @@ import weakref
 from ..backend import cpu as np  # dtypes and shapes (host metadata)
 from ..backend import namespace_of
 
+from .checks import (argnum_positions, check_argnums, check_input, check_output,
+                     positional_arguments, split_aux)
 from .tape.staged import Staged
 from .tape.sweeps import alias, forward, reverse
 from .tape.tape import Var, shape_of
 from .tape.tracing import active_tape
-from .tree import flatten, unflatten
+from .tree import flatten, tree_map, unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian"]
 
@@ -43,16 +45,6 @@ def _by_mode(f, mode, make_tape, name, argnums, has_aux=False, with_value=False)
     return AutoFunction(f, make_ast, make_tape)
 
 
-def _argnums(argnums, nargs, fname):
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
-    for n in nums:
-        if not isinstance(n, int) or not -nargs <= n < nargs:
-            raise ValueError(f"argnums {argnums!r} out of range for {fname} called with "
-                             f"{nargs} positional argument(s)")
-    return tuple(n % nargs for n in nums), single
-
-
 def _mark(tape, args, nums, fname):
     """Replace the differentiated arguments by fresh aliases; return the aliases."""
     args = list(args)
@@ -61,32 +53,20 @@ def _mark(tape, args, nums, fname):
         leaves, spec = flatten(args[n])
         marked = []
         for x in leaves:
+            check_input(x, n, fname)
             if type(x) is float:  # a Python float: a float64 constant, as at the top level
                 x = np.asarray(x, dtype=np.float64)
             value = x.value if isinstance(x, Var) else x
-            dtype = getattr(value, "dtype", None)
-            dtype = getattr(dtype, "np", dtype)  # a tracegrad dtype: its NumPy one
-            if isinstance(x, (int, bool)) or dtype is None or np.dtype(dtype).kind not in "fc":
-                what = type(x).__name__ if dtype is None else f"dtype {np.dtype(dtype).name}"
-                raise TypeError(f"{fname} requires real- or complex-valued (floating point) inputs, "
-                                f"but argument {n} has {what}; pass floats (e.g. 1.0, not 1)")
             marked.append(alias(tape, x if isinstance(x, Var) else value))
+            tape.marked.add(marked[-1].id)
         wrt.extend(marked)
         args[n] = unflatten(spec, marked)
     return args, wrt
 
 
 def _scalar_output(out, fname, has_aux):
-    if has_aux:
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError(f"{fname} with has_aux=True expects the function to return a pair "
-                            "(output, auxiliary data)")
-        out, aux = out
-    else:
-        aux = None
-    shape = getattr(out, "shape", ())
-    if tuple(shape) != ():
-        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    out, aux = split_aux(out, fname) if has_aux else (out, None)
+    check_output(out, fname)
     return out, aux
 
 
@@ -122,16 +102,35 @@ def _aux_kinds(aux, kinds):
     return unflatten(flatten(aux)[1], [k if isinstance(x, Var) else None for x in flatten(aux)[0]])
 
 
+def _by_position(f, args, kwargs, kinds):
+    """Keyword arguments moved to their parameters' positions (see
+    :func:`.checks.positional_arguments`), with the kinds the results are handed back in
+    moved alike (a default filled in is handed back in its own kind)."""
+    if not kwargs:
+        return args, kwargs, kinds
+    moved, rest = positional_arguments(f, args, kwargs)
+    if kinds is not None and len(moved) > len(args):
+        from .tape.staged import kind_of
+        from .tape.tracing import positional_params
+        pos_kinds, kw_kinds = kinds[0], dict(kinds[1])
+        names = positional_params(f)[len(args):len(moved)]
+        extra = [kw_kinds.pop(n) if n in kw_kinds else tree_map(kind_of, v)
+                 for n, v in zip(names, moved[len(args):])]
+        kinds = (tuple(pos_kinds) + tuple(extra), kw_kinds)
+    return moved, rest, kinds
+
+
 def _value_and_grad_builder(f, argnums, has_aux, fname):
     def build(args, kwargs, kinds):
         tape = active_tape()
-        nums, single = _argnums(argnums, len(args), fname)
+        args, kwargs, kinds = _by_position(f, args, kwargs, kinds)
+        nums, single = argnum_positions(argnums, len(args), fname)
         marked, wrt = _mark(tape, args, nums, fname)
         start = len(tape.eqns)
         ids = [v.id for v in wrt]
         out, aux = _scalar_output(f(*marked, **kwargs), fname, has_aux)
         wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
-        seed = Var(tape, _xp(out).ones((), dtype=_dtype(out)), "const")
+        seed = Var(tape, _xp(out).ones(shape_of(out), dtype=_dtype(out)), "const")
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, [out], [seed])
         grads = [g if g is not None else Var(tape, _zeros(v), "const") for g, v in zip(cts, wrt)]
         grads = _regroup(grads, args, nums, single)
@@ -142,9 +141,10 @@ def _value_and_grad_builder(f, argnums, has_aux, fname):
     return build
 
 
-def _resolve(f, mode, make):
+def _resolve(f, mode, make, argnums=0):
     """Support ``@grad``, ``@grad(...)`` and ``grad(f, ...)``."""
     _check_mode(mode)
+    check_argnums(argnums)
     if f is None:
         return make
     return make(f)
@@ -165,7 +165,7 @@ def grad(f=None, argnums=0, mode="auto", has_aux=False):
         name = _grad_name(f, argnums)
         return _by_mode(f, mode, lambda: Staged(f, build, name, "tape", _grad_hints(f, argnums)),
                         name, argnums, has_aux)
-    return _resolve(f, mode, make)
+    return _resolve(f, mode, make, argnums)
 
 
 def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False):
@@ -182,7 +182,7 @@ def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False):
             return (value, grads), (vk, gkinds)
         name = _safe(f"{getattr(f, '__name__', 'f')}_value_and_grad")
         return _by_mode(f, mode, lambda: Staged(f, build, name), name, argnums, has_aux, with_value=True)
-    return _resolve(f, mode, make)
+    return _resolve(f, mode, make, argnums)
 
 
 def _safe(name):
@@ -332,7 +332,8 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
     def make(f):
         def build(args, kwargs, kinds):
             tape = active_tape()
-            nums, single = _argnums(argnums, len(args), "jacobian")
+            args, kwargs, kinds = _by_position(f, args, kwargs, kinds)
+            nums, single = argnum_positions(argnums, len(args), "jacobian")
             marked, wrt = _mark(tape, args, nums, "jacobian")
             start = len(tape.eqns)
             ids = [v.id for v in wrt]
@@ -349,7 +350,7 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
             rk = unflatten(flatten(result)[1], [k] * len(flatten(result)[0]))
             return ((result, aux), (rk, _aux_kinds(aux, kinds))) if has_aux else (result, rk)
         return Staged(f, build, _safe(f"{getattr(f, '__name__', 'f')}_jacobian"))
-    return _resolve(f, mode, make)
+    return _resolve(f, mode, make, argnums)
 
 
 def _jacobian_rows(eqns, wrt, out):
@@ -379,4 +380,4 @@ def hessian(f=None, argnums=0, mode="auto"):
     """The Hessian of scalar-valued ``f``: ``jacobian(grad(f))``."""
     def make(f):
         return jacobian(grad(f, argnums=argnums, mode=mode), argnums=argnums, mode=mode)
-    return _resolve(f, mode, make)
+    return _resolve(f, mode, make, argnums)

@@ -2,9 +2,9 @@
 the arguments being differentiated (only those get gradients)."""
 import ast
 
-from .resolve import CONSTANT
+from .resolve import CONSTANT, VALUE_TAKING
 
-__all__ = ["active_names", "NONDIFF_ATTRS", "loaded_names", "all_names"]
+__all__ = ["active_names", "NONDIFF_ATTRS", "loaded_names", "all_names", "refuse_lost_derivatives"]
 
 NONDIFF_ATTRS = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides", "device"}
 
@@ -105,3 +105,41 @@ def nograd_statements(body, is_nograd):
                 visit(getattr(s, field, []) or [], here)
     visit(body, False)
     return out
+
+
+def refuse_lost_derivatives(body, active, resolver, located, nograd=()):
+    """Raise the TransformError for the first place where a value being differentiated
+    flows into something whose result the AST path takes as a constant although it
+    depends on that value: ``float(x)``, ``np.full(shape, x)``, ``np.linspace(0, x)``, or
+    an index of an object that builds arrays from it (``np.r_[x, x]``, ``np.c_``). The
+    tape refuses the same functions, so ``mode="auto"`` falls back to a refusal too."""
+    for s in _walk(body):
+        if id(s) in nograd or isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
+            continue
+        for n in ast.walk(s):
+            if isinstance(n, ast.Call):
+                ok, fn = resolver.value(n.func)
+                if ok and _hashable_in(fn, VALUE_TAKING) and _reads_active(n.args + [k.value for k in n.keywords], active):
+                    what = ast.unparse(n.func)
+                    raise located.error(s, f"{what}() of a value being differentiated makes a "
+                                           "constant of it, and its derivative would be lost (write "
+                                           "np.exp/np.sin for math's functions, and build arrays from "
+                                           "it with np.stack or arithmetic)", f"{what}()")
+            elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+                ok, base = resolver.value(n.value)
+                if ok and not isinstance(base, (list, tuple, dict)) and _reads_active([n.slice], active):
+                    what = ast.unparse(n.value)
+                    raise located.error(s, f"{what}[...] of a value being differentiated builds an array "
+                                           "the AST path cannot follow; use np.concatenate or np.stack",
+                                        f"{what}[...]")
+
+
+def _reads_active(nodes, active):
+    return any(loaded_names(x) & active for x in nodes)
+
+
+def _hashable_in(obj, table):
+    try:
+        return obj in table
+    except TypeError:
+        return False

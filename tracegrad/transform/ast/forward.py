@@ -6,7 +6,7 @@ applied to the tangent, or a linear primitive applied to the tangent itself."""
 import ast
 import copy
 
-from .activity import NONDIFF_ATTRS, active_names, nograd_statements
+from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives
 from .anf import _assign, _const, _name
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
 from .reverse import _call, index_expr, positional
@@ -33,6 +33,7 @@ class Forward:
     def run(self, body, params):
         self.nograd = nograd_statements(body, self.is_nograd)
         self.active = active_names(body, params, self.resolver, self.nograd)
+        refuse_lost_derivatives(body, self.active, self.resolver, self.located, self.nograd)
         for p in params:
             self.d(p)
         return self.block(body)

@@ -10,7 +10,8 @@ from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
 from ..tape.tracing import active_tape, positional_params
 from ..tape.tape import Var
-from ..tree import flatten
+from ..checks import check_input, positional_arguments
+from ..tree import flatten, unflatten
 from .driver import _source_function, adjoint, tangents
 from .support import zero_tangent
 
@@ -66,20 +67,27 @@ class AstFunction:
     def __get__(self, obj, cls=None):
         return self if obj is None else functools.partial(self, obj)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args, kwargs = positional_arguments(self.f, args, kwargs)
+            if kwargs:
+                raise TypeError(f"mode='ast' passes arguments by position, and {sorted(kwargs)} "
+                                "can only be given by keyword; use mode='tape' for this function")
         gen = self._gen or self.generated(len(args))
         positions = gen_positions(self, len(args))
+        given = args
+        args = _differentiable_arguments(args, positions)
         first = args[positions[0]]
         if active_tape() is not None or isinstance(first, Var):
-            return self._finish(gen.fn(*args, **{gen.seed: _seed(first)}), args, positions, raw=True)
+            return self._finish(gen.fn(*args, **{gen.seed: _seed(first)}), given, positions, raw=True)
         xp = _device_namespace(args)
         fn = gen.fn if xp is None else gen.on_device(xp)
         seed = {gen.seed: _seed(first, xp)}
         if any(isinstance(a, Tensor) for a in args):
             with no_grad():
                 args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
-                return self._finish(fn(*args, **seed), args, positions)
-        return self._finish(fn(*args, **seed), args, positions)
+                return self._finish(fn(*args, **seed), given, positions)
+        return self._finish(fn(*args, **seed), given, positions)
 
     def _finish(self, out, args, positions, raw=False):
         if self.with_value or self.has_aux:
@@ -96,6 +104,25 @@ class AstFunction:
         if self.with_value:
             return _value(value, raw), grads
         return grads
+
+
+def _differentiable_arguments(args, positions):
+    """The arguments as the generated code takes them: the differentiated ones checked
+    (floating point, as on the tape) and their Python floats made float64 NumPy scalars
+    (which have a shape and a dtype, as the tape's float64 tracers have)."""
+    args = list(args)
+    for n in positions:
+        a = args[n]
+        if isinstance(a, dict):
+            raise TypeError(f"mode='ast' differentiates arrays, floats, Tensors and lists or "
+                            f"tuples of them, but argument {n} is a dict; use mode='tape' (or "
+                            "mode='auto', which takes the tape for dict arguments)")
+        leaves, spec = flatten(a)
+        for x in leaves:
+            check_input(x, n, "grad")
+        if any(type(x) is float for x in leaves):
+            args[n] = unflatten(spec, [np.float64(x) if type(x) is float else x for x in leaves])
+    return tuple(args)
 
 
 def _device_namespace(args):
@@ -240,6 +267,8 @@ class AutoFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        if kwargs:  # (as the tape does: argnums name the same parameters either way)
+            args, kwargs = positional_arguments(self.f, args, kwargs)
         chosen = self._chosen or self._choose(len(args))
         if chosen is self._ast and (kwargs or any(isinstance(a, dict) for a in args)):
             return self._tape_fn()(*args, **kwargs)

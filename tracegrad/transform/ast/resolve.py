@@ -25,7 +25,7 @@ from ..tape.numpy_map import UFUNCS
 from ..tape.sweeps import stop_gradient
 
 __all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive",
-           "on_device", "host_function"]
+           "on_device", "host_function", "VALUE_TAKING"]
 
 OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
              ast.MatMult: "matmul", ast.Mod: "remainder"}
@@ -39,6 +39,10 @@ _CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, i
              stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
              np.arange, np.linspace, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
              np.isfinite, np.result_type, np.dtype, math.floor, math.ceil}
+# constant callees whose result depends differentiably on a value argument: a value being
+# differentiated passed to one is refused (see activity.refuse_lost_derivatives)
+VALUE_TAKING = {float, complex, np.full, np.linspace, np.arange, np.logspace, np.geomspace}
+_CONSTANT |= VALUE_TAKING - {float}
 
 
 def on_device(values, xp):

@@ -15,7 +15,7 @@ Gradient variables are tracked statically: *absent* (no gradient: nothing emitte
 import ast
 import copy
 
-from .activity import NONDIFF_ATTRS, active_names, nograd_statements
+from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives
 from .anf import _assign, _const, _name
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
 from .templates import rule_expr, same_shape
@@ -124,6 +124,7 @@ class Reverse:
         expressions of ``wrt``."""
         self.nograd = nograd_statements(body, self.is_nograd)
         self.active = active_names(body, wrt, self.resolver, self.nograd)
+        refuse_lost_derivatives(body, self.active, self.resolver, self.located, self.nograd)
         self.params = set(params)
         self._collect_sites(body, in_loop=False)
         self.reassigned = set()

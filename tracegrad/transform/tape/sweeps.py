@@ -9,9 +9,11 @@ differentiated) are visited: an inner ``grad`` sees the outer one's variables as
 constants, so nested derivatives do not get confused.
 """
 from .numpy_map import P
-from .tape import Guard, Var
+from .tape import Guard, Var, shape_only
+from .tracing import active_tape
 
-__all__ = ["Alias", "alias", "STOP", "stop_gradient", "active_eqns", "reverse", "forward"]
+__all__ = ["Alias", "alias", "STOP", "stop_gradient", "active_eqns", "spread_activity", "reverse",
+           "forward"]
 
 
 class StopGradient:
@@ -68,6 +70,12 @@ def active_eqns(eqns, wrt):
     """The eqns of ``eqns`` whose results depend on the Vars in ``wrt`` through
     differentiable ops, and the ids of all active Vars."""
     active = {v.id for v in wrt}
+    return spread_activity(eqns, active), active
+
+
+def spread_activity(eqns, active):
+    """The eqns of ``eqns`` that read a Var in ``active`` (a set of ids) through a
+    differentiable op; their floating-point results join ``active`` (in place)."""
     out = []
     for e in eqns:
         op = e.op
@@ -79,57 +87,118 @@ def active_eqns(eqns, wrt):
         for o in e.outs:
             if _differentiable(o):
                 active.add(o.id)
-    return out, active
+    return out
 
 
-def _accumulate(cts, v, g):
+def _accumulate(cts, v, g, held=None):
     if g is None:
         return
     if isinstance(g, Var) and g.npdtype != v.npdtype and v.npdtype.kind in "fc" and g.npdtype.kind in "fc":
         g = P.cast(g, dtype=v.npdtype, src_dtype=g.npdtype)
     prev = cts.get(v.id)
-    cts[v.id] = g if prev is None else P.add(prev, g)
+    cts[v.id] = new = g if prev is None else P.add(prev, g)
+    if held is not None:  # count the cotangent table's references (see _Releaser)
+        if prev is not None:
+            held.drop(prev)
+        held.hold(new)
+
+
+class _Releaser:
+    """Frees, during a top-level reverse sweep, the values of the cotangents (and of the
+    temporaries of each vjp) that no later step can read: made by this sweep, no longer
+    held in the cotangent table, and never handed to user code (a custom rule's backward).
+    Nothing else can see them -- the user's function has returned, and no outer transform
+    will differentiate these eqns -- so a long sweep keeps O(1) cotangent values alive
+    instead of one per step. Freed Vars keep shape, dtype and namespace (see
+    :func:`~.tape.shape_only`)."""
+
+    def __init__(self, tape):
+        self.tape = tape
+        self.first = tape._count       # Vars from here on are this sweep's
+        self.counts = {}
+        self.pinned = set()
+        self.loose = []                # let go by the table since the last step
+
+    def hold(self, g):
+        if isinstance(g, Var):
+            self.counts[g.id] = self.counts.get(g.id, 0) + 1
+
+    def drop(self, g):
+        if isinstance(g, Var):
+            self.counts[g.id] -= 1
+            self.loose.append(g)
+
+    def step(self, since, custom):
+        """After one eqn's vjp: free what the table let go of (the eqn's cotangents, sums
+        replaced by larger ones) and what the vjp made (the results of
+        ``tape.eqns[since:]``), unless still held."""
+        eqns, counts = self.tape.eqns, self.counts
+        made = [o for k in range(since, len(eqns)) for o in eqns[k].outs]
+        loose, self.loose = self.loose, []
+        if custom:
+            self.pinned.update(g.id for g in loose)
+            self.pinned.update(o.id for o in made)
+            return
+        for v in (*loose, *made):
+            if isinstance(v, Var) and v.id >= self.first and v.kind == "op" \
+                    and not counts.get(v.id) and v.id not in self.pinned:
+                v.value = shape_only(v.value)
 
 
 def reverse(eqns, wrt, outputs, cotangents):
     """Cotangents of the Vars ``wrt`` (None where nothing flows), given ``cotangents`` of
     ``outputs``, by sweeping the active part of ``eqns`` backwards."""
     eqns, active = active_eqns(eqns, wrt)
+    tape = active_tape()
+    held = _Releaser(tape) if tape is not None and tape.outermost() else None
     cts = {}
     for o, g in zip(outputs, cotangents):
         if isinstance(o, Var) and o.id in active and g is not None:
-            _accumulate(cts, o, g)
+            _accumulate(cts, o, g, held)
     for e in reversed(eqns):
         gs = [cts.pop(o.id, None) for o in e.outs]
         if all(g is None for g in gs):
             continue
-        op = e.op
-        if op is ALIAS:
-            _accumulate(cts, e.ins[0], gs[0])
-            continue
-        custom = getattr(op, "tape_vjp", None)
-        if custom is not None:  # a user rule: it takes the missing gradients as they are
-            for i, g in enumerate(custom(gs, e.outs, e.ins, e.params)):
-                if g is not None and isinstance(e.ins[i], Var) and e.ins[i].id in active:
-                    _accumulate(cts, e.ins[i], g)
-            continue
-        if e.multi:
-            g = tuple(gk if gk is not None else P.zeros_like(o) for gk, o in zip(gs, e.outs))
-            out = e.outs
-        else:
-            g, out = gs[0], e.outs[0]
-        targets = [(i, a) for i, a in enumerate(e.ins)
-                   if isinstance(a, Var) and a.id in active and op.is_diff_arg(i)]
-        if not targets:
-            continue
-        if op.vjp_all_fn is not None:
-            every = op.vjp_all_fn(g, out, *e.ins, **e.params)
-            for i, a in targets:
-                _accumulate(cts, a, every[i])
-            continue
-        for i, a in targets:
-            _accumulate(cts, a, op.vjps[i](g, out, *e.ins, **e.params))
+        since = len(tape.eqns) if held is not None else 0
+        if held is not None:
+            for g in gs:
+                held.drop(g)
+        custom = _vjp(e, gs, cts, active, held)
+        if held is not None:
+            held.step(since, custom)
     return [cts.get(v.id) for v in wrt]
+
+
+def _vjp(e, gs, cts, active, held):
+    """Accumulate the cotangents of eqn ``e``'s active operands given those of its results
+    (``gs``); return whether user code (a custom rule) computed them."""
+    op = e.op
+    if op is ALIAS:
+        _accumulate(cts, e.ins[0], gs[0], held)
+        return False
+    custom = getattr(op, "tape_vjp", None)
+    if custom is not None:  # a user rule: it takes the missing gradients as they are
+        for i, g in enumerate(custom(gs, e.outs, e.ins, e.params)):
+            if g is not None and isinstance(e.ins[i], Var) and e.ins[i].id in active:
+                _accumulate(cts, e.ins[i], g, held)
+        return True
+    if e.multi:
+        g = tuple(gk if gk is not None else P.zeros_like(o) for gk, o in zip(gs, e.outs))
+        out = e.outs
+    else:
+        g, out = gs[0], e.outs[0]
+    targets = [(i, a) for i, a in enumerate(e.ins)
+               if isinstance(a, Var) and a.id in active and op.is_diff_arg(i)]
+    if not targets:
+        return False
+    if op.vjp_all_fn is not None:
+        every = op.vjp_all_fn(g, out, *e.ins, **e.params)
+        for i, a in targets:
+            _accumulate(cts, a, every[i], held)
+        return False
+    for i, a in targets:
+        _accumulate(cts, a, op.vjps[i](g, out, *e.ins, **e.params), held)
+    return False
 
 
 def forward(eqns, wrt, tangents):

@@ -12,6 +12,7 @@ from ...rules import index as I
 from ...runtime.tensor import Tensor
 from . import numpy_map as NM
 from .numpy_map import P
+from .sweeps import spread_activity
 from .tape import TracerError, Var
 from .tracing import active_tape, guard
 
@@ -65,7 +66,10 @@ Var.__invert__ = lambda self: P.logical_not(self) if self.npdtype.kind == "b" el
 _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 
 
-def _python(kind, convert):
+def _python(kind, convert, numeric=False):
+    """A conversion to a Python value, recorded as a guard. A ``numeric`` one (``float()``,
+    ``complex()``) of a value being differentiated is refused: the Python number
+    (``math.exp(x)`` makes one) would carry no derivative, a silent zero gradient."""
     def method(self):
         caller = sys._getframe(1)
         if caller.f_code.co_code[caller.f_lasti] == _STORE_SUBSCR and kind != "index":
@@ -77,15 +81,33 @@ def _python(kind, convert):
             except TracerError as e:
                 self.tape.poison = e
                 raise
+        if numeric and _differentiated(self):
+            raise TracerError(
+                f"{kind}() of a value being differentiated ({self!r}) makes it a Python number "
+                "that carries no derivative (math.exp(x), math.sin(x) and float(x) do this): a "
+                "gradient through it would silently be zero. Keep it an array: use np.exp / "
+                "np.sin (or tracegrad's functions) instead of math's, compare arrays directly "
+                "(if np.sum(x) > 0:); if a constant is meant, write tracegrad.stop_gradient(x); "
+                "for a number to print or log, x.item()")
         return guard(self, kind, convert(self.value))
     return method
+
+
+def _differentiated(var):
+    """Whether ``var`` depends differentiably on a value a transform is differentiating
+    with respect to (activity is followed along the tape as it grows)."""
+    tape = var.tape
+    if tape.marked_upto < len(tape.eqns):
+        spread_activity(tape.eqns[tape.marked_upto:], tape.marked)
+        tape.marked_upto = len(tape.eqns)
+    return var.id in tape.marked
 
 
 Var.__bool__ = _python("bool", bool)
 Var.__int__ = _python("int", int)
 Var.__index__ = _python("index", lambda v: v.__index__())
-Var.__float__ = _python("float", float)
-Var.__complex__ = _python("complex", complex)
+Var.__float__ = _python("float", float, numeric=True)
+Var.__complex__ = _python("complex", complex, numeric=True)
 Var.item = lambda self, *args: guard(self, "item", self.value.item(*args), args)
 Var.tolist = _python("tolist", lambda v: v.tolist() if hasattr(v, "tolist") else list(v))
 
@@ -169,30 +191,32 @@ def _getitem(self, index):
 
 def _setitem(self, index, value):
     """``x[index] = value`` on a tracer: recorded as a functional update whose result takes
-    over ``x``'s identity (earlier uses of ``x`` are renamed to the old value)."""
+    over ``x``'s identity (earlier uses of ``x`` are renamed to the old value). Only the
+    eqns recorded since ``x`` was made (``x.at`` on) can use it, so only those are
+    visited: a loop of index writes traces in linear time."""
     structure, arrays = split_index(self, index)
     tape = active_tape()
     new = P.index_put(self, value, *arrays, index=structure)
     old = type(self).__new__(type(self))
-    for slot in ("tape", "id", "value", "kind", "name", "hint"):
+    for slot in ("tape", "id", "value", "kind", "name", "hint", "at"):
         setattr(old, slot, getattr(self, slot))
-    for e in tape.eqns:
-        if e.outs and e.outs[-1] is new:
-            e.ins = tuple(old if a is self else a for a in e.ins)
-            continue
+    for k in range(self.at, len(tape.eqns)):
+        e = tape.eqns[k]
         if any(a is self for a in e.ins):
             e.ins = tuple(old if a is self else a for a in e.ins)
         if any(o is self for o in e.outs):
             e.outs = tuple(old if o is self else o for o in e.outs)
-    tape.inputs = [old if v is self else v for v in tape.inputs]
+    if self.kind == "input":
+        tape.inputs = [old if v is self else v for v in tape.inputs]
+    if self.kind == "const":  # the capture cache hands out the old value from now on
+        for k, (arr, v) in list(tape._consts.items()):
+            if v is self:
+                tape._consts[k] = (arr, old)
     tape.renamed[old.id] = old  # transforms find the variables they marked by id
-    for k, (arr, v) in list(tape._consts.items()):
-        if v is self:
-            tape._consts[k] = (arr, old)
     # ``self`` now names the updated value; ``new`` (a fresh Var) is retired
     self.id, self.value, self.kind, self.name, self.hint = new.id, new.value, "op", None, new.hint
-    last = tape.eqns[-1]
-    last.outs = (self,)
+    self.at = new.at
+    tape.eqns[-1].outs = (self,)
 
 
 Var.__getitem__ = _getitem

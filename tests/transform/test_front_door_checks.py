@@ -1,0 +1,209 @@
+"""The staged front door refuses the same inputs and outputs in every mode, with the
+error JAX or PyTorch gives, and takes Python floats and keyword arguments in every mode.
+
+Each case here returned a silently wrong gradient (or failed with an internal error) in
+AST and auto mode before the checks were shared (tracegrad/transform/checks.py)."""
+import math
+import re
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+MODES = ("tape", "ast", "auto")
+
+
+def weighted(x):
+    return x[0] * 0.5 + x[1] * 1.5
+
+
+def builtin_sum(x):
+    return sum(x * x)
+
+
+def complex_output(x):
+    return np.sum(x) * 1j
+
+
+def string_output(x):
+    return "abc"
+
+
+def int_output(x):
+    return np.argmax(x)
+
+
+def one_element(x):
+    return np.sum(x * x, keepdims=True)
+
+
+def elementwise(x):
+    return np.sin(x)
+
+
+def product(x, y):
+    return np.sum(x * y)
+
+
+def squares(x):
+    return np.sum(x * x)
+
+
+def scaled(x, scale=2.0, shift=0.0):
+    return np.sum(x * scale + shift)
+
+
+def pair(d):
+    return np.sum(d["a"] * d["b"])
+
+
+def sum_of_pair(p):
+    return p[0] * p[1] * 0.5 + p[0] * p[0]
+
+
+def loss_and_aux(x):
+    return np.sum(x * x), np.max(x)
+
+
+X = np.array([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f, arg", [(weighted, np.array([1, 2])), (builtin_sum, np.arange(3)),
+                                    (squares, np.array([True, False])), (squares, 3)])
+def test_integer_and_bool_inputs_are_a_type_error(mode, f, arg):
+    with pytest.raises(TypeError, match="floating point"):
+        tg.grad(f, mode=mode)(arg)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_complex_output_is_a_type_error(mode):
+    with pytest.raises(TypeError, match="real-valued outputs.*complex128"):
+        tg.grad(complex_output, mode=mode)(X)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f, what", [(string_output, "returned str"), (int_output, "dtype int64")])
+def test_a_non_float_output_is_a_type_error(mode, f, what):
+    with pytest.raises(TypeError, match=what):
+        tg.grad(f, mode=mode)(X)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_one_element_output_is_accepted_as_torch_accepts_numel_1(mode):
+    np.testing.assert_allclose(tg.grad(one_element, mode=mode)(X), 2 * X)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_non_scalar_output_keeps_torchs_error(mode):
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        tg.grad(elementwise, mode=mode)(X)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_python_floats_are_differentiated_and_come_back_as_floats(mode):
+    dx, dy = tg.grad(product, argnums=(0, 1), mode=mode)(2.0, 3.0)
+    assert (dx, dy) == (3.0, 2.0) and type(dx) is float and type(dy) is float
+    dxs = tg.grad(sum_of_pair, mode=mode)([2.0, 4.0])
+    assert dxs == [6.0, 1.0] and all(type(v) is float for v in dxs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("argnums, error, message", [
+    ((), ValueError, r"argnums=\(\) differentiates with respect to no argument"),
+    ("0", TypeError, "argnums must be an int or a tuple of ints, not '0'"),
+    ((0, 1.0), TypeError, "argnums must be an int or a tuple of ints"),
+    (True, TypeError, "argnums must be an int"),
+])
+def test_bad_argnums_are_refused_when_the_transform_is_made(mode, argnums, error, message):
+    with pytest.raises(error, match=message):
+        tg.grad(squares, argnums=argnums, mode=mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_argnums_out_of_range_is_a_value_error(mode):
+    with pytest.raises(ValueError, match="out of range"):
+        tg.grad(squares, argnums=1, mode=mode)(X)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_has_aux_with_a_non_pair_output_is_a_type_error(mode):
+    with pytest.raises(TypeError, match="has_aux=True expects the function to return a pair"):
+        tg.grad(squares, has_aux=True, mode=mode)(X)
+    g, aux = tg.grad(loss_and_aux, has_aux=True, mode=mode)(X)
+    np.testing.assert_allclose(g, 2 * X)
+    assert aux == 3.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_keyword_arguments_are_taken_in_every_mode(mode):
+    np.testing.assert_allclose(tg.grad(product, mode=mode)(X, y=X + 1), X + 1)
+    np.testing.assert_allclose(tg.grad(scaled, mode=mode)(X, shift=1.0), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(tg.grad(scaled, mode=mode)(x=X, scale=3.0), [3.0, 3.0, 3.0])
+
+
+def test_dict_arguments_work_on_the_tape_and_in_auto_and_are_refused_clearly_in_ast():
+    d = {"a": X, "b": X + 1}
+    for mode in ("tape", "auto"):
+        g = tg.grad(pair, mode=mode)(d)
+        np.testing.assert_allclose(g["a"], X + 1)
+        np.testing.assert_allclose(g["b"], X)
+    with pytest.raises(TypeError, match="argument 0 is a dict; use mode='tape'"):
+        tg.grad(pair, mode="ast")(d)
+
+
+def math_exp(x):
+    return math.exp(x) * 2.0
+
+
+def float_of(x):
+    return float(x) * 2.0 + x
+
+
+def filled(x):
+    return np.sum(np.full((3,), x) * 2.0)
+
+
+def spaced(x):
+    return np.sum(np.linspace(0.0, x, 4))
+
+
+def r_concat(x):
+    return np.r_[x, x]
+
+
+def c_concat(x):
+    return np.c_[x, x]
+
+
+@pytest.mark.parametrize("f, construct", [(float_of, "float()"), (filled, "np.full()"),
+                                          (spaced, "np.linspace()")])
+def test_a_value_being_differentiated_made_a_constant_is_refused_in_every_mode(f, construct):
+    """The AST path took these calls as constants: a silent zero derivative."""
+    with pytest.raises(tg.TransformError, match=re.escape(construct)) as info:
+        tg.grad(f, mode="ast")(1.5)
+    assert info.value.construct == construct and info.value.lineno is not None
+    for mode in ("tape", "auto"):
+        with pytest.raises(tg.TracerError):
+            tg.grad(f, mode=mode)(1.5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_math_functions_are_differentiated_or_refused_never_zero(mode):
+    if mode == "tape":
+        with pytest.raises(tg.TracerError, match="np.exp"):
+            tg.grad(math_exp, mode=mode)(1.5)
+    else:  # the AST path writes math.exp's derivative out
+        assert tg.grad(math_exp, mode=mode)(1.5) == pytest.approx(2 * math.exp(1.5))
+
+
+@pytest.mark.parametrize("f", [r_concat, c_concat])
+def test_np_r_and_c_of_a_value_being_differentiated_are_refused_in_every_mode(f):
+    """AST jvp gave a zero tangent for np.r_[x, x] (the index was taken as constant)."""
+    x, t = np.array([1.0, 2.0, 3.0]), np.ones(3)
+    with pytest.raises(tg.TransformError, match=r"np\.[rc]_\[\.\.\.\]"):
+        tg.jvp(f, (x,), (t,), mode="ast")
+    for mode in ("tape", "auto"):
+        with pytest.raises(tg.TracerError):
+            tg.jvp(f, (x,), (t,), mode=mode)
