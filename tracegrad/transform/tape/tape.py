@@ -28,7 +28,7 @@ class Var:
     result). Array behaviour (operators, NumPy functions, methods) is added by
     :mod:`tracegrad.transform.tape.tracer`."""
 
-    __slots__ = ("tape", "id", "value", "kind", "name", "hint", "__weakref__")
+    __slots__ = ("tape", "id", "value", "kind", "name", "hint", "at", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators to the tracer
     is_tracer = True
 
@@ -40,6 +40,9 @@ class Var:
         self.kind = kind
         self.name = name
         self.hint = tape.phase   # prefix of its name in generated code: t (value), g, j
+        # the index in ``tape.eqns`` of the eqn that made it (for inputs and constants: the
+        # next eqn's); no earlier eqn can read it, which keeps ``x[i] = v`` linear
+        self.at = len(tape.eqns)
 
     @property
     def shape(self):
@@ -61,6 +64,10 @@ class Var:
     def ndim(self):
         return len(self.shape)
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        VAR_TYPES.add(cls)
+
     def __repr__(self):
         return f"Traced<{type_str(self)}>{self.label()}"
 
@@ -68,6 +75,9 @@ class Var:
         return self.name or f"%{self.id}"
 
     __hash__ = object.__hash__
+
+
+VAR_TYPES = {Var}  # Var and its subclasses: an exact type test is the fast check
 
 
 class Eqn:
@@ -181,7 +191,13 @@ class Tape:
         self.var_cls = Var       # TensorVar when the function was called with Tensors
         self.renamed = {}        # id -> Var: values that ``x[i] = v`` moved to a new Var
         self.poison = None       # a TracerError NumPy replaced by its own error, if any
+        # ids of the Vars a transform differentiates with respect to, and (followed along
+        # the eqns up to ``marked_upto``) of every Var that depends on them
+        self.marked = set()
+        self.marked_upto = 0
         self.recording = True
+        self.staged = False      # made by a staged function (not ``trace``): its values
+        self.nested = 0          # are its own; transforms running inside that one
 
     # -- building ------------------------------------------------------------------------
     def new_var(self, value, kind, name=None):
@@ -206,17 +222,24 @@ class Tape:
     def add(self, op, ins, params, values, multi=False):
         """Append ``op(*ins, **params)`` whose results are ``values``; return the new Var
         (or a tuple of Vars when ``multi``)."""
+        cls = self.var_cls
         if multi:
-            outs = tuple(self.new_var(v, "op") for v in values)
-        else:
-            outs = (self.new_var(values, "op"),)
-        self.eqns.append(Eqn(op, tuple(ins), params, outs, multi))
-        return outs if multi else outs[0]
+            outs = tuple(cls(self, v, "op") for v in values)
+            self.eqns.append(Eqn(op, tuple(ins), params or _NO_PARAMS, outs, True))
+            return outs
+        out = cls(self, values, "op")
+        self.eqns.append(Eqn(op, tuple(ins), params or _NO_PARAMS, (out,), False))
+        return out
 
     def current(self, var, vid):
         """The Var that had id ``vid`` when ``var`` was taken (``x[i] = v`` gives the name
         ``x`` to the updated value and the old value a new Var object)."""
         return self.renamed.get(vid, var)
+
+    def outermost(self):
+        """Whether the transform running now is the one the tape was made for: what it
+        computes is seen by no other transform and, once it returns, by no user code."""
+        return self.staged and self.nested == 0 and self.recording
 
     @property
     def guards(self):
@@ -259,13 +282,18 @@ class Tape:
 
     __repr__ = __str__
 
-    def release(self):
-        """Drop the concrete values held since tracing (the tape stays printable)."""
+    def release(self, keep=()):
+        """Drop the concrete values held since tracing, but those of constants and of the
+        Vars in ``keep`` (the tape stays printable, optimisable and compilable: a released
+        Var keeps its shape, dtype and array namespace)."""
+        keep = {v.id for v in keep}
         for e in self.eqns:
             for v in e.outs:
-                v.value = _Shape(v.value)
+                if v.kind != "const" and v.id not in keep:
+                    v.value = shape_only(v.value)
         for v in self.inputs:
-            v.value = _Shape(v.value)
+            if v.id not in keep:
+                v.value = shape_only(v.value)
         self.recording = False
         self._consts = {}
 
@@ -281,12 +309,49 @@ def _small(value):
     return ""
 
 
-class _Shape:
-    """What a released Var keeps of its value: shape and dtype (for printing)."""
+_NO_PARAMS = {}  # shared by the eqns without parameters (never written to)
 
-    __slots__ = ("shape", "dtype")
 
-    def __init__(self, value):
-        self.shape = tuple(getattr(value, "shape", ()))
-        d = getattr(value, "dtype", None)
-        self.dtype = d if d is not None else _np.dtype(object)
+class Released:
+    """What a released Var keeps of its value: shape, dtype and array namespace (``ns``,
+    None for a non-array value) -- all that printing, optimising and code generation read.
+    Equal ones are shared, so releasing a long tape frees its values for good."""
+
+    __slots__ = ("shape", "dtype", "ns")
+
+    def __init__(self, shape, dtype, ns):
+        self.shape, self.dtype, self.ns = shape, dtype, ns
+
+
+_RELEASED = {}
+
+
+def shape_only(value):
+    """The :class:`Released` stand-in for ``value`` (itself if it is one)."""
+    tp = type(value)
+    if tp is Released:
+        return value
+    shape = tuple(getattr(value, "shape", ()))
+    d = getattr(value, "dtype", None)
+    if d is None:
+        d = _np.result_type(value) if isinstance(value, (int, float, complex, bool)) \
+            else _np.dtype(object)
+    key = (shape, d, tp)
+    hit = _RELEASED.get(key)
+    if hit is None:
+        from ...backend import ARRAY_TYPE_SET, namespace_of
+        ns = namespace_of(value) if tp in ARRAY_TYPE_SET else None
+        hit = _RELEASED[key] = Released(shape, d, ns)
+        if len(_RELEASED) > 4096:  # (a bound: the stand-ins are tiny, but shapes are many)
+            _RELEASED.clear()
+            _RELEASED[key] = hit
+    return hit
+
+
+def namespace_of_var(v):
+    """The array namespace of Var ``v``'s value (released or not), or None."""
+    value = v.value
+    if type(value) is Released:
+        return value.ns
+    from ...backend import ARRAY_TYPE_SET, namespace_of
+    return namespace_of(value) if type(value) in ARRAY_TYPE_SET else None

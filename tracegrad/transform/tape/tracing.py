@@ -17,7 +17,7 @@ from ...backend import ARRAY_TYPE_SET, is_array, namespace_of
 from ...rules import core as _core
 from ...rules.core import register_handler
 from ...runtime.tensor import Tensor
-from .tape import Eqn, Guard, Tape, TracerError, Var
+from .tape import VAR_TYPES as _VAR_TYPES, Eqn, Guard, Tape, TracerError, Var
 from ..tree import flatten, unflatten
 
 __all__ = ["trace", "trace_arguments", "active_tape", "recording", "bind", "guard", "as_operand",
@@ -105,10 +105,30 @@ def bind(prim, args, params):
             if isinstance(a, Var):
                 _tape_of(a)
     ins, vals = [], []
+    for a in args:  # the common operands (tracers of this tape, host arrays, numbers) first
+        tp = type(a)
+        if tp in _VAR_TYPES and a.tape is tape:
+            v = a.value
+            if type(v) is not _ND and type(v) in ARRAY_TYPE_SET:
+                break  # a device value: see _on_one_device
+            ins.append(a)
+            vals.append(v)
+        elif tp in _LITERALS:
+            ins.append(a)
+            vals.append(a)
+        else:
+            break
+    else:
+        return _record(tape, prim, ins, vals, params)
+    ins, vals = [], []
     for a in _on_one_device(args):
         operand, value = as_operand(tape, a)
         ins.append(operand)
         vals.append(value)
+    return _record(tape, prim, ins, vals, params)
+
+
+def _record(tape, prim, ins, vals, params):
     out = prim(*vals, **params)
     multi = isinstance(out, (tuple, list))
     result = tape.add(prim, ins, params, tuple(out) if multi else out, multi)
@@ -116,6 +136,10 @@ def bind(prim, args, params):
         for r in (result if multi else (result,)):
             guard(r, "shape", r.shape)
     return result
+
+
+_ND = _np.ndarray
+_LITERALS = {int, float, complex, bool, type(None)}
 
 
 _DATA_SHAPED = {"nonzero"}
