@@ -94,7 +94,6 @@ def fixed(*args):
 # Known failures: check -> reason, each with a repro in the report that added this file.
 KWARG = ("AST mode refuses a differentiated array passed by keyword to a NumPy function "
          "(TransformError; mode='auto' takes the tape)")
-ALIAS = "in-place += on an alias (b = a; b += 1) rebinds b instead of updating a (the tape does the same)"
 NP_ARRAY = "np.array([...]) of differentiated values is refused when it runs (TracerError, as on the tape)"
 MATH = "tape: math.* on a traced float silently treats it as a constant (zero gradient through it)"
 BUFFER = "the tape cannot assign a traced value into a constant NumPy buffer (np.zeros)"
@@ -757,13 +756,6 @@ def loop_reversed_range(x):
     for i in reversed(range(len(x))):
         s = s * 0.5 + x[i]
     return s
-
-@case("augassign_alias_inplace", normal(3), xfail={"fd": ALIAS})
-def augassign_alias_inplace(x):
-    a = np.sin(x)
-    b = a
-    b += 1.0
-    return np.sum(a * x)
 
 @case("np_array_of_active", normal(3), no_tape="the tape raises TracerError on np.array of traced values",
       xfail={"fd": NP_ARRAY, "cache": NP_ARRAY})

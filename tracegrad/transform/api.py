@@ -14,6 +14,7 @@ from ..backend import namespace_of
 
 from .checks import (argnum_positions, check_argnums, check_input, check_output,
                      positional_arguments, split_aux)
+from .tape.aliasing import current_tree
 from .tape.staged import Staged
 from .tape.sweeps import alias, forward, reverse
 from .tape.tape import Var, shape_of
@@ -54,11 +55,14 @@ def _mark(tape, args, nums, fname):
         marked = []
         for x in leaves:
             check_input(x, n, fname)
+            leaf = x
             if type(x) is float:  # a Python float: a float64 constant, as at the top level
                 x = np.asarray(x, dtype=np.float64)
             value = x.value if isinstance(x, Var) else x
             marked.append(alias(tape, x if isinstance(x, Var) else value))
             tape.marked.add(marked[-1].id)
+            if type(leaf) is float or (isinstance(x, Var) and x.id in tape.immutable):
+                tape.immutable.add(marked[-1].id)
         wrt.extend(marked)
         args[n] = unflatten(spec, marked)
     return args, wrt
@@ -128,7 +132,7 @@ def _value_and_grad_builder(f, argnums, has_aux, fname):
         marked, wrt = _mark(tape, args, nums, fname)
         start = len(tape.eqns)
         ids = [v.id for v in wrt]
-        out, aux = _scalar_output(f(*marked, **kwargs), fname, has_aux)
+        out, aux = _scalar_output(current_tree(f(*marked, **kwargs)), fname, has_aux)
         wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
         seed = Var(tape, _xp(out).ones(shape_of(out), dtype=_dtype(out)), "const")
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, [out], [seed])
@@ -236,7 +240,7 @@ def _pullback(f, primals, ct, has_aux):
     marked, wrt = _mark(tape, primals, range(len(primals)), "vjp")
     start = len(tape.eqns)
     ids = [v.id for v in wrt]
-    out = f(*marked)
+    out = current_tree(f(*marked))
     wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
     if has_aux:
         out, _ = out
@@ -308,7 +312,7 @@ def _push(f, args):
     marked, wrt = _mark(tape, primals, range(n), "jvp")
     start = len(tape.eqns)
     ids = [v.id for v in wrt]
-    out = f(*marked)
+    out = current_tree(f(*marked))
     wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
     tleaves = [t for tan in tangents for t in flatten(tan)[0]]
     ts = _with_phase(tape, "j", forward, tape.eqns[start:], wrt, tleaves)
@@ -337,7 +341,7 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
             marked, wrt = _mark(tape, args, nums, "jacobian")
             start = len(tape.eqns)
             ids = [v.id for v in wrt]
-            out = f(*marked, **kwargs)
+            out = current_tree(f(*marked, **kwargs))
             wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
             if has_aux:
                 out, aux = out

@@ -15,6 +15,7 @@ differentiated.
 import ast
 
 from ..emit import fresh_name
+from .resolve import CONSTANT as CONSTANT_CALLEE
 
 __all__ = ["Namer", "lower_jumps", "ANF"]
 
@@ -201,6 +202,7 @@ class ANF:
             target = s.target
             if isinstance(target, ast.Name):
                 self.assign([target], ast.BinOp(left=_name(target.id), op=s.op, right=s.value))
+                self.out[-1]._in_place = True  # (an array's memory is written: see aliasing)
             elif isinstance(target, ast.Subscript):
                 load = ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
                 self.assign([target], ast.BinOp(left=load, op=s.op, right=s.value))
@@ -210,6 +212,7 @@ class ANF:
             if isinstance(s.value, ast.Constant):
                 return  # a docstring
             if isinstance(s.value, ast.Call):
+                self._effect_only(s.value)
                 self.emit(ast.Expr(value=self.simple(s.value)))
             else:
                 self.emit(ast.Expr(value=s.value))
@@ -236,6 +239,21 @@ class ANF:
             self.emit(s)  # only the loop-final break lower_jumps writes
         else:
             self.fail(s, f"{type(s).__name__} statement")
+
+    def _effect_only(self, call):
+        """A call whose result is not used matters only by what it changes: the AST path
+        follows ``lst.append(v)`` and calls that change nothing it differentiates
+        (``print``, ``len``...); any other (``np.copyto(y, x)``, ``y.fill(0)``,
+        ``np.add.at(y, i, x)``, a helper writing into its argument) is refused rather
+        than silently taken to change nothing."""
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "append" and isinstance(f.value, ast.Name) \
+                and len(call.args) == 1 and not call.keywords:
+            return
+        if self.resolver.callee(call) is CONSTANT_CALLEE:
+            return
+        self.fail(call, f"call whose result is not used ({ast.unparse(call.func)}(...)): it may change "
+                        "its arguments in place, which the AST path does not follow")
 
     def assign(self, targets, value):
         if len(targets) > 1:
@@ -361,6 +379,8 @@ class ANF:
             for a in e.args:
                 if isinstance(a, ast.Starred):
                     self.fail(a, "starred argument (*args)")
+            if any(k.arg == "out" for k in e.keywords):
+                self.fail(e, "out= argument (a write into an existing array)")
             args = [self.atom(a) for a in e.args]
             kws = []
             for k in e.keywords:
@@ -394,8 +414,7 @@ class ANF:
 
 
 def _constant_call(resolver, call):
-    from .resolve import CONSTANT
-    return resolver.callee(call) is CONSTANT
+    return resolver.callee(call) is CONSTANT_CALLEE
 
 
 def _operand_names(rhs):

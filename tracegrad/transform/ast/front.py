@@ -12,6 +12,7 @@ from ..tape.tracing import active_tape, positional_params
 from ..tape.tape import Var
 from ..checks import check_input, positional_arguments
 from ..tree import flatten, unflatten
+from .aliasing import AliasError
 from .driver import _source_function, adjoint, tangents
 from .support import zero_tangent
 
@@ -228,7 +229,11 @@ class AutoFunction:
             from .source import TransformError
             try:
                 fn = self._make_ast()
-                fn.generated(nargs)
+                gen = fn.generated(nargs)
+                if getattr(gen, "visible_aliasing", False):
+                    raise TransformError("a name changed in place shares memory with another "
+                                         "name (the tape follows NumPy's memory)",
+                                         construct="in-place change of an aliased array")
                 self._ast = self._chosen = fn
             except TransformError as e:
                 self.fallback_reason = e
@@ -272,7 +277,15 @@ class AutoFunction:
         chosen = self._chosen or self._choose(len(args))
         if chosen is self._ast and (kwargs or any(isinstance(a, dict) for a in args)):
             return self._tape_fn()(*args, **kwargs)
-        return chosen(*args, **kwargs)
+        if chosen is not self._ast:
+            return chosen(*args, **kwargs)
+        try:
+            return chosen(*args, **kwargs)
+        except AliasError as e:  # memory shared at run time: the tape follows it
+            if chosen.generated().writes_params:
+                raise  # (the caller's arrays were written: running again would differ)
+            self.fallback_reason, self._chosen = e, self._tape_fn()
+            return self._chosen(*args, **kwargs)
 
 
 def ast_jvp(f, primals, tangent_values):

@@ -32,7 +32,8 @@ def comment(text):
 
 
 HELPERS = {"add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "pop_grad", "push_grad",
-           "call_vjp", "call_jvp", "method", "attribute", "GradList", "zero_tangent", "scalar_output"}
+           "call_vjp", "call_jvp", "method", "attribute", "GradList", "zero_tangent", "scalar_output",
+           "check_unaliased"}
 
 
 def _call(func, *args, keywords=()):

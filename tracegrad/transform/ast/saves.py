@@ -8,6 +8,7 @@ import copy
 
 from .anf import _assign, _const, _name
 from .activity import all_names, loaded_names
+from .aliasing import check_statement, live_after, mutated_name
 from .reverse import _call, _is_break_check, index_expr
 
 __all__ = ["finish"]
@@ -42,9 +43,28 @@ class _Saves:
         return _call(ast.Attribute(value=_name(self.stack), attr="pop", ctx=ast.Load()))
 
     # forward: pushes inserted ------------------------------------------------------------
+    def _alias_check(self, s):
+        """The run-time check before an in-place change (see :mod:`.aliasing`), or None."""
+        name = mutated_name(s)
+        if name is None:
+            return None
+        later = set(self.live.get(id(s), ()))
+        writes_memory = not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name))
+        if writes_memory and id(s) not in self.saved:  # the adjoint reads values as left
+            later |= self.needed | {self.stack}
+        later.discard(name)
+        if not later:
+            return None
+        helper = _name("check_unaliased")
+        helper._helper = True
+        return check_statement(s, name, later, self.rev.located, helper)
+
     def forward(self, stmts, depth=0):
         out = []
         for s in stmts:
+            check = self._alias_check(s) if isinstance(s, (ast.Assign, ast.Expr)) else None
+            if check is not None:
+                out.append(check)
             if isinstance(s, ast.Assign) and id(s) in self.saved:
                 out += [self._push(self._old_value(s.targets[0])), s]
             elif isinstance(s, (ast.For, ast.While)):
@@ -122,9 +142,11 @@ class _Saves:
 
 
 def finish(rev, forward, adjoint, stack):
-    """The forward statements with saves and a prelude (the stack, names pushed before
-    they are first assigned), and the adjoint with its restore markers replaced."""
+    """The forward statements with saves, in-place checks and a prelude (the stack, names
+    pushed before they are first assigned), and the adjoint with its restore markers
+    replaced."""
     saves = _Saves(rev, adjoint, stack)
+    saves.live = live_after(forward)
     forward = saves.forward(forward)   # (decides the loop pushes the adjoint's markers ask)
     adjoint = saves.adjoint(adjoint)
     prelude = [_assign(n, _const(None)) for n in sorted(saves.init)]

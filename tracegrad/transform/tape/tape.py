@@ -195,6 +195,7 @@ class Tape:
         # the eqns up to ``marked_upto``) of every Var that depends on them
         self.marked = set()
         self.marked_upto = 0
+        self.immutable = set()   # ids of Vars that stand for Python floats (no in-place ops)
         self.recording = True
         self.staged = False      # made by a staged function (not ``trace``): its values
         self.nested = 0          # are its own; transforms running inside that one

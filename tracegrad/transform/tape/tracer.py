@@ -8,10 +8,12 @@ import sys
 
 import numpy as np
 
+from ...backend import is_array as is_array_value
 from ...rules import index as I
 from ...runtime.tensor import Tensor
 from . import numpy_map as NM
 from .numpy_map import P
+from . import aliasing
 from .sweeps import spread_activity
 from .tape import TracerError, Var
 from .tracing import active_tape, guard
@@ -71,6 +73,7 @@ def _python(kind, convert, numeric=False):
     ``complex()``) of a value being differentiated is refused: the Python number
     (``math.exp(x)`` makes one) would carry no derivative, a silent zero gradient."""
     def method(self):
+        self = aliasing.current(self)
         caller = sys._getframe(1)
         if caller.f_code.co_code[caller.f_lasti] == _STORE_SUBSCR and kind != "index":
             # NumPy converting the value of ``buf[i] = traced`` for a plain array ``buf``:
@@ -108,7 +111,12 @@ Var.__int__ = _python("int", int)
 Var.__index__ = _python("index", lambda v: v.__index__())
 Var.__float__ = _python("float", float, numeric=True)
 Var.__complex__ = _python("complex", complex, numeric=True)
-Var.item = lambda self, *args: guard(self, "item", self.value.item(*args), args)
+def _item(self, *args):
+    self = aliasing.current(self)
+    return guard(self, "item", self.value.item(*args), args)
+
+
+Var.item = _item
 Var.tolist = _python("tolist", lambda v: v.tolist() if hasattr(v, "tolist") else list(v))
 
 
@@ -191,36 +199,83 @@ def _getitem(self, index):
 
 def _setitem(self, index, value):
     """``x[index] = value`` on a tracer: recorded as a functional update whose result takes
-    over ``x``'s identity (earlier uses of ``x`` are renamed to the old value). Only the
-    eqns recorded since ``x`` was made (``x.at`` on) can use it, so only those are
-    visited: a loop of index writes traces in linear time."""
+    over ``x``'s identity (see :func:`take_over`); views of ``x``, and the array ``x`` is a
+    view of, follow as NumPy's memory would (see :mod:`.aliasing`)."""
+    aliasing.before_write(self)
     structure, arrays = split_index(self, index)
+    take_over(self, P.index_put(self, value, *arrays, index=structure))
+    aliasing.after_write(self)
+
+
+def take_over(var, new):
+    """Make tracer ``var`` (the object the user's code holds) stand for ``new``, the value
+    just recorded, as an in-place write does: the eqns recorded since ``var`` was made
+    (``var.at`` on -- none before can use it, which keeps a loop of writes linear) are
+    renamed to a fresh object for the old value, and ``new`` is retired."""
     tape = active_tape()
-    new = P.index_put(self, value, *arrays, index=structure)
-    old = type(self).__new__(type(self))
+    old = type(var).__new__(type(var))
     for slot in ("tape", "id", "value", "kind", "name", "hint", "at"):
-        setattr(old, slot, getattr(self, slot))
-    for k in range(self.at, len(tape.eqns)):
+        setattr(old, slot, getattr(var, slot))
+    aliasing.settle(old)  # (a dirty view's old value is an SSA value like any other)
+    for k in range(var.at, len(tape.eqns)):
         e = tape.eqns[k]
-        if any(a is self for a in e.ins):
-            e.ins = tuple(old if a is self else a for a in e.ins)
-        if any(o is self for o in e.outs):
-            e.outs = tuple(old if o is self else o for o in e.outs)
-    if self.kind == "input":
-        tape.inputs = [old if v is self else v for v in tape.inputs]
-    if self.kind == "const":  # the capture cache hands out the old value from now on
+        if any(a is var for a in e.ins):
+            e.ins = tuple(old if a is var else a for a in e.ins)
+        if any(o is var for o in e.outs):
+            e.outs = tuple(old if o is var else o for o in e.outs)
+    if var.kind == "input":
+        tape.inputs = [old if v is var else v for v in tape.inputs]
+    if var.kind == "const":  # the capture cache hands out the old value from now on
         for k, (arr, v) in list(tape._consts.items()):
-            if v is self:
+            if v is var:
                 tape._consts[k] = (arr, old)
     tape.renamed[old.id] = old  # transforms find the variables they marked by id
-    # ``self`` now names the updated value; ``new`` (a fresh Var) is retired
-    self.id, self.value, self.kind, self.name, self.hint = new.id, new.value, "op", None, new.hint
-    self.at = new.at
-    tape.eqns[-1].outs = (self,)
+    var.id, var.value, var.kind, var.name, var.hint = new.id, new.value, "op", None, new.hint
+    var.at = new.at
+    for k in range(new.at, len(tape.eqns)):  # (``new`` is made by the last eqns)
+        e = tape.eqns[k]
+        if any(o is new for o in e.outs):
+            e.outs = tuple(var if o is new else o for o in e.outs)
+        if any(a is new for a in e.ins):
+            e.ins = tuple(var if a is new else a for a in e.ins)
 
 
 Var.__getitem__ = _getitem
 Var.__setitem__ = _setitem
+
+
+def _inplace(prim):
+    """``x += y`` changes the array ``x`` in place (every name of it, and its views, see
+    the change), not just rebinds the name ``x``: a write of ``x + y`` into all of ``x``."""
+    def op(self, other):
+        if type(self.value) is not np.ndarray and not is_array_value(self.value) \
+                or self.id in self.tape.immutable:
+            return NotImplemented  # a number (NumPy scalar, Python float): ``x = x + y``
+        _setitem(self, Ellipsis, prim(aliasing.current(self), other))
+        return self
+    return op
+
+
+for _name, _prim in _OPERATORS.items():
+    setattr(Var, f"__i{_name}__", _inplace(_prim))
+
+
+def _fill(self, value):
+    _setitem(self, Ellipsis, value)
+
+
+def _in_place_method(name):
+    def method(self, *args, **kwargs):
+        raise TracerError(
+            f"ndarray.{name}() changes a traced array in place, which the tape does not record; "
+            f"use the function that returns a new array instead (np.{name}(x, ...) where the "
+            "rule table has it), or assign the result (x[...] = new_values)")
+    return method
+
+
+Var.fill = _fill
+for _name in ("sort", "partition", "put", "itemset", "resize", "setfield", "byteswap", "setflags"):
+    setattr(Var, _name, _in_place_method(_name))
 
 
 # -- ndarray attributes and methods ---------------------------------------------------------

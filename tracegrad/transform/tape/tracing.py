@@ -17,6 +17,7 @@ from ...backend import ARRAY_TYPE_SET, is_array, namespace_of
 from ...rules import core as _core
 from ...rules.core import register_handler
 from ...runtime.tensor import Tensor
+from . import aliasing
 from .tape import VAR_TYPES as _VAR_TYPES, Eqn, Guard, Tape, TracerError, Var
 from ..tree import flatten, unflatten
 
@@ -47,6 +48,7 @@ class recording:
     def __exit__(self, tp, value, tb):
         _core.OVERRIDING[0] -= 1
         _state.tape = self.prev
+        aliasing.settle_tape(self.tape)
         poison = self.tape.poison
         if value is not None and poison is not None and value is not poison:
             raise poison from value
@@ -67,6 +69,7 @@ def as_operand(tape, a):
     captured arrays (constants, by value), the object itself for Python literals."""
     if isinstance(a, Var):
         _tape_of(a)
+        a = aliasing.current(a)  # (a view written through its array: made again)
         return a, a.value
     if isinstance(a, (_np.ndarray, _np.generic)) or is_array(a):
         return tape.capture(a), a
@@ -132,6 +135,8 @@ def _record(tape, prim, ins, vals, params):
     out = prim(*vals, **params)
     multi = isinstance(out, (tuple, list))
     result = tape.add(prim, ins, params, tuple(out) if multi else out, multi)
+    if prim.view:  # NumPy's memory is shared: writes must reach the other names of it
+        aliasing.note_view(prim, ins, params, result, tape)
     if prim.name in _DATA_SHAPED:  # result's shape depends on the values: guard it
         for r in (result if multi else (result,)):
             guard(r, "shape", r.shape)
@@ -203,8 +208,17 @@ def trace_arguments(tape, f, leaves, spec):
     if any(isinstance(x, Tensor) for x in leaves):
         from .tracer import TensorVar
         tape.var_cls = TensorVar
-    return unflatten(spec, [tape.new_input(input_value(x), n) if is_traceable(x) else x
+    return unflatten(spec, [_input(tape, x, n) if is_traceable(x) else x
                             for x, n in zip(leaves, names)])
+
+
+def _input(tape, x, name):
+    """The input tracer for argument leaf ``x``; a Python float's stands for an immutable
+    number (``s += 1`` rebinds it, as Python does, instead of writing into it)."""
+    v = tape.new_input(input_value(x), name)
+    if type(x) is float:
+        tape.immutable.add(v.id)
+    return v
 
 
 def trace(f):
@@ -218,6 +232,6 @@ def trace(f):
         leaves, spec = flatten((args, kwargs))
         with recording(tape):
             targs, tkwargs = trace_arguments(tape, f, leaves, spec)
-            tape.outputs = f(*targs, **tkwargs)
+            tape.outputs = aliasing.current_tree(f(*targs, **tkwargs))
         return tape
     return traced

@@ -1,0 +1,187 @@
+"""NumPy's aliasing in the staged paths: names that share memory, and in-place changes.
+
+In NumPy ``v = y[1:]`` shares ``y``'s memory, ``b = a; b += 1`` changes ``a``, and
+``y.fill(1)`` changes ``y``. Each function below gave a silently wrong gradient in tape,
+AST and auto mode. Now the tape follows NumPy's memory (views are remade after a write
+into their array, a write into a view reaches its array, ``+=`` writes in place), AST
+mode refuses at run time when a name changed in place shares memory with a name used
+afterwards, and ``mode="auto"`` takes the tape for these functions. In-place calls that
+nothing records (``np.copyto``, ``np.add.at``, ``out=``, ``.sort()``) are refused in
+every mode."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad.transform.ast.aliasing import AliasError
+
+X = np.array([1.0, 2.0, 3.0])
+
+
+def view_write(x):
+    y = x * 1.0
+    v = y[1:]
+    v[0] = 5.0
+    return np.sum(y * x)
+
+
+def base_write(x):
+    y = x * 1.0
+    v = y[1:]
+    y[1] = 0.0
+    return np.sum(v * x[1:])
+
+
+def augmented_alias(x):
+    y = x * 2.0
+    z = y
+    z += x
+    return np.sum(y * y)
+
+
+def augmented_input(x):
+    x += 1.0
+    return np.sum(x * x)
+
+
+def reshape_write(x):
+    y = x * 1.0
+    r = y.reshape(3, 1)
+    r[0, 0] = 7.0
+    return np.sum(y * x)
+
+
+def transpose_write(x):
+    y = np.outer(x, x)
+    t = y.T
+    t[0, 1] = 0.0
+    return np.sum(y)
+
+
+def chained_write(x):
+    y = np.outer(x, x)
+    y[1][2] = 0.0          # a write into a view of a row
+    return np.sum(y * 2.0)
+
+
+def list_alias(x):
+    a = [x, x * 2]
+    b = a
+    b.append(x * 3)
+    return np.sum(a[2])
+
+
+def fill_view(x):
+    y = x * 2.0
+    y[1:].fill(1.0)
+    return np.sum(y * x)
+
+
+def row_updates(x):
+    """Rows read as views and written back: no name is read after its row is written,
+    so every mode follows it (the AST check passes)."""
+    y = np.outer(x, x)
+    for i in range(3):
+        row = y[i]
+        y[i] = row * 2.0 + x
+    return np.sum(y * y)
+
+
+def sum_of_augmented_scalars(x):
+    s = np.sum(x)
+    t = s
+    t += 1.0  # a NumPy scalar is immutable: s keeps its value
+    return s * t
+
+
+ALIASED = [view_write, base_write, augmented_alias, reshape_write, transpose_write,
+           chained_write, list_alias, fill_view]
+EXACT = [augmented_input, row_updates, sum_of_augmented_scalars]
+
+
+def _fd(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("f", ALIASED + EXACT, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_tape_and_auto_follow_numpys_memory(f, mode):
+    np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), _fd(f, X), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f", ALIASED, ids=lambda f: f.__name__)
+def test_ast_mode_refuses_an_in_place_change_seen_through_another_name(f):
+    with pytest.raises((AliasError, tg.TransformError)) as info:
+        tg.grad(f, mode="ast")(X.copy())
+    assert info.value.lineno is not None and "use mode=\"tape\"" in str(info.value)
+
+
+@pytest.mark.parametrize("f", EXACT, ids=lambda f: f.__name__)
+def test_ast_mode_takes_in_place_changes_no_other_name_sees(f):
+    np.testing.assert_allclose(tg.grad(f, mode="ast")(X.copy()), _fd(f, X), rtol=1e-6, atol=1e-8)
+
+
+def test_the_refusal_names_both_names_the_line_and_the_statement():
+    with pytest.raises(AliasError, match=r"`v\[0\] = 5.0` changes v in place while y shares its memory") as info:
+        tg.grad(view_write, mode="ast")(X.copy())
+    assert info.value.filename == __file__ and info.value.construct == "in-place change of an aliased array"
+
+
+def test_auto_takes_the_tape_when_aliasing_is_visible_in_the_source():
+    g = tg.grad(augmented_alias)
+    g(X.copy())
+    assert g.mode == "tape" and "shares memory" in str(g.fallback_reason)
+
+
+def copy_into(x):
+    y = np.zeros(3)
+    np.copyto(y, x)
+    return np.sum(y * y)
+
+
+def add_at(x):
+    y = np.zeros(3)
+    np.add.at(y, [0, 0, 1], x)
+    return np.sum(y * y)
+
+
+def out_argument(x):
+    y = np.empty_like(x)
+    np.multiply(x, 2.0, out=y)
+    return np.sum(y)
+
+
+def out_exp(x):
+    y = np.empty_like(x)
+    np.exp(x, out=y)
+    return np.sum(y)
+
+
+def sort_in_place(x):
+    y = x * 1.0
+    y.sort()
+    return y[0] * 3.0 + y[2]
+
+
+@pytest.mark.parametrize("f", [copy_into, add_at, out_argument, out_exp, sort_in_place],
+                         ids=lambda f: f.__name__)
+def test_in_place_calls_nothing_records_are_refused_in_every_mode(f):
+    with pytest.raises(tg.TransformError, match="call whose result is not used|out= argument"):
+        tg.grad(f, mode="ast")(X.copy())
+    for mode in ("tape", "auto"):
+        with pytest.raises(tg.TracerError):
+            tg.grad(f, mode=mode)(X.copy())
+
+
+def test_a_write_into_a_view_without_inverse_is_refused_on_the_tape():
+    def f(x):
+        y = np.outer(x, x)
+        d = np.diagonal(y)
+        d[0] = 1.0  # (NumPy refuses this too: a diagonal is read-only)
+        return np.sum(y)
+    with pytest.raises((tg.TracerError, ValueError)):
+        tg.grad(f, mode="tape")(X.copy())

@@ -1,0 +1,185 @@
+"""In-place changes in AST mode: checked at run time against the names that share memory.
+
+The generated code computes with the user's own arrays, so a write ``y[i] = v`` changes
+every array that shares ``y``'s memory -- but the adjoint follows *names*: a view ``w =
+y[1:]`` taken before the write, and read after it (by the forward code, or by the
+adjoint of an earlier line), would carry a value whose derivative the adjoint does not
+know. ``b += 1`` is written as ``b = b + 1`` (a new array), which differs from NumPy
+exactly when another name still holding the old array is read afterwards. So before each
+in-place change (a subscript write, ``+=`` on a name, ``.append``) the generated code
+calls :func:`check_unaliased` with the names that may be read afterwards; it refuses, at
+run time, when one of them shares memory with the changed value. A change with no such
+name is exact, and costs one cheap check.
+"""
+import ast
+
+from ...backend import cpu as np  # host-side memory checks only
+from .anf import _const, _name
+from .source import TransformError
+
+__all__ = ["AliasError", "mutated_name", "live_after", "check_statement", "check_unaliased",
+           "in_place_facts"]
+
+
+class AliasError(TransformError):
+    """An in-place change in AST mode would be seen through another name (run time)."""
+
+
+def mutated_name(s):
+    """The name whose value ``s`` changes in place, or None: ``y[i] = v``, ``y += v``
+    (lowered to ``y = y + v``), ``lst.append(v)``."""
+    if isinstance(s, ast.Assign):
+        t = s.targets[0]
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+        if isinstance(t, ast.Name) and getattr(s, "_in_place", False):
+            return t.id
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        f = s.value.func
+        if isinstance(f, ast.Attribute) and f.attr in ("append", "pop") and isinstance(f.value, ast.Name):
+            return f.value.id
+    return None
+
+
+def _loads(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def live_after(body):
+    """id(statement) -> the names that may be read after it (backward liveness over the
+    forward code: branches joined, loops iterated to their fixpoint)."""
+    out = {}
+
+    def block(stmts, live):
+        for s in reversed(stmts):
+            out[id(s)] = set(live)
+            live = stmt(s, live)
+        return live
+
+    def stmt(s, live):
+        if isinstance(s, ast.If):
+            return _loads(s.test) | block(s.body, live) | block(s.orelse, live)
+        if isinstance(s, (ast.For, ast.While)):
+            head = _loads(s.iter if isinstance(s, ast.For) else s.test)
+            at_head = head | live
+            while True:
+                again = head | live | block(s.body, at_head)
+                if again <= at_head:
+                    return at_head
+                at_head |= again
+        if isinstance(s, ast.With):
+            return block(s.body, live) | _loads(s.items[0].context_expr)
+        if isinstance(s, ast.Return):
+            return _loads(s) if s.value is not None else set()
+        if isinstance(s, ast.Assign):
+            t = s.targets[0]
+            killed = {t.id} if isinstance(t, ast.Name) else set()
+            return (live - killed) | _loads(s.value) | _loads(t)
+        return live | _loads(s)
+
+    block(body, set())
+    return out
+
+
+def check_statement(s, name, candidates, located, helper):
+    """The check placed before in-place change ``s`` of ``name``."""
+    lineno = getattr(s, "lineno", 0) + located.first_line - 1
+    src = getattr(s, "_src", None)
+    what = located.text(src) if src is not None else ast.unparse(s)
+    names = ast.Tuple(elts=[_const(n) for n in sorted(candidates)], ctx=ast.Load())
+    call = ast.Call(func=helper, args=[_name(name), _const(name), names,
+                                       ast.Call(func=_name("locals"), args=[], keywords=[]),
+                                       _const(located.filename), _const(lineno), _const(what)],
+                    keywords=[])
+    return ast.Expr(value=call)
+
+
+def check_unaliased(value, name, others, scope, filename, lineno, what):
+    """Refuse the in-place change ``what`` of ``value`` (named ``name``) when another of
+    the names ``others`` (looked up in ``scope``, the generated function's locals, then in
+    its globals) holds memory it shares."""
+    target = _memory(value)
+    if target is None:
+        return
+    for other in others:
+        if other not in scope:
+            continue
+        if _shares(target, scope[other], 0):
+            raise AliasError(
+                f"`{what}` changes {name} in place while {other} shares its memory and is used "
+                "afterwards: the AST path follows values, not memory (copy one of them first, "
+                "e.g. with .copy())", filename, lineno, "in-place change of an aliased array")
+
+
+def _memory(x):
+    data = getattr(x, "_data", None)  # a Tensor: its array
+    if data is not None:
+        x = data
+    if isinstance(x, np.ndarray) or isinstance(x, list):
+        return x
+    if hasattr(x, "__cuda_array_interface__"):
+        return x
+    return None
+
+
+def _shares(target, other, depth):
+    if other is target:
+        return True
+    if isinstance(other, (list, tuple)):
+        return depth < 3 and any(_shares(target, o, depth + 1) for o in other)
+    if isinstance(target, list):
+        return False
+    other = _memory(other)
+    if other is None or isinstance(other, list):
+        return False
+    try:
+        return bool(np.may_share_memory(target, other))
+    except TypeError:  # (arrays of two devices)
+        return False
+
+
+_VIEW_METHODS = {"reshape", "ravel", "view", "transpose", "swapaxes", "squeeze", "diagonal"}
+_VIEW_ATTRS = {"T", "mT", "real", "imag", "flat"}
+
+
+def in_place_facts(body, params):
+    """``(visible, writes_params)``: whether a name changed in place was visibly bound to
+    the same memory as another (``b = a``, ``w = y[1:]``, ``t = y.T``, ``pair = [y, x]``)
+    -- ``mode="auto"`` then takes the tape, which follows NumPy's memory -- and whether a
+    parameter is changed in place (the caller's array: a run that fails half-way cannot
+    be run again on the tape)."""
+    links = {}
+
+    def link(a, b):
+        links.setdefault(a, set()).add(b)
+        links.setdefault(b, set()).add(a)
+
+    mutated = set()
+    for s in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if not isinstance(s, ast.stmt):
+            continue
+        m = mutated_name(s)
+        if m is not None:
+            mutated.add(m)
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            t, v = s.targets[0].id, s.value
+            if isinstance(v, ast.Name):
+                link(t, v.id)
+            elif isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+                link(t, v.value.id)
+            elif isinstance(v, ast.Attribute) and v.attr in _VIEW_ATTRS and isinstance(v.value, ast.Name):
+                link(t, v.value.id)
+            elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and \
+                    v.func.attr in _VIEW_METHODS and isinstance(v.func.value, ast.Name):
+                link(t, v.func.value.id)
+            elif isinstance(v, (ast.List, ast.Tuple)):
+                for e in v.elts:
+                    if isinstance(e, ast.Name):
+                        link(t, e.id)
+    reach, todo = set(params), list(params)  # names that may hold a parameter's memory
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other not in reach:
+                reach.add(other)
+                todo.append(other)
+    return any(links.get(m) for m in mutated), bool(mutated & reach)

@@ -1,0 +1,202 @@
+"""NumPy's aliasing on a tape of values.
+
+A NumPy array is memory: ``v = y[1:]`` shares ``y``'s memory, so ``y[1] = 0`` changes
+``v`` and ``v[0] = 5`` changes ``y``. A tape records values: ``x[i] = v`` is a functional
+update whose result takes over the written tracer (every name bound to that object sees
+it), but a tracer made as a view of the same memory would keep the old value -- a
+silently wrong answer. So the tape remembers how each view was made from its parent
+(when NumPy really made a view, checked on the values), and:
+
+* a write into a tracer marks its views *dirty*; a dirty view is made again from the
+  new parent the next time the traced function uses it (a view nobody uses again costs
+  nothing);
+* a write into a view is written back into its parent (``index_put`` for a basic index,
+  the inverse reshape or transpose), and from there to the parent's other views;
+  a view with no inverse (``diagonal``, ``broadcast_to``, ``split``) refuses the write.
+
+Sweeps and the optimizer read a tracer as the SSA value it names, so only the traced
+function's own uses (recorded in the value phase) remake dirty views.
+"""
+import weakref
+
+from ...backend import namespace_of
+from .numpy_map import P
+from .tape import VAR_TYPES, TracerError, Var
+
+__all__ = ["note_view", "before_write", "after_write", "current", "current_tree", "settle",
+           "settle_tape", "is_dirty"]
+
+class _ByIdentity:
+    """A weak map keyed by the tracer *object* (a tracer's ``==`` is elementwise, so the
+    weakref module's containers, which compare keys, cannot hold tracers)."""
+
+    def __init__(self):
+        self._items = {}
+
+    def _forget(self, key):
+        return lambda ref: self._items.pop(key, None)
+
+    def __setitem__(self, obj, value):
+        self._items[id(obj)] = (weakref.ref(obj, self._forget(id(obj))), value)
+
+    def get(self, obj, default=None):
+        hit = self._items.get(id(obj))
+        return default if hit is None or hit[0]() is not obj else hit[1]
+
+    def pop(self, obj, default=None):
+        hit = self._items.get(id(obj))
+        if hit is None or hit[0]() is not obj:
+            return default
+        del self._items[id(obj)]
+        return hit[1]
+
+    def keys(self):
+        return [k for k in (ref() for ref, _ in list(self._items.values())) if k is not None]
+
+
+_LINK = _ByIdentity()    # view -> (parent, prim, params, k): how it was made
+_VIEWS = _ByIdentity()   # parent -> {id: weakref} of its views that are up to date
+_DIRTY = {}              # tracer class -> its dirty twin (and back)
+_DIRTIES = _ByIdentity()  # the dirty tracers (values unused)
+
+
+def _add_view(parent, view):
+    views = _VIEWS.get(parent)
+    if views is None:
+        views = {}
+        _VIEWS[parent] = views
+    views[id(view)] = weakref.ref(view)
+
+
+def _live(views):
+    return [v for v in (ref() for ref in (views or {}).values()) if v is not None]
+
+
+def _twin(cls):
+    twin = _DIRTY.get(cls)
+    if twin is None:
+        twin = type(f"Dirty{cls.__name__}", (cls,), {"__slots__": (), "__module__": __name__})
+        VAR_TYPES.discard(twin)  # (bind's fast path must not take a dirty tracer as it is)
+        _DIRTY[cls], _DIRTY[twin] = twin, cls
+    return twin
+
+
+def is_dirty(var):
+    return type(var).__name__.startswith("Dirty") and type(var) in _DIRTY
+
+
+def _shares_memory(a, b):
+    xp = namespace_of(a)
+    may = getattr(xp, "may_share_memory", None)
+    try:
+        return True if may is None else bool(may(a, b))
+    except TypeError:
+        return True
+
+
+def note_view(prim, args, params, result, tape):
+    """Remember that ``result`` (a tracer, or a tuple of them) was made from ``args[0]``
+    by view primitive ``prim`` -- when NumPy's kernel really returned a view of it."""
+    base = args[0]
+    if not isinstance(base, Var) or tape.phase != "t":
+        return
+    outs = result if isinstance(result, tuple) else (result,)
+    for k, out in enumerate(outs):
+        if not out.shape:  # ``y[1]`` is a number in NumPy, not a view: ``y[1] += v`` rebinds
+            tape.immutable.add(out.id)
+        elif _shares_memory(out.value, base.value):
+            _LINK[out] = (base, prim, params, k if isinstance(result, tuple) else None)
+            _add_view(base, out)
+
+
+def current(var):
+    """``var`` made up to date (remade from its parent if a write made it dirty)."""
+    if is_dirty(var) and var.tape.phase == "t":
+        parent, prim, params, k = _LINK.get(var)
+        parent = current(parent)
+        made = prim(parent, **params)
+        from .tracer import take_over
+        take_over(var, made[k] if k is not None else made)
+        settle(var)
+        _add_view(parent, var)
+    return var
+
+
+def current_tree(tree):
+    """The leaves of a function's result made up to date (a tree of tracers and values)."""
+    from ..tree import flatten, unflatten
+    leaves, spec = flatten(tree)
+    if not any(is_dirty(v) for v in leaves):
+        return tree
+    return unflatten(spec, [current(v) if is_dirty(v) else v for v in leaves])
+
+
+def settle(old):
+    """A tracer renamed to an old value is clean: it names that value for good."""
+    if is_dirty(old):
+        old.__class__ = _DIRTY[type(old)]
+        _DIRTIES.pop(old)
+
+
+def settle_tape(tape):
+    """When a tape stops recording, its dirty tracers are just the SSA values they name."""
+    for v in _DIRTIES.keys():
+        if v.tape is tape:
+            settle(v)
+
+
+def before_write(var):
+    current(var)
+
+
+def after_write(var, source=None):
+    """``var`` was written (it took over the new value): its views are dirty, and if it
+    is a view, the write goes on into its parent."""
+    for v in _live(_VIEWS.pop(var, None)):
+        if v is not source:
+            _make_dirty(v)
+    if source is not None:
+        _add_view(var, source)
+    link = _LINK.get(var)
+    if link is None:
+        return
+    parent, prim, params, k = link
+    back = _INVERSE.get(prim.name) if k is None else None
+    if back is None:
+        raise TracerError(
+            f"a write into a view made by {prim.name} ({var!r} of {parent!r}) cannot be traced: "
+            "NumPy would change the array it views, and no inverse is known. Copy the view "
+            "first (v = v.copy()) or write into the array itself")
+    from .tracer import take_over
+    parent = current(parent)
+    take_over(parent, back(parent, var, params))
+    after_write(parent, source=var)
+
+
+def _make_dirty(v):
+    if not is_dirty(v):
+        v.__class__ = _twin(type(v))
+        _DIRTIES[v] = None
+    for c in _live(_VIEWS.pop(v, None)):
+        _make_dirty(c)
+
+
+def _reshape_back(parent, view, params):
+    return P.reshape(view, shape=parent.shape)
+
+
+def _permute_back(parent, view, params):
+    dims = params["dims"]
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return P.permute(view, dims=tuple(inverse))
+
+
+_INVERSE = {
+    "basic_index": lambda parent, view, params: P.index_put(parent, view, index=params["index"]),
+    "reshape": _reshape_back, "squeeze": _reshape_back, "unsqueeze": _reshape_back,
+    "transpose": lambda parent, view, params: P.transpose(view, dim0=params["dim0"], dim1=params["dim1"]),
+    "t": lambda parent, view, params: P.t(view),
+    "permute": _permute_back,
+}
