@@ -4,6 +4,8 @@ import json
 import math
 import os
 import re
+import sys
+import tracemalloc
 import zipfile
 from collections import OrderedDict
 
@@ -12,7 +14,7 @@ import pytest
 from numpy.lib import format as npy
 
 import tracegrad
-from tracegrad import nn
+from tracegrad import nn, serialization
 
 INDEX = "__tracegrad_index__.npy"
 
@@ -487,3 +489,259 @@ def test_same_structure_as_torch_load():
         return x
 
     assert shape_of(got) == shape_of(want)
+
+
+# -- reading without copies: sizes checked first, CRC-32 on the way, mmap -------------------
+def zip_of(raw):
+    """An archive holding ``raw`` (name -> bytes), stored as zipfile writes by default."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, data in raw.items():
+            zf.writestr(name, data)
+    return out.getvalue()
+
+
+def entries_of(data):
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+def npy_bytes(arr):
+    buf = io.BytesIO()
+    npy.write_array(buf, arr)
+    return buf.getvalue()
+
+
+def declaring(data, key, shape):
+    """``data`` with tensor ``key``'s .npy header and index entry declaring ``shape``; the
+    entry's bytes stay what they were."""
+    raw = entries_of(data)
+    index = index_of(data)
+    next(e for e in index["tensors"] if e["key"] == key)["shape"] = list(shape)
+    arr = npy.read_array(io.BytesIO(raw[key + ".npy"]))
+    head = io.BytesIO()
+    npy.write_array_header_1_0(head, {"descr": npy.dtype_to_descr(arr.dtype), "fortran_order": False,
+                                      "shape": tuple(shape)})
+    raw[key + ".npy"] = head.getvalue() + arr.tobytes()
+    raw[INDEX] = npy_bytes(np.frombuffer(json.dumps(index).encode(), np.uint8))
+    return zip_of(raw)
+
+
+def directory_says(data, name, size):
+    """``data`` with the zip directory's sizes of entry ``name`` set to ``size`` bytes."""
+    data = bytearray(data)
+    at = data.index(b"PK\x05\x06")
+    at = int.from_bytes(data[at + 16:at + 20], "little")  # the central directory's start
+    while data[at:at + 4] == b"PK\x01\x02":
+        n, m, k = (int.from_bytes(data[at + i:at + i + 2], "little") for i in (28, 30, 32))
+        if data[at + 46:at + 46 + n] == name.encode():
+            data[at + 20:at + 28] = size.to_bytes(4, "little") * 2
+            return bytes(data)
+        at += 46 + n + m + k
+    raise AssertionError(f"no entry {name}")
+
+
+def test_declared_size_beyond_the_entry_is_refused_before_allocating(tmp_path):
+    """A header that says 1 GiB over an entry holding 24 bytes: refused, naming the file and
+    the entry, without asking for the memory (tracemalloc sees NumPy's allocations)."""
+    f = tmp_path / "liar.pt"
+    f.write_bytes(declaring(saved_bytes(sample()), "t0", (2**28,)))
+    tracemalloc.start()
+    try:
+        msg = load_error(f)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert msg.startswith(f"cannot load {str(f)!r}: the file is corrupt: entry 't0.npy' declares "
+                          "1073741824 bytes of data (shape (268435456,), float32) but holds only 24"), msg
+    assert peak < 2**20, peak
+
+
+def test_directory_size_beyond_the_file_is_refused_before_allocating(tmp_path):
+    """The zip directory, the index and the header all say 1 GiB; the file is 1 MiB."""
+    data = saved_bytes({"w": tracegrad.zeros(2**18)})
+    data = declaring(data, "t0", (2**28,))
+    data = directory_says(data, "t0.npy", 2**30 + 128)
+    f = tmp_path / "short.pt"
+    f.write_bytes(data)
+    for mmap in (False, True):
+        tracemalloc.start()
+        try:
+            with pytest.raises(RuntimeError) as info:
+                tracegrad.load(f, mmap=mmap)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert re.match(rf"cannot load {re.escape(repr(str(f)))}: the file is corrupt or truncated: "
+                        r"entry 't0.npy' says it holds 1073741952 bytes from byte \d+, but the file "
+                        rf"ends at byte {len(data)}$", str(info.value)), str(info.value)
+        assert peak < 2**20, peak
+
+
+def test_entry_longer_than_its_header_says():
+    data = saved_bytes(sample())
+    raw = entries_of(data)
+    raw["t1.npy"] += b"\0" * 8
+    assert "entry 't1.npy' is longer than its header says" in load_error(zip_of(raw))
+
+
+def test_overlapping_entries_are_refused():
+    """Two entries claiming the same bytes (a zip bomb's trick) are refused."""
+    data = saved_bytes(sample())
+    size = len(entries_of(data)["t0.npy"])
+    assert "entries 't0.npy' and 't1.npy' overlap" in load_error(directory_says(data, "t0.npy", size + 40))
+
+
+def test_compressed_entries_are_refused():
+    raw = entries_of(saved_bytes(sample()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in raw.items():
+            zf.writestr(name, data)
+    assert "is compressed or encrypted; tracegrad.save stores entries as they are" in load_error(out.getvalue())
+
+
+def big():
+    """A tensor of several read chunks (the loader reads and checksums 4 MiB at a time)."""
+    return tracegrad.arange(float(3 * 2**20 + 5))
+
+
+@pytest.mark.parametrize("mmap, chunk", [(False, None), (True, None), (False, 4096)])
+def test_flipped_byte_deep_in_a_large_tensor_is_a_crc_error(tmp_path, monkeypatch, mmap, chunk):
+    """Also with small chunks, so that the CRC runs on the helper thread, behind the reads."""
+    if chunk:
+        monkeypatch.setattr(serialization, "_CHUNK", chunk)
+    f = tmp_path / "big.pt"
+    tracegrad.save({"w": big()}, f)
+    data = bytearray(f.read_bytes())
+    assert tracegrad.load(f, mmap=mmap)["w"].tolist()[-1] == 3 * 2**20 + 4
+    data[len(data) - 2**20] ^= 0x01
+    f.write_bytes(data)
+    msg = load_error(f) if not mmap else str(pytest.raises(RuntimeError, tracegrad.load, f, mmap=True).value)
+    assert msg == f"cannot load {str(f)!r}: the file is corrupt: entry 't0.npy' fails its CRC-32 check"
+
+
+def test_every_truncation_is_an_error_with_mmap(tmp_path):
+    data = saved_bytes(sample())
+    f = tmp_path / "cut.pt"
+    for n in range(0, len(data), 7):
+        f.write_bytes(data[:n])
+        with pytest.raises(RuntimeError, match=f"cannot load {re.escape(repr(str(f)))}: "):
+            tracegrad.load(f, mmap=True)
+
+
+def test_flipped_bytes_with_mmap(tmp_path):
+    """As test_flipped_bytes_are_caught_or_harmless, through the mapped file."""
+    data = saved_bytes(sample())
+    f = tmp_path / "flip.pt"
+    for i in range(len(data)):
+        bad = bytearray(data)
+        bad[i] ^= 0x80
+        f.write_bytes(bad)
+        try:
+            out = tracegrad.load(f, mmap=True)
+        except RuntimeError:
+            continue
+        assert equals_sample(out), f"byte {i} flipped loaded wrong values"
+
+
+def test_loaded_tensors_are_writable_and_independent_of_the_file(tmp_path):
+    f = tmp_path / "w.pt"
+    tracegrad.save({"w": big(), "s": tracegrad.ones(3)}, f)
+    out = tracegrad.load(f)
+    assert out["w"].numpy().flags.writeable and out["w"].numpy().flags.owndata
+    before = f.read_bytes()
+    out["w"].mul_(2)
+    out["s"][0] = 7
+    assert f.read_bytes() == before  # writes stay in memory
+    tracegrad.save({"w": tracegrad.zeros(3 * 2**20 + 5), "s": tracegrad.zeros(3)}, f)  # rewritten
+    assert out["w"][-1].item() == 2 * (3 * 2**20 + 4) and out["s"].tolist() == [7, 1, 1]
+    f.unlink()
+    assert out["w"].sum().item() == float(np.arange(3 * 2**20 + 5, dtype=np.float32).sum(dtype=np.float32) * 2)
+
+
+def test_mmap_maps_the_file_copy_on_write(tmp_path):
+    f = tmp_path / "m.pt"
+    tracegrad.save({"w": big(), "p": nn.Parameter(tracegrad.ones(2, 3))}, f)
+    before = f.read_bytes()
+    mapped, read = tracegrad.load(f, mmap=True), tracegrad.load(f)
+    assert_same_tensor(mapped["w"], read["w"])
+    assert type(mapped["p"]) is nn.Parameter and mapped["p"].requires_grad
+    w = mapped["w"].numpy()
+    assert not w.flags.owndata and w.flags.writeable and w.ctypes.data % 64 == 0  # aligned by save
+    mapped["w"][:4].add_(1)  # a private copy of the page written; the file is untouched
+    assert mapped["w"][:5].tolist() == [1, 2, 3, 4, 4] and f.read_bytes() == before
+    assert tracegrad.load(f, mmap=True)["w"][:2].tolist() == [0, 1]
+    if sys.platform.startswith("linux"):  # pages not written are the file's (Linux's MAP_PRIVATE)
+        with open(f, "r+b") as fh:
+            fh.seek(before.index(np.arange(2**20, 2**20 + 4, dtype=np.float32).tobytes()))
+            fh.write(np.float32(-5).tobytes())
+        assert mapped["w"][2**20].item() == -5  # mapped: the file's change shows
+        assert read["w"][2**20].item() == 2**20  # read: independent of the file
+        assert mapped["w"][0].item() == 1  # the written page stays private
+
+
+def test_mmap_needs_a_path():
+    buf = io.BytesIO(saved_bytes(sample()))
+    with pytest.raises(ValueError, match="f must be a file path in order to use the mmap argument"):
+        tracegrad.load(buf, mmap=True)
+    assert equals_sample(tracegrad.load(buf, mmap=False))
+    assert equals_sample(tracegrad.load(io.BytesIO(buf.getvalue()), mmap=None))
+
+
+def test_mmap_of_an_unaligned_file_and_of_empty_tensors(tmp_path):
+    """A file not written by this save (no alignment padding) still maps; empty and 0-d
+    tensors need no mapping."""
+    data = saved_bytes({**sample(), "e": tracegrad.zeros(0, 3), "z": tracegrad.tensor(2.5)})
+    f = tmp_path / "plain.pt"
+    f.write_bytes(rewrite(data, index_of(data)))
+    out = tracegrad.load(f, mmap=True)
+    assert equals_sample({k: out[k] for k in ("epoch", "w", "i", "l")})
+    assert tuple(out["e"].shape) == (0, 3) and out["z"].item() == 2.5
+    out["z"].add_(1)
+    assert out["z"].item() == 3.5
+
+
+def test_saved_entries_start_at_multiples_of_64(tmp_path):
+    for prefix in (b"", b"abc"):
+        buf = io.BytesIO()
+        buf.write(prefix)
+        tracegrad.save({**sample(), "b": tracegrad.ones(5, dtype=tracegrad.float64)}, buf)
+        data = buf.getvalue()
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            for info in zf.infolist():
+                at = info.header_offset
+                n, m = (int.from_bytes(data[at + i:at + i + 2], "little") for i in (26, 28))
+                assert (at + 30 + n + m) % 64 == 0, info.filename
+        buf.seek(len(prefix))
+        assert equals_sample({k: v for k, v in tracegrad.load(buf).items() if k != "b"})
+
+
+def test_file_objects_without_readinto_and_with_an_offset():
+    class Reader:  # read, seek and tell only
+        def __init__(self, data):
+            self._buf = io.BytesIO(data)
+
+        def read(self, n=-1):
+            return self._buf.read(n)
+
+        def seek(self, *args):
+            return self._buf.seek(*args)
+
+        def tell(self):
+            return self._buf.tell()
+
+        def seekable(self):
+            return True
+
+    data = saved_bytes({**sample(), "big": big()})
+    out = tracegrad.load(Reader(data))
+    assert out["big"][-1].item() == 3 * 2**20 + 4
+    assert equals_sample({k: v for k, v in out.items() if k != "big"})
+    buf = io.BytesIO(b"x" * 100 + data)
+    buf.seek(100)
+    out = tracegrad.load(buf)
+    assert out["big"].tolist() == big().tolist()
+    buf = io.BytesIO(data)
+    buf.seek(5)
+    assert "not an .npz archive" in load_error(buf.read())

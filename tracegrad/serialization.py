@@ -4,9 +4,14 @@ Loading a pickle can run arbitrary code, so a tracegrad file holds data only: on
 ``.npz`` archive (a zip of ``.npy`` arrays, read back with pickling off) whose entry
 ``__tracegrad_index__`` is a small JSON document, stored as a uint8 array, that describes
 the saved object: its containers and plain values, and for every tensor its dtype, shape,
-``requires_grad``, device and whether it was an ``nn.Parameter``. The zip layer CRC-checks
-every entry and each array is checked against the index, so a truncated, corrupt or
-foreign file is a ``RuntimeError`` naming the file, never wrong values.
+``requires_grad``, device and whether it was an ``nn.Parameter``. Every entry's CRC-32 is
+checked and each array against the index, so a truncated, corrupt or foreign file is a
+``RuntimeError`` naming the file, never wrong values.
+
+Entries are stored uncompressed, their data aligned to 64 bytes, so loading can find each
+array's bytes in the file and read them straight into the array it returns (or map them,
+``mmap=True``): the zip module only parses the directory. Every size a file declares is
+checked against the bytes it holds before anything is allocated.
 
 Saved and restored: ``dict``, ``OrderedDict``, ``list``, ``tuple``, ``tracegrad.Size``,
 ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, dtypes, devices and tensors
@@ -19,9 +24,13 @@ import contextlib
 import io
 import json
 import math
+import mmap as _mm
 import os
+import shutil
+import struct
 import zipfile
-from collections import OrderedDict
+import zlib
+from collections import OrderedDict, namedtuple
 
 from . import backend
 from .backend.device import device
@@ -38,6 +47,11 @@ FORMAT = "tracegrad.save"
 VERSION = 1
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # an archive with entries / an empty one
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same object gives the same bytes
+_LOCAL = struct.Struct("<4s2B4HL2L2H")  # a zip entry's local header (as zipfile's structFileHeader)
+_HEADER_MAX = 16384  # more than any .npy header NumPy will parse (its max_header_size is 10000)
+_ZIP64_EXTRA = 20  # the sizes zipfile adds to each local header under force_zip64
+_ALIGN = 64  # where entries' data start in a saved file (as PyTorch aligns its records)
+_CHUNK = 1 << 22  # bytes read, or checksummed, at a time: small enough to stay in the cache
 _DTYPE_BY_NAME = {d.name: d for d in _DTYPES}
 _CONTAINER_TAGS = {list: "list", tuple: "tuple", dict: "dict", OrderedDict: "odict"}
 _SUPPORTED = ("tensors, dict, OrderedDict, list, tuple and plain values (None, bool, int, "
@@ -54,10 +68,40 @@ def save(obj, f):
     text = json.dumps(index, separators=(",", ":"), allow_nan=True).encode()
     arrays = {INDEX: backend.cpu.frombuffer(text, dtype=backend.cpu.uint8), **enc.arrays}
     with _opened(f, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        at = _tell(fh)
         for name, arr in arrays.items():
             info = zipfile.ZipInfo(name + ".npy", date_time=_EPOCH)
+            info.extra = _padding(at, len(info.filename))
             with zf.open(info, "w", force_zip64=True) as member:
-                _npy.write_array(member, arr, allow_pickle=False)
+                _write_array(member, arr)
+            at += _LOCAL.size + len(info.filename) + len(info.extra) + _ZIP64_EXTRA + info.file_size
+
+
+def _write_array(member, arr):
+    """``arr`` (C-contiguous) as a .npy file, its data written from its own memory in chunks
+    (NumPy's ``write_array`` copies each chunk into a new bytes object first)."""
+    _npy.write_array_header_1_0(member, _npy.header_data_from_array_1_0(arr))
+    view = _bytes_of(arr)
+    for i in range(0, len(view), _CHUNK):
+        member.write(view[i:i + _CHUNK])
+
+
+def _padding(at, name_len):
+    """A zip extra field (Android zipalign's, id 0xD935) that pads an entry's local header
+    so that its data, and so the array after the 64-byte .npy header, starts at a multiple
+    of 64 bytes in the file: mapped with ``load(mmap=True)``, arrays are then aligned."""
+    header = _LOCAL.size + name_len + 6 + _ZIP64_EXTRA  # 6: the padding field's id, size, alignment
+    pad = -(at + header) % _ALIGN
+    return struct.pack("<HHH", 0xD935, 2 + pad, _ALIGN) + bytes(pad)
+
+
+def _tell(fh):
+    """Where the archive starts in ``fh`` (a stream that cannot tell is taken to start at 0,
+    as zipfile does)."""
+    try:
+        return fh.tell()
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 class _Encoder:
@@ -123,7 +167,7 @@ def _where(path):
 
 
 # -- load -----------------------------------------------------------------------------------
-def load(f, map_location=None, *, weights_only=True):
+def load(f, map_location=None, *, weights_only=True, mmap=None):
     """Load what :func:`save` wrote to ``f`` (a path or a binary file object).
 
     ``map_location`` is PyTorch's: None puts each tensor back on the device it was saved
@@ -131,12 +175,22 @@ def load(f, map_location=None, *, weights_only=True):
     ones (``{'cuda:0': 'cpu'}``); a callable gets ``(cpu_tensor, saved_device_name)`` and
     returns a tensor or None (for the default). ``weights_only`` is accepted for PyTorch
     compatibility: these files never hold code, so both values load the same data.
+
+    By default each tensor gets memory of its own, read straight from the file (no second
+    copy), and is independent of the file afterwards. ``mmap=True`` (PyTorch's option, for
+    a path only) maps the file instead: the tensors' values are the file's pages, copied
+    privately only where written (writes never reach the file), so a large checkpoint
+    costs no memory of its own; as with PyTorch, the file must not change or shrink while
+    they live. Either way every entry's CRC-32 is checked (reading or mapping it once), so
+    a corrupt file is an error, never wrong values.
     """
     _check_map_location(map_location)
+    if mmap and not isinstance(f, (str, bytes, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     name = _name_of(f)
     with _opened(f, "rb") as fh:
         try:
-            entries, arrays, root = _read(fh)
+            entries, arrays, root = _read(fh, bool(mmap))
         except _BadFile as e:
             raise RuntimeError(f"cannot load {name}: {e}") from None
         except MemoryError:
@@ -155,10 +209,14 @@ class _BadFile(Exception):
     """What is wrong with a file, in words."""
 
 
-def _read(fh):
-    """The validated index entries, their arrays (by key) and the root node of ``fh``."""
+def _read(fh, mapped):
+    """The validated index entries, their arrays (by key) and the root node of ``fh``.
+
+    The zip module only parses the directory: each entry's bytes are located in the file
+    (:func:`_locate`) and read, or mapped, by :func:`_read_array` straight into the array
+    that is returned, so no entry's data is ever held twice."""
     if not _seekable(fh):
-        fh = io.BytesIO(fh.read())
+        fh = _buffered(fh)
     start = fh.tell()
     head = fh.read(4)
     fh.seek(start)
@@ -173,54 +231,183 @@ def _read(fh):
                     if any(n.endswith("data.pkl") for n in names) else "")
             raise _BadFile(f"it is not a file written by tracegrad.save (an archive without "
                            f"the '{INDEX}' entry{hint})")
-        raw = _read_array(zf, INDEX + ".npy", _DTYPE_BY_NAME["uint8"].np, None)
-        try:
-            index = json.loads(raw.tobytes())
-        except (ValueError, RecursionError) as e:
-            raise _BadFile(f"its index is not valid JSON ({e})") from None
-        entries = _check_index(index)
-        described = {e["key"] + ".npy" for e in entries} | {INDEX + ".npy"}
-        if names != described:
-            raise _BadFile(f"its index does not match the archive (entries not in the index: "
-                           f"{sorted(names - described)}; in the index but missing: "
-                           f"{sorted(described - names)})")
-        arrays = {e["key"]: _read_array(zf, e["key"] + ".npy", _DTYPE_BY_NAME[e["dtype"]].np,
-                                        tuple(e["shape"])) for e in entries}
+        spans = _locate(fh, [zf.getinfo(n) for n in sorted(names)], fh.seek(0, io.SEEK_END))
+    raw = _read_array(fh, None, spans[INDEX + ".npy"], _DTYPE_BY_NAME["uint8"].np, None)
+    try:
+        index = json.loads(raw.tobytes())
+    except (ValueError, RecursionError) as e:
+        raise _BadFile(f"its index is not valid JSON ({e})") from None
+    entries = _check_index(index)
+    described = {e["key"] + ".npy" for e in entries} | {INDEX + ".npy"}
+    if names != described:
+        raise _BadFile(f"its index does not match the archive (entries not in the index: "
+                       f"{sorted(names - described)}; in the index but missing: "
+                       f"{sorted(described - names)})")
+    mapping = _mapping(fh) if mapped and entries else None
+    arrays = {e["key"]: _read_array(fh, mapping, spans[e["key"] + ".npy"],
+                                    _DTYPE_BY_NAME[e["dtype"]].np, tuple(e["shape"]))
+              for e in entries}
     return entries, arrays, index["root"]
 
 
-def _read_array(zf, name, want_dtype, want_shape):
-    """Entry ``name`` as a fresh array, after checking its header against what the index
-    says (so a damaged header cannot make us allocate or misread); reading to the end of
-    the entry makes the zip layer check its CRC."""
-    info = zf.getinfo(name)
-    with zf.open(info) as member:
-        version = _npy.read_magic(member)
-        if version not in ((1, 0), (2, 0)):
-            raise _BadFile(f"the file is corrupt: entry {name!r} has an unknown .npy version {version}")
-        header = _npy.read_array_header_1_0 if version == (1, 0) else _npy.read_array_header_2_0
-        shape, fortran, dt = header(member)
-        if dt.hasobject or dt.newbyteorder("=") != want_dtype:
-            raise _BadFile(f"the file is corrupt: entry {name!r} holds {dt}, expected {want_dtype}")
-        if want_shape is not None and tuple(shape) != want_shape or want_shape is None and len(shape) != 1:
-            raise _BadFile(f"the file is corrupt: entry {name!r} has shape {tuple(shape)}, "
-                           f"expected {want_shape}")
-        count = math.prod(shape)
-        if count * dt.itemsize > info.file_size:
-            raise _BadFile(f"the file is corrupt: entry {name!r} is shorter than its header says")
-        out = backend.cpu.empty(shape[::-1] if fortran else shape, dtype=dt)
-        flat = memoryview(out.reshape(-1).view(backend.cpu.uint8))
-        got = 0
-        while got < len(flat):
-            n = member.readinto(flat[got:])
-            if not n:
-                raise _BadFile(f"the file is corrupt: entry {name!r} is truncated")
-            got += n
-        if member.read(1):
-            raise _BadFile(f"the file is corrupt: entry {name!r} is longer than its header says")
+def _locate(fh, infos, end):
+    """Each entry's ``_Span``, by name, after checking what the zip directory says against
+    the file: stored as is (``save`` never compresses), a local header that agrees, bytes
+    that end inside the file and overlap no other entry's. Only then may a size be trusted
+    enough to allocate for."""
+    spans, taken = {}, []
+    for info in infos:
+        name = info.filename
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            raise _BadFile(f"entry {name!r} is compressed or encrypted; tracegrad.save stores "
+                           "entries as they are")
+        fh.seek(info.header_offset)
+        local = fh.read(_LOCAL.size)
+        if len(local) != _LOCAL.size or local[:4] != b"PK\x03\x04":
+            raise _BadFile(f"the file is corrupt: entry {name!r} has no local header")
+        name_len, extra_len = _LOCAL.unpack(local)[-2:]
+        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+        if fh.read(name_len) != info.orig_filename.encode(encoding):
+            raise _BadFile(f"the file is corrupt: entry {name!r} has a local header for another name")
+        begin = info.header_offset + _LOCAL.size + name_len + extra_len
+        stop = begin + info.file_size
+        if info.compress_size != info.file_size or stop > end:
+            raise _BadFile(f"the file is corrupt or truncated: entry {name!r} says it holds "
+                           f"{info.file_size} bytes from byte {begin}, but the file ends at byte {end}")
+        spans[name] = _Span(name, begin, info.file_size, info.CRC)
+        taken.append((info.header_offset, stop, name))
+    taken.sort()
+    for (_, stop, a), (begin, _, b) in zip(taken, taken[1:]):
+        if begin < stop:
+            raise _BadFile(f"the file is corrupt: entries {a!r} and {b!r} overlap")
+    return spans
+
+
+# where an entry's stored bytes lie in the file, and their CRC-32 from the zip directory
+_Span = namedtuple("_Span", "name begin size crc")
+
+
+def _read_array(fh, mapping, span, want_dtype, want_shape):
+    """Entry ``span`` as an array, after checking its .npy header against what the index
+    says and the bytes it declares against the bytes the entry holds, all before anything
+    is allocated. The values are read from ``fh`` into a new array, or viewed in
+    ``mapping`` (an mmap of the file), and CRC-checked on the way, chunk by chunk."""
+    name = span.name
+    fh.seek(span.begin)
+    head = fh.read(min(span.size, _HEADER_MAX))
+    member = io.BytesIO(head)
+    version = _npy.read_magic(member)
+    if version not in ((1, 0), (2, 0)):
+        raise _BadFile(f"the file is corrupt: entry {name!r} has an unknown .npy version {version}")
+    header = _npy.read_array_header_1_0 if version == (1, 0) else _npy.read_array_header_2_0
+    shape, fortran, dt = header(member)
+    if dt.hasobject or dt.newbyteorder("=") != want_dtype:
+        raise _BadFile(f"the file is corrupt: entry {name!r} holds {dt}, expected {want_dtype}")
+    if want_shape is not None and tuple(shape) != want_shape or want_shape is None and len(shape) != 1:
+        raise _BadFile(f"the file is corrupt: entry {name!r} has shape {tuple(shape)}, "
+                       f"expected {want_shape}")
+    skip = member.tell()
+    nbytes = math.prod(shape) * dt.itemsize
+    if skip + nbytes > span.size:
+        raise _BadFile(f"the file is corrupt: entry {name!r} declares {nbytes} bytes of data "
+                       f"(shape {tuple(shape)}, {dt}) but holds only {span.size - skip}")
+    if skip + nbytes < span.size:
+        raise _BadFile(f"the file is corrupt: entry {name!r} is longer than its header says")
+    crc = zlib.crc32(head[:skip])
+    layout = shape[::-1] if fortran else shape
+    if mapping is not None and nbytes:
+        out = backend.cpu.frombuffer(mapping, dt, math.prod(shape), span.begin + skip).reshape(layout)
+        crc = _crc_of(_bytes_of(out), crc)
+    else:
+        out = backend.cpu.empty(layout, dtype=dt)
+        fh.seek(span.begin + skip)
+        crc = _fill(fh, _bytes_of(out), crc, name)
+    if crc != span.crc:
+        raise _BadFile(f"the file is corrupt: entry {name!r} fails its CRC-32 check")
     if fortran:
         out = out.T.copy()
     return out if dt == want_dtype else out.astype(want_dtype)
+
+
+def _bytes_of(a):
+    return memoryview(a.reshape(-1).view(backend.cpu.uint8))
+
+
+def _fill(fh, view, crc, name):
+    """Read ``fh`` into ``view`` (the kernel copies straight into it); the running CRC-32,
+    taken of each chunk while it is still in the cache."""
+    readinto = getattr(fh, "readinto", None)
+    got = 0
+    with _Checksum(crc, threaded=len(view) > 4 * _CHUNK) as check:
+        while got < len(view):
+            chunk = view[got:got + _CHUNK]
+            if readinto is not None:
+                n = readinto(chunk)
+            else:  # a file object with read() only
+                data = fh.read(len(chunk))
+                n = len(data)
+                chunk[:n] = data
+            if not n:
+                raise _BadFile(f"the file is corrupt: entry {name!r} is truncated")
+            check.add(chunk[:n])
+            got += n
+        return check.value()
+
+
+class _Checksum:
+    """A running CRC-32. For a large array it is computed on a helper thread, one chunk
+    behind the reads: zlib and file reads both release the GIL, so with a second core the
+    check costs no time. (A thread per array, not a pool: a pool's idle thread would not
+    survive a DataLoader worker's fork.)"""
+
+    def __init__(self, crc, threaded):
+        self._crc, self._job, self._pool = crc, None, None
+        if threaded:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="tracegrad.load-crc32")
+
+    def add(self, chunk):
+        if self._pool is None:
+            self._crc = zlib.crc32(chunk, self._crc)
+            return
+        crc = self.value()
+        self._job = self._pool.submit(zlib.crc32, chunk, crc)
+
+    def value(self):
+        if self._job is not None:
+            self._crc, self._job = self._job.result(), None
+        return self._crc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+def _crc_of(view, crc):
+    for i in range(0, len(view), _CHUNK):
+        crc = zlib.crc32(view[i:i + _CHUNK], crc)
+    return crc
+
+
+def _mapping(fh):
+    """The whole file mapped copy-on-write: pages are shared with the page cache until a
+    tensor writes to one, and nothing is ever written back."""
+    try:
+        return _mm.mmap(fh.fileno(), 0, access=_mm.ACCESS_COPY)
+    except (OSError, ValueError, AttributeError) as e:
+        raise _BadFile(f"it cannot be memory-mapped ({type(e).__name__}: {e}); "
+                       "load it with mmap=False") from None
+
+
+def _buffered(fh):
+    """A seekable copy of a stream that is not (the zip directory is at its end)."""
+    buf = io.BytesIO()
+    shutil.copyfileobj(fh, buf, _CHUNK)
+    buf.seek(0)
+    return buf
 
 
 def _check_index(index):

@@ -185,3 +185,23 @@ def test_a_write_into_a_view_without_inverse_is_refused_on_the_tape():
         return np.sum(y)
     with pytest.raises((tg.TracerError, ValueError)):
         tg.grad(f, mode="tape")(X.copy())
+
+
+def doubles_in_place(p):
+    p += p
+    return np.sum(p)
+
+
+def calls_a_helper_that_writes_its_argument(x):
+    w = x * 1.0
+    s = doubles_in_place(w)
+    return s + np.sum(w * w)
+
+
+def test_a_called_function_changing_its_argument_is_refused_in_ast_mode():
+    with pytest.raises(tg.TransformError, match="doubles_in_place, called from the function being "
+                                                "differentiated, changes an argument in place"):
+        tg.grad(calls_a_helper_that_writes_its_argument, mode="ast")(X.copy())
+    f = calls_a_helper_that_writes_its_argument
+    for mode in ("tape", "auto"):
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), _fd(f, X), rtol=1e-6, atol=1e-8)

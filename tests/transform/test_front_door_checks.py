@@ -207,3 +207,73 @@ def test_np_r_and_c_of_a_value_being_differentiated_are_refused_in_every_mode(f)
     for mode in ("tape", "auto"):
         with pytest.raises(tg.TracerError):
             tg.jvp(f, (x,), (t,), mode=mode)
+
+
+# -- found by the differential fuzzer (tests/transform/test_fuzz_differential.py) ---------------
+
+def item_in_arithmetic(x):
+    s = np.mean(x).item()
+    return np.sum(x * s)
+
+
+def augmented_zero_d(x):
+    x += 0.5
+    return np.sum(np.tanh(x))
+
+
+def outer_of_a_float(x):
+    c = -0.97
+    return np.sum(np.outer(c, x))
+
+
+def write_with_leading_ones(x, y):
+    w = y * 1.0
+    w[0] = x            # x has shape (1, 3), w[0] shape (3,): NumPy drops the leading 1
+    return np.sum(w * w)
+
+
+def numpy_on_a_math_float(x):
+    s = math.tanh(np.sum(x))
+    return np.sum(s / (s * s + 1.0))
+
+
+def _fd(f, x, *rest, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        g.flat[i] = (f(x + e, *rest) - f(x - e, *rest)) / (2 * eps)
+    return g
+
+
+def test_item_of_a_value_being_differentiated_is_refused_in_every_mode():
+    x = np.array([0.3, -0.7, 1.1])
+    with pytest.raises(tg.TransformError, match=r"\.item\(\) of a value being differentiated"):
+        tg.grad(item_in_arithmetic, mode="ast")(x)
+    for mode in ("tape", "auto"):
+        with pytest.raises(tg.TracerError, match=r"\.item\(\) of a value being differentiated"):
+            tg.grad(item_in_arithmetic, mode=mode)(x)
+    # a traced Tensor's .item() keeps torch's meaning: a number without history
+    assert tg.grad(lambda t: t * t.item(), mode="tape")(tg.tensor(3.0, dtype=tg.float64)).item() == 3.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f, args", [
+    (augmented_zero_d, (np.array(0.3),)),
+    (outer_of_a_float, (np.array([0.3, -0.7, 1.1]),)),
+    (write_with_leading_ones, (np.array([[0.3, -0.7, 1.1]]), np.ones((2, 3)))),
+], ids=["augmented_zero_d", "outer_of_a_float", "write_with_leading_ones"])
+def test_what_numpy_accepts_is_differentiated_in_every_mode(mode, f, args):
+    x, *rest = args
+    if mode == "ast" and f is augmented_zero_d:  # NumPy writes into a 0-d array in place
+        with pytest.raises(tg.TransformError, match="changes a 0-d array in place"):
+            tg.grad(f, mode=mode)(x.copy(), *rest)
+        return
+    np.testing.assert_allclose(tg.grad(f, mode=mode)(x.copy(), *rest), _fd(f, x, *rest), rtol=1e-6, atol=1e-8)
+
+
+def test_numpy_on_a_python_float_from_math_in_ast_mode():
+    x = np.array([0.3, -0.7, 1.1])
+    for mode in ("ast", "auto"):  # (the tape refuses math.tanh of a traced value)
+        np.testing.assert_allclose(tg.grad(numpy_on_a_math_float, mode=mode)(x), _fd(numpy_on_a_math_float, x),
+                                   rtol=1e-6, atol=1e-8)

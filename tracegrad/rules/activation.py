@@ -10,7 +10,7 @@ the rule of their function.
 """
 import math
 
-from .arith import where
+from .arith import clamp, where
 from .core import FLOAT, KEEP, Primitive, primitive
 from .reduce import sum as _sum
 from .unary import erf, exp, tanh
@@ -93,7 +93,9 @@ def mish_vjp(g, out, x):
 def softplus(xp, x, *, beta=1.0, threshold=20.0):
     """PyTorch switches to the identity where ``beta * x > threshold``."""
     z = x * beta
-    return xp.where(z > threshold, x, _softplus(xp, z) / beta)
+    # max(z, 0) / beta is x where z > 0: taken as is, so that a z overflowing to inf (an
+    # infinite threshold) costs nothing -- log1p(e^-|z|) / beta is then 0
+    return xp.where(z > threshold, x, xp.where(z > 0, x, 0) + xp.log1p(xp.exp(-xp.abs(z))) / beta)
 
 
 @softplus.vjp("x", uses="x")
@@ -264,9 +266,12 @@ def gelu(xp, x, *, approximate="none"):
 @gelu.vjp("x", uses="x")
 def gelu_vjp(g, out, x, *, approximate="none"):
     if approximate == "tanh":
-        x_sq = x * x
-        t = tanh(_GELU_BETA * (x + _GELU_KAPPA * x_sq * x))
-        right = 0.5 * x * (1 - t * t) * _GELU_BETA * (1 + 3 * _GELU_KAPPA * x_sq)
+        # as in the kernel, x clipped where tanh has saturated (1 - t^2 == 0): x^3 would
+        # overflow from |x| ~ 1e13 on in float32 and give inf * 0 = nan
+        c = clamp(x, min=-1e4, max=1e4)
+        c_sq = c * c
+        t = tanh(_GELU_BETA * (c + _GELU_KAPPA * c_sq * c))
+        right = 0.5 * c * (1 - t * t) * _GELU_BETA * (1 + 3 * _GELU_KAPPA * c_sq)
         return g * (0.5 * (1 + t) + right)
     cdf = 0.5 * (1 + erf(x * _SQRT1_2))
     return g * (cdf + x * exp(-0.5 * x * x) * _INV_SQRT_2PI)

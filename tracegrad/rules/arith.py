@@ -107,7 +107,9 @@ def div_vjp_x(g, out, x, y):
 
 @div.vjp("y", uses="x y")
 def div_vjp_y(g, out, x, y):
-    return unbroadcast(-g * x / (y * y), y)
+    # -g x / y^2 as PyTorch orders it: y * y would underflow (or overflow) long before the
+    # quotient does (x = 1e-30, y = 1e-25 in float32: -1e20, not -inf)
+    return unbroadcast(-g * (x / y / y), y)
 
 
 @div.jvp("x")
@@ -117,7 +119,7 @@ def div_jvp_x(t, out, x, y):
 
 @div.jvp("y")
 def div_jvp_y(t, out, x, y):
-    return expand_to(-t * x / (y * y), out)
+    return expand_to(-t * (x / y / y), out)
 
 
 @primitive("NegBackward0", dtypes=KEEP, diagonal=True, ufunc="negative")
@@ -209,30 +211,37 @@ def atan2(xp, x, y):
     return xp.arctan2(x, y)
 
 
-def atan2_denominator(x, y):
-    """x^2 + y^2, with 1 where it is 0 (the slopes are taken as 0 there, as in PyTorch)."""
-    r2 = x * x + y * y
-    return where(r2 == 0, 1.0, r2)
+def over_squares(v, x, y):
+    """v / (x^2 + y^2) for |v| <= max(|x|, |y|), without squaring x or y (the squares
+    overflow or underflow from |x| ~ 1e19 or 1e-19 up in float32 although the quotient is
+    representable): x and y are first scaled by s = max(|x|, |y|), so the sum of squares
+    lies in [1, 2]. 0 where x == y == 0 (PyTorch takes atan2's slopes as 0 there)."""
+    s = maximum(abs(x), abs(y))
+    s = where(s == 0, 1.0, s)
+    xs = x / s
+    ys = y / s
+    r2 = xs * xs + ys * ys
+    return v / s / where(r2 == 0, 1.0, r2) / s
 
 
 @atan2.vjp("x", uses="x y")
 def atan2_vjp_x(g, out, x, y):
-    return unbroadcast(g * y / atan2_denominator(x, y), x)
+    return unbroadcast(g * over_squares(y, x, y), x)
 
 
 @atan2.vjp("y", uses="x y")
 def atan2_vjp_y(g, out, x, y):
-    return unbroadcast(-g * x / atan2_denominator(x, y), y)
+    return unbroadcast(-g * over_squares(x, x, y), y)
 
 
 @atan2.jvp("x")
 def atan2_jvp_x(t, out, x, y):
-    return expand_to(t * y / atan2_denominator(x, y), out)
+    return expand_to(t * over_squares(y, x, y), out)
 
 
 @atan2.jvp("y")
 def atan2_jvp_y(t, out, x, y):
-    return expand_to(-t * x / atan2_denominator(x, y), out)
+    return expand_to(-t * over_squares(x, x, y), out)
 
 
 # -- selection -------------------------------------------------------------------------------
@@ -470,7 +479,7 @@ def isfinite(xp, x):
     return xp.isfinite(x)
 
 
-from .unary import log  # noqa: E402  (pow's vjp; unary imports nothing from here at load)
+from .unary import abs, log  # noqa: E402  (pow's and atan2's vjps; unary imports nothing from here at load)
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "remainder", "floor_divide", "atan2",
            "where", "maximum", "minimum", "clamp", "eq", "ne", "lt", "le", "gt", "ge",

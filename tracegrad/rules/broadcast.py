@@ -9,6 +9,8 @@ from .core import KEEP, primitive
 def sum_to(xp, x, *, shape):
     """Sum ``x`` down to ``shape`` (the shape it was broadcast from)."""
     shape = tuple(shape)
+    if x.ndim < len(shape):  # leading 1s that a write dropped (w[0] = v with v.shape (1, n))
+        x = x.reshape((1,) * (len(shape) - x.ndim) + tuple(x.shape))
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and x.shape[lead + i] != 1)

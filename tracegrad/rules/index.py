@@ -115,7 +115,7 @@ def advanced_index_vjp(g, out, x, *indices, index):
 @primitive("IndexPutBackward0", dtypes=KEEP)
 def index_put(xp, x, values, *indices, index, accumulate=False):
     """A copy of ``x`` with ``x[index] = values`` (``+=``, summing repeats, if ``accumulate``)."""
-    out = x.copy()
+    out = xp.asarray(x).copy()  # (a 0-d value may come as a NumPy scalar, which is immutable)
     index_put_into(xp, out, values, *indices, index=index, accumulate=accumulate)
     return out
 

@@ -99,7 +99,8 @@ def mse_loss_jvp_y(t, out, x, y, *, reduction="mean"):
 def smooth_l1_loss(xp, x, y, *, reduction="mean", beta=1.0):
     """``0.5 z^2 / beta`` where ``|z| < beta``, ``|z| - 0.5 beta`` elsewhere (``beta > 0``)."""
     z = xp.abs(x - y)
-    return _reduce(xp, xp.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta), reduction)
+    # 0.5 z (z / beta): z * z would overflow for a large beta (and z below it)
+    return _reduce(xp, xp.where(z < beta, 0.5 * z * (z / beta), z - 0.5 * beta), reduction)
 
 
 def smooth_l1_slope(x, y, beta):

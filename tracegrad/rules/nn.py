@@ -28,7 +28,18 @@ def _moments(xp, x, axes, eps):
     mean = xp.add.reduce(x, axis=axes, keepdims=True) / (n if n else 1)
     centered = x - mean
     var = xp.add.reduce(centered * centered, axis=axes, keepdims=True) / (n if n else 1)
-    return centered, mean, 1 / xp.sqrt(var + eps)
+    invstd = 1 / xp.sqrt(var + eps)
+    fine = var <= xp.finfo(var.dtype).max
+    if fine.all():
+        return centered, mean, invstd
+    # The squares overflowed (deviations from ~1e19 on in float32) although invstd is
+    # representable: there, invstd = 1 / (m sqrt(q + eps / m^2)), m the largest deviation
+    # and q the variance of the deviations scaled by it (a slice holding nan stays nan).
+    m = xp.amax(xp.abs(centered), axis=axes, keepdims=True)
+    m = xp.where((m > 0) & (m < xp.inf), m, 1).astype(x.dtype, copy=False)
+    scaled = centered / m
+    q = xp.add.reduce(scaled * scaled, axis=axes, keepdims=True) / (n if n else 1)
+    return centered, mean, xp.where(fine | xp.isnan(var), invstd, 1 / (m * xp.sqrt(q + eps / m / m)))
 
 
 def _affine(xp, centered, invstd, w, b):

@@ -3,10 +3,10 @@ the torch-style functions in :mod:`tracegrad.ops.reduction` normalise it. A vjp 
 gives the gradient the kept-dims shape (``keep``), then broadcasts it over the input."""
 import math
 
-from .arith import where
+from .arith import isfinite, where
 from .broadcast import broadcast_to, indicator, zeros_like
 from .core import FLOAT, KEEP, primitive
-from .shape import flip, reshape
+from .shape import flip, permute, reshape
 from .unary import abs, exp, sign
 
 
@@ -28,8 +28,10 @@ def keep(g, shape, dim, keepdim):
 
 
 def spread(g, x, dim, keepdim):
-    """A reduction's gradient broadcast back over the input ``x``."""
-    return broadcast_to(keep(g, x.shape, dim, keepdim), shape=x.shape)
+    """A reduction's gradient broadcast back over the input ``x`` (a Python number, in
+    AST mode, counts as shape ``()``)."""
+    shape = tuple(getattr(x, "shape", ()))
+    return broadcast_to(keep(g, shape, dim, keepdim), shape=shape)
 
 
 def _axis(dim):
@@ -77,17 +79,49 @@ def mean_vjp(g, out, x, *, dim=None, keepdim=False):
 @primitive(_by_dim("Prod"), dtypes=KEEP,  # PyTorch's prod takes one dim: an int
            saved_view=lambda params: {"dim": params["dim"][0]} if params.get("dim") else {})
 def prod(xp, x, *, dim=None, keepdim=False, dtype=None):
-    return xp.multiply.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
+    wide = _wide_product(xp, x, dtype)
+    if wide is None:
+        return xp.multiply.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
+    return xp.multiply.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=xp.float64).astype(wide)
+
+
+def _wide_product(xp, x, dtype):
+    """The float16/float32 result dtype of a product that then accumulates in float64 (as
+    PyTorch's CPU cumprod does: 1e-30 * 1e-30 * 1e30 would underflow on the way to a
+    representable result); None for other dtypes (which keep NumPy's own rules)."""
+    out = dtype or x.dtype
+    return out if out in (xp.float16, xp.float32) else None
 
 
 def prod_partials(x, dim):
-    """d prod / d x_i = the product of the other elements: prod / x_i where no zero is
-    reduced; where one zero is, only that element gets the product of the rest; with two
-    or more zeros, every partial is 0. Kept-dims shape, broadcastable over ``x``."""
-    zero = x == 0
-    zeros = sum(where(zero, 1.0, 0.0), dim=dim, keepdim=True)
-    rest = prod(where(zero, 1.0, x), dim=dim, keepdim=True)
-    return where(zeros == 0, rest / where(zero, 1.0, x), where((zeros == 1) & zero, rest, 0.0))
+    """d prod / d x_i = the product of the other elements, as (the product of those before
+    x_i) * (the product of those after it), the reduced elements laid out in a row. No
+    division by x_i: that needs the cases of zeros, and loses the partials wherever the
+    whole product under- or overflows ([1e-30, 1e-20] in float32: prod is 0, the partials
+    1e-20 and 1e-30). Shape of ``x``."""
+    if x.ndim == 0 or 0 in x.shape:  # (x.size: a Tensor's is a method)
+        return zeros_like(x) + 1.0
+    dims = tuple(range(x.ndim)) if dim is None else tuple(dim)
+    order = tuple(d for d in range(x.ndim) if d not in dims) + dims
+    laid = permute(x, dims=order)
+    lead = laid.shape[:x.ndim - len(dims)]
+    row = reshape(laid, shape=lead + (count(x.shape, dims),))
+    last = row.ndim - 1
+    before = _exclusive_cumprod(row, last)
+    after = flip(_exclusive_cumprod(flip(row, dims=(last,)), last), dims=(last,))
+    return permute(reshape(before * after, shape=laid.shape), dims=_inverse(order))
+
+
+def _exclusive_cumprod(v, dim):
+    """Products of the elements strictly before each position along the last dim ``dim``."""
+    return constant_pad_nd(cumprod(v, dim=dim), pad=(1, -1), value=1.0)
+
+
+def _inverse(order):
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return tuple(inverse)
 
 
 @prod.vjp("x", uses="x")
@@ -105,16 +139,35 @@ def var(xp, x, *, dim=None, correction=1, keepdim=False):
     return _variance(xp, x, dim, correction, keepdim)
 
 
-def _variance(xp, x, dim, correction, keepdim):
-    """Sum of squared deviations / (n - correction), computed here (not xp.var) so that
-    degenerate counts give inf/nan silently, as in PyTorch."""
+def _variance(xp, x, dim, correction, keepdim, root=False):
+    """Sum of squared deviations / (n - correction) (its square root for ``root``),
+    computed here (not xp.var) so that degenerate counts give inf/nan silently, as in
+    PyTorch."""
     n = count(x.shape, dim)
     work = x.astype(xp.float32) if x.dtype == xp.float16 else x  # float16: accumulate in float32
     # (max/min/sum are rules in this module: plain conditionals instead of the builtins)
     centered = work - _total(xp, work, dim, True) / (n if n > 0 else 1)
     squares = _total(xp, centered * centered, dim, keepdim)
     dof = n - correction if n > correction else 0
-    return (squares / work.dtype.type(dof)).astype(x.dtype, copy=False)
+    r = (squares / work.dtype.type(dof)).astype(x.dtype, copy=False)
+    if root:
+        r = xp.sqrt(r)
+    # The squares overflow, or underflow and lose digits, from deviations ~ 1e19 or 1e-19
+    # on (float32) although the variance (or the deviation) is representable: slices
+    # whose sum of squares left the normal range are computed again, scaled by their
+    # largest deviation m: var = (q m) m and std = sqrt(q) m, q the scaled variance.
+    finfo = xp.finfo(work.dtype)
+    fine = (squares >= finfo.tiny) & (squares <= finfo.max)
+    if dof == 0 or fine.all():
+        return r
+    m = xp.amax(xp.abs(centered), axis=_axis(dim), keepdims=True)
+    m = xp.where((m > 0) & (m < xp.inf), m, 1).astype(work.dtype, copy=False)
+    scaled = centered / m
+    q = _total(xp, scaled * scaled, dim, keepdim) / work.dtype.type(dof)
+    if not keepdim:
+        m = xp.reshape(m, q.shape)
+    exact = xp.sqrt(q) * m if root else q * m * m
+    return xp.where(fine, r, exact.astype(x.dtype, copy=False))
 
 
 def variance_slope(x, dim, correction):
@@ -143,7 +196,7 @@ def var_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
 
 @primitive("StdBackward0", dtypes=FLOAT)
 def std(xp, x, *, dim=None, correction=1, keepdim=False):
-    return xp.sqrt(_variance(xp, x, dim, correction, keepdim))
+    return _variance(xp, x, dim, correction, keepdim, root=True)
 
 
 def _half_over(out):
@@ -281,14 +334,26 @@ def logsumexp(xp, x, *, dim, keepdim=False):
     return s if keepdim else xp.reshape(s, tuple(n for i, n in enumerate(x.shape) if i not in dim))
 
 
-@logsumexp.vjp("x", uses="x out")
+@logsumexp.vjp("x", uses="x")
 def logsumexp_vjp(g, out, x, *, dim, keepdim=False):
-    return spread(g, x, dim, keepdim) * exp(x - keep(out, x.shape, dim, keepdim))
+    return spread(g, x, dim, keepdim) * softmax_over(x, dim)
 
 
 @logsumexp.jvp("x")
 def logsumexp_jvp(t, out, x, *, dim, keepdim=False):
-    return sum(t * exp(x - keep(out, x.shape, dim, keepdim)), dim=dim, keepdim=keepdim)
+    return sum(t * softmax_over(x, dim), dim=dim, keepdim=keepdim)
+
+
+def softmax_over(x, dim):
+    """d logsumexp / d x: the softmax of x over ``dim``, shifted by the max as the kernel
+    is. Not exp(x - out): out has absorbed log(sum) wherever |max| dwarfs it (three
+    entries of -3e38 in float32 give out = -3e38 and slopes of 1, not 1/3 each).
+    Infinite maxima are not subtracted: a slice holding +inf gives nan (+inf) and 0."""
+    if 0 in x.shape:  # (amax of nothing fails; nothing to weigh either)
+        return zeros_like(x)
+    m = amax(x, dim=dim, keepdim=True)
+    e = exp(x - where(isfinite(m), m, 0.0))
+    return e / sum(e, dim=dim, keepdim=True)
 
 
 @primitive("LinalgVectorNormBackward0", dtypes=FLOAT)
@@ -304,9 +369,35 @@ def vector_norm(xp, x, *, ord=2, dim=None, keepdim=False):
         return xp.sum(a != 0, axis=axis, keepdims=keepdim).astype(a.dtype)
     if ord == 1:
         return xp.sum(a, axis=axis, keepdims=keepdim)
-    if ord == 2:
-        return xp.sqrt(xp.sum(a * a, axis=axis, keepdims=keepdim))
-    return xp.sum(a ** ord, axis=axis, keepdims=keepdim) ** (1.0 / ord)
+    # The powers |x|^p overflow, or underflow and lose digits, from |x| ~ 1e19 or 1e-19 on
+    # (p = 2, float32) although the norm is representable: slices whose sum of powers
+    # left the normal range are computed again, scaled.
+    total = _power_sum(xp, a, ord, axis, keepdim)
+    finfo = xp.finfo(total.dtype)
+    fine = (total >= finfo.tiny) & (total <= finfo.max)
+    r = _root(xp, total, ord)
+    if a.size == 0 or fine.all():
+        return r
+    return xp.where(fine, r, _scaled_p_norm(xp, a, ord, axis, keepdim))
+
+
+def _power_sum(xp, a, ord, axis, keepdim):
+    return xp.sum(a * a if ord == 2 else a ** ord, axis=axis, keepdims=keepdim)
+
+
+def _root(xp, total, ord):
+    return xp.sqrt(total) if ord == 2 else total ** (1.0 / ord)
+
+
+def _scaled_p_norm(xp, a, ord, axis, keepdim):
+    """The p-norm of ``a`` (= |x|) as s ||a / s||_p, s the largest element (for p < 0 the
+    smallest, which dominates there): each (a / s)^p lies in [0, 1] and their sum in
+    [1, n]. Slices whose s is 0, inf or nan stay unscaled (s = 1): their norm is 0, inf
+    or nan anyway."""
+    s = (xp.amax if ord > 0 else xp.amin)(a, axis=axis, keepdims=True)
+    s = xp.where((s > 0) & (s < xp.inf), s, 1).astype(a.dtype, copy=False)
+    r = _root(xp, _power_sum(xp, a / s, ord, axis, True), ord) * s
+    return r if keepdim else xp.squeeze(r, axis=tuple(range(a.ndim)) if axis is None else axis)
 
 
 @vector_norm.vjp("x", uses="x out")
@@ -330,11 +421,12 @@ def norm_slope(out, x, ord, dim, keepdim):
         return where(n == 0, 0.0, x / where(n == 0, 1.0, n))
     if ord in (math.inf, -math.inf):
         return sign(x) * tie_weights(out, abs(x), dim, keepdim)
-    # sign(x) |x|^(p-1) / norm^(p-1); 0 where the norm is 0, and where x is 0 (for p < 1
-    # the power would be infinite there), as PyTorch does.
+    # sign(x) |x|^(p-1) / norm^(p-1), as (|x| / norm)^(p-1): each power alone may overflow
+    # where the ratio does not. 0 where the norm is 0, and where x is 0 (for p < 1 the
+    # power would be infinite there), as PyTorch does.
     safe_n = where(n == 0, 1.0, n)
     safe_x = where(x == 0, 1.0, abs(x))
-    return where((n == 0) | (x == 0), 0.0, sign(x) * safe_x ** (ord - 1) / safe_n ** (ord - 1))
+    return where((n == 0) | (x == 0), 0.0, sign(x) * (safe_x / safe_n) ** (ord - 1))
 
 
 # -- scans -------------------------------------------------------------------------------------
@@ -355,7 +447,10 @@ def cumsum_vjp(g, out, x, *, dim, dtype=None):
 def cumprod(xp, x, *, dim, dtype=None):
     if x.ndim == 0:
         return x.astype(dtype or x.dtype, copy=True)
-    return xp.multiply.accumulate(x, axis=dim, dtype=dtype)
+    wide = _wide_product(xp, x, dtype)
+    if wide is None:
+        return xp.multiply.accumulate(x, axis=dim, dtype=dtype)
+    return xp.multiply.accumulate(x, axis=dim, dtype=xp.float64).astype(wide)
 
 
 @cumprod.vjp("x", uses="x out")
@@ -398,6 +493,7 @@ def _unstack(v, dim):
 
 from .index import gather, scatter_add, zeros_of  # noqa: E402  (index imports reduce's helpers lazily)
 from .shape import stack, unbind  # noqa: E402
+from .nn import constant_pad_nd  # noqa: E402  (nn imports this module's sum first)
 
 __all__ = ["sum", "mean", "prod", "var", "std", "amax", "amin", "max", "min", "max_dim",
            "min_dim", "argmax", "argmin", "all_", "any_", "logsumexp", "vector_norm", "cumsum", "cumprod",

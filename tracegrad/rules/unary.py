@@ -6,7 +6,7 @@ from .broadcast import zeros_like
 from .core import FLOAT, KEEP, primitive
 
 _LN2 = math.log(2.0)
-_LN10 = math.log(10.0)
+_INV_LN10 = 1.0 / math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -27,7 +27,7 @@ def exp2(xp, x):
 
 @exp2.vjp("x", uses="out")
 def exp2_vjp(g, out, x):
-    return g * out * _LN2
+    return g * (out * _LN2)  # (g * out may overflow where the slope times g does not)
 
 
 @primitive("ExpM1Backward0", dtypes=FLOAT, diagonal=True, ufunc="expm1")
@@ -67,7 +67,7 @@ def log10(xp, x):
 
 @log10.vjp("x", uses="x")
 def log10_vjp(g, out, x):
-    return g / (x * _LN10)
+    return g * _INV_LN10 / x  # (x * ln 10 overflows for x > max / 2.3)
 
 
 @primitive("Log1PBackward0", dtypes=FLOAT, diagonal=True, ufunc="log1p")

@@ -287,9 +287,9 @@ def jvp(f, primals, tangents, mode="auto"):
         from .ast.source import TransformError
         try:
             return ast_jvp(f, primals, tangents)
-        except TransformError:
-            if mode == "ast":
-                raise
+        except TransformError as e:
+            if mode == "ast" or not getattr(e, "before_run", True):
+                raise  # (a run-time refusal after the function changed its arguments)
     staged = _jvp_cache.get(f)
     if staged is None:
         staged = _jvp_cache[f] = Staged(f, _plain(lambda *a: _push(f, a)),

@@ -11,12 +11,14 @@ import itertools
 import keyword
 import linecache
 import math
+import types
+import weakref
 
 from ..backend import cpu as np  # host-side type checks only
 
 from ..rules.core import Primitive
 
-__all__ = ["Module", "prim_expr", "elementwise", "compile_source", "fresh_name"]
+__all__ = ["Module", "prim_expr", "elementwise", "compile_source", "compile_parts", "fresh_name"]
 
 # kernels that are exactly one Python operator on their operands
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=", "lt": "<",
@@ -45,12 +47,53 @@ def fresh_name(used, base, sep=""):
 
 def compile_source(source, name, env, tag="tracegrad"):
     """Compile ``source`` (defining function ``name``) in globals ``env`` under a unique
-    file name registered in linecache; return the function."""
-    filename = f"<{tag}:{name}:{next(_counter)}>"
+    file name registered in linecache; return the function. The linecache entry lives as
+    long as the function: it is removed when the function is freed."""
+    filename = _filename(tag, name)
     code = compile(source, filename, "exec")
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(code, env)
-    fn = env[name]
+    return _registered(env[name], source, filename)
+
+
+def compile_parts(source, name, env, params, prelude, parts, tag="tracegrad"):
+    """Function ``name`` of ``source`` -- a long straight-line function -- compiled as a
+    chain of smaller functions, so that the compiler's working memory (its syntax tree of
+    the whole body) stays bounded. ``prelude`` is the text before the ``def`` line (helper
+    functions: compiled as it is); ``parts`` are ``(first_line, in_names, body, out_names)``:
+    a stretch of the body (its lines, indented as in ``source``, starting at line
+    ``first_line`` of ``source``), the locals live on entry and those live after it (None
+    for the last part, which ends with the function's ``return``). Line numbers point into
+    ``source``, which linecache shows for every part."""
+    filename = _filename(tag, name)
+    if prelude:
+        exec(compile(prelude, filename, "exec"), env)
+    chain = []
+    for k, (first, ins, body, outs) in enumerate(parts):
+        text = [f"def {name}__{k}({', '.join(ins)}):", body]
+        if outs is not None:
+            text.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        code = compile("\n".join(text) + "\n", filename, "exec")
+        fcode = next(c for c in code.co_consts if hasattr(c, "co_code"))
+        # the body's first line is line 2 of this text and line ``first`` of ``source``
+        fcode = fcode.replace(co_firstlineno=first - 1)
+        chain.append(types.FunctionType(fcode, env, f"{name}__{k}"))
+    env[f"{name}__parts"] = tuple(chain)
+    stub = (f"def {name}({', '.join(params)}):\n"
+            f"    values = {name}__parts[0]({', '.join(params)}{',' if len(params) == 1 else ''})\n"
+            f"    for part in {name}__parts[1:]:\n"
+            f"        values = part(*values)\n"
+            f"    return values\n")
+    exec(compile(stub, filename, "exec"), env)
+    return _registered(env[name], source, filename)
+
+
+def _filename(tag, name):
+    return f"<{tag}:{name}:{next(_counter)}>"
+
+
+def _registered(fn, source, filename):
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    weakref.finalize(fn, linecache.cache.pop, filename, None)
     fn.__source__ = source
     return fn
 

@@ -117,6 +117,12 @@ def refuse_lost_derivatives(body, active, resolver, located, nograd=()):
         if id(s) in nograd or isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
             continue
         for n in ast.walk(s):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                    n.func.attr in ("item", "tolist") and _reads_active([n.func.value], active):
+                raise located.error(s, f".{n.func.attr}() of a value being differentiated makes a "
+                                       "Python number of it, and its derivative would be lost "
+                                       "(keep it an array, or write stop_gradient(x)."
+                                       f"{n.func.attr}() if a constant is meant)", f".{n.func.attr}()")
             if isinstance(n, ast.Call):
                 ok, fn = resolver.value(n.func)
                 if ok and _hashable_in(fn, VALUE_TAKING) and _reads_active(n.args + [k.value for k in n.keywords], active):

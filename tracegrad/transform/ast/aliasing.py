@@ -18,11 +18,14 @@ from .anf import _const, _name
 from .source import TransformError
 
 __all__ = ["AliasError", "mutated_name", "live_after", "check_statement", "check_unaliased",
-           "in_place_facts"]
+           "in_place_facts", "rebinds_in_place", "refuse_zero_d_arguments", "with_checks"]
 
 
 class AliasError(TransformError):
-    """An in-place change in AST mode would be seen through another name (run time)."""
+    """An in-place change in AST mode would be seen through another name (run time).
+    ``before_run``: raised before the generated code ran (nothing was changed yet)."""
+
+    before_run = False
 
 
 def mutated_name(s):
@@ -87,17 +90,40 @@ def check_statement(s, name, candidates, located, helper):
     src = getattr(s, "_src", None)
     what = located.text(src) if src is not None else ast.unparse(s)
     names = ast.Tuple(elts=[_const(n) for n in sorted(candidates)], ctx=ast.Load())
+    rebinds = isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
     call = ast.Call(func=helper, args=[_name(name), _const(name), names,
                                        ast.Call(func=_name("locals"), args=[], keywords=[]),
-                                       _const(located.filename), _const(lineno), _const(what)],
-                    keywords=[])
+                                       _const(located.filename), _const(lineno), _const(what)]
+                    + ([_const(True)] if rebinds else []), keywords=[])
     return ast.Expr(value=call)
 
 
-def check_unaliased(value, name, others, scope, filename, lineno, what):
+def with_checks(stmts, live, located, helper):
+    """Forward-mode code with the check before each in-place change (what is read later
+    is read by the forward lines only: there is no adjoint)."""
+    out = []
+    for s in stmts:
+        name = mutated_name(s)
+        later = set(live.get(id(s), ())) - {name} if name is not None else set()
+        rebinds = isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+        if name is not None and (later or rebinds):
+            out.append(check_statement(s, name, later, located, helper))
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if inner and isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
+                setattr(s, field, with_checks(inner, live, located, helper))
+        out.append(s)
+    return out
+
+
+def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=False):
     """Refuse the in-place change ``what`` of ``value`` (named ``name``) when another of
-    the names ``others`` (looked up in ``scope``, the generated function's locals, then in
-    its globals) holds memory it shares."""
+    the names ``others`` (looked up in ``scope``, the generated function's locals) holds
+    memory it shares. A ``rebinds`` change (``y += v``, written ``y = y + v``) of a 0-d
+    array is refused too: NumPy keeps it an array that later names can share, the
+    rewritten line makes a NumPy scalar of it."""
+    if rebinds and getattr(value, "ndim", None) == 0 and _memory(value) is not None:
+        raise zero_d_error(what, filename, lineno)
     target = _memory(value)
     if target is None:
         return
@@ -109,6 +135,26 @@ def check_unaliased(value, name, others, scope, filename, lineno, what):
                 f"`{what}` changes {name} in place while {other} shares its memory and is used "
                 "afterwards: the AST path follows values, not memory (copy one of them first, "
                 "e.g. with .copy())", filename, lineno, "in-place change of an aliased array")
+
+
+def zero_d_error(what, filename, lineno):
+    return AliasError(f"`{what}` changes a 0-d array in place, which the AST path writes as a new "
+                      "value (a NumPy scalar); use a Python float, or mode='tape'",
+                      filename, lineno, "in-place change of a 0-d array")
+
+
+def refuse_zero_d_arguments(gen, args, fname):
+    """Before running: a function with ``y += v`` lines called with a 0-d array."""
+    from ..tree import flatten
+    if not getattr(gen, "rebinds_in_place", False):
+        return
+    for a in args:
+        for leaf in flatten(a)[0]:
+            data = getattr(leaf, "_data", leaf)
+            if isinstance(data, np.ndarray) and data.ndim == 0:
+                e = zero_d_error(f"{fname}(...)", None, None)
+                e.before_run = True
+                raise e
 
 
 def _memory(x):
@@ -183,3 +229,9 @@ def in_place_facts(body, params):
                 reach.add(other)
                 todo.append(other)
     return any(links.get(m) for m in mutated), bool(mutated & reach)
+
+
+def rebinds_in_place(body):
+    """Whether some line is ``y += v`` on a name (written ``y = y + v``)."""
+    return any(isinstance(s, ast.Assign) and getattr(s, "_in_place", False)
+               for s in ast.walk(ast.Module(body=body, type_ignores=[])))

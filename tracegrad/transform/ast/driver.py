@@ -2,26 +2,33 @@
 source -> compiled function, cached per function, differentiated arguments and kind of
 transformation. :class:`AstFunction` is what ``grad(f, mode="ast")`` returns."""
 import ast
+import itertools
 import keyword
+import linecache
+import math
 import re
+import textwrap
 import threading
 import types
 import weakref
 
-from ..emit import compile_source
 from . import support
-from .anf import ANF, Namer, _const, _name, lower_jumps
+from .aliasing import in_place_facts, live_after, rebinds_in_place, with_checks
+from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
 from .optimize import optimize
-from .resolve import Direct, Resolver, method_primitive, on_device
+from .resolve import Resolver, on_device
 from .reverse import HELPERS, Reverse, comment
 from .saves import finish
-from .source import function_tree
+from .source import TransformError, _find_code, class_name, function_tree, in_scope
 
 __all__ = ["Unit", "adjoint", "Generated", "prepare", "clear_cache", "grad_of"]
 
 _lock = threading.RLock()
+# The caches hold user functions weakly: nothing in a Generated refers back to the user
+# function (its globals are a copy of the names it reads; its closure is the function's
+# own cells), so deleting the function and its gradients frees both, and what they hold.
 _CACHE = weakref.WeakKeyDictionary()   # user function -> {key: Generated}
-_GENERATED = weakref.WeakKeyDictionary()  # compiled function -> its Generated
+_GENERATED = weakref.WeakKeyDictionary()  # compiled function -> weakref to its Generated
 
 
 class Unit:
@@ -58,9 +65,9 @@ class Generated:
     def __init__(self, fn, source, name):
         self.fn, self.own_source, self.name = fn, source, name
         self.callees = []
-        self.user_fn, self.captured = None, ()
+        self.user_globals, self.captured = None, ()   # (read again by refresh)
         self._on_device = {}   # array namespace -> this function with NumPy rebound to it
-        _GENERATED[fn] = self
+        _GENERATED[fn] = weakref.ref(self)
 
     def on_device(self, xp):
         """This function with the user's NumPy names (``np``, ``np.linalg``, ``from numpy
@@ -69,8 +76,14 @@ class Generated:
         fn = self._on_device.get(xp)
         if fn is None:
             env = dict(self.fn.__globals__)
+            # closure variables holding NumPy get cells of their own, holding xp's; the
+            # others stay the user's cells
+            cells = dict(zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()))
+            for name, value in on_device(_contents(cells), xp).items():
+                cells[name] = types.CellType(value)
             fn = self._on_device[xp] = types.FunctionType(  # (first: recursion finds it)
-                self.fn.__code__, env, self.fn.__name__, self.fn.__defaults__, self.fn.__closure__)
+                self.fn.__code__, env, self.fn.__name__, self.fn.__defaults__,
+                tuple(cells.values()) or None)
             fn.__source__ = self.fn.__source__
             try:
                 env.update(_rebound(env, xp))
@@ -83,10 +96,10 @@ class Generated:
         """Read the user function's globals and closure variables again (a new ``grad``
         object sees values rebound since the transformation, as a new trace would)."""
         seen = set() if seen is None else seen
-        if id(self) in seen or self.user_fn is None:
+        if id(self) in seen or self.user_globals is None:
             return
         seen.add(id(self))
-        captured = _captured(self.user_fn, self.captured)
+        captured = _captured(self.user_globals, self.captured)
         self.fn.__globals__.update(captured)
         for xp, fn in self._on_device.items():
             fn.__globals__.update(captured, **_rebound(captured, xp))
@@ -113,8 +126,20 @@ def _rebound(values, xp):
     names, and the generated functions it calls."""
     out = on_device(values, xp)
     for name, v in values.items():
-        if type(v) is types.FunctionType and v in _GENERATED:
-            out[name] = _GENERATED[v].on_device(xp)
+        gen = _GENERATED.get(v)() if type(v) is types.FunctionType and v in _GENERATED else None
+        if gen is not None:
+            out[name] = gen.on_device(xp)
+    return out
+
+
+def _contents(cells):
+    """Name -> value of closure cells (the empty ones left out)."""
+    out = {}
+    for name, cell in cells.items():
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
     return out
 
 
@@ -145,10 +170,11 @@ def prepare(fn):
             what = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await"}.get(type(n), "nested def")
             raise located.error(n, f"the AST transformation cannot handle a {what}", what)
     used = _names(node)
-    env = dict(fn.__globals__)
-    env.update(_captured(fn, used))
+    env = {k: fn.__globals__[k] for k in ("__builtins__", "__name__") if k in fn.__globals__}
     unit = Unit(used, env)
-    unit.captured = frozenset(used)
+    unit.captured = frozenset(used - set(fn.__code__.co_freevars))  # (closure: the cells)
+    env.update(_captured(fn.__globals__, unit.captured))
+    unit.user_globals = fn.__globals__
     locals_ = set(params) | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
                              and isinstance(n.ctx, ast.Store)}
     resolver = Resolver(fn, locals_)
@@ -161,16 +187,11 @@ def prepare(fn):
     return node, located, unit, resolver, params, body
 
 
-def _captured(fn, names):
-    """The current values of the free names ``names`` of ``fn`` (globals, closure cells)."""
-    out = {k: fn.__globals__[k] for k in names if k in fn.__globals__}
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        if name in names:
-            try:
-                out[name] = cell.cell_contents
-            except ValueError:
-                pass
-    return out
+def _captured(user_globals, names):
+    """The current values of the global names among ``names``: the generated code's
+    globals are a copy of these (closure variables it reads from the user's own cells,
+    see :func:`compile_source`)."""
+    return {k: user_globals[k] for k in names if k in user_globals}
 
 
 def _context_is(resolver, with_node, obj):
@@ -238,39 +259,92 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
         value = ret.value if ret is not None else _const(None)
         checks = []
-        if not internal and not has_aux and not _full_reduction(body, value, resolver):
-            checks.append(ast.Expr(value=ast.Call(func=_helper_name("scalar_output"), args=[value],
-                                                  keywords=[])))
+        if not internal:  # the output is checked (one real number, or a pair with has_aux)
+            flags = [_const(True)] if has_aux else []   # and the seed takes its shape
+            checks.append(_assign(dout, ast.Call(func=_helper_name("scalar_output"),
+                                                 args=[value, _name(dout)] + flags, keywords=[])))
         result = grads[0] if single else ast.Tuple(elts=grads, ctx=ast.Load())
         if with_value or has_aux:
             result = ast.Tuple(elts=[value, result], ctx=ast.Load())
         out_names = {n.id for n in ast.walk(result) if isinstance(n, ast.Name)}
         body_out = [comment("forward")] + forward + checks + adj + [ast.Return(value=result)]
-        defaults = list(node.args.defaults)
+        defaults = _defaults(fn, params, unit)
         if internal:  # called by other adjoints: the seed first, defaults keep working
             args = [ast.arg(arg=dout)] + [ast.arg(arg=p) for p in params]
         else:         # the user's signature, then dout=1.0
             args = [ast.arg(arg=p) for p in params] + [ast.arg(arg=dout)]
-            defaults = defaults + [_const(1.0)] if defaults else [_const(1.0)]
+            defaults = defaults + [_const(1.0)]
         fdef = ast.FunctionDef(name=name, args=ast.arguments(
             posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
             defaults=defaults), body=body_out, decorator_list=[], returns=None, type_params=[])
-        optimize(fdef, temps=unit.temps, keep=out_names | {stack} | set(params))
+        optimize(fdef, temps=unit.temps, keep=out_names | {stack, dout} | set(params))
         gen = _compile(fdef, unit, name, fn, per, key, callees)
         gen.seed = dout
+        gen.visible_aliasing, gen.writes_params = in_place_facts(body, params)
+        gen.rebinds_in_place = rebinds_in_place(body)
         return gen
     finally:
         _PENDING.pop((fn, key), None)
+
+
+def _defaults(fn, params, unit):
+    """The default values of ``fn``'s parameters as the generated ``def`` prints them: the
+    very objects in ``fn.__defaults__`` (made when the user's ``def`` ran; the expressions
+    in its source are never evaluated again), as literals where they are plain numbers,
+    strings or None, else as names bound to them in the generated code's globals."""
+    values = tuple(fn.__defaults__ or ())[-len(params):] if params else ()
+    out = []
+    for p, v in zip(params[len(params) - len(values):], values):
+        if _literal(v):
+            out.append(_const(v))
+        else:
+            out.append(_name(unit.bind(v, f"{p}_default")))
+    return out
+
+
+def _literal(v):
+    if type(v) in (float, complex):
+        return all(math.isfinite(x) for x in (v.real, v.imag))
+    return v is None or type(v) in (int, bool, str, bytes)
+
+
+_counter = itertools.count()
+
+
+def compile_source(source, name, env, fdef, user_fn):
+    """The function that ``source`` (one ``def``) defines, with globals ``env``, made
+    without running anything: its defaults are the objects that the printed names and
+    literals stand for, and its closure is ``user_fn``'s own cells, matched by name (the
+    ``def`` is compiled where the user's was: see :func:`.source.in_scope`), so that the
+    generated code reads what the user's code reads."""
+    cells = dict(zip(user_fn.__code__.co_freevars, user_fn.__closure__ or ()))
+    cls = class_name(getattr(user_fn, "__qualname__", ""))
+    qualname = name if cls is None else f"{cls}.{name}"
+    text = in_scope(source, list(cells), qualname)
+    filename = f"<ast:{name}:{next(_counter)}>"
+    code = _find_code(compile(text, filename, "exec", dont_inherit=True), name)
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    defaults = tuple(_default_value(d, env) for d in fdef.args.defaults) or None
+    fn = types.FunctionType(code, env, name, defaults, tuple(cells[n] for n in code.co_freevars) or None)
+    fn.__qualname__ = qualname
+    fn.__source__ = source
+    return fn
+
+
+def _default_value(node, env):
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    return ast.literal_eval(node)
 
 
 def _compile(fdef, unit, name, fn, per, key, callees):
     """Print, compile and cache a generated function; fill in the recursive references
     that waited for it."""
     source = render(fdef, unit)
-    compiled = compile_source(source, name, unit.env, tag="ast")
+    compiled = compile_source(source, name, unit.env, fdef, fn)
     gen = Generated(compiled, source, name)
     gen.callees = callees
-    gen.user_fn, gen.captured = fn, unit.captured
+    gen.user_globals, gen.captured = unit.user_globals, unit.captured
     per[key] = gen
     for env, gname in _PENDING.get((fn, key), []):
         env[gname] = compiled
@@ -294,6 +368,12 @@ def _callee(unit, callees, callee, key, build, hint):
             pending.append((unit.env, gname))
             return gname
         gen = build()
+    if getattr(gen, "writes_params", False):  # the caller's array would change under it
+        code = callee.__code__
+        raise TransformError(f"{callee.__qualname__}, called from the function being "
+                             "differentiated, changes an argument in place (a write into it, "
+                             "or +=); the caller's names for that array would not follow",
+                             code.co_filename, code.co_firstlineno, "in-place change of an argument")
     unit.env[gname] = gen.fn
     callees.append(gen)
     return gname
@@ -317,7 +397,8 @@ def tangents(fn, name):
     fn = _source_function(fn)
     with _lock:
         per = _CACHE.setdefault(fn, {})
-        if key in per:
+        if key in per:  # (each jvp call is a new transformation: it sees rebound globals)
+            per[key].refresh()
             return per[key]
         return _build_tangents(fn, name, per, key)
 
@@ -339,30 +420,21 @@ def _build_tangents(fn, name, per, key):
         fwd = Forward(unit, resolver, located, user_jvp, lambda w: _context_is(resolver, w, no_grad),
                       grad_of_target)
         out = fwd.run(body, params)
+        checker = _name("check_unaliased")
+        checker._helper = True
+        out = with_checks(out, live_after(body), located, checker)
         targs = [fwd.d(p) for p in params]
         args = [ast.arg(arg=p) for p in params + targs]
         fdef = ast.FunctionDef(name=name, args=ast.arguments(
             posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
             defaults=[]), body=out, decorator_list=[], returns=None, type_params=[])
         optimize(fdef, temps=unit.temps, keep=set(params) | set(targs))
-        return _compile(fdef, unit, name, fn, per, key, callees)
+        gen = _compile(fdef, unit, name, fn, per, key, callees)
+        gen.visible_aliasing, gen.writes_params = in_place_facts(body, params)
+        gen.rebinds_in_place = rebinds_in_place(body)
+        return gen
     finally:
         _PENDING.pop((fn, key), None)
-
-
-def _full_reduction(body, value, resolver):
-    """Whether the returned name is assigned once, by ``np.sum(x)`` / ``np.mean(x)``."""
-    if not isinstance(value, ast.Name):
-        return False
-    defs = [s for s in ast.walk(ast.Module(body=body, type_ignores=[]))
-            if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) and s.targets[0].id == value.id]
-    if len(defs) != 1 or not isinstance(defs[0].value, ast.Call):
-        return False
-    call = defs[0].value
-    if method_primitive(call) is not None:
-        return True
-    callee = resolver.callee(call)
-    return isinstance(callee, Direct) and callee.prim.name in ("sum", "mean")
 
 
 def _helper_name(h):

@@ -11,8 +11,9 @@ from ...runtime.tensor import Tensor, wrap
 from ..tape.tracing import active_tape, positional_params
 from ..tape.tape import Var
 from ..checks import check_input, positional_arguments
+from ..reads import Reads
 from ..tree import flatten, unflatten
-from .aliasing import AliasError
+from .aliasing import AliasError, refuse_zero_d_arguments
 from .driver import _source_function, adjoint, tangents
 from .support import zero_tangent
 
@@ -31,6 +32,7 @@ class AstFunction:
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self._name, self.has_aux, self.with_value = name, has_aux, with_value
         self._gen = None
+        self._reads = None  # the globals its generated code copied (see reads.py)
         functools.update_wrapper(self, f, updated=())
 
     def generated(self, nargs=None):
@@ -75,6 +77,12 @@ class AstFunction:
                 raise TypeError(f"mode='ast' passes arguments by position, and {sorted(kwargs)} "
                                 "can only be given by keyword; use mode='tape' for this function")
         gen = self._gen or self.generated(len(args))
+        if self._reads is None:
+            self._reads = Reads(self.f)
+        elif self._reads.changed():  # a global it reads was rebound: copied again
+            gen.refresh()
+            self._reads = Reads(self.f)
+        refuse_zero_d_arguments(gen, args, getattr(self.f, "__name__", "f"))
         positions = gen_positions(self, len(args))
         given = args
         args = _differentiable_arguments(args, positions)
@@ -282,7 +290,7 @@ class AutoFunction:
         try:
             return chosen(*args, **kwargs)
         except AliasError as e:  # memory shared at run time: the tape follows it
-            if chosen.generated().writes_params:
+            if not e.before_run and chosen.generated().writes_params:
                 raise  # (the caller's arrays were written: running again would differ)
             self.fallback_reason, self._chosen = e, self._tape_fn()
             return self._chosen(*args, **kwargs)
@@ -291,6 +299,15 @@ class AutoFunction:
 def ast_jvp(f, primals, tangent_values):
     """``(f(*primals), tangent)`` through ``f``'s forward-mode version (generated once)."""
     gen = tangents(f, f"{getattr(f, '__name__', 'f')}_jvp")
+    refuse_zero_d_arguments(gen, primals, getattr(f, "__name__", "f"))
+    try:
+        return _run_jvp(gen, f, primals, tangent_values)
+    except AliasError as e:  # (safe to run again on the tape only if no argument was written)
+        e.before_run = e.before_run or not gen.writes_params
+        raise
+
+
+def _run_jvp(gen, f, primals, tangent_values):
     src = _source_function(f)
     missing = src.__code__.co_argcount - len(primals)
     if 0 < missing <= len(src.__defaults__ or ()):  # defaulted parameters: constants

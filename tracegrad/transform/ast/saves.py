@@ -53,7 +53,7 @@ class _Saves:
         if writes_memory and id(s) not in self.saved:  # the adjoint reads values as left
             later |= self.needed | {self.stack}
         later.discard(name)
-        if not later:
+        if not later and writes_memory:
             return None
         helper = _name("check_unaliased")
         helper._helper = True

@@ -1,13 +1,20 @@
 """Getting a function's syntax tree: its source (dedented), parsed with gast and handed
 to the passes as a standard-library :mod:`ast` tree (what :func:`ast.unparse` prints),
-with line numbers that point into the original file."""
+with line numbers that point into the original file.
+
+The text comes from the file on disk, which may have been edited since the function was
+defined: the text is compiled again (not run) and its code compared with the code the
+function runs, and a mismatch is refused rather than differentiating other code."""
+import __future__
 import ast
+import dis
 import inspect
 import textwrap
+import types
 
 import gast
 
-__all__ = ["TransformError", "function_tree", "Located"]
+__all__ = ["TransformError", "function_tree", "Located", "matches", "same_code", "in_scope", "class_name"]
 
 
 class TransformError(Exception):
@@ -68,5 +75,101 @@ def function_tree(fn):
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
         raise TransformError(f"{name} is not defined by a def statement", filename, first, "source")
+    if not matches(fn, source, filename):
+        raise TransformError(f"the source of {name} in the file no longer matches the code it "
+                             "runs (was the file edited after it was imported? reload the module)",
+                             filename, first, "source")
     node.decorator_list = []
     return node, Located(fn, filename, first, source.splitlines(True))
+
+
+_FUTURES = 0
+for _f in __future__.all_feature_names:
+    _FUTURES |= getattr(__future__, _f).compiler_flag
+_NESTED = inspect.CO_NESTED
+
+
+def matches(fn, source, filename="<source>"):
+    """Whether ``source`` (a dedented ``def``, decorators included) compiles to the code
+    ``fn`` runs (compiled, never run, in a scope like the function's own: see
+    :func:`in_scope`)."""
+    code = fn.__code__
+    text = in_scope(source, code.co_freevars, getattr(fn, "__qualname__", ""))
+    try:
+        module = compile(text, filename, "exec", flags=code.co_flags & _FUTURES, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    found = _find_code(module, code.co_name)
+    return found is not None and same_code(found, code)
+
+
+def in_scope(source, freevars, qualname):
+    """``source`` (a ``def``) placed so that it compiles as it did where it was written:
+    inside a class of its class's name (private names are mangled) and inside a function
+    whose parameters are its free variables (so that they are closure reads). The code
+    object is then taken from the compiled constants; nothing of this runs."""
+    cls = class_name(qualname)
+    if cls is not None:
+        source = f"class {cls}:\n" + textwrap.indent(source, "    ")
+    free = [n for n in freevars if not (cls is not None and n == "__class__")]
+    if free:
+        source = f"def _tracegrad_scope_({', '.join(free)}):\n" + textwrap.indent(source, "    ")
+    return source
+
+
+def class_name(qualname):
+    """The name of the class a function of qualified name ``qualname`` is defined in, or
+    None."""
+    parts = qualname.split(".")
+    return parts[-2] if len(parts) > 1 and parts[-2].isidentifier() else None
+
+
+def _find_code(code, name):
+    """The shallowest code object named ``name`` among ``code``'s constants (breadth first)."""
+    level = [code]
+    while level:
+        inner = [c for k in level for c in k.co_consts if isinstance(c, type(code))]
+        for c in inner:
+            if c.co_name == name:
+                return c
+        level = inner
+    return None
+
+
+def same_code(a, b):
+    """Code objects that do the same: instructions (jump targets as instruction numbers),
+    constants (nested code compared the same way), names and signature; line numbers,
+    file names and qualified names aside. A method call may compile to ``LOAD_ATTR`` or
+    ``LOAD_METHOD`` depending on the rest of the module, so the two count as one."""
+    fields = ("co_names", "co_varnames", "co_freevars", "co_cellvars", "co_argcount",
+              "co_posonlyargcount", "co_kwonlyargcount", "co_name")
+    if any(getattr(a, f, None) != getattr(b, f, None) for f in fields):
+        return False
+    if a.co_flags & ~_NESTED != b.co_flags & ~_NESTED or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not same_code(x, y):
+                return False
+        elif type(x) is not type(y) or repr(x) != repr(y):
+            return False
+    return _instructions(a) == _instructions(b)
+
+
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR", "CALL_METHOD": "CALL"}
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+
+
+def _instructions(code):
+    ins = list(dis.get_instructions(code))
+    at = {i.offset: k for k, i in enumerate(ins)}
+    out = []
+    for i in ins:
+        if i.opcode in _JUMPS:
+            arg = at.get(i.argval)
+        elif isinstance(i.argval, types.CodeType):
+            arg = None  # (compared with the constants)
+        else:
+            arg = (type(i.argval), repr(i.argval))
+        out.append((_SAME_OP.get(i.opname, i.opname), arg))
+    return out

@@ -10,9 +10,14 @@ options, tracegrad functions, Tensor and ndarray methods, attributes such as ``x
 are differentiated by :func:`call_vjp` / :func:`call_jvp`, which trace the one call onto
 a tape (the tape path's machinery, cached per function and signature).
 """
+import inspect
 import operator
+import types
+import weakref
 
 from ..api import _mark, _push, _regroup, _with_phase
+from ..checks import check_output, split_aux
+from .aliasing import check_unaliased  # noqa: F401  (called by generated code)
 from ..tape.staged import Staged
 from ..tape.sweeps import reverse
 from ..tape.tape import Var
@@ -26,6 +31,7 @@ __all__ = ["GradList", "add", "part", "add_at", "take_at", "zero_at", "set_at", 
            "push_grad", "call_vjp", "call_jvp", "method", "attribute", "zero_tangent",
            "scalar_output"]
 
+_broadcast_to = TABLE["broadcast_to"]
 _index_put = TABLE["index_put"]
 _sum_to = TABLE["sum_to"]
 _zeros_like = TABLE["zeros_like"]
@@ -196,16 +202,58 @@ def _kinds(result, kinds):
     return unflatten(spec, [first if isinstance(v, Var) else None for v in leaves])
 
 
-_PULLBACKS, _PUSHES = {}, {}
+_PULLBACKS, _PUSHES = {}, {}   # id(fn) -> (fn or a weak reference to it, its Staged)
 
 
 def _staged(cache, fn, builder, suffix):
-    staged = cache.get(fn)
-    if staged is None:
-        host = host_function(fn)  # (a CuPy function the AST path rebound NumPy's to)
-        name = getattr(host, "__name__", "f")
-        staged = cache[fn] = Staged(host, builder(host), f"{name}_{suffix}".replace("<", "").replace(">", ""))
+    """The staged derivative of ``fn`` (traced once per signature), cached per function.
+    A function of the user's (a callable object, a ``functools.partial``, a closure) is
+    held weakly: its Staged calls it through a weak reference, so that the cache keeps
+    neither it nor what it captures alive. Bound methods (made anew at each attribute
+    read, so cached per object and function) and objects that take no weak reference
+    (NumPy's functions) are held."""
+    bound = _bound(fn)
+    key = ("method", id(fn.__self__), getattr(fn, "__func__", fn.__name__)) if bound else id(fn)
+    entry = cache.get(key)
+    if entry is not None:
+        held, staged = entry
+        if held is fn or (bound and held == fn) or (type(held) is weakref.ref and held() is fn):
+            return staged
+    host = host_function(fn)  # (a CuPy function the AST path rebound NumPy's to)
+    name = f"{getattr(host, '__name__', 'f')}_{suffix}".replace("<", "").replace(">", "")
+    held = target = None
+    if host is fn and not bound:
+        try:
+            held = weakref.ref(fn, lambda r: cache.get(key, (None,))[0] is r and cache.pop(key, None))
+            target = _through(held, fn)
+        except TypeError:  # (no weak references to it)
+            pass
+    if held is None:
+        held, target = fn, host
+    staged = Staged(target, builder(target), name)
+    cache[key] = (held, staged)
     return staged
+
+
+def _bound(fn):
+    self = getattr(fn, "__self__", None)
+    return isinstance(fn, (types.MethodType, types.BuiltinMethodType)) and self is not None \
+        and not isinstance(self, types.ModuleType)
+
+
+def _through(ref, fn):
+    """A function calling what weak reference ``ref`` refers to, with ``fn``'s name and
+    parameter names (for the tape's input names) but none of its default values."""
+    def call(*args, **kwargs):
+        return ref()(*args, **kwargs)
+    call.__name__ = call.__qualname__ = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        params = inspect.signature(fn).parameters.values()
+        call.__signature__ = inspect.Signature([p.replace(default=p.empty, annotation=p.empty)
+                                                for p in params])
+    except (TypeError, ValueError):
+        pass
+    return call
 
 
 def call_vjp(g, fn, *args, **kwargs):
@@ -242,10 +290,13 @@ def call_jvp(tangents, fn, *args, **kwargs):
     return _staged(_PUSHES, fn, _push_builder, "jvp")(tuple(tangents), *args, **kwargs)
 
 
-def scalar_output(value):
-    """The differentiated function's result must be a scalar (as ``backward()`` needs)."""
-    if getattr(value, "shape", ()) != ():
-        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+def scalar_output(value, dout, has_aux=False):
+    """The seed of the output gradient, once the output is known to be one real number
+    (with ``has_aux``: a pair whose first element is): ``dout`` in the output's shape."""
+    out = split_aux(value, "grad")[0] if has_aux else value
+    check_output(out, "grad")
+    shape = tuple(getattr(out, "shape", ()))
+    return dout if not shape else _broadcast_to(dout, shape=shape)
 
 
 def zero_tangent(x):

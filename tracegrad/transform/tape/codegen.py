@@ -3,13 +3,16 @@ eqn, guards as ``if ...: raise GuardFailed``, and ``del`` after each intermediat
 use so that memory is given back as early as in hand-written code."""
 from ...backend import cpu as np  # host-side type checks only
 
-from ...backend import ARRAY_TYPE_SET, namespace_of
 from ...rules.core import Primitive
-from ..emit import Module, compile_source, elementwise, prim_expr
+from ..emit import Module, compile_parts, compile_source, elementwise, prim_expr
 from .fusion import MAX_ARGS, MIN_RUN, fusable_runs, fusion_enabled
-from .tape import Guard, Var
+from .tape import Guard, Var, namespace_of_var
 
 __all__ = ["GuardFailed", "compile_tape"]
+
+# A body longer than this many lines is compiled in parts of about this size (the
+# generated source stays one function; see compile_in_parts).
+CHUNK_LINES = 4000
 
 
 class GuardFailed(Exception):
@@ -59,14 +62,18 @@ class _Writer:
         self.last = {a.id: i for i, e in enumerate(tape.eqns) for a in e.ins if isinstance(a, Var)}
         self.counters = {}
         self.guards = 0
+        # for compiling a long body in parts: the locals alive now (in order), and where
+        # the body may be cut (line index, the locals alive there)
+        self.live = dict.fromkeys(self.params)
+        self.cuts = []
 
     def write(self):
         m, eqns = self.m, self.tape.eqns
         # The array namespace is part of the cache key (the inputs' array type), so it is
         # bound once, as a global: a device's where any input lives on one (a Python float
         # argument is a host value).
-        spaces = [namespace_of(v.value) for v in self.tape.inputs if hasattr(v.value, "dtype")]
-        xp = m.env["xp"] = next((ns for ns in spaces if ns is not np), np)
+        spaces = [namespace_of_var(v) for v in self.tape.inputs]
+        xp = m.env["xp"] = next((ns for ns in spaces if ns is not None and ns is not np), np)
         starts = dict(_fused_runs(self.tape, xp, self.last, self.out_ids))
         i = 0
         while i < len(eqns):
@@ -76,12 +83,33 @@ class _Writer:
                     and a.kind == "op" and a.id not in self.out_ids]
             if dead:
                 m.emit("del " + ", ".join(dead))
+                for n in dead:
+                    del self.live[n]
+            if len(m.lines) - (self.cuts[-1][0] if self.cuts else 0) >= CHUNK_LINES:
+                self.cuts.append((len(m.lines), list(self.live)))
             i = stop
         rets = [f"{self.ref(v)}.copy()" if isinstance(v, Var) and v.kind == "const"  # (never
                 else self.ref(v) for v in self.out_leaves]       # hand out the cached constant)
         m.emit("return (" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")")
         source = m.source(self.name, self.params)
-        return compile_source(source, self.name, m.env, tag="tape"), source
+        if not self.cuts:
+            return compile_source(source, self.name, m.env, tag="tape"), source
+        return self.compile_in_parts(source), source
+
+    def compile_in_parts(self, source):
+        """The function compiled as a chain of parts of about CHUNK_LINES lines each
+        (compiling one ~100k-line function takes the compiler hundreds of megabytes)."""
+        m = self.m
+        prelude = "".join(block + "\n\n" for block in m.prelude)
+        line = prelude.count("\n") + 2  # of the body's first line in ``source``
+        parts, start, ins = [], 0, self.params
+        for stop, outs in [*self.cuts, (len(m.lines), None)]:
+            if stop > start:
+                parts.append((line + start, ins, "\n".join(m.lines[start:stop]), outs))
+                start, ins = stop, outs
+        if parts[-1][3] is not None:  # (a cut right before the return line)
+            parts[-1] = parts[-1][:3] + (None,)
+        return compile_parts(source, self.name, m.env, self.params, prelude, parts, tag="tape")
 
     def ref(self, a):
         """Source text for an operand: a Var's name (constants bound as globals), else a
@@ -120,6 +148,7 @@ class _Writer:
         else:
             lhs = ", ".join(self.fresh(o) if (o.id in self.last or o.id in self.out_ids) else "_"
                             for o in e.outs)
+            self.live.update(dict.fromkeys(n for n in lhs.split(", ") if n != "_"))
             if e.multi and len(e.outs) == 1:
                 lhs += ","
             self.m.emit(f"{lhs} = {_rhs(self.m, e, [self.ref(a) for a in e.ins])}")
@@ -142,6 +171,7 @@ class _Writer:
                                      f"def {helper}({', '.join(params)}):", *body,
                                      f"    return {', '.join(results)}"]))
         m.emit(f"{', '.join(results)} = {helper}({', '.join(params)})")
+        self.live.update(dict.fromkeys(results))
         return outer
 
 
@@ -159,8 +189,8 @@ def _namespace_name(m, e):
     """``xp``, or -- for an op on another device than the tape's inputs (after a
     ``.cuda()`` inside the function) -- the name that device's namespace is bound to."""
     for a in e.in_vars() or e.outs:
-        if type(a.value) in ARRAY_TYPE_SET:
-            ns = namespace_of(a.value)
+        ns = namespace_of_var(a)
+        if ns is not None:
             return "xp" if ns is m.env["xp"] else m.bind(ns, f"xp_{ns.name}")
     return "xp"
 

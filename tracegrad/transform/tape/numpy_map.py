@@ -217,7 +217,7 @@ def _squeeze(a, axis=None):
 
 
 def _ravel(a, order="C"):
-    return P.reshape(a, shape=(math.prod(a.shape),))
+    return P.reshape(a, shape=(math.prod(shape_of(a)),))
 
 
 def _concatenate(arrays, axis=0, out=None, dtype=None, **kw):

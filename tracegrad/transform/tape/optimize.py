@@ -69,9 +69,11 @@ def _is_lit(a, *values):
 
 
 def _ones(a):
-    """A literal 1, or a constant array of ones (the seed of a gradient, broadcast)."""
+    """A literal 1, or a constant array of ones (the seed of a gradient, broadcast; not
+    an array captured by reference, whose contents may change between calls)."""
     if isinstance(a, Var):
-        return a.kind == "const" and a.npdtype.kind in "fc" and bool((a.value == 1).all())
+        return a.kind == "const" and a.id not in a.tape.live and a.npdtype.kind in "fc" \
+            and bool((a.value == 1).all())
     return _is_lit(a, 1)
 
 
@@ -100,7 +102,8 @@ def fold_constants(tape):
     for e in tape.eqns:
         if sub and any(isinstance(a, Var) and a.id in sub for a in e.ins):
             e.ins = tuple(sub.get(a.id, a) if isinstance(a, Var) else a for a in e.ins)
-        if isinstance(e.op, Primitive) and all(not isinstance(a, Var) or a.kind == "const" for a in e.ins) \
+        if isinstance(e.op, Primitive) and all(not isinstance(a, Var) or (a.kind == "const" and a.id not in
+                                                                          tape.live) for a in e.ins) \
                 and any(isinstance(a, Var) for a in e.ins):
             vals = [a.value if isinstance(a, Var) else a for a in e.ins]
             out = e.op(*vals, **e.params)

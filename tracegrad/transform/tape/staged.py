@@ -18,6 +18,8 @@ from ...backend import cpu as np  # host-side type checks only
 from ...runtime.tensor import Tensor, wrap
 from .codegen import GuardFailed, compile_tape
 from .optimize import optimize
+from ..reads import Reads
+from .randomness import Draws
 from .tape import Tape, Var
 from .tracing import active_tape, input_value, is_traceable, recording, trace_arguments
 from ..tree import flatten, unflatten
@@ -113,6 +115,7 @@ class Staged:
         self._fast = {}   # signature of plain arrays/floats -> the same variant list
         self._lock = threading.Lock()  # guards the cache's structure, not the replays
         self._last = None
+        self._reads = None  # what the cached traces read outside their arguments (see reads.py)
         functools.update_wrapper(self, f, updated=())
 
     @property
@@ -135,9 +138,20 @@ class Staged:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if active_tape() is not None:  # inside another transform: record into its tape
-            out, _ = self._build(args, kwargs, None)
+        tape = active_tape()
+        if tape is not None:  # inside another transform: record into its tape
+            tape.nested += 1
+            try:
+                out, _ = self._build(args, kwargs, None)
+            finally:
+                tape.nested -= 1
             return out
+        reads = self._reads
+        if reads is not None and reads.changed():  # a name the function reads was rebound
+            with self._lock:
+                self._cache.clear()
+                self._fast.clear()
+                self._reads = None
         if not kwargs:  # fast path: NumPy arrays and Python floats only
             key = _fast_key(args)
             if key is not None:
@@ -174,14 +188,19 @@ class Staged:
 
     def _stage(self, key, leaves, spec):
         tape = Tape(getattr(self.f, "__name__", "f"))
+        tape.staged = True
         args, kwargs = unflatten(spec, leaves)
         kinds = unflatten(spec, [kind_of(x) for x in leaves])
+        draws = Draws(self.f)
+        if self._reads is None:
+            self._reads = Reads(self.f)
         with recording(tape):
             targs, tkwargs = trace_arguments(tape, self.f, leaves, spec)
             out, out_kinds = self._build(targs, tkwargs, kinds)
         tape.outputs = out
         out_leaves, out_spec = flatten(out)
         values = [v.value if isinstance(v, Var) else v for v in out_leaves]
+        tape.release()  # from here on only shapes, dtypes and constants are read
         optimize(tape)
         opt_leaves = flatten(tape.outputs)[0]
         traced_out = [v for v in opt_leaves if isinstance(v, Var)]
@@ -191,9 +210,11 @@ class Staged:
         passthrough = [_TAPE if isinstance(v, Var) else v for v in opt_leaves]
         kinds_flat = flatten(out_kinds)[0] if out_kinds is not None else ["array"] * len(out_leaves)
         variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough)
-        tape.release()
-        with self._lock:
-            self._remember(key, args, kwargs, variant)
+        if draws.happened():  # random numbers drawn: this trace is for this call only
+            self._last = variant
+        else:
+            with self._lock:
+                self._remember(key, args, kwargs, variant)
         return unflatten(out_spec, [as_kind(_copy_if_const(v, o), k)
                                     for v, o, k in zip(values, opt_leaves, kinds_flat)])
 

@@ -196,6 +196,7 @@ class Tape:
         self.marked = set()
         self.marked_upto = 0
         self.immutable = set()   # ids of Vars that stand for Python floats (no in-place ops)
+        self.live = set()        # ids of constants captured by reference (never folded)
         self.recording = True
         self.staged = False      # made by a staged function (not ``trace``): its values
         self.nested = 0          # are its own; transforms running inside that one
@@ -210,14 +211,25 @@ class Tape:
         return v
 
     def capture(self, array):
-        """The constant Var of a captured array, by value: a snapshot taken when the traced
-        function first uses it (and again if it changed since), so writing into the array
-        later changes neither this trace nor its replays."""
+        """The constant Var of a captured array (a global, a closure variable, a module's
+        parameter), *by reference*: the compiled code reads the array itself, so a replay
+        computes with its contents at that call, as the function would (such constants
+        are not folded). An array the traced function itself changes while it is traced
+        (a scratch buffer) is captured *by value* at each use instead, as each use saw it."""
         hit = self._consts.get(id(array))
-        if hit is not None and hit[0] is array and _same_values(hit[1].value, array):
-            return hit[1]
-        v = self.new_var(array.copy() if hasattr(array, "copy") else array, "const")
-        self._consts[id(array)] = (array, v)
+        if hit is not None and hit[0] is array:
+            if _same_values(hit[2], array):
+                return hit[1]
+            earlier = hit[1]
+            if earlier.id in self.live:  # (its uses saw the contents it had then)
+                earlier.value = hit[2]
+                self.live.discard(earlier.id)
+            v = self.new_var(array.copy(), "const")
+            self._consts[id(array)] = (array, v, v.value)
+            return v
+        v = self.new_var(array, "const")
+        self.live.add(v.id)
+        self._consts[id(array)] = (array, v, array.copy() if hasattr(array, "copy") else array)
         return v
 
     def add(self, op, ins, params, values, multi=False):

@@ -112,7 +112,15 @@ Var.__index__ = _python("index", lambda v: v.__index__())
 Var.__float__ = _python("float", float, numeric=True)
 Var.__complex__ = _python("complex", complex, numeric=True)
 def _item(self, *args):
+    """NumPy's ``.item()``: a Python number, refused for a value being differentiated
+    (as ``float()`` is); a traced Tensor's ``.item()`` keeps torch's meaning (a number
+    with no history, guarded)."""
     self = aliasing.current(self)
+    if not getattr(self, "is_traced_tensor", False) and _differentiated(self):
+        raise TracerError(
+            f".item() of a value being differentiated ({self!r}) makes it a Python number that "
+            "carries no derivative: a gradient through it would silently be zero. Keep it an "
+            "array, or write tracegrad.stop_gradient(x).item() if a constant is meant")
     return guard(self, "item", self.value.item(*args), args)
 
 
@@ -226,9 +234,9 @@ def take_over(var, new):
     if var.kind == "input":
         tape.inputs = [old if v is var else v for v in tape.inputs]
     if var.kind == "const":  # the capture cache hands out the old value from now on
-        for k, (arr, v) in list(tape._consts.items()):
+        for k, (arr, v, snapshot) in list(tape._consts.items()):
             if v is var:
-                tape._consts[k] = (arr, old)
+                tape._consts[k] = (arr, old, snapshot)
     tape.renamed[old.id] = old  # transforms find the variables they marked by id
     var.id, var.value, var.kind, var.name, var.hint = new.id, new.value, "op", None, new.hint
     var.at = new.at

@@ -1,0 +1,261 @@
+"""Long tapes: index writes trace in linear time, long bodies compile in parts with the
+same results and source, generated code leaves linecache with its variant, and values
+are released once nothing can read them. (Behaviour only: the timings are measured by
+benchmarks/tracing.py.)"""
+import gc
+import linecache
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad.transform.api import grad
+from tracegrad.transform.tape import codegen, staged
+from tracegrad.transform.tape.sweeps import alias, reverse
+from tracegrad.transform.tape.tape import Released, Tape, Var
+from tracegrad.transform.tape.tracing import recording
+
+
+def _numeric_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        d = np.zeros_like(x)
+        d.flat[i] = eps
+        g.flat[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
+# -- x[i] = v: linear ---------------------------------------------------------------------------
+
+class _Watched(list):
+    """A tape's eqn list that remembers the lowest index read through ``[k]``."""
+
+    lowest = None
+
+    def __getitem__(self, k):
+        if isinstance(k, int):
+            k = k % len(self)
+            self.lowest = k if self.lowest is None else min(self.lowest, k)
+        return super().__getitem__(k)
+
+
+def test_an_index_write_visits_only_the_eqns_since_the_written_value_was_made():
+    tape = Tape("f")
+    tape.eqns = _Watched()
+    with recording(tape):
+        x = tape.new_input(np.linspace(0.1, 0.2, 3), "x")
+        y = tape.new_input(np.float64(0.5), "y")
+        x = x + 0.0
+        for i in range(60):
+            z = np.tanh(y) * 2.0   # unrelated eqns recorded in between
+            made = x.at
+            assert tape.eqns[made].outs[0] is x  # ``at``: the eqn that made x
+            tape.eqns.lowest = None
+            x[i % 3] = x[i % 3] * 0.999 + z
+            assert tape.eqns.lowest >= made, "an index write looked at eqns before its Var"
+        tape.outputs = np.sum(x)
+
+
+def test_index_write_loops_are_differentiated_correctly():
+    def f(x, y):
+        x = x + 0.0
+        for i in range(40):
+            x[i % 3] = x[i % 3] * 0.999 + y * x[(i + 1) % 3]
+        return np.sum(x * x)
+
+    x, y = np.array([0.1, 0.2, 0.3]), 0.7
+    got = tg.grad(f, mode="tape")(x, y)
+    np.testing.assert_allclose(got, _numeric_grad(lambda v: f(v.copy(), y), x), rtol=1e-6)
+    gy = tg.grad(f, argnums=1, mode="tape")(x, y)
+    np.testing.assert_allclose(gy, _numeric_grad(lambda v: f(x.copy(), v[0]), np.array([y]))[0],
+                               rtol=1e-6)
+
+
+def test_an_index_write_renames_earlier_uses_inputs_and_constants():
+    buf = np.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        before = x * 2.0          # reads the old x
+        x[0] = x[1] * 3.0         # writes into the input
+        c = buf + 0.0
+        c = c + buf               # the captured constant, read twice
+        x[2] = x[2] + np.sum(c)
+        return np.sum(before * x) + np.sum(x)
+
+    x = np.array([0.3, -0.4, 0.5])
+    np.testing.assert_allclose(tg.grad(f, mode="tape")(x),
+                               _numeric_grad(lambda v: f(v.copy()), x), rtol=1e-6)
+
+
+# -- compiling long bodies in parts -------------------------------------------------------------
+
+def _loop(x):
+    for i in range(60):
+        x = np.tanh(x) * 0.5 + x
+        if np.sum(x) > 1e6:  # a guard in every part
+            x = x * 0.0
+    return np.sum(x)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(codegen, "CHUNK_LINES", 7)
+
+
+def _staged(x, chunked, monkeypatch):
+    monkeypatch.setattr(codegen, "CHUNK_LINES", 7 if chunked else 10 ** 9)
+    g = grad(_loop, mode="tape")
+    first = g(x)
+    return g, first, g(x)
+
+
+def test_a_long_body_compiled_in_parts_gives_the_same_results_and_source(monkeypatch):
+    x = np.linspace(0.2, 0.6, 5)
+    whole, first_w, again_w = _staged(x, False, monkeypatch)
+    parts, first_p, again_p = _staged(x, True, monkeypatch)
+    assert whole.source == parts.source
+    assert "__parts" not in parts.source and parts.source.count("\ndef ") == 0
+    np.testing.assert_array_equal(first_p, first_w)
+    np.testing.assert_array_equal(again_p, again_w)   # the replay runs the parts
+    assert len(parts._last.fn.__globals__[f"{parts._last.fn.__name__}__parts"]) > 10
+    np.testing.assert_allclose(again_p, _numeric_grad(_loop, x), rtol=1e-5)
+
+
+def test_parts_show_the_source_lines_in_tracebacks(small_chunks):
+    g = grad(_loop, mode="tape")
+    g(np.linspace(-1, 1, 5))
+    fn = g._last.fn
+    lines = g.source.splitlines()
+    filename = fn.__code__.co_filename
+    assert [linecache.getline(filename, i + 1).rstrip("\n") for i in range(len(lines))] == lines
+    # a guard failing in a late part points at its own line of the source
+    with pytest.raises(codegen.GuardFailed) as info:
+        fn(np.full(5, 1e7))
+    tb = info.tb
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_filename == filename
+    assert "raise GuardFailed" in lines[tb.tb_lineno - 1]
+    # and a failing guard makes a new variant, as with one function
+    big = np.full(5, 1e7)
+    np.testing.assert_allclose(g(big), _numeric_grad(_loop, big, eps=1e-3), rtol=1e-5)
+
+
+# -- linecache entries leave with their variants ------------------------------------------------
+
+def _tape_files(g):
+    return {v.fn.__code__.co_filename for vs in g._cache.values() for v in vs}
+
+
+def test_linecache_entries_of_dropped_variants_are_removed(monkeypatch):
+    monkeypatch.setattr(staged, "MAX_SIGNATURES", 4)
+    g = tg.grad(lambda x: np.sum(np.tanh(x) * x), mode="tape")
+    files = []
+    for k in range(1, 11):
+        g(np.ones(k))
+        files.append(g._last.fn.__code__.co_filename)
+    assert len(set(files)) == 10
+    gc.collect()
+    assert [f in linecache.cache for f in files] == [False] * 6 + [True] * 4
+    assert _tape_files(g) == set(files[6:])
+    del g
+    gc.collect()
+    assert not any(f in linecache.cache for f in files)
+
+
+def test_linecache_entries_of_parts_and_of_ast_functions_are_removed(small_chunks):
+    g = grad(_loop, mode="tape")
+    g(np.linspace(-1, 1, 5))
+    (tape_file,) = _tape_files(g)
+    assert tape_file in linecache.cache
+    del g
+    gc.collect()
+    assert tape_file not in linecache.cache
+
+
+def test_compile_source_entries_leave_with_the_function():
+    from tracegrad.transform.emit import compile_source
+    fn = compile_source("def made(x):\n    return x + 1\n", "made", {}, tag="test")
+    filename = fn.__code__.co_filename
+    assert linecache.getline(filename, 2).strip() == "return x + 1"
+    del fn
+    gc.collect()
+    assert filename not in linecache.cache
+
+
+@pytest.mark.xfail(reason="transform/ast/driver.py's _GENERATED (a WeakKeyDictionary whose "
+                          "values, the Generated objects, hold their keys) keeps every "
+                          "generated function alive", strict=False)
+def test_linecache_entries_of_ast_functions_are_removed():
+    from tracegrad.transform.ast import clear_cache
+
+    def h(x):
+        return np.sum(np.sin(x) * x)
+    before = {k for k in linecache.cache if k.startswith("<ast:")}
+    a = tg.grad(h, mode="ast")
+    a(np.ones(3))
+    made = {k for k in linecache.cache if k.startswith("<ast:")} - before
+    assert made
+    del a
+    clear_cache()
+    gc.collect()
+    assert not made & set(linecache.cache)
+
+
+# -- values are released ------------------------------------------------------------------------
+
+def test_a_staged_tape_keeps_no_values_but_constants():
+    g = tg.grad(_loop, mode="tape")
+    g(np.linspace(-1, 1, 5))
+    tape = g.tape
+    for v in [*tape.inputs, *(o for e in tape.eqns for o in e.outs)]:
+        assert type(v.value) is Released or v.kind == "const", v
+    str(tape)  # still printable
+
+
+def _chain_sweep(staged_tape, n=50):
+    """Record ``n`` steps and a reverse sweep on a fresh tape; return it, where the sweep
+    started, and the gradient Var."""
+    tape = Tape("f")
+    tape.staged = staged_tape
+    with recording(tape):
+        x = alias(tape, np.linspace(0.1, 0.2, 4))
+        y = x
+        for _ in range(n):
+            y = np.tanh(y) * 0.5 + y
+        out = np.sum(y)
+        start = len(tape.eqns)
+        seed = Var(tape, np.ones(()), "const")
+        (gx,) = reverse(tape.eqns[:start], [x], [out], [seed])
+    return tape, start, gx
+
+
+def test_the_outermost_reverse_sweep_frees_cotangents_it_has_consumed():
+    tape, start, gx = _chain_sweep(True)
+    made = [o for e in tape.eqns[start:] for o in e.outs]
+    holding = [o for o in made if type(o.value) is not Released]
+    assert gx in holding and isinstance(gx.value, np.ndarray)
+    assert len(holding) <= 3, f"{len(holding)} of {len(made)} cotangent values kept"
+    # forward values stay (a later sweep, jacobian's next row, reads them)
+    assert all(type(o.value) is not Released for e in tape.eqns[:start] for o in e.outs)
+    np.testing.assert_allclose(gx.value, _numeric_grad(
+        lambda v: _chain_value(v, 50), np.linspace(0.1, 0.2, 4)), rtol=1e-6)
+
+
+def _chain_value(x, n):
+    for _ in range(n):
+        x = np.tanh(x) * 0.5 + x
+    return np.sum(x)
+
+
+def test_a_sweep_another_transform_can_see_keeps_its_values():
+    tape, start, _ = _chain_sweep(False)  # a ``trace`` tape: the user reads it
+    assert all(type(o.value) is not Released for e in tape.eqns for o in e.outs)
+    inner = tg.trace(tg.grad(lambda x: _chain_value(x, 5), mode="tape"))(np.ones(3))
+    assert all(type(o.value) is not Released for e in inner.eqns for o in e.outs)
+    # grad of grad: the inner sweep is differentiated again, so it must keep its values
+    f = lambda x: _chain_value(x, 5)
+    gg = tg.grad(lambda x: np.sum(tg.grad(f, mode="tape")(x)), mode="tape")
+    x = np.linspace(0.1, 0.2, 3)
+    np.testing.assert_allclose(gg(x), _numeric_grad(
+        lambda v: np.sum(tg.grad(f, mode="tape")(v)), x), rtol=1e-5)

@@ -1,0 +1,95 @@
+"""What a differentiated function reads from outside its arguments, by identity.
+
+Both staged paths reuse work across calls: the tape replays a trace, the AST path runs
+code compiled with a copy of the function's globals. Both would silently go on with
+old values after ``SCALE = 3.0`` or ``W = new_weights`` rebinds a name the function
+reads. :class:`Reads` notes, when the work is done, which object each such name is
+bound to -- the global names the function's code loads (and the code of the nested
+functions and user functions it reaches by global name), and its closure cells -- so
+that a later call can ask :meth:`Reads.changed` (a few dictionary look-ups) and trace
+or refresh again. An array read by name and changed *in place* keeps its identity: the
+tape reads it by reference where traced values meet it, but NumPy work on it alone
+(``w.sum()``) is done once while tracing, so the contents of such arrays (up to
+``CONTENTS`` elements) are compared too.
+"""
+import types
+
+from ..backend import cpu as np  # host-side comparisons only
+
+__all__ = ["Reads"]
+
+_MISSING = object()
+_DEPTH = 4         # user functions followed through global names
+CONTENTS = 65536   # arrays up to this size are compared by contents at each call
+
+
+class Reads:
+    """The global names and closure cells ``f`` reads, with the objects they hold now."""
+
+    __slots__ = ("_globals", "_cells", "_arrays")
+
+    def __init__(self, f):
+        self._globals, self._cells, self._arrays = [], [], []
+        self._collect(f, set(), 0)
+
+    def _collect(self, f, seen, depth):
+        code = getattr(f, "__code__", None)
+        if not isinstance(code, types.CodeType) or id(code) in seen or depth > _DEPTH:
+            return
+        seen.add(id(code))
+        scope = getattr(f, "__globals__", None)
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                value = _MISSING
+            self._cells.append((cell, value))
+            self._note_array(value)
+            if isinstance(value, types.FunctionType):
+                self._collect(value, seen, depth + 1)
+        if scope is None:
+            return
+        for name in _names(code):
+            value = scope.get(name, _MISSING)
+            if value is _MISSING:
+                continue
+            self._globals.append((scope, name, value))
+            self._note_array(value)
+            if isinstance(value, types.FunctionType) and not _library(value):
+                self._collect(value, seen, depth + 1)
+
+    def _note_array(self, value):
+        if isinstance(value, np.ndarray) and value.size <= CONTENTS:
+            self._arrays.append((value, value.copy()))
+
+    def changed(self):
+        """Whether a name or cell noted then holds another object now, or a small array
+        it held has other contents."""
+        for array, seen in self._arrays:
+            if not np.array_equal(array, seen, equal_nan=array.dtype.kind in "fc"):
+                return True
+        for scope, name, value in self._globals:
+            if scope.get(name, _MISSING) is not value:
+                return True
+        for cell, value in self._cells:
+            try:
+                if cell.cell_contents is not value:
+                    return True
+            except ValueError:
+                if value is not _MISSING:
+                    return True
+        return False
+
+
+def _names(code):
+    """The global names ``code`` and the code objects nested in it may load."""
+    out = list(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out += _names(c)
+    return out
+
+
+def _library(fn):
+    mod = getattr(fn, "__module__", "") or ""
+    return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy", "torch")

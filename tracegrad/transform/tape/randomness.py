@@ -1,0 +1,58 @@
+"""Random draws while tracing: a tape must not replay them.
+
+A function that calls ``np.random.randn`` (or a ``Generator`` it reads from its globals
+or closure, or tracegrad's own ``randn``) draws new numbers on every call; a replayed
+tape would hand back the first call's numbers every time -- a silently wrong value.
+Nothing hands those draws to the tracer (they take no traced argument), so the tape
+notices them by their effect: a generator whose state moved while the function was
+traced. Such a trace is used for its own call only and never cached.
+"""
+import types
+
+from ...backend import cpu as np  # host-side generator states only
+
+__all__ = ["Draws"]
+
+
+def _state(gen):
+    """A comparable snapshot of a generator's state (NumPy's legacy global one, a
+    ``Generator`` or a ``RandomState``)."""
+    if isinstance(gen, np.random.Generator):
+        return repr(gen.bit_generator.state)
+    if isinstance(gen, np.random.RandomState):
+        kind, key, pos, *_ = gen.get_state()
+        return (kind, key.tobytes(), pos)
+    return None
+
+
+def _generators(f):
+    """The generators ``f`` may draw from: NumPy's global one, tracegrad's, and those it
+    reads by name from its globals or closure cells."""
+    gens = [np.random.mtrand._rand]
+    from ...backend import loaded
+    for xp in loaded():
+        rng = getattr(xp, "rng", None)
+        if callable(rng):
+            gens.append(rng())
+    code = getattr(f, "__code__", None)
+    if isinstance(code, types.CodeType):
+        scope = getattr(f, "__globals__", {})
+        gens += [scope[n] for n in code.co_names if n in scope]
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                gens.append(cell.cell_contents)
+            except ValueError:
+                pass
+    return [g for g in gens if isinstance(g, (np.random.Generator, np.random.RandomState))]
+
+
+class Draws:
+    """``Draws(f)`` before tracing ``f``; ``.happened()`` after: whether it drew random
+    numbers meanwhile (then its trace must not be replayed)."""
+
+    def __init__(self, f):
+        self._gens = _generators(f)
+        self._before = [_state(g) for g in self._gens]
+
+    def happened(self):
+        return any(_state(g) != s for g, s in zip(self._gens, self._before))
