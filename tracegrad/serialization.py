@@ -52,6 +52,7 @@ _HEADER_MAX = 16384  # more than any .npy header NumPy will parse (its max_heade
 _ZIP64_EXTRA = 20  # the sizes zipfile adds to each local header under force_zip64
 _ALIGN = 64  # where entries' data start in a saved file (as PyTorch aligns its records)
 _CHUNK = 1 << 22  # bytes read, or checksummed, at a time: small enough to stay in the cache
+_OWN_PAGES = 1 << 22  # arrays from this size are read into a mapping of their own (_empty)
 _DTYPE_BY_NAME = {d.name: d for d in _DTYPES}
 _CONTAINER_TAGS = {list: "list", tuple: "tuple", dict: "dict", OrderedDict: "odict"}
 _SUPPORTED = ("tensors, dict, OrderedDict, list, tuple and plain values (None, bool, int, "
@@ -182,7 +183,8 @@ def load(f, map_location=None, *, weights_only=True, mmap=None):
     privately only where written (writes never reach the file), so a large checkpoint
     costs no memory of its own; as with PyTorch, the file must not change or shrink while
     they live. Either way every entry's CRC-32 is checked (reading or mapping it once), so
-    a corrupt file is an error, never wrong values.
+    a corrupt file is an error, never wrong values. A stream that cannot seek is first read
+    into memory (the zip directory is at its end), so it holds the data twice while loading.
     """
     _check_map_location(map_location)
     if mmap and not isinstance(f, (str, bytes, os.PathLike)):
@@ -317,9 +319,9 @@ def _read_array(fh, mapping, span, want_dtype, want_shape):
     layout = shape[::-1] if fortran else shape
     if mapping is not None and nbytes:
         out = backend.cpu.frombuffer(mapping, dt, math.prod(shape), span.begin + skip).reshape(layout)
-        crc = _crc_of(_bytes_of(out), crc)
+        crc = zlib.crc32(_bytes_of(out), crc)  # reads the mapped pages once, copies nothing
     else:
-        out = backend.cpu.empty(layout, dtype=dt)
+        out = _empty(layout, dt)
         fh.seek(span.begin + skip)
         crc = _fill(fh, _bytes_of(out), crc, name)
     if crc != span.crc:
@@ -329,67 +331,62 @@ def _read_array(fh, mapping, span, want_dtype, want_shape):
     return out if dt == want_dtype else out.astype(want_dtype)
 
 
+def _empty(shape, dt):
+    """A new array to read into. A large one gets a private anonymous mapping of its own
+    (unmapped when the array dies), of ordinary 4 KiB pages as PyTorch's allocator gives
+    (NumPy asks for transparent huge pages, whose first touch cost 2-10x more, and varied
+    from run to run, on the virtual development machine), populated by one call instead
+    of a fault per page."""
+    count = math.prod(shape)
+    if count * dt.itemsize < _OWN_PAGES or not hasattr(_mm, "MAP_ANONYMOUS"):
+        return backend.cpu.empty(shape, dtype=dt)
+    flags = _mm.MAP_PRIVATE | _mm.MAP_ANONYMOUS | getattr(_mm, "MAP_POPULATE", 0)
+    try:
+        pages = _mm.mmap(-1, count * dt.itemsize, flags=flags)
+    except OSError as e:
+        raise MemoryError(f"cannot allocate {count * dt.itemsize} bytes: {e}") from None
+    return backend.cpu.frombuffer(pages, dt, count).reshape(shape)
+
+
 def _bytes_of(a):
     return memoryview(a.reshape(-1).view(backend.cpu.uint8))
 
 
 def _fill(fh, view, crc, name):
     """Read ``fh`` into ``view`` (the kernel copies straight into it); the running CRC-32,
-    taken of each chunk while it is still in the cache."""
-    readinto = getattr(fh, "readinto", None)
-    got = 0
-    with _Checksum(crc, threaded=len(view) > 4 * _CHUNK) as check:
+    taken of each chunk while it is still in the cache. For a large array the CRC runs on
+    a helper thread, one chunk behind the reads (zlib and file reads release the GIL), so
+    with a second core free the check costs no time. (A thread per array, not a pool kept
+    between calls: an idle pool thread would not survive a DataLoader worker's fork.)"""
+    readinto = getattr(fh, "readinto", None) or (lambda b: _read_into(fh, b))
+    helper = None
+    if len(view) > 4 * _CHUNK:
+        from concurrent.futures import ThreadPoolExecutor  # imported only when needed
+        helper = ThreadPoolExecutor(1)
+    job, got = None, 0
+    try:
         while got < len(view):
             chunk = view[got:got + _CHUNK]
-            if readinto is not None:
-                n = readinto(chunk)
-            else:  # a file object with read() only
-                data = fh.read(len(chunk))
-                n = len(data)
-                chunk[:n] = data
+            n = readinto(chunk)
             if not n:
                 raise _BadFile(f"the file is corrupt: entry {name!r} is truncated")
-            check.add(chunk[:n])
+            crc = job.result() if job is not None else crc
+            if helper is None:
+                crc = zlib.crc32(chunk[:n], crc)
+            else:
+                job = helper.submit(zlib.crc32, chunk[:n], crc)
             got += n
-        return check.value()
+        return job.result() if job is not None else crc
+    finally:
+        if helper is not None:
+            helper.shutdown()
 
 
-class _Checksum:
-    """A running CRC-32. For a large array it is computed on a helper thread, one chunk
-    behind the reads: zlib and file reads both release the GIL, so with a second core the
-    check costs no time. (A thread per array, not a pool: a pool's idle thread would not
-    survive a DataLoader worker's fork.)"""
-
-    def __init__(self, crc, threaded):
-        self._crc, self._job, self._pool = crc, None, None
-        if threaded:
-            from concurrent.futures import ThreadPoolExecutor
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="tracegrad.load-crc32")
-
-    def add(self, chunk):
-        if self._pool is None:
-            self._crc = zlib.crc32(chunk, self._crc)
-            return
-        crc = self.value()
-        self._job = self._pool.submit(zlib.crc32, chunk, crc)
-
-    def value(self):
-        if self._job is not None:
-            self._crc, self._job = self._job.result(), None
-        return self._crc
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-
-
-def _crc_of(view, crc):
-    for i in range(0, len(view), _CHUNK):
-        crc = zlib.crc32(view[i:i + _CHUNK], crc)
-    return crc
+def _read_into(fh, b):
+    """``readinto`` for a file object that has ``read`` only."""
+    data = fh.read(len(b))
+    b[:len(data)] = data
+    return len(data)
 
 
 def _mapping(fh):

@@ -277,3 +277,30 @@ def test_numpy_on_a_python_float_from_math_in_ast_mode():
     for mode in ("ast", "auto"):  # (the tape refuses math.tanh of a traced value)
         np.testing.assert_allclose(tg.grad(numpy_on_a_math_float, mode=mode)(x), _fd(numpy_on_a_math_float, x),
                                    rtol=1e-6, atol=1e-8)
+
+
+def power_of_a_negative_constant(x):
+    v = np.sum((-0.5) ** 2)
+    return np.sum(x * v) + (-2.0) ** 2 * np.sum(x)
+
+
+def stacks_with_numbers(x):
+    return np.sum(np.vstack([-1.58, np.min(x)])) + np.sum(np.hstack([-2, x]) ** 2)
+
+
+def zero_d_axis(x):
+    s = math.tanh(1.0) * np.sum(x)
+    return np.sum(np.prod(s, axis=0)) + np.sum(np.prod(x * 2.0, axis=-1))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [power_of_a_negative_constant, stacks_with_numbers, zero_d_axis],
+                         ids=lambda f: f.__name__)
+def test_more_of_what_numpy_accepts(mode, f):
+    """(-0.5) ** 2 was printed as -0.5 ** 2 in AST mode (a wrong value); a Python number
+    in np.hstack hid the array beside it from AST mode (a zero gradient); numbers in
+    np.vstack and an int axis on a 0-d array failed on the tape."""
+    x = np.array([0.3, -0.7, 1.1])
+    value, grad = tg.value_and_grad(f, mode=mode)(x)
+    assert value == pytest.approx(f(x))
+    np.testing.assert_allclose(grad, _fd(f, x), rtol=1e-6, atol=1e-8)

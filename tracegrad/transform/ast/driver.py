@@ -446,12 +446,26 @@ def _helper_name(h):
 _COMMENT = re.compile(r"^(\s*)__comment__\((.*)\)$")
 
 
+class _Negatives(ast.NodeTransformer):
+    """A negative number constant (A-normal form folds ``-0.5`` into one) printed as
+    ``-(0.5)``'s unary minus, which ``ast.unparse`` parenthesises where it binds looser
+    than its context: ``(-0.5) ** 2``, not ``-0.5 ** 2`` (which is -0.25)."""
+
+    def visit_Constant(self, node):
+        v = node.value
+        if isinstance(v, (int, float, complex)) and not isinstance(v, bool) and \
+                (v.real < 0 if isinstance(v, complex) else v < 0):
+            return ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-v)), node)
+        return node
+
+
 def render(fdef, unit):
     """Source text: helper names resolved, comment markers turned into comments."""
     names = unit.helper_names()
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and getattr(n, "_helper", False):
             n.id = names[n.id]
+    fdef = _Negatives().visit(fdef)
     ast.fix_missing_locations(fdef)
     lines = []
     for line in ast.unparse(fdef).split("\n"):

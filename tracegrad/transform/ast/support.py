@@ -15,7 +15,8 @@ import operator
 import types
 import weakref
 
-from ..api import _mark, _push, _regroup, _with_phase
+from ..api import _push, _with_phase
+from ..tape.sweeps import alias
 from ..checks import check_output, split_aux
 from .aliasing import check_unaliased  # noqa: F401  (called by generated code)
 from ..tape.staged import Staged
@@ -167,17 +168,28 @@ def _float_leaf(x):
     return dtype is not None and getattr(dtype, "kind", "") in "fc"
 
 
-def _diff_positions(args):
-    return [n for n, a in enumerate(args)
-            if flatten(a)[0] and all(_float_leaf(x) for x in flatten(a)[0])]
+def _mark_float_leaves(tape, args):
+    """``(args, wrt, where)``: each floating-point tracer among the leaves of ``args``
+    replaced by a fresh alias (what this call is differentiated with respect to -- a list
+    ``[-2, x]`` has one), the aliases, and for each one its (argument, leaf) position."""
+    new_args, wrt, where = [], [], []
+    for n, a in enumerate(args):
+        leaves, spec = flatten(a)
+        for k, x in enumerate(leaves):
+            if _float_leaf(x):
+                leaves[k] = alias(tape, x)
+                tape.marked.add(leaves[k].id)
+                wrt.append(leaves[k])
+                where.append((n, k))
+        new_args.append(unflatten(spec, leaves))
+    return new_args, wrt, where
 
 
 def _pullback_builder(fn):
     def build(targs, tkwargs, kinds):
         tape = active_tape()
         g, args = targs[0], targs[1:]
-        nums = _diff_positions(args)
-        marked, wrt = _mark(tape, args, nums, "vjp")
+        marked, wrt, where = _mark_float_leaves(tape, args)
         start = len(tape.eqns)
         ids = [v.id for v in wrt]
         out = fn(*marked, **tkwargs)
@@ -187,9 +199,17 @@ def _pullback_builder(fn):
         keep = [(o, c) for o, c in zip(outs, gs) if isinstance(o, Var) and c is not None]
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,
                           [o for o, _ in keep], [c for _, c in keep])
-        grads = _regroup(cts, args, nums, False) if nums else ()
-        it = iter(grads)
-        result = tuple(next(it) if n in nums else None for n in range(len(args)))
+        per_leaf = {}
+        for (n, k), ct, v in zip(where, cts, wrt):
+            per_leaf[n, k] = ct if ct is not None else _zeros_like(v)
+        result = []
+        for n, a in enumerate(args):
+            leaves, spec = flatten(a)
+            if not any((n, k) in per_leaf for k in range(len(leaves))):
+                result.append(None)
+            else:
+                result.append(unflatten(spec, [per_leaf.get((n, k)) for k in range(len(leaves))]))
+        result = tuple(result)
         return result, _kinds(result, kinds)
     return build
 

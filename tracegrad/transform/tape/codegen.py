@@ -43,6 +43,11 @@ def compile_tape(tape, name, out_hints=()):
     return _Writer(tape, name, out_hints).write()
 
 
+def tape_source(tape, name, out_hints=()):
+    """The source :func:`compile_tape` would compile, written without compiling it."""
+    return _Writer(tape, name, out_hints).text()
+
+
 class _Writer:
     """One tape's translation: the module being written, each Var's name, where each Var
     is last read (to ``del`` it right after), and which Vars are the outputs."""
@@ -68,6 +73,12 @@ class _Writer:
         self.cuts = []
 
     def write(self):
+        source = self.text()
+        if not self.cuts:
+            return compile_source(source, self.name, self.m.env, tag="tape"), source
+        return self.compile_in_parts(source), source
+
+    def text(self):
         m, eqns = self.m, self.tape.eqns
         # The array namespace is part of the cache key (the inputs' array type), so it is
         # bound once, as a global: a device's where any input lives on one (a Python float
@@ -91,10 +102,7 @@ class _Writer:
         rets = [f"{self.ref(v)}.copy()" if isinstance(v, Var) and v.kind == "const"  # (never
                 else self.ref(v) for v in self.out_leaves]       # hand out the cached constant)
         m.emit("return (" + ", ".join(rets) + ("," if len(rets) == 1 else "") + ")")
-        source = m.source(self.name, self.params)
-        if not self.cuts:
-            return compile_source(source, self.name, m.env, tag="tape"), source
-        return self.compile_in_parts(source), source
+        return m.source(self.name, self.params)
 
     def compile_in_parts(self, source):
         """The function compiled as a chain of parts of about CHUNK_LINES lines each

@@ -40,6 +40,8 @@ def dims(axis, ndim):
     """NumPy's ``axis`` (None, int or tuple, negatives allowed) as the table's ``dim``."""
     if axis is None:
         return None
+    if ndim == 0 and not isinstance(axis, (tuple, list)) and int(axis) in (0, -1):
+        return None  # (NumPy's allowance for a 0-d input: an int axis 0 or -1, not (0,))
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out = []
     for a in axes:
@@ -220,20 +222,27 @@ def _ravel(a, order="C"):
     return P.reshape(a, shape=(math.prod(shape_of(a)),))
 
 
+def _arrays(arrays):
+    """A sequence of operands to join, Python numbers among them made the 0-d arrays
+    NumPy makes of them."""
+    return [a if _is_traced(a) or hasattr(a, "shape") else np.asarray(a) for a in arrays]
+
+
 def _concatenate(arrays, axis=0, out=None, dtype=None, **kw):
-    arrays = list(arrays)
+    arrays = _arrays(arrays)
     if axis is None:
         arrays, axis = [_ravel(x) for x in arrays], 0
     return _cast(P.cat(*arrays, dim=axis % _ndim(arrays[0])), dtype)
 
 
 def _stack(arrays, axis=0, out=None, dtype=None, **kw):
-    arrays = list(arrays)
+    arrays = _arrays(arrays)
     return _cast(P.stack(*arrays, dim=axis % (_ndim(arrays[0]) + 1)), dtype)
 
 
 def _atleast(n):
     def grow(a):
+        a = _arrays([a])[0]
         while _ndim(a) < n:
             a = P.unsqueeze(a, dim=0 if n < 3 or _ndim(a) == 0 else _ndim(a))
         return a
@@ -241,12 +250,12 @@ def _atleast(n):
 
 
 def _hstack(arrays, **kw):
-    arrays = [_atleast(1)(a) for a in arrays]
+    arrays = [_atleast(1)(a) for a in _arrays(arrays)]
     return _concatenate(arrays, axis=0 if _ndim(arrays[0]) == 1 else 1)
 
 
 def _vstack(arrays, **kw):
-    return _concatenate([_atleast(2)(a) for a in arrays], axis=0)
+    return _concatenate([_atleast(2)(a) for a in _arrays(arrays)], axis=0)
 
 
 def _clip(a, a_min=None, a_max=None, out=None, min=None, max=None, **kw):

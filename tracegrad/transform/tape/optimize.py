@@ -6,36 +6,18 @@ from ...backend import cpu as np  # host-side type checks only
 from ...rules.core import Primitive
 from .sweeps import ALIAS, STOP
 from .tape import Guard, Var
-from .tracer import TensorVar
 from ..tree import flatten, unflatten
 
 __all__ = ["optimize"]
 
 
 def optimize(tape):
-    """Run every pass, in an order where each helps the next."""
-    forward_trivial(tape)
-    fold_constants(tape)
-    forward_trivial(tape)  # again: folding makes constants (a broadcast seed of ones)
-    share_subexpressions(tape)
+    """Forward trivial ops, fold constants and share subexpressions in one pass over the
+    eqns (each eqn is seen with its operands already rewritten, so one pass reaches what
+    running the passes one after the other did), then drop dead code."""
+    simplify(tape)
     eliminate_dead_code(tape)
     return tape
-
-
-def _rename(tape, sub):
-    """Replace Vars by their substitutes (``sub``: id -> Var or literal) everywhere."""
-    if not sub:
-        return
-
-    def look(a):
-        while isinstance(a, Var) and a.id in sub:
-            a = sub[a.id]
-        return a
-    for e in tape.eqns:
-        if any(isinstance(a, Var) and a.id in sub for a in e.ins):
-            e.ins = tuple(look(a) for a in e.ins)
-    leaves, spec = flatten(tape.outputs)
-    tape.outputs = unflatten(spec, [look(v) for v in leaves])
 
 
 def _same_meta(a, b):
@@ -44,24 +26,69 @@ def _same_meta(a, b):
     return isinstance(b, Var) and a.shape == b.shape and a.npdtype == b.npdtype
 
 
-def forward_trivial(tape):
-    """Aliases, ``x * 1``, ``x - 0``, ``where(<literal>, a, b)``, a reshape to the same
-    shape: the result is replaced by the operand it equals."""
-    sub, kept = {}, []
+_TRIVIAL = {"mul", "sub", "div", "pow", "where", "broadcast_to", "sum_to", "reshape"}
+
+
+def simplify(tape):
+    """One forward pass: aliases, stop_gradient and trivial ops (``x * 1``, ``x - 0``,
+    ``where(<literal>, a, b)``, a reshape to the same shape) are replaced by the operand
+    they equal; eqns whose operands are all constants are evaluated once; an eqn equal to
+    an earlier one (same op, operands and params) reuses its results. Guards and custom
+    ops are kept as they are."""
+    sub, seen, kept = {}, {}, []
+    live = tape.live
     for e in tape.eqns:
-        keep = e
-        if e.op is ALIAS or e.op is STOP:
-            sub[e.outs[0].id] = e.ins[0]
-            keep = None
-        elif isinstance(e.op, Primitive) and not e.multi:
+        ins = e.ins
+        if sub:
+            for a in ins:
+                if isinstance(a, Var) and a.id in sub:
+                    e.ins = ins = tuple(sub.get(x.id, x) if isinstance(x, Var) else x for x in ins)
+                    break
+        op = e.op
+        if op is ALIAS or op is STOP:
+            sub[e.outs[0].id] = ins[0]
+            continue
+        if not isinstance(op, Primitive):
+            kept.append(e)
+            continue
+        if not e.multi and op.name in _TRIVIAL:
             same = _trivial(e)
             if same is not None and _same_meta(e.outs[0], same):
                 sub[e.outs[0].id] = same
-                keep = None
-        if keep is not None:
-            kept.append(keep)
+                continue
+        key = [op.name]
+        foldable, has_var = True, False
+        for a in ins:
+            if isinstance(a, Var):
+                has_var = True
+                key.append(a.id)
+                if foldable and (a.kind != "const" or a.id in live):
+                    foldable = False
+            else:
+                key.append(_key(a))
+        if foldable and has_var:
+            vals = [a.value if isinstance(a, Var) else a for a in ins]
+            out = op(*vals, **e.params)
+            for o, v in zip(e.outs, out if e.multi else (out,)):
+                sub[o.id] = Var(tape, v, "const")
+            continue
+        key.append(_key(e.params) if e.params else ())
+        key = tuple(key)
+        prev = seen.get(key)
+        if prev is not None:
+            for o, p in zip(e.outs, prev.outs):
+                sub[o.id] = p
+            continue
+        seen[key] = e
+        kept.append(e)
     tape.eqns = kept
-    _rename(tape, sub)
+    if sub:
+        def look(a):
+            while isinstance(a, Var) and a.id in sub:
+                a = sub[a.id]
+            return a
+        leaves, spec = flatten(tape.outputs)
+        tape.outputs = unflatten(spec, [look(v) for v in leaves])
 
 
 def _is_lit(a, *values):
@@ -96,26 +123,6 @@ def _trivial(e):
     return None
 
 
-def fold_constants(tape):
-    """Evaluate, once, eqns whose operands are all constants."""
-    sub, kept = {}, []
-    for e in tape.eqns:
-        if sub and any(isinstance(a, Var) and a.id in sub for a in e.ins):
-            e.ins = tuple(sub.get(a.id, a) if isinstance(a, Var) else a for a in e.ins)
-        if isinstance(e.op, Primitive) and all(not isinstance(a, Var) or (a.kind == "const" and a.id not in
-                                                                          tape.live) for a in e.ins) \
-                and any(isinstance(a, Var) for a in e.ins):
-            vals = [a.value if isinstance(a, Var) else a for a in e.ins]
-            out = e.op(*vals, **e.params)
-            for o, v in zip(e.outs, out if e.multi else (out,)):
-                c = Var(tape, v, "const")
-                sub[o.id] = c
-            continue
-        kept.append(e)
-    tape.eqns = kept
-    _rename(tape, sub)
-
-
 def _key(x):
     if isinstance(x, Var):
         return ("v", x.id)
@@ -134,42 +141,22 @@ def _key(x):
     return (type(x).__name__, x)
 
 
-_VARS = (Var, TensorVar)  # the exact tracer types (a type test is the fast check here)
-
-
-def share_subexpressions(tape):
-    """An eqn equal to an earlier one (same op, operands and params) reuses its results."""
-    seen, sub, kept = {}, {}, []
-    for e in tape.eqns:
-        if sub and any(isinstance(a, Var) and a.id in sub for a in e.ins):
-            e.ins = tuple(sub.get(a.id, a) if isinstance(a, Var) else a for a in e.ins)
-        if not isinstance(e.op, Primitive):
-            kept.append(e)
-            continue
-        ins = e.ins
-        ins_key = tuple(a.id if type(a) in _VARS else _key(a) for a in ins)
-        key = (e.op.name, ins_key, _key(e.params) if e.params else ())
-        prev = seen.get(key)
-        if prev is not None:
-            for o, p in zip(e.outs, prev.outs):
-                sub[o.id] = p
-            continue
-        seen[key] = e
-        kept.append(e)
-    tape.eqns = kept
-    _rename(tape, sub)
-
-
 def eliminate_dead_code(tape):
     """Drop eqns none of whose results reaches an output or a guard."""
     live = {v.id for v in flatten(tape.outputs)[0] if isinstance(v, Var)}
     kept = []
     for e in reversed(tape.eqns):
-        if isinstance(e.op, Guard) or any(o.id in live for o in e.outs):
-            kept.append(e)
-            live.update(a.id for a in e.ins if isinstance(a, Var))
-            for a in e.ins:
-                if isinstance(a, (tuple, list)):
-                    live.update(x.id for x in a if isinstance(x, Var))
+        for o in e.outs:
+            if o.id in live:
+                break
+        else:
+            if type(e.op) is not Guard:
+                continue
+        kept.append(e)
+        for a in e.ins:
+            if isinstance(a, Var):
+                live.add(a.id)
+            elif type(a) is tuple or type(a) is list:
+                live.update(x.id for x in a if isinstance(x, Var))
     kept.reverse()
     tape.eqns = kept

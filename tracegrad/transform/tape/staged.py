@@ -10,6 +10,7 @@ the builder on that tape, so transforms compose.
 """
 import collections
 import functools
+import gc
 import threading
 
 from ...backend import ARRAY_TYPE_SET
@@ -17,6 +18,7 @@ from ...backend import cpu as np  # host-side type checks only
 
 from ...runtime.tensor import Tensor, wrap
 from .codegen import GuardFailed, compile_tape
+from .interpret import INTERPRET_OVER, Interpreted
 from .optimize import optimize
 from ..reads import Reads
 from .randomness import Draws
@@ -81,13 +83,18 @@ class _Identity:
 
 
 class _Variant:
-    __slots__ = ("fn", "source", "tape", "spec", "kinds", "passthrough", "single")
+    __slots__ = ("fn", "_source", "tape", "spec", "kinds", "passthrough", "single")
 
     def __init__(self, fn, source, tape, spec, kinds, passthrough):
-        self.fn, self.source, self.tape = fn, source, tape
+        self.fn, self._source, self.tape = fn, source, tape
         self.spec, self.kinds, self.passthrough = spec, kinds, passthrough
         # one array out, handed back as it is: the common case, answered without rebuilding
         self.single = spec is None and kinds == ["array"] and passthrough == [_TAPE]
+
+    @property
+    def source(self):
+        """The generated source (an interpreted tape's is written when first read)."""
+        return self.fn.source if self._source is None else self._source
 
     def finish(self, flat):
         if self.single:
@@ -187,6 +194,19 @@ class Staged:
         return _MISS
 
     def _stage(self, key, leaves, spec):
+        # A long trace makes hundreds of thousands of objects that stay alive until it is
+        # compiled; the cyclic collector's full passes over them cost a quarter of the
+        # staging time, and find nothing to free. It is paused meanwhile.
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            return self._stage_paused(key, leaves, spec)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _stage_paused(self, key, leaves, spec):
         tape = Tape(getattr(self.f, "__name__", "f"))
         tape.staged = True
         args, kwargs = unflatten(spec, leaves)
@@ -206,7 +226,10 @@ class Staged:
         traced_out = [v for v in opt_leaves if isinstance(v, Var)]
         tape.outputs = traced_out
         hints = self._out_hints(len(traced_out)) if self._out_hints else ()
-        fn, source = compile_tape(tape, self._name, hints)
+        if len(tape.eqns) > INTERPRET_OVER:  # long: interpreted (its source written on demand)
+            fn, source = Interpreted(tape, self._name, hints), None
+        else:
+            fn, source = compile_tape(tape, self._name, hints)
         passthrough = [_TAPE if isinstance(v, Var) else v for v in opt_leaves]
         kinds_flat = flatten(out_kinds)[0] if out_kinds is not None else ["array"] * len(out_leaves)
         variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough)

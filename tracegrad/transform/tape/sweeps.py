@@ -78,10 +78,13 @@ def spread_activity(eqns, active):
     differentiable op; their floating-point results join ``active`` (in place)."""
     out = []
     for e in eqns:
-        op = e.op
-        if isinstance(op, Guard) or not any(isinstance(a, Var) and a.id in active for a in e.ins):
+        for a in e.ins:
+            if isinstance(a, Var) and a.id in active:
+                break
+        else:
             continue
-        if op is not ALIAS and not getattr(op, "differentiable", False):
+        op = e.op
+        if op is not ALIAS and (isinstance(op, Guard) or not getattr(op, "differentiable", False)):
             continue
         out.append(e)
         for o in e.outs:
@@ -93,8 +96,10 @@ def spread_activity(eqns, active):
 def _accumulate(cts, v, g, held=None):
     if g is None:
         return
-    if isinstance(g, Var) and g.npdtype != v.npdtype and v.npdtype.kind in "fc" and g.npdtype.kind in "fc":
-        g = P.cast(g, dtype=v.npdtype, src_dtype=g.npdtype)
+    if isinstance(g, Var):
+        gd, vd = g.npdtype, v.npdtype
+        if gd is not vd and gd != vd and vd.kind in "fc" and gd.kind in "fc":
+            g = P.cast(g, dtype=vd, src_dtype=gd)
     prev = cts.get(v.id)
     cts[v.id] = new = g if prev is None else P.add(prev, g)
     if held is not None:  # count the cotangent table's references (see _Releaser)
@@ -133,16 +138,19 @@ class _Releaser:
         replaced by larger ones) and what the vjp made (the results of
         ``tape.eqns[since:]``), unless still held."""
         eqns, counts = self.tape.eqns, self.counts
-        made = [o for k in range(since, len(eqns)) for o in eqns[k].outs]
         loose, self.loose = self.loose, []
         if custom:
             self.pinned.update(g.id for g in loose)
-            self.pinned.update(o.id for o in made)
+            self.pinned.update(o.id for k in range(since, len(eqns)) for o in eqns[k].outs)
             return
-        for v in (*loose, *made):
-            if isinstance(v, Var) and v.id >= self.first and v.kind == "op" \
-                    and not counts.get(v.id) and v.id not in self.pinned:
+        first, pinned = self.first, self.pinned
+        for v in loose:
+            if v.id >= first and v.kind == "op" and not counts.get(v.id) and v.id not in pinned:
                 v.value = shape_only(v.value)
+        for k in range(since, len(eqns)):
+            for v in eqns[k].outs:
+                if v.id >= first and v.kind == "op" and not counts.get(v.id) and v.id not in pinned:
+                    v.value = shape_only(v.value)
 
 
 def reverse(eqns, wrt, outputs, cotangents):

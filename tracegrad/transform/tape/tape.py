@@ -302,7 +302,7 @@ class Tape:
         keep = {v.id for v in keep}
         for e in self.eqns:
             for v in e.outs:
-                if v.kind != "const" and v.id not in keep:
+                if type(v.value) is not Released and v.kind != "const" and v.id not in keep:
                     v.value = shape_only(v.value)
         for v in self.inputs:
             if v.id not in keep:

@@ -131,8 +131,24 @@ def bind(prim, args, params):
     return _record(tape, prim, ins, vals, params)
 
 
+def _compute(prim, vals, params):
+    """``prim(*vals, **params)`` on concrete values: straight to the kernel where every
+    value is a plain host array or number (no handler can claim them), as
+    ``Primitive.__call__`` would dispatch them."""
+    ns = None
+    for v in vals:
+        tp = type(v)
+        if tp not in _PLAIN:
+            return prim(*vals, **params)
+        if ns is None and tp not in _PY_NUMBERS:
+            ns = namespace_of(v)
+    if ns is None:  # Python numbers only: answered as Primitive.__call__ answers them
+        return prim(*vals, **params)
+    return prim.impl(ns, *vals, **params)
+
+
 def _record(tape, prim, ins, vals, params):
-    out = prim(*vals, **params)
+    out = _compute(prim, vals, params)
     multi = isinstance(out, (tuple, list))
     result = tape.add(prim, ins, params, tuple(out) if multi else out, multi)
     if prim.view:  # NumPy's memory is shared: writes must reach the other names of it
@@ -145,6 +161,9 @@ def _record(tape, prim, ins, vals, params):
 
 _ND = _np.ndarray
 _LITERALS = {int, float, complex, bool, type(None)}
+_PY_NUMBERS = {int, float, complex, bool, type(None)}
+_PLAIN = {_ND, int, float, complex, bool, type(None), _np.float64, _np.float32, _np.float16,
+          _np.complex128, _np.complex64, _np.int64, _np.int32, _np.bool_}
 
 
 _DATA_SHAPED = {"nonzero"}
