@@ -5,20 +5,24 @@
               and from a file in a temporary directory (so reads come from the page cache);
   mmap:       ``load(..., mmap=True)`` of the same files (tracegrad still checks every
               CRC-32, which reads the mapped pages once; torch checks none);
-  refusal:    a 1 MiB file that declares a 1 GiB tensor, once in its zip directory and
-              once in the .npy header of an honest 1 MiB entry: it must be refused at once,
-              without allocating.
+  refusal:    a 1 MiB file that declares a 1 GiB tensor: in the .npy header of an honest
+              1 MiB entry, in its zip directory, or as a deflated entry that inflates to
+              1 GiB (a zip bomb): each must be refused at once, without allocating.
 
 Every measurement runs in a fresh child process (this script with ``--child``), so that
 one cannot pollute another's memory figures. In the child, after the imports and the
 set-up (for save: making the tensor), the peak RSS is reset (``/proc/self/clear_refs``),
-then the operation runs alone: *seconds* is its time, *peak* is the child's peak RSS
-(``VmHWM``) minus its RSS before, i.e. the memory the operation needed on top of what the
-process held, and *kept* is the private memory (``RssAnon``) still held afterwards (the
-loaded tensor itself; a mapped one keeps none). Where ``/proc`` is missing, peak falls
-back to the child's ``ru_maxrss`` from ``os.wait4``. Each row is the best of
-``--repeats`` runs (best time and lowest peak), after one untimed run per contender; the
-contenders alternate so that the machine's slow spells hit them alike.
+then the operation runs alone:
+  *seconds*  its wall time;
+  *cpu*      its user + system time, all threads together (on a busy machine the wall
+             time says as much about the neighbours);
+  *peak*     the child's peak RSS (``VmHWM``) minus its RSS before: the memory the
+             operation needed on top of what the process held (where ``/proc`` is
+             missing: the child's ``ru_maxrss`` from ``os.wait4``, minus nothing);
+  *kept*     the private memory (``RssAnon``) still held afterwards: the loaded tensor
+             itself (a mapped one keeps none; its pages are the page cache's).
+Each row is the best of ``--repeats`` runs (best time, lowest peak), after one untimed run
+per contender; the contenders alternate so that the machine's slow spells hit them alike.
 
 Run: ``python benchmarks/serialization.py`` (``--quick``: 2 repeats, no 512 MiB).
 """
@@ -78,6 +82,7 @@ def child(lib_name, op, path, mib):
     before, anon = _status("VmRSS"), _status("RssAnon")
     reset = _reset_peak()
     error = None
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     try:
         if op == "save":
@@ -87,12 +92,15 @@ def child(lib_name, op, path, mib):
     except RuntimeError as e:
         error = str(e)
     seconds = time.perf_counter() - start
-    if error is None and op != "save":  # the values are right (outside the timing)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime - usage.ru_utime + after.ru_stime - usage.ru_stime
+    if error is None and op != "save" and mib:  # the values are right (outside the timing)
         n = mib * MiB // 4
         assert tuple(out["w"].shape) == (n,) and float(out["w"][-1]) == float(np.float32(n - 1))
     hwm = _status("VmHWM") if reset else None
     kept = None if anon is None else _status("RssAnon") - anon
-    print(json.dumps({"seconds": seconds, "before": before, "hwm": hwm, "kept": kept, "error": error}))
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "before": before, "hwm": hwm, "kept": kept,
+                      "error": error}))
 
 
 # -- the parent: spawn, collect ----------------------------------------------------------------
@@ -121,7 +129,8 @@ def best(libs, op, paths, mib, repeats):
     for _ in range(repeats):
         for lib in libs:
             runs[lib].append(measure(lib, op, paths[lib], mib))
-    return {lib: {"seconds": min(r["seconds"] for r in rs), "peak": min(r["peak"] for r in rs),
+    return {lib: {"seconds": min(r["seconds"] for r in rs), "cpu": min(r["cpu"] for r in rs),
+                  "peak": min(r["peak"] for r in rs),
                   "kept": min((r["kept"] for r in rs if r["kept"] is not None), default=None),
                   "error": rs[0]["error"]} for lib, rs in runs.items()}
 
@@ -130,43 +139,40 @@ def report(title, results):
     print(title)
     torch = results.get("torch")
     for lib, r in results.items():
-        kept = "" if r["kept"] is None else f"  kept {r['kept']:7.1f} MiB"
-        line = f"  {lib:10s} {r['seconds']:8.3f} s   peak {r['peak']:7.1f} MiB{kept}"
+        kept = "" if r["kept"] is None else f"  kept {r['kept']:6.1f} MiB"
+        line = f"  {lib:10s} {r['seconds']:7.3f} s  (cpu {r['cpu']:6.3f} s)  peak {r['peak']:6.1f} MiB{kept}"
         if torch is not None and lib != "torch":
-            line += f"   {r['seconds'] / torch['seconds']:5.2f}x torch time"
+            line += f"  {r['seconds'] / torch['seconds']:5.2f}x torch time"
             if torch["peak"] >= 1:
-                line += f"  {r['peak'] / torch['peak']:5.2f}x torch peak"
+                line += f", {r['peak'] / torch['peak']:4.2f}x peak"
         print(line)
 
 
 # -- files that lie about their size -------------------------------------------------------------
 
 def declaring_file(path, where):
-    """A tracegrad file holding 1 MiB that declares a 1 GiB tensor: in its zip directory
-    (``where="zip"``: the entry's sizes say 1 GiB, and so do its index and header) or only
-    in the .npy header and the index (``where="npy"``: an honest 1 MiB entry)."""
-    import tracegrad
-    buf = io.BytesIO()
-    tracegrad.save({"w": tracegrad.zeros(MiB // 4)}, buf)
-    with zipfile.ZipFile(buf) as zf:
-        raw = {n: zf.read(n) for n in zf.namelist()}
-    index = json.loads(np.load(io.BytesIO(raw["__tracegrad_index__.npy"])).tobytes())
-    index["tensors"][0]["shape"] = [DECLARED // 4]
+    """A file of about 1 MiB whose index and .npy header declare a 1 GiB tensor:
+    ``"npy"``: in an honest 1 MiB entry; ``"zip"``: the zip directory says 1 GiB too (the
+    file is cut short); ``"deflate"``: a compressed entry that really inflates to 1 GiB of
+    zeros (a zip bomb: deflate packs zeros about 1000 to 1)."""
+    index = {"format": "tracegrad.save", "version": 1, "root": {"dict": [["w", {"tensor": 0}]]},
+             "tensors": [{"key": "t0", "dtype": "float32", "shape": [DECLARED // 4], "device": "cpu",
+                          "requires_grad": False, "parameter": False}]}
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
                                                  "shape": (DECLARED // 4,)})
-    entries = {"__tracegrad_index__.npy": np.frombuffer(json.dumps(index).encode(), np.uint8),
-               "t0.npy": header.getvalue() + bytes(MiB)}
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as zf:
-        for name, data in entries.items():
-            with zf.open(name, "w") as member:
-                if isinstance(data, bytes):
-                    member.write(data)
-                else:
-                    np.lib.format.write_array(member, data)
+        with zf.open("__tracegrad_index__.npy", "w") as member:
+            np.lib.format.write_array(member, np.frombuffer(json.dumps(index).encode(), np.uint8))
+        entry = zipfile.ZipInfo("t0.npy")
+        entry.compress_type = zipfile.ZIP_DEFLATED if where == "deflate" else zipfile.ZIP_STORED
+        with zf.open(entry, "w", force_zip64=where == "deflate") as member:
+            member.write(header.getvalue())
+            for _ in range(DECLARED // MiB if where == "deflate" else 1):
+                member.write(bytes(MiB))
     data = bytearray(out.getvalue())
-    if where == "zip":  # the central directory's sizes of t0.npy: 1 GiB and its header
+    if where == "zip":  # set the central directory's sizes of t0.npy to 1 GiB and its header
         at = 0
         while True:
             at = data.index(b"PK\x01\x02", at + 1)
@@ -208,12 +214,13 @@ def main():
             report(f"load(mmap=True): {mib} MiB", best(libs, "mmap", paths, mib, repeats))
             for path in paths.values():
                 os.remove(path)
-        for where in ("zip", "npy"):
+        for where in ("npy", "zip", "deflate"):
             path = os.path.join(tmp, f"declares-{where}.pt")
             declaring_file(path, where)
-            r = best(("tracegrad",), "load", {"tracegrad": path}, 1, repeats)
-            what = "its zip directory" if where == "zip" else "its .npy header"
-            report(f"refusal: a {os.path.getsize(path) / MiB:.1f} MiB file whose {what} declares "
+            r = best(("tracegrad",), "load", {"tracegrad": path}, 0, repeats)
+            what = {"npy": "its .npy header", "zip": "its zip directory",
+                    "deflate": "a deflated entry"}[where]
+            report(f"refusal: a {os.path.getsize(path) / MiB:.1f} MiB file, {what} declaring "
                    f"{DECLARED // MiB} MiB", r)
             print(f"    -> {r['tracegrad']['error'] or 'NOT REFUSED'}")
 

@@ -7,6 +7,7 @@ import re
 import sys
 import tracemalloc
 import zipfile
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -592,13 +593,31 @@ def test_overlapping_entries_are_refused():
     assert "entries 't0.npy' and 't1.npy' overlap" in load_error(directory_says(data, "t0.npy", size + 40))
 
 
-def test_compressed_entries_are_refused():
-    raw = entries_of(saved_bytes(sample()))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in raw.items():
-            zf.writestr(name, data)
-    assert "is compressed or encrypted; tracegrad.save stores entries as they are" in load_error(out.getvalue())
+def test_compressed_entries_are_refused_before_inflating():
+    """A deflated entry is refused, not inflated: here a zip bomb, under 128 KiB that
+    inflate to the 64 MiB its header declares (the old loader allocated and filled it)."""
+    raw = entries_of(declaring(saved_bytes(sample()), "t0", (2**24,)))
+    head = io.BytesIO()
+    npy.write_array_header_1_0(head, {"descr": "<f4", "fortran_order": False, "shape": (2**24,)})
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w") as zf:
+        for name, blob in raw.items():
+            info = zipfile.ZipInfo(name)
+            info.compress_type = zipfile.ZIP_DEFLATED if name == "t0.npy" else zipfile.ZIP_STORED
+            with zf.open(info, "w", force_zip64=True) as m:
+                m.write(head.getvalue() if name == "t0.npy" else blob)
+                for _ in range(64 if name == "t0.npy" else 0):
+                    m.write(bytes(2**20))
+    assert len(bomb.getvalue()) < 2**17
+    tracemalloc.start()
+    try:
+        msg = load_error(bomb.getvalue())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert msg == ("cannot load the BytesIO given: entry 't0.npy' is compressed or encrypted; "
+                   "tracegrad.save stores entries as they are"), msg
+    assert peak < 2**20, peak
 
 
 def big():
@@ -606,19 +625,41 @@ def big():
     return tracegrad.arange(float(3 * 2**20 + 5))
 
 
-@pytest.mark.parametrize("mmap, chunk", [(False, None), (True, None), (False, 4096)])
-def test_flipped_byte_deep_in_a_large_tensor_is_a_crc_error(tmp_path, monkeypatch, mmap, chunk):
-    """Also with small chunks, so that the CRC runs on the helper thread, behind the reads."""
-    if chunk:
-        monkeypatch.setattr(serialization, "_CHUNK", chunk)
+@pytest.mark.parametrize("how", ["read", "mmap", "parts"])
+def test_flipped_byte_deep_in_a_large_tensor_is_a_crc_error(tmp_path, monkeypatch, how):
+    """In the first and in the last part of a large tensor. "read": by one thread (as on a
+    1-core machine); "parts": by 4 threads in small chunks (as on a 4-core machine), whose
+    CRCs are combined."""
+    cores = {0, 1, 2, 3} if how == "parts" else {0}
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cores, raising=False)
+    if how == "parts":
+        monkeypatch.setattr(serialization, "_CHUNK", 4096)
+        monkeypatch.setattr(serialization, "_PART", 2**20)
+    combined = []
+    combine = serialization._crc32_combine
+    monkeypatch.setattr(serialization, "_crc32_combine", lambda *a: combined.append(a) or combine(*a))
     f = tmp_path / "big.pt"
     tracegrad.save({"w": big()}, f)
-    data = bytearray(f.read_bytes())
-    assert tracegrad.load(f, mmap=mmap)["w"].tolist()[-1] == 3 * 2**20 + 4
-    data[len(data) - 2**20] ^= 0x01
-    f.write_bytes(data)
-    msg = load_error(f) if not mmap else str(pytest.raises(RuntimeError, tracegrad.load, f, mmap=True).value)
-    assert msg == f"cannot load {str(f)!r}: the file is corrupt: entry 't0.npy' fails its CRC-32 check"
+    good = f.read_bytes()
+    assert tracegrad.load(f, mmap=how == "mmap")["w"].tolist()[-1] == 3 * 2**20 + 4
+    assert len(combined) == (3 if how == "parts" else 0)
+    for pos in (good.index(np.arange(1, 3, dtype=np.float32).tobytes()) + 5, len(good) - 2**20):
+        bad = bytearray(good)
+        bad[pos] ^= 0x01
+        f.write_bytes(bad)
+        with pytest.raises(RuntimeError) as info:
+            tracegrad.load(f, mmap=how == "mmap")
+        assert str(info.value) == f"cannot load {str(f)!r}: the file is corrupt: entry 't0.npy' fails its CRC-32 check"
+
+
+def test_crc32_combine_matches_zlib():
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 256, 100_000, dtype=np.uint8).tobytes()
+    for cut in (0, 1, 7, 4096, 65537, len(data) - 1, len(data)):
+        a, b = data[:cut], data[cut:]
+        assert serialization._crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(data), cut
+    zeros = bytes(3 * 2**20 + 5)
+    assert serialization._crc32_combine(zlib.crc32(b"x"), zlib.crc32(zeros), len(zeros)) == zlib.crc32(b"x" + zeros)
 
 
 def test_every_truncation_is_an_error_with_mmap(tmp_path):
@@ -702,19 +743,36 @@ def test_mmap_of_an_unaligned_file_and_of_empty_tensors(tmp_path):
     assert out["z"].item() == 3.5
 
 
-def test_saved_entries_start_at_multiples_of_64(tmp_path):
-    for prefix in (b"", b"abc"):
-        buf = io.BytesIO()
-        buf.write(prefix)
-        tracegrad.save({**sample(), "b": tracegrad.ones(5, dtype=tracegrad.float64)}, buf)
-        data = buf.getvalue()
+class Sink(io.RawIOBase):
+    """A stream that can be written, not sought (zipfile then writes data descriptors)."""
+    def __init__(self):
+        self.data = bytearray()
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        self.data += b
+        return len(b)
+
+
+def test_saved_entries_start_at_multiples_of_64():
+    """Also after a prefix in the file, and on a stream that cannot seek."""
+    obj = {**sample(), "b": tracegrad.ones(5, dtype=tracegrad.float64)}
+    for prefix, out in [(b"", io.BytesIO()), (b"abc", io.BytesIO(b"abc")), (b"", Sink())]:
+        if out.seekable():
+            out.seek(len(prefix))
+        tracegrad.save(obj, out)
+        data = bytes(out.data) if isinstance(out, Sink) else out.getvalue()
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             for info in zf.infolist():
                 at = info.header_offset
                 n, m = (int.from_bytes(data[at + i:at + i + 2], "little") for i in (26, 28))
-                assert (at + 30 + n + m) % 64 == 0, info.filename
-        buf.seek(len(prefix))
-        assert equals_sample({k: v for k, v in tracegrad.load(buf).items() if k != "b"})
+                assert (at + 30 + n + m) % 64 == 0, (prefix, type(out), info.filename)
+        src = io.BytesIO(data)
+        src.seek(len(prefix))
+        out = tracegrad.load(src)
+        assert equals_sample({k: v for k, v in out.items() if k != "b"}) and out["b"].tolist() == [1] * 5
 
 
 def test_file_objects_without_readinto_and_with_an_offset():

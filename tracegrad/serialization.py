@@ -53,6 +53,7 @@ _ZIP64_EXTRA = 20  # the sizes zipfile adds to each local header under force_zip
 _ALIGN = 64  # where entries' data start in a saved file (as PyTorch aligns its records)
 _CHUNK = 1 << 22  # bytes read, or checksummed, at a time: small enough to stay in the cache
 _OWN_PAGES = 1 << 22  # arrays from this size are read into a mapping of their own (_empty)
+_PART = 1 << 22  # the least a thread reads of a large array (_fill)
 _DTYPE_BY_NAME = {d.name: d for d in _DTYPES}
 _CONTAINER_TAGS = {list: "list", tuple: "tuple", dict: "dict", OrderedDict: "odict"}
 _SUPPORTED = ("tensors, dict, OrderedDict, list, tuple and plain values (None, bool, int, "
@@ -69,13 +70,14 @@ def save(obj, f):
     text = json.dumps(index, separators=(",", ":"), allow_nan=True).encode()
     arrays = {INDEX: backend.cpu.frombuffer(text, dtype=backend.cpu.uint8), **enc.arrays}
     with _opened(f, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        at = _tell(fh)
+        at = fh.tell() if _seekable(fh) else 0  # where the archive starts (zipfile's view too)
         for name, arr in arrays.items():
             info = zipfile.ZipInfo(name + ".npy", date_time=_EPOCH)
             info.extra = _padding(at, len(info.filename))
             with zf.open(info, "w", force_zip64=True) as member:
                 _write_array(member, arr)
             at += _LOCAL.size + len(info.filename) + len(info.extra) + _ZIP64_EXTRA + info.file_size
+            at += 24 if info.flag_bits & 0x08 else 0  # the sizes after the data, on a stream
 
 
 def _write_array(member, arr):
@@ -94,15 +96,6 @@ def _padding(at, name_len):
     header = _LOCAL.size + name_len + 6 + _ZIP64_EXTRA  # 6: the padding field's id, size, alignment
     pad = -(at + header) % _ALIGN
     return struct.pack("<HHH", 0xD935, 2 + pad, _ALIGN) + bytes(pad)
-
-
-def _tell(fh):
-    """Where the archive starts in ``fh`` (a stream that cannot tell is taken to start at 0,
-    as zipfile does)."""
-    try:
-        return fh.tell()
-    except (AttributeError, OSError, ValueError):
-        return 0
 
 
 class _Encoder:
@@ -322,8 +315,7 @@ def _read_array(fh, mapping, span, want_dtype, want_shape):
         crc = zlib.crc32(_bytes_of(out), crc)  # reads the mapped pages once, copies nothing
     else:
         out = _empty(layout, dt)
-        fh.seek(span.begin + skip)
-        crc = _fill(fh, _bytes_of(out), crc, name)
+        crc = _fill(fh, _bytes_of(out), span.begin + skip, crc, name)
     if crc != span.crc:
         raise _BadFile(f"the file is corrupt: entry {name!r} fails its CRC-32 check")
     if fortran:
@@ -333,16 +325,14 @@ def _read_array(fh, mapping, span, want_dtype, want_shape):
 
 def _empty(shape, dt):
     """A new array to read into. A large one gets a private anonymous mapping of its own
-    (unmapped when the array dies), of ordinary 4 KiB pages as PyTorch's allocator gives
-    (NumPy asks for transparent huge pages, whose first touch cost 2-10x more, and varied
-    from run to run, on the virtual development machine), populated by one call instead
-    of a fault per page."""
+    (unmapped when the array dies), of the 4 KiB pages PyTorch's allocator gets too: NumPy
+    asks for transparent huge pages, whose first touch cost 2-10x more, and varied from run
+    to run, on the (virtual) development machine."""
     count = math.prod(shape)
     if count * dt.itemsize < _OWN_PAGES or not hasattr(_mm, "MAP_ANONYMOUS"):
         return backend.cpu.empty(shape, dtype=dt)
-    flags = _mm.MAP_PRIVATE | _mm.MAP_ANONYMOUS | getattr(_mm, "MAP_POPULATE", 0)
     try:
-        pages = _mm.mmap(-1, count * dt.itemsize, flags=flags)
+        pages = _mm.mmap(-1, count * dt.itemsize, flags=_mm.MAP_PRIVATE | _mm.MAP_ANONYMOUS)
     except OSError as e:
         raise MemoryError(f"cannot allocate {count * dt.itemsize} bytes: {e}") from None
     return backend.cpu.frombuffer(pages, dt, count).reshape(shape)
@@ -352,34 +342,43 @@ def _bytes_of(a):
     return memoryview(a.reshape(-1).view(backend.cpu.uint8))
 
 
-def _fill(fh, view, crc, name):
-    """Read ``fh`` into ``view`` (the kernel copies straight into it); the running CRC-32,
-    taken of each chunk while it is still in the cache. For a large array the CRC runs on
-    a helper thread, one chunk behind the reads (zlib and file reads release the GIL), so
-    with a second core free the check costs no time. (A thread per array, not a pool kept
-    between calls: an idle pool thread would not survive a DataLoader worker's fork.)"""
-    readinto = getattr(fh, "readinto", None) or (lambda b: _read_into(fh, b))
-    helper = None
-    if len(view) > 4 * _CHUNK:
-        from concurrent.futures import ThreadPoolExecutor  # imported only when needed
-        helper = ThreadPoolExecutor(1)
-    job, got = None, 0
-    try:
-        while got < len(view):
-            chunk = view[got:got + _CHUNK]
-            n = readinto(chunk)
-            if not n:
-                raise _BadFile(f"the file is corrupt: entry {name!r} is truncated")
-            crc = job.result() if job is not None else crc
-            if helper is None:
-                crc = zlib.crc32(chunk[:n], crc)
-            else:
-                job = helper.submit(zlib.crc32, chunk[:n], crc)
-            got += n
-        return job.result() if job is not None else crc
-    finally:
-        if helper is not None:
-            helper.shutdown()
+def _fill(fh, view, at, crc, name):
+    """Read the bytes at ``at`` in ``fh`` into ``view`` (the kernel copies straight into
+    it); the running CRC-32 ``crc`` carried over them, each chunk checksummed while still
+    in the cache. From an OS file a large array is read in parts, one thread each (reads,
+    page faults and zlib release the GIL), and the parts' CRCs combined: with free cores
+    the check then costs no time. (Threads per call, not a pool kept between calls: an
+    idle pool thread would not survive a DataLoader worker's fork.)"""
+    fd = fh.fileno() if isinstance(getattr(fh, "raw", fh), io.FileIO) else None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    parts = min(cores or 1, 8, len(view) // _PART) if fd is not None and hasattr(os, "preadv") else 1
+    if parts < 2:
+        fh.seek(at)
+        readinto = getattr(fh, "readinto", None) or (lambda b: _read_into(fh, b))
+        return _read_range(lambda b, _: readinto(b), view, at, 0, len(view), crc, name)
+    from concurrent.futures import ThreadPoolExecutor  # imported only when needed
+    cuts = [len(view) * i // parts for i in range(parts + 1)]
+    pread = lambda b, pos: os.preadv(fd, [b], pos)  # noqa: E731
+    with ThreadPoolExecutor(parts - 1) as pool:
+        jobs = [pool.submit(_read_range, pread, view, at, lo, hi, 0, name)
+                for lo, hi in zip(cuts[1:-1], cuts[2:])]
+        crc = _read_range(pread, view, at, 0, cuts[1], crc, name)
+        for job, lo, hi in zip(jobs, cuts[1:-1], cuts[2:]):
+            crc = _crc32_combine(crc, job.result(), hi - lo)
+    return crc
+
+
+def _read_range(read, view, at, lo, hi, crc, name):
+    """Bytes ``lo:hi`` of ``view`` read by ``read(buffer, position in the file)``; the
+    running CRC-32 ``crc`` carried over them."""
+    while lo < hi:
+        chunk = view[lo:min(lo + _CHUNK, hi)]
+        n = read(chunk, at + lo)
+        if not n:
+            raise _BadFile(f"the file is corrupt: entry {name!r} is truncated")
+        crc = zlib.crc32(chunk[:n], crc)
+        lo += n
+    return crc
 
 
 def _read_into(fh, b):
@@ -387,6 +386,33 @@ def _read_into(fh, b):
     data = fh.read(len(b))
     b[:len(data)] = data
     return len(data)
+
+
+def _crc32_combine(crc1, crc2, len2):
+    """The CRC-32 of A + B from A's, B's and B's length: zlib's ``crc32_combine``, which
+    Python's zlib does not offer. Appending ``len2`` bytes multiplies A's CRC by x^(8 len2)
+    modulo the CRC polynomial; x^(2^k) are tabulated, so that takes log2(len2) products."""
+    p, k = 1 << 31, 3  # 1, and x^(2^3): a byte is 8 bits
+    while len2:
+        if len2 & 1:
+            p = _mulmod(_X2N[k & 31], p)
+        len2, k = len2 >> 1, k + 1
+    return _mulmod(p, crc1) ^ crc2
+
+
+def _mulmod(a, b):
+    """a * b modulo the CRC-32 polynomial, in zlib's bit-reflected form (zlib's multmodp)."""
+    m, p = 1 << 31, 0
+    while a:
+        if a & m:
+            p, a = p ^ b, a ^ m
+        m, b = m >> 1, (b >> 1) ^ 0xEDB88320 if b & 1 else b >> 1
+    return p
+
+
+_X2N = [1 << 30]  # x^(2^k) modulo the polynomial, k = 0..31
+for _ in range(31):
+    _X2N.append(_mulmod(_X2N[-1], _X2N[-1]))
 
 
 def _mapping(fh):

@@ -7,14 +7,7 @@ import pytest
 
 import tracegrad as tg
 
-
-def numeric(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
+from .numeric import numeric
 
 
 def newton_sqrt(x):

@@ -11,6 +11,8 @@ import pytest
 
 import tracegrad as tg
 
+from .numeric import numeric
+
 MODES = ("tape", "ast", "auto")
 
 
@@ -237,15 +239,6 @@ def numpy_on_a_math_float(x):
     return np.sum(s / (s * s + 1.0))
 
 
-def _fd(f, x, *rest, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (f(x + e, *rest) - f(x - e, *rest)) / (2 * eps)
-    return g
-
-
 def test_item_of_a_value_being_differentiated_is_refused_in_every_mode():
     x = np.array([0.3, -0.7, 1.1])
     with pytest.raises(tg.TransformError, match=r"\.item\(\) of a value being differentiated"):
@@ -269,13 +262,13 @@ def test_what_numpy_accepts_is_differentiated_in_every_mode(mode, f, args):
         with pytest.raises(tg.TransformError, match="changes a 0-d array in place"):
             tg.grad(f, mode=mode)(x.copy(), *rest)
         return
-    np.testing.assert_allclose(tg.grad(f, mode=mode)(x.copy(), *rest), _fd(f, x, *rest), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tg.grad(f, mode=mode)(x.copy(), *rest), numeric(f, x, *rest), rtol=1e-6, atol=1e-8)
 
 
 def test_numpy_on_a_python_float_from_math_in_ast_mode():
     x = np.array([0.3, -0.7, 1.1])
     for mode in ("ast", "auto"):  # (the tape refuses math.tanh of a traced value)
-        np.testing.assert_allclose(tg.grad(numpy_on_a_math_float, mode=mode)(x), _fd(numpy_on_a_math_float, x),
+        np.testing.assert_allclose(tg.grad(numpy_on_a_math_float, mode=mode)(x), numeric(numpy_on_a_math_float, x),
                                    rtol=1e-6, atol=1e-8)
 
 
@@ -303,4 +296,4 @@ def test_more_of_what_numpy_accepts(mode, f):
     x = np.array([0.3, -0.7, 1.1])
     value, grad = tg.value_and_grad(f, mode=mode)(x)
     assert value == pytest.approx(f(x))
-    np.testing.assert_allclose(grad, _fd(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(grad, numeric(f, x), rtol=1e-6, atol=1e-8)

@@ -15,14 +15,7 @@ from tracegrad.transform.tape.sweeps import alias, reverse
 from tracegrad.transform.tape.tape import Released, Tape, Var
 from tracegrad.transform.tape.tracing import recording
 
-
-def _numeric_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        d = np.zeros_like(x)
-        d.flat[i] = eps
-        g.flat[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
+from .numeric import numeric
 
 
 # -- x[i] = v: linear ---------------------------------------------------------------------------
@@ -65,9 +58,9 @@ def test_index_write_loops_are_differentiated_correctly():
 
     x, y = np.array([0.1, 0.2, 0.3]), 0.7
     got = tg.grad(f, mode="tape")(x, y)
-    np.testing.assert_allclose(got, _numeric_grad(lambda v: f(v.copy(), y), x), rtol=1e-6)
+    np.testing.assert_allclose(got, numeric(lambda v: f(v.copy(), y), x), rtol=1e-6)
     gy = tg.grad(f, argnums=1, mode="tape")(x, y)
-    np.testing.assert_allclose(gy, _numeric_grad(lambda v: f(x.copy(), v[0]), np.array([y]))[0],
+    np.testing.assert_allclose(gy, numeric(lambda v: f(x.copy(), v[0]), np.array([y]))[0],
                                rtol=1e-6)
 
 
@@ -84,7 +77,7 @@ def test_an_index_write_renames_earlier_uses_inputs_and_constants():
 
     x = np.array([0.3, -0.4, 0.5])
     np.testing.assert_allclose(tg.grad(f, mode="tape")(x),
-                               _numeric_grad(lambda v: f(v.copy()), x), rtol=1e-6)
+                               numeric(lambda v: f(v.copy()), x), rtol=1e-6)
 
 
 # -- compiling long bodies in parts -------------------------------------------------------------
@@ -118,7 +111,7 @@ def test_a_long_body_compiled_in_parts_gives_the_same_results_and_source(monkeyp
     np.testing.assert_array_equal(first_p, first_w)
     np.testing.assert_array_equal(again_p, again_w)   # the replay runs the parts
     assert len(parts._last.fn.__globals__[f"{parts._last.fn.__name__}__parts"]) > 10
-    np.testing.assert_allclose(again_p, _numeric_grad(_loop, x), rtol=1e-5)
+    np.testing.assert_allclose(again_p, numeric(_loop, x), rtol=1e-5)
 
 
 def test_parts_show_the_source_lines_in_tracebacks(small_chunks):
@@ -138,7 +131,7 @@ def test_parts_show_the_source_lines_in_tracebacks(small_chunks):
     assert "raise GuardFailed" in lines[tb.tb_lineno - 1]
     # and a failing guard makes a new variant, as with one function
     big = np.full(5, 1e7)
-    np.testing.assert_allclose(g(big), _numeric_grad(_loop, big, eps=1e-3), rtol=1e-5)
+    np.testing.assert_allclose(g(big), numeric(_loop, big, eps=1e-3), rtol=1e-5)
 
 
 # -- linecache entries leave with their variants ------------------------------------------------
@@ -238,7 +231,7 @@ def test_the_outermost_reverse_sweep_frees_cotangents_it_has_consumed():
     assert len(holding) <= 3, f"{len(holding)} of {len(made)} cotangent values kept"
     # forward values stay (a later sweep, jacobian's next row, reads them)
     assert all(type(o.value) is not Released for e in tape.eqns[:start] for o in e.outs)
-    np.testing.assert_allclose(gx.value, _numeric_grad(
+    np.testing.assert_allclose(gx.value, numeric(
         lambda v: _chain_value(v, 50), np.linspace(0.1, 0.2, 4)), rtol=1e-6)
 
 
@@ -257,5 +250,198 @@ def test_a_sweep_another_transform_can_see_keeps_its_values():
     f = lambda x: _chain_value(x, 5)
     gg = tg.grad(lambda x: np.sum(tg.grad(f, mode="tape")(x)), mode="tape")
     x = np.linspace(0.1, 0.2, 3)
-    np.testing.assert_allclose(gg(x), _numeric_grad(
+    np.testing.assert_allclose(gg(x), numeric(
         lambda v: np.sum(tg.grad(f, mode="tape")(v)), x), rtol=1e-5)
+
+
+# -- long tapes are interpreted -----------------------------------------------------------------
+
+from tracegrad.transform.tape import interpret  # noqa: E402
+from tracegrad.transform.tape.interpret import Interpreted  # noqa: E402
+from tracegrad.transform.tape.optimize import optimize  # noqa: E402
+
+
+def _both(f, *args, **kw):
+    """The staged gradient of ``f`` compiled and interpreted (every tape interpreted),
+    each called once (the traced results) and again (the replay)."""
+    out = []
+    for over in (10 ** 9, -1):
+        old = staged.INTERPRET_OVER
+        staged.INTERPRET_OVER = over
+        try:
+            g = tg.grad(f, mode="tape", **kw)
+            first = g(*args)
+            out.append((g, first, g(*args)))
+        finally:
+            staged.INTERPRET_OVER = old
+    return out
+
+
+def _same(a, b):
+    if isinstance(a, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+        return
+    if isinstance(a, tg.Tensor):
+        assert isinstance(b, tg.Tensor)
+        a, b = a.detach().numpy(), b.detach().numpy()
+    assert type(a) is type(b)
+    np.testing.assert_array_equal(a, b)
+    assert np.asarray(a).tobytes() == np.asarray(b).tobytes()  # bit for bit (signed zeros too)
+
+
+def _multi(x):
+    a, b = np.split(x, 2)                      # a multi-output op
+    m = np.maximum(a, b) @ np.ones((a.size, 2))
+    c = np.ones(3) * 2.0                       # folded constants
+    return np.sum(m ** 2) + np.sum(np.exp(a[:3]) * c) - np.mean(np.concatenate([b, a]) / 1.5)
+
+
+def _guarded(x):
+    if np.sum(x) > 0:                          # a bool guard
+        x = x * 2.0
+    k = int(np.argmax(x))                      # an int guard
+    s = float(tg.stop_gradient(np.max(x)))      # a float guard
+    return np.sum(np.tanh(x) * x) + x[k] * s + tg.stop_gradient(x.sum()).item()
+
+
+@pytest.mark.parametrize("f, args", [
+    (_loop, (np.linspace(-1, 1, 5),)),
+    (_multi, (np.linspace(0.1, 1.2, 8),)),
+    (_guarded, (np.linspace(-0.5, 1.0, 4),)),
+    (lambda x, y: np.sum(np.tanh(x * y) - y), (np.linspace(0.1, 0.4, 3), 0.5)),
+])
+def test_the_interpreter_gives_the_compiled_functions_results(f, args):
+    (gc_, first_c, again_c), (gi, first_i, again_i) = _both(f, *args)
+    assert type(gi._last.fn) is Interpreted and type(gc_._last.fn) is not Interpreted
+    _same(first_i, first_c)
+    _same(again_i, again_c)
+    _same(again_i, first_c)
+    assert gi.source == gc_.source  # written on demand, as the compiled path writes it
+    # on other inputs of the same signature
+    other = tuple(a * 1.25 if isinstance(a, np.ndarray) else a for a in args)
+    _same(gi(*other), gc_(*other))
+
+
+def test_the_interpreter_with_tensors_several_arguments_and_aux():
+    def f(x, w):
+        h = (x @ w).tanh()
+        return (h * h).sum(), h.sum()
+    x = tg.tensor(np.linspace(0.1, 0.6, 6).reshape(2, 3))
+    w = tg.tensor(np.linspace(-0.3, 0.5, 12).reshape(3, 4))
+    (gc_, first_c, again_c), (gi, first_i, again_i) = _both(f, x, w, argnums=(0, 1), has_aux=True)
+    _same(first_i, first_c)
+    _same(again_i, again_c)
+
+
+def test_interpreted_guards_fail_as_compiled_guards_do():
+    (gc_, _, _), (gi, _, _) = _both(_guarded, np.linspace(-0.5, 1.0, 4))
+    neg = np.linspace(-2.0, -1.0, 4)  # the other branch: the guard fails, a new variant
+    for g in (gc_, gi):
+        with pytest.raises(codegen.GuardFailed) as info:
+            g._last.fn(neg)
+        assert info.value.args == (0,)
+    _same(gi(neg), gc_(neg))
+    assert len(next(iter(gi._cache.values()))) == 2
+
+
+def test_interpreted_outputs_that_are_constants_are_copies():
+    (gc_, _, a), (gi, _, b) = _both(lambda x: np.sum(x * 2.0), np.ones(3))  # a folded constant
+    assert [copy for _, copy in gi._last.fn._program[3]] == [True]
+    b[0] = 99.0
+    _same(gi(np.ones(3)), a)
+
+
+def test_a_long_tape_is_interpreted_and_writes_its_source_only_when_read(monkeypatch):
+    calls = []
+    real = interpret.tape_source
+    monkeypatch.setattr(interpret, "tape_source", lambda *a: calls.append(1) or real(*a))
+    n = interpret.INTERPRET_OVER // 4 + 10
+
+    def f(x):
+        for _ in range(n):
+            x = np.tanh(x) * 0.5 + x
+        return np.sum(x)
+    x = np.linspace(0.1, 0.2, 3)
+    g = tg.grad(f, mode="tape")
+    before = {k for k in linecache.cache if k.startswith("<tape:")}
+    first = g(x)
+    assert len(g.tape.eqns) > interpret.INTERPRET_OVER
+    assert type(g._last.fn) is Interpreted
+    assert {k for k in linecache.cache if k.startswith("<tape:")} <= before  # nothing compiled
+    _same(g(x), first)
+    assert calls == []
+    source = g.source
+    assert calls == [1] and g.source is source  # written once
+    # the text the compiled path shows for the same tape
+    compiled_fn, compiled_source = codegen.compile_tape(g.tape, g._name, g._last.fn.hints)
+    assert source == compiled_source
+    _same(compiled_fn(x)[0], first)
+    # the kept tape holds no values but constants
+    for v in [*g.tape.inputs, *(o for e in g.tape.eqns for o in e.outs)]:
+        assert type(v.value) is Released or v.kind == "const", v
+    np.testing.assert_allclose(first, numeric(f, x), rtol=1e-5)
+
+
+def test_the_interpreter_frees_values_where_the_compiled_code_deletes_them():
+    tape = tg.trace(lambda x: np.sum(np.tanh(np.tanh(x) * 2.0) * 3.0))(np.ones(3))
+    tape.release()
+    optimize(tape)
+    tape.outputs = tape.output_vars()
+    run = Interpreted(tape, "f")
+    run(np.ones(3))
+    template, n_in, steps, rets = run._program
+    killed = [k for _, _, _, kill in steps for k in kill]
+    assert len(killed) == len(set(killed)) == len(tape.eqns) - 1  # every temporary, once
+    source = codegen.tape_source(tape, "f")
+    assert source.count("del ") == len(tape.eqns) - 1
+
+
+# -- values no reverse sweep reads are dropped while tracing ------------------------------------
+
+def _released(v):
+    return type(v.value) is Released
+
+
+def test_dropped_values_no_vjp_reads_are_released_while_the_function_runs():
+    """``x * 0.5 + 1.0`` reads none of its operands' values in reverse mode; once the loop
+    has moved on, those intermediates are released -- while ``tanh``'s result (read by its
+    vjp) and an intermediate the function still holds keep their values."""
+    from tracegrad.transform.tape import active_tape
+    seen = {}
+
+    def f(x):
+        kept = np.tanh(x)
+        held = []
+        for _ in range(600):
+            x = x * 0.5 + 1.0
+            if len(held) < 3:
+                held.append(x)
+        tape = active_tape()
+        if tape is not None:  # (finite differences call f directly)
+            adds = [e.outs[0] for e in tape.eqns if e.op.name == "add"]
+            seen["released"] = sum(_released(v) for v in adds)
+            seen["adds"] = len(adds)
+            seen["kept"] = _released(kept)
+            seen["held"] = any(_released(h) for h in held)
+        return np.sum(x) + np.sum(kept) + np.sum(held[0] * held[1])
+    x = np.array([0.3, -0.2, 0.8])
+    np.testing.assert_allclose(tg.grad(f, mode="tape")(x), numeric(f, x), rtol=1e-6, atol=1e-8)
+    assert seen["released"] > seen["adds"] // 2
+    assert not seen["kept"] and not seen["held"]
+
+
+def test_nothing_is_released_for_forward_mode():
+    from tracegrad.transform.tape import active_tape
+    seen = {}
+
+    def f(x):
+        for _ in range(600):
+            x = x * 0.5 + 1.0
+        seen["released"] = sum(_released(e.outs[0]) for e in active_tape().eqns if e.outs)
+        return x
+    x = np.array([0.3, -0.2])
+    out, tangent = tg.jvp(f, (x,), (np.ones(2),), mode="tape")
+    assert seen["released"] == 0
+    np.testing.assert_allclose(tangent, 0.5 ** 600 * np.ones(2), atol=1e-300)

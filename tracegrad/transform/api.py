@@ -15,6 +15,7 @@ from ..backend import namespace_of
 from .checks import (argnum_positions, check_argnums, check_input, check_output,
                      positional_arguments, split_aux)
 from .tape.aliasing import current_tree
+from .tape.pruning import Pruner
 from .tape.staged import Staged
 from .tape.sweeps import alias, forward, reverse
 from .tape.tape import Var, shape_of
@@ -124,6 +125,17 @@ def _by_position(f, args, kwargs, kinds):
     return moved, rest, kinds
 
 
+def _reverse_only(tape, f, args, kwargs):
+    """``f(*args, **kwargs)`` traced for reverse sweeps only: when this is the tape's own
+    transform, values no vjp reads are dropped as soon as ``f`` lets go of them."""
+    if tape.outermost():
+        tape.pruner = Pruner(tape)
+    try:
+        return f(*args, **kwargs)
+    finally:
+        tape.pruner = None
+
+
 def _value_and_grad_builder(f, argnums, has_aux, fname):
     def build(args, kwargs, kinds):
         tape = active_tape()
@@ -132,7 +144,7 @@ def _value_and_grad_builder(f, argnums, has_aux, fname):
         marked, wrt = _mark(tape, args, nums, fname)
         start = len(tape.eqns)
         ids = [v.id for v in wrt]
-        out, aux = _scalar_output(current_tree(f(*marked, **kwargs)), fname, has_aux)
+        out, aux = _scalar_output(current_tree(_reverse_only(tape, f, marked, kwargs)), fname, has_aux)
         wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
         seed = Var(tape, _xp(out).ones(shape_of(out), dtype=_dtype(out)), "const")
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, [out], [seed])
@@ -341,7 +353,7 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
             marked, wrt = _mark(tape, args, nums, "jacobian")
             start = len(tape.eqns)
             ids = [v.id for v in wrt]
-            out = current_tree(f(*marked, **kwargs))
+            out = current_tree(_reverse_only(tape, f, marked, kwargs))
             wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
             if has_aux:
                 out, aux = out

@@ -197,6 +197,7 @@ class Tape:
         self.marked_upto = 0
         self.immutable = set()   # ids of Vars that stand for Python floats (no in-place ops)
         self.live = set()        # ids of constants captured by reference (never folded)
+        self.pruner = None       # drops values no reverse sweep reads (see pruning.py)
         self.recording = True
         self.staged = False      # made by a staged function (not ``trace``): its values
         self.nested = 0          # are its own; transforms running inside that one

@@ -156,6 +156,8 @@ def _record(tape, prim, ins, vals, params):
     if prim.name in _DATA_SHAPED:  # result's shape depends on the values: guard it
         for r in (result if multi else (result,)):
             guard(r, "shape", r.shape)
+    if tape.pruner is not None:
+        tape.pruner.step()
     return result
 
 
