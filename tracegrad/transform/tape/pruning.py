@@ -31,7 +31,7 @@ class Pruner:
 
     def __init__(self, tape):
         self.tape = tape
-        self.scanned = len(tape.eqns)   # eqns before this are not the function's
+        self.start = self.scanned = len(tape.eqns)  # eqns before are not the function's
         self.read = set()               # ids of values some vjp reads
         self.refs = {}                  # id -> times the eqns' inputs hold it
         self.waiting = []               # (eqn index, output index) of prunable results
@@ -42,6 +42,9 @@ class Pruner:
             return
         if tape.nested or tape.phase != "t":
             tape.pruner = None  # (a nested transform reads everything it records)
+            return
+        if self.scanned == self.start and _small(tape.eqns, self.start, len(tape.eqns)):
+            tape.pruner = None  # (values of a few bytes: releasing them would not pay)
             return
         self._take(tape.eqns, self.scanned, len(tape.eqns))
         self.scanned = len(tape.eqns)
@@ -77,6 +80,18 @@ class Pruner:
                 continue
             o.value = shape_only(o.value)
         self.waiting = keep
+
+
+SMALL = 512  # bytes: a first window of results this small on average is not pruned
+
+
+def _small(eqns, start, stop):
+    total = count = 0
+    for k in range(start, stop):
+        for o in eqns[k].outs:
+            total += getattr(o.value, "nbytes", 0)
+            count += 1
+    return total < SMALL * max(count, 1)
 
 
 def _vjp_reads(e):
