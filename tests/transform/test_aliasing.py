@@ -198,3 +198,25 @@ def test_a_called_function_changing_its_argument_is_refused_in_ast_mode():
     f = calls_a_helper_that_writes_its_argument
     for mode in ("tape", "auto"):
         np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), numeric(f, X), rtol=1e-6, atol=1e-8)
+
+
+def shifts_first(p0, p1):
+    p0 -= p1 * 0.5
+    return p1
+
+
+def passes_one_array_twice(x):
+    v = shifts_first(x, x)  # (its result unused: the write into x is what matters)
+    return np.sum(x * 1.0)
+
+
+def test_a_helper_writing_an_argument_is_refused_even_when_its_result_is_unused():
+    """Found by the fuzzer's eager check: AST mode ignored the write (value 0.7, not 0.35)."""
+    f = passes_one_array_twice
+    with pytest.raises(tg.TransformError, match="shifts_first, called from the function being differentiated") as info:
+        tg.grad(f, mode="ast")(X.copy())
+    assert info.value.lineno is not None
+    for mode in ("tape", "auto"):
+        value, grad = tg.value_and_grad(f, mode=mode)(X.copy())
+        assert value == pytest.approx(f(X.copy()))
+        np.testing.assert_allclose(grad, numeric(f, X), rtol=1e-6, atol=1e-8)

@@ -13,10 +13,10 @@ import types
 import weakref
 
 from . import support
-from .aliasing import in_place_facts, live_after, rebinds_in_place, with_checks
+from .aliasing import in_place_facts, live_after, rebinds_in_place, with_checks, writes_its_arguments
 from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
 from .optimize import optimize
-from .resolve import Resolver, on_device
+from .resolve import Resolver, User, on_device
 from .reverse import HELPERS, Reverse, comment
 from .saves import finish
 from .source import TransformError, _find_code, class_name, function_tree, in_scope
@@ -184,7 +184,22 @@ def prepare(fn):
     known = (lambda w: _context_is(resolver, w, no_grad) or _context_is(resolver, w, grad_of))
     body = ANF(unit.namer, resolver, located, known).block(node.body)
     unit.temps = set(unit.namer.used) - before
+    _refuse_callees_writing_arguments(body, resolver, located)
     return node, located, unit, resolver, params, body
+
+
+def _refuse_callees_writing_arguments(body, resolver, located):
+    """A user function called here that changes an argument in place changes the
+    caller's array under the caller's names -- whether or not its result is used --
+    which the generated code would not follow: refused (the tape follows it)."""
+    stmts = [s for s in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(s, ast.stmt)]
+    for s, call in ((s, c) for s in stmts for c in ast.walk(s) if isinstance(c, ast.Call)):
+        callee = resolver.callee(call)
+        if isinstance(callee, User) and writes_its_arguments(callee.fn):
+            raise located.error(s, f"{callee.fn.__qualname__}, called from the function being "
+                                   "differentiated, changes an argument in place (a write into it, "
+                                   "or +=); the caller's names for that array would not follow",
+                                "in-place change of an argument")
 
 
 def _captured(user_globals, names):
