@@ -176,9 +176,6 @@ def test_compile_source_entries_leave_with_the_function():
     assert filename not in linecache.cache
 
 
-@pytest.mark.xfail(reason="transform/ast/driver.py's _GENERATED (a WeakKeyDictionary whose "
-                          "values, the Generated objects, hold their keys) keeps every "
-                          "generated function alive", strict=False)
 def test_linecache_entries_of_ast_functions_are_removed():
     from tracegrad.transform.ast import clear_cache
 

@@ -18,7 +18,7 @@ from ..backend import cpu as np  # host-side type checks only
 
 from ..rules.core import Primitive
 
-__all__ = ["Module", "prim_expr", "elementwise", "compile_source", "compile_parts", "fresh_name"]
+__all__ = ["registered", "Module", "prim_expr", "elementwise", "compile_source", "compile_parts", "fresh_name"]
 
 # kernels that are exactly one Python operator on their operands
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=", "lt": "<",
@@ -52,7 +52,7 @@ def compile_source(source, name, env, tag="tracegrad"):
     filename = _filename(tag, name)
     code = compile(source, filename, "exec")
     exec(code, env)
-    return _registered(env[name], source, filename)
+    return registered(env[name], source, filename)
 
 
 def compile_parts(source, name, env, params, prelude, parts, tag="tracegrad"):
@@ -84,14 +84,16 @@ def compile_parts(source, name, env, params, prelude, parts, tag="tracegrad"):
             f"        values = part(*values)\n"
             f"    return values\n")
     exec(compile(stub, filename, "exec"), env)
-    return _registered(env[name], source, filename)
+    return registered(env[name], source, filename)
 
 
 def _filename(tag, name):
     return f"<{tag}:{name}:{next(_counter)}>"
 
 
-def _registered(fn, source, filename):
+def registered(fn, source, filename):
+    """``fn`` with ``source`` registered in linecache under ``filename`` for as long as
+    ``fn`` lives (tracebacks and ``inspect`` show the generated lines)."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     weakref.finalize(fn, linecache.cache.pop, filename, None)
     fn.__source__ = source

@@ -13,6 +13,7 @@ import types
 import weakref
 
 from . import support
+from ..emit import registered
 from .aliasing import in_place_facts, live_after, rebinds_in_place, with_checks, writes_its_arguments
 from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
 from .optimize import optimize
@@ -338,10 +339,11 @@ def compile_source(source, name, env, fdef, user_fn):
     text = in_scope(source, list(cells), qualname)
     filename = f"<ast:{name}:{next(_counter)}>"
     code = _find_code(compile(text, filename, "exec", dont_inherit=True), name)
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     defaults = tuple(_default_value(d, env) for d in fdef.args.defaults) or None
     fn = types.FunctionType(code, env, name, defaults, tuple(cells[n] for n in code.co_freevars) or None)
     fn.__qualname__ = qualname
+    fn.__source__ = source
+    registered(fn, text, filename)  # (the linecache entry leaves with the function)
     fn.__source__ = source
     return fn
 
