@@ -149,3 +149,22 @@ def test_numpy_calls_mean_what_numpy_means(fn):
 def test_numpy_options_the_tape_does_not_follow_raise(fn):
     with pytest.raises(tg.TracerError, match="cannot be traced"):
         tg.grad(fn)(X)
+
+
+BIG = np.ones(100_000)
+
+
+def uses_a_big_global(a):
+    return a.sum() * BIG.sum() + (a * BIG[:3]).sum()
+
+
+def test_a_big_global_changed_in_place_is_seen_even_where_no_traced_value_meets_it():
+    """``BIG.sum()`` is computed while tracing (no tracer in it): the next call must not
+    replay the old sum after ``BIG`` changed in place."""
+    g = tg.grad(uses_a_big_global)
+    try:
+        np.testing.assert_allclose(g(X), [100_001.0] * 3)
+        BIG[:] = 2.0
+        np.testing.assert_allclose(g(X), [200_002.0] * 3)
+    finally:
+        BIG[:] = 1.0

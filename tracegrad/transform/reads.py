@@ -8,9 +8,9 @@ bound to -- the global names the function's code loads (and the code of the nest
 functions and user functions it reaches by global name), and its closure cells -- so
 that a later call can ask :meth:`Reads.changed` (a few dictionary look-ups) and trace
 or refresh again. An array read by name and changed *in place* keeps its identity: the
-tape reads it by reference where traced values meet it, but NumPy work on it alone
-(``w.sum()``) is done once while tracing, so the contents of such arrays (up to
-``CONTENTS`` elements) are compared too.
+AST path and the tape (where traced values meet it: a constant read by reference) read
+its contents at each call, but NumPy work on it alone (``w.sum()``) is done once while
+tracing; :meth:`Reads.watch_contents` keeps copies of such arrays, compared at each call.
 """
 import types
 
@@ -19,8 +19,7 @@ from ..backend import cpu as np  # host-side comparisons only
 __all__ = ["Reads"]
 
 _MISSING = object()
-_DEPTH = 4         # user functions followed through global names
-CONTENTS = 65536   # arrays up to this size are compared by contents at each call
+_DEPTH = 4   # user functions followed through global names
 
 
 class Reads:
@@ -31,6 +30,16 @@ class Reads:
     def __init__(self, f):
         self._globals, self._cells, self._arrays = [], [], []
         self._collect(f, set(), 0)
+
+    def watch_contents(self, read_by_reference=()):
+        """Also compare, at each call, the contents of the arrays read by name, but those
+        (by ``id``) a replay reads by reference anyway."""
+        skip = set(read_by_reference)
+        seen = set()
+        for value in [v for _, _, v in self._globals] + [v for _, v in self._cells]:
+            if isinstance(value, np.ndarray) and id(value) not in skip and id(value) not in seen:
+                seen.add(id(value))
+                self._arrays.append((value, value.copy()))
 
     def _collect(self, f, seen, depth):
         code = getattr(f, "__code__", None)
@@ -44,7 +53,6 @@ class Reads:
             except ValueError:
                 value = _MISSING
             self._cells.append((cell, value))
-            self._note_array(value)
             if isinstance(value, types.FunctionType):
                 self._collect(value, seen, depth + 1)
         if scope is None:
@@ -54,17 +62,12 @@ class Reads:
             if value is _MISSING:
                 continue
             self._globals.append((scope, name, value))
-            self._note_array(value)
             if isinstance(value, types.FunctionType) and not _library(value):
                 self._collect(value, seen, depth + 1)
 
-    def _note_array(self, value):
-        if isinstance(value, np.ndarray) and value.size <= CONTENTS:
-            self._arrays.append((value, value.copy()))
-
     def changed(self):
-        """Whether a name or cell noted then holds another object now, or a small array
-        it held has other contents."""
+        """Whether a name or cell noted then holds another object now, or a watched
+        array has other contents."""
         for array, seen in self._arrays:
             if not np.array_equal(array, seen, equal_nan=array.dtype.kind in "fc"):
                 return True

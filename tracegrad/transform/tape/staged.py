@@ -212,11 +212,14 @@ class Staged:
         args, kwargs = unflatten(spec, leaves)
         kinds = unflatten(spec, [kind_of(x) for x in leaves])
         draws = Draws(self.f)
-        if self._reads is None:
+        fresh = self._reads is None
+        if fresh:
             self._reads = Reads(self.f)
         with recording(tape):
             targs, tkwargs = trace_arguments(tape, self.f, leaves, spec)
             out, out_kinds = self._build(targs, tkwargs, kinds)
+        if fresh:  # (arrays the compiled code reads by reference need no copy)
+            self._reads.watch_contents(id(arr) for arr, v, _ in tape._consts.values() if v.id in tape.live)
         tape.outputs = out
         out_leaves, out_spec = flatten(out)
         values = [v.value if isinstance(v, Var) else v for v in out_leaves]
