@@ -10,7 +10,8 @@ that a later call can ask :meth:`Reads.changed` (a few dictionary look-ups) and 
 or refresh again. An array read by name and changed *in place* keeps its identity: the
 AST path and the tape (where traced values meet it: a constant read by reference) read
 its contents at each call, but NumPy work on it alone (``w.sum()``) is done once while
-tracing; :meth:`Reads.watch_contents` keeps copies of such arrays, compared at each call.
+tracing; the tape's :meth:`Reads.watch_contents` keeps copies of such arrays, compared at
+each call.
 """
 import types
 
@@ -31,15 +32,16 @@ class Reads:
         self._globals, self._cells, self._arrays = [], [], []
         self._collect(f, set(), 0)
 
-    def watch_contents(self, read_by_reference=()):
-        """Also compare, at each call, the contents of the arrays read by name, but those
-        (by ``id``) a replay reads by reference anyway."""
-        skip = set(read_by_reference)
+    def watch_contents(self):
+        """Also compare, at each call, the contents of the arrays read by name (one
+        comparison each: pass a large array as an argument instead, to avoid it). An
+        array read by reference where traced values meet it may feed untraced NumPy work
+        too, so none is left out."""
         seen = set()
         for value in [v for _, _, v in self._globals] + [v for _, v in self._cells]:
-            if isinstance(value, np.ndarray) and id(value) not in skip and id(value) not in seen:
+            if isinstance(value, np.ndarray) and id(value) not in seen:
                 seen.add(id(value))
-                self._arrays.append((value, value.copy()))
+                self._arrays.append((value, value.shape, value.dtype, _contents(value)))
 
     def _collect(self, f, seen, depth):
         code = getattr(f, "__code__", None)
@@ -68,8 +70,8 @@ class Reads:
     def changed(self):
         """Whether a name or cell noted then holds another object now, or a watched
         array has other contents."""
-        for array, seen in self._arrays:
-            if not np.array_equal(array, seen, equal_nan=array.dtype.kind in "fc"):
+        for array, shape, dtype, seen in self._arrays:
+            if array.shape != shape or array.dtype != dtype or not _same(array, seen):
                 return True
         for scope, name, value in self._globals:
             if scope.get(name, _MISSING) is not value:
@@ -82,6 +84,21 @@ class Reads:
                 if value is not _MISSING:
                     return True
         return False
+
+
+_BYTES = 1 << 16  # arrays up to this size are kept and compared as raw bytes (cheapest)
+
+
+def _contents(a):
+    return a.tobytes() if a.nbytes <= _BYTES else a.copy()
+
+
+def _same(a, seen):
+    """Bit for bit (a NaN equals itself), as the contents were noted."""
+    if type(seen) is bytes:
+        return a.tobytes() == seen
+    return bool((a.view(np.uint8) == seen.view(np.uint8)).all()) if a.flags.c_contiguous and seen.flags.c_contiguous \
+        else np.array_equal(a, seen, equal_nan=a.dtype.kind in "fc")
 
 
 def _names(code):

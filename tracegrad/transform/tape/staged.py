@@ -218,8 +218,8 @@ class Staged:
         with recording(tape):
             targs, tkwargs = trace_arguments(tape, self.f, leaves, spec)
             out, out_kinds = self._build(targs, tkwargs, kinds)
-        if fresh:  # (arrays the compiled code reads by reference need no copy)
-            self._reads.watch_contents(id(arr) for arr, v, _ in tape._consts.values() if v.id in tape.live)
+        if fresh:
+            self._reads.watch_contents()
         tape.outputs = out
         out_leaves, out_spec = flatten(out)
         values = [v.value if isinstance(v, Var) else v for v in out_leaves]
