@@ -298,7 +298,7 @@ def jvp(f, primals, tangents, mode="auto"):
         from .ast.front import ast_jvp
         from .ast.source import TransformError
         try:
-            return ast_jvp(f, primals, tangents)
+            return ast_jvp(f, primals, tangents, auto=mode == "auto")
         except TransformError as e:
             if mode == "ast" or not getattr(e, "before_run", True):
                 raise  # (a run-time refusal after the function changed its arguments)

@@ -238,10 +238,7 @@ class AutoFunction:
             try:
                 fn = self._make_ast()
                 gen = fn.generated(nargs)
-                if getattr(gen, "visible_aliasing", False):
-                    raise TransformError("a name changed in place shares memory with another "
-                                         "name (the tape follows NumPy's memory)",
-                                         construct="in-place change of an aliased array")
+                _prefer_the_tape(gen)
                 self._ast = self._chosen = fn
             except TransformError as e:
                 self.fallback_reason = e
@@ -296,9 +293,24 @@ class AutoFunction:
             return self._chosen(*args, **kwargs)
 
 
-def ast_jvp(f, primals, tangent_values):
-    """``(f(*primals), tangent)`` through ``f``'s forward-mode version (generated once)."""
+def _prefer_the_tape(gen):
+    """For ``mode="auto"``: a function where a name changed in place visibly shares memory
+    with another, or that changes its own arguments in place (a refusal at run time could
+    not be retried on the tape then: the caller's arrays would be changed twice), takes
+    the tape, which follows NumPy's memory."""
+    if getattr(gen, "visible_aliasing", False) or getattr(gen, "writes_params", False):
+        from .source import TransformError
+        raise TransformError("the function changes an array in place that another name, or "
+                             "its caller, may share (the tape follows NumPy's memory)",
+                             construct="in-place change of an aliased array")
+
+
+def ast_jvp(f, primals, tangent_values, auto=False):
+    """``(f(*primals), tangent)`` through ``f``'s forward-mode version (generated once);
+    ``auto``: refuse (for the tape) where :func:`_prefer_the_tape` says so."""
     gen = tangents(f, f"{getattr(f, '__name__', 'f')}_jvp")
+    if auto:
+        _prefer_the_tape(gen)
     refuse_zero_d_arguments(gen, primals, getattr(f, "__name__", "f"))
     try:
         return _run_jvp(gen, f, primals, tangent_values)
