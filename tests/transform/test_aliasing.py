@@ -245,3 +245,28 @@ def test_auto_takes_the_tape_for_a_function_writing_its_own_argument():
     assert tangent == pytest.approx(expected, rel=1e-6)
     with pytest.raises(tg.TransformError):
         tg.grad(f, mode="ast")(X.copy(), y)
+
+
+def alias_by_name_then_augmented(x):
+    y = x * 1.0
+    w = y
+    y += x            # NumPy: w is y
+    return np.sum(w * w)
+
+
+def pop_from_an_aliased_list(x):
+    lst = [x[0], x[1]]
+    l2 = lst
+    a = lst.pop()
+    return a * l2[0]
+
+
+@pytest.mark.parametrize("f", [alias_by_name_then_augmented, pop_from_an_aliased_list],
+                         ids=lambda f: f.__name__)
+def test_found_in_review(f):
+    """AST mode: `w = y` was propagated away, so the check never saw w (a wrong gradient);
+    `a = lst.pop()` was no in-place change to it (an internal IndexError)."""
+    with pytest.raises(AliasError):
+        tg.grad(f, mode="ast")(X.copy())
+    for mode in ("tape", "auto"):
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), numeric(f, X), rtol=1e-6, atol=1e-8)

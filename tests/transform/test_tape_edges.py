@@ -168,3 +168,36 @@ def test_a_big_global_changed_in_place_is_seen_even_where_no_traced_value_meets_
         np.testing.assert_allclose(g(X), [200_002.0] * 3)
     finally:
         BIG[:] = 1.0
+
+
+def _scaled_square(a, k):
+    return (SCALE * k * a * a).sum()
+
+
+def test_a_partials_function_globals_are_watched():
+    import functools
+    global SCALE
+    g = tg.grad(functools.partial(_scaled_square, k=1.0))
+    np.testing.assert_allclose(g(X), 2 * 2.0 * X)
+    SCALE = 5.0
+    try:
+        np.testing.assert_allclose(g(X), 2 * 5.0 * X)
+    finally:
+        SCALE = 2.0
+
+
+def test_a_helper_reached_through_a_module_is_watched(tmp_path, monkeypatch):
+    (tmp_path / "helpers_mod.py").write_text("import numpy as np\nSCALE = 2.0\n"
+                                             "def g(x):\n    return SCALE * np.sum(x * x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    hm = importlib.import_module("helpers_mod")
+
+    def f(a):
+        return hm.g(a) + a.sum()
+    for mode in ("tape", "ast", "auto"):
+        hm.SCALE = 2.0
+        g = tg.grad(f, mode=mode)
+        np.testing.assert_allclose(g(X), 4.0 * X + 1.0)
+        hm.SCALE = 5.0
+        np.testing.assert_allclose(g(X), 10.0 * X + 1.0)

@@ -13,6 +13,7 @@ its contents at each call, but NumPy work on it alone (``w.sum()``) is done once
 tracing; the tape's :meth:`Reads.watch_contents` keeps copies of such arrays, compared at
 each call.
 """
+import functools
 import types
 
 from ..backend import cpu as np  # host-side comparisons only
@@ -44,6 +45,10 @@ class Reads:
                 self._arrays.append((value, value.shape, value.dtype, _contents(value)))
 
     def _collect(self, f, seen, depth):
+        if isinstance(f, functools.partial):  # its function, and the values bound to it
+            for v in (*f.args, *f.keywords.values()):
+                self._cells.append((_Fixed(v), v))
+            return self._collect(f.func, seen, depth + 1)
         code = getattr(f, "__code__", None)
         if not isinstance(code, types.CodeType) or id(code) in seen or depth > _DEPTH:
             return
@@ -55,8 +60,10 @@ class Reads:
             except ValueError:
                 value = _MISSING
             self._cells.append((cell, value))
-            if isinstance(value, types.FunctionType):
+            if isinstance(value, (types.FunctionType, functools.partial)):
                 self._collect(value, seen, depth + 1)
+            elif isinstance(value, types.ModuleType) and not _library(value):
+                self._module(value, code, seen, depth)
         if scope is None:
             return
         for name in _names(code):
@@ -64,7 +71,21 @@ class Reads:
             if value is _MISSING:
                 continue
             self._globals.append((scope, name, value))
-            if isinstance(value, types.FunctionType) and not _library(value):
+            if isinstance(value, (types.FunctionType, functools.partial)) and not _library(value):
+                self._collect(value, seen, depth + 1)
+            elif isinstance(value, types.ModuleType) and not _library(value):
+                self._module(value, code, seen, depth)
+
+    def _module(self, module, code, seen, depth):
+        """``module.name`` reads (``cfg.SCALE``, ``helpers.g(x)``): attribute names the
+        code loads that the user's module has, followed like globals."""
+        scope = vars(module)
+        for name in _names(code):
+            value = scope.get(name, _MISSING)
+            if value is _MISSING or isinstance(value, types.ModuleType):
+                continue
+            self._globals.append((scope, name, value))
+            if isinstance(value, (types.FunctionType, functools.partial)) and not _library(value):
                 self._collect(value, seen, depth + 1)
 
     def changed(self):
@@ -101,6 +122,16 @@ def _same(a, seen):
         else np.array_equal(a, seen, equal_nan=a.dtype.kind in "fc")
 
 
+class _Fixed:
+    """A stand-in cell for a value bound once and for all (a partial's argument): its
+    contents never change, but an array among them is watched like the others."""
+
+    __slots__ = ("cell_contents",)
+
+    def __init__(self, value):
+        self.cell_contents = value
+
+
 def _names(code):
     """The global names ``code`` and the code objects nested in it may load."""
     out = list(code.co_names)
@@ -111,5 +142,7 @@ def _names(code):
 
 
 def _library(fn):
-    mod = getattr(fn, "__module__", "") or ""
+    mod = (fn.__name__ if isinstance(fn, types.ModuleType) else getattr(fn, "__module__", "")) or ""
+    if isinstance(fn, functools.partial):
+        return _library(fn.func)
     return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy", "torch")

@@ -38,8 +38,9 @@ def mutated_name(s):
             return t.value.id
         if isinstance(t, ast.Name) and getattr(s, "_in_place", False):
             return t.id
-    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-        f = s.value.func
+    call = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
+    if isinstance(call, ast.Call):  # lst.append(v), lst.pop(), a = lst.pop()
+        f = call.func
         if isinstance(f, ast.Attribute) and f.attr in ("append", "pop") and isinstance(f.value, ast.Name):
             return f.value.id
     return None
@@ -91,7 +92,7 @@ def check_statement(s, name, candidates, located, helper):
     src = getattr(s, "_src", None)
     what = located.text(src) if src is not None else ast.unparse(s)
     names = ast.Tuple(elts=[_const(n) for n in sorted(candidates)], ctx=ast.Load())
-    rebinds = isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+    rebinds = getattr(s, "_in_place", False)
     call = ast.Call(func=helper, args=[_name(name), _const(name), names,
                                        ast.Call(func=_name("locals"), args=[], keywords=[]),
                                        _const(located.filename), _const(lineno), _const(what)]
@@ -106,7 +107,7 @@ def with_checks(stmts, live, located, helper):
     for s in stmts:
         name = mutated_name(s)
         later = set(live.get(id(s), ())) - {name} if name is not None else set()
-        rebinds = isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+        rebinds = getattr(s, "_in_place", False)
         if name is not None and (later or rebinds):
             out.append(check_statement(s, name, later, located, helper))
         for field in ("body", "orelse"):

@@ -293,7 +293,7 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         fdef = ast.FunctionDef(name=name, args=ast.arguments(
             posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
             defaults=defaults), body=body_out, decorator_list=[], returns=None, type_params=[])
-        optimize(fdef, temps=unit.temps, keep=out_names | {stack, dout} | set(params))
+        optimize(fdef, temps=unit.temps, keep=out_names | {stack, dout} | set(params) | rev.checked)
         gen = _compile(fdef, unit, name, fn, per, key, callees)
         gen.seed = dout
         gen.visible_aliasing, gen.writes_params = in_place_facts(body, params)

@@ -28,6 +28,7 @@ class _Saves:
         self.saved = {k for k, site in rev.sites.items() if self._save(site, counts[site.name])}
         self.uses_stack = False
         self.init = set()   # saved names pushed before any assignment: start as None
+        self.checked = set()  # names an in-place check reads through locals()
 
     def _save(self, site, count):
         if isinstance(site.node.targets[0], ast.Subscript):
@@ -49,7 +50,7 @@ class _Saves:
         if name is None:
             return None
         later = set(self.live.get(id(s), ()))
-        writes_memory = not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name))
+        writes_memory = not getattr(s, "_in_place", False)  # (y += v is written y = y + v)
         if writes_memory and id(s) not in self.saved:  # the adjoint reads values as left
             later |= self.needed | {self.stack}
         later.discard(name)
@@ -57,6 +58,7 @@ class _Saves:
             return None
         helper = _name("check_unaliased")
         helper._helper = True
+        self.checked |= later  # (names the clean-up must keep: the check reads them by name)
         return check_statement(s, name, later, self.rev.located, helper)
 
     def forward(self, stmts, depth=0):
@@ -149,6 +151,7 @@ def finish(rev, forward, adjoint, stack):
     saves.live = live_after(forward)
     forward = saves.forward(forward)   # (decides the loop pushes the adjoint's markers ask)
     adjoint = saves.adjoint(adjoint)
+    rev.checked = saves.checked
     prelude = [_assign(n, _const(None)) for n in sorted(saves.init)]
     if saves.uses_stack:
         prelude.append(_assign(stack, ast.List(elts=[], ctx=ast.Load())))
