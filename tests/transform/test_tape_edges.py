@@ -201,3 +201,29 @@ def test_a_helper_reached_through_a_module_is_watched(tmp_path, monkeypatch):
         np.testing.assert_allclose(g(X), 4.0 * X + 1.0)
         hm.SCALE = 5.0
         np.testing.assert_allclose(g(X), 10.0 * X + 1.0)
+
+
+class _Config:
+    def __init__(self):
+        self.scale = 2.0
+
+
+CFG = _Config()
+WEIGHTS = [np.ones(3)]
+
+
+def reads_an_attribute_and_an_item(a):
+    return (a * a).sum() * CFG.scale + (a * WEIGHTS[0]).sum()
+
+
+def test_state_one_level_down_from_a_global_is_watched():
+    """cfg.scale = 5.0 and weights[0] = new: a replay would use the old ones."""
+    g = tg.grad(reads_an_attribute_and_an_item)
+    np.testing.assert_allclose(g(X), 4.0 * X + 1.0)
+    try:
+        CFG.scale = 5.0
+        np.testing.assert_allclose(g(X), 10.0 * X + 1.0)
+        WEIGHTS[0] = np.full(3, 3.0)
+        np.testing.assert_allclose(g(X), 10.0 * X + 3.0)
+    finally:
+        CFG.scale, WEIGHTS[0] = 2.0, np.ones(3)

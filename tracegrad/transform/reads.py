@@ -27,10 +27,10 @@ _DEPTH = 4   # user functions followed through global names
 class Reads:
     """The global names and closure cells ``f`` reads, with the objects they hold now."""
 
-    __slots__ = ("_globals", "_cells", "_arrays")
+    __slots__ = ("_globals", "_cells", "_arrays", "_holders")
 
     def __init__(self, f):
-        self._globals, self._cells, self._arrays = [], [], []
+        self._globals, self._cells, self._arrays, self._holders = [], [], [], []
         self._collect(f, set(), 0)
 
     def watch_contents(self):
@@ -40,9 +40,15 @@ class Reads:
         too, so none is left out."""
         seen = set()
         for value in [v for _, _, v in self._globals] + [v for _, v in self._cells]:
-            if isinstance(value, np.ndarray) and id(value) not in seen:
-                seen.add(id(value))
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            if isinstance(value, np.ndarray):
                 self._arrays.append((value, value.shape, value.dtype, _contents(value)))
+            else:
+                members = _members(value)
+                if members is not None:  # one level down: cfg.scale, weights[0]...
+                    self._holders.append((value, members, _fingerprint(members(value))))
 
     def _collect(self, f, seen, depth):
         if isinstance(f, functools.partial):  # its function, and the values bound to it
@@ -94,6 +100,9 @@ class Reads:
         for array, shape, dtype, seen in self._arrays:
             if array.shape != shape or array.dtype != dtype or not _same(array, seen):
                 return True
+        for holder, members, print_ in self._holders:
+            if _fingerprint(members(holder)) != print_:
+                return True
         for scope, name, value in self._globals:
             if scope.get(name, _MISSING) is not value:
                 return True
@@ -120,6 +129,37 @@ def _same(a, seen):
         return a.tobytes() == seen
     return bool((a.view(np.uint8) == seen.view(np.uint8)).all()) if a.flags.c_contiguous and seen.flags.c_contiguous \
         else np.array_equal(a, seen, equal_nan=a.dtype.kind in "fc")
+
+
+_PLAIN_VALUES = (int, float, complex, bool, str, bytes, type(None))
+
+
+def _members(value):
+    """What a global or closure value holds one level down that a function may read:
+    the items of a list/tuple/dict, the attributes of a plain object (a config, a model
+    holding arrays) -- as a function giving them now; None for anything else."""
+    if isinstance(value, (list, tuple)):
+        return lambda v: list(enumerate(v))
+    if isinstance(value, dict):
+        return lambda v: list(v.items())
+    if isinstance(value, (types.FunctionType, types.ModuleType, type, functools.partial, np.ndarray)) \
+            or isinstance(value, _PLAIN_VALUES) or not hasattr(value, "__dict__"):
+        return None
+    return lambda v: list(vars(v).items())
+
+
+def _fingerprint(members):
+    """Identity of each member, and the bytes of small arrays and the values of numbers
+    among them (compared at each call)."""
+    out = []
+    for key, v in members:
+        if isinstance(v, np.ndarray) and v.nbytes <= _BYTES:
+            out.append((key, id(v), v.shape, v.dtype.str, v.tobytes()))
+        elif isinstance(v, (int, float, complex, bool, str)):
+            out.append((key, v))
+        else:
+            out.append((key, id(v)))
+    return out
 
 
 class _Fixed:

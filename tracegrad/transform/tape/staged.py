@@ -212,14 +212,14 @@ class Staged:
         args, kwargs = unflatten(spec, leaves)
         kinds = unflatten(spec, [kind_of(x) for x in leaves])
         draws = Draws(self.f)
-        fresh = self._reads is None
-        if fresh:
-            self._reads = Reads(self.f)
         with recording(tape):
             targs, tkwargs = trace_arguments(tape, self.f, leaves, spec)
             out, out_kinds = self._build(targs, tkwargs, kinds)
-        if fresh:
-            self._reads.watch_contents()
+        # What the function reads, noted after each trace: __call__ dropped the cache if
+        # anything changed before this call, so a change seen now is the function's own
+        # (a counter it appends to), made again by the next trace, not a stale value.
+        self._reads = Reads(self.f)
+        self._reads.watch_contents()
         tape.outputs = out
         out_leaves, out_spec = flatten(out)
         values = [v.value if isinstance(v, Var) else v for v in out_leaves]
