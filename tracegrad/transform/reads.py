@@ -39,7 +39,7 @@ class Reads:
         array read by reference where traced values meet it may feed untraced NumPy work
         too, so none is left out."""
         seen = set()
-        for value in [v for _, _, v in self._globals] + [v for _, v in self._cells]:
+        for value in self.values():
             if id(value) in seen:
                 continue
             seen.add(id(value))
@@ -93,6 +93,10 @@ class Reads:
             self._globals.append((scope, name, value))
             if isinstance(value, (types.FunctionType, functools.partial)) and not _library(value):
                 self._collect(value, seen, depth + 1)
+
+    def values(self):
+        """The objects the noted names and cells held (what the function may read)."""
+        return [v for _, _, v in self._globals] + [v for _, v in self._cells]
 
     def changed(self):
         """Whether a name or cell noted then holds another object now, or a watched

@@ -7,9 +7,8 @@ Nothing hands those draws to the tracer (they take no traced argument), so the t
 notices them by their effect: a generator whose state moved while the function was
 traced. Such a trace is used for its own call only and never cached.
 """
-import types
-
 from ...backend import cpu as np  # host-side generator states only
+from ..reads import Reads
 
 __all__ = ["Draws"]
 
@@ -27,22 +26,14 @@ def _state(gen):
 
 def _generators(f):
     """The generators ``f`` may draw from: NumPy's global one, tracegrad's, and those it
-    reads by name from its globals or closure cells."""
+    reads by name (see :class:`~..reads.Reads`)."""
     gens = [np.random.mtrand._rand]
     from ...backend import loaded
     for xp in loaded():
         rng = getattr(xp, "rng", None)
         if callable(rng):
             gens.append(rng())
-    code = getattr(f, "__code__", None)
-    if isinstance(code, types.CodeType):
-        scope = getattr(f, "__globals__", {})
-        gens += [scope[n] for n in code.co_names if n in scope]
-        for cell in getattr(f, "__closure__", None) or ():
-            try:
-                gens.append(cell.cell_contents)
-            except ValueError:
-                pass
+    gens += Reads(f).values()  # (what it reads by name, through its helpers too)
     return [g for g in gens if isinstance(g, (np.random.Generator, np.random.RandomState))]
 
 
