@@ -85,15 +85,20 @@ def _python(kind, convert, numeric=False):
                 self.tape.poison = e
                 raise
         if numeric and _differentiated(self):
-            raise TracerError(
-                f"{kind}() of a value being differentiated ({self!r}) makes it a Python number "
-                "that carries no derivative (math.exp(x), math.sin(x) and float(x) do this): a "
-                "gradient through it would silently be zero. Keep it an array: use np.exp / "
-                "np.sin (or tracegrad's functions) instead of math's, compare arrays directly "
-                "(if np.sum(x) > 0:); if a constant is meant, write tracegrad.stop_gradient(x); "
-                "for a number to print or log, x.item()")
+            raise _number_of_differentiated(self, f"{kind}()", "(math.exp(x), math.sin(x) and "
+                                            "float(x) do this)")
         return guard(self, kind, convert(self.value))
     return method
+
+
+def _number_of_differentiated(var, what, how=""):
+    """The error for a Python number made of a value being differentiated."""
+    return TracerError(
+        f"{what} of a value being differentiated ({var!r}) makes it a Python number that "
+        f"carries no derivative{' ' + how if how else ''}: a gradient through it would silently "
+        "be zero. Keep it an array: use np.exp / np.sin (or tracegrad's functions) instead of "
+        "math's, compare arrays directly (if np.sum(x) > 0:); if a constant is meant (a number "
+        "to print or log, too), write tracegrad.stop_gradient(x) first")
 
 
 def _differentiated(var):
@@ -117,10 +122,7 @@ def _item(self, *args):
     with no history, guarded)."""
     self = aliasing.current(self)
     if not getattr(self, "is_traced_tensor", False) and _differentiated(self):
-        raise TracerError(
-            f".item() of a value being differentiated ({self!r}) makes it a Python number that "
-            "carries no derivative: a gradient through it would silently be zero. Keep it an "
-            "array, or write tracegrad.stop_gradient(x).item() if a constant is meant")
+        raise _number_of_differentiated(self, ".item()")
     return guard(self, "item", self.value.item(*args), args)
 
 
