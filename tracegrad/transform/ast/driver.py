@@ -189,6 +189,13 @@ def prepare(fn):
     return node, located, unit, resolver, params, body
 
 
+def _note_in_place_facts(gen, body, params):
+    """What the callers of a generated function ask about its in-place changes (see
+    :mod:`.aliasing`): visible sharing, writes into parameters, ``y += v`` lines."""
+    gen.visible_aliasing, gen.writes_params = in_place_facts(body, params)
+    gen.rebinds_in_place = rebinds_in_place(body)
+
+
 def _refuse_callees_writing_arguments(body, resolver, located):
     """A user function called here that changes an argument in place changes the
     caller's array under the caller's names -- whether or not its result is used --
@@ -296,8 +303,7 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         optimize(fdef, temps=unit.temps, keep=out_names | {stack, dout} | set(params) | rev.checked)
         gen = _compile(fdef, unit, name, fn, per, key, callees)
         gen.seed = dout
-        gen.visible_aliasing, gen.writes_params = in_place_facts(body, params)
-        gen.rebinds_in_place = rebinds_in_place(body)
+        _note_in_place_facts(gen, body, params)
         return gen
     finally:
         _PENDING.pop((fn, key), None)
@@ -447,8 +453,7 @@ def _build_tangents(fn, name, per, key):
             defaults=[]), body=out, decorator_list=[], returns=None, type_params=[])
         optimize(fdef, temps=unit.temps, keep=set(params) | set(targs))
         gen = _compile(fdef, unit, name, fn, per, key, callees)
-        gen.visible_aliasing, gen.writes_params = in_place_facts(body, params)
-        gen.rebinds_in_place = rebinds_in_place(body)
+        _note_in_place_facts(gen, body, params)
         return gen
     finally:
         _PENDING.pop((fn, key), None)
