@@ -56,17 +56,24 @@ def _mark(tape, args, nums, fname):
         marked = []
         for x in leaves:
             check_input(x, n, fname)
-            leaf = x
-            if type(x) is float:  # a Python float: a float64 constant, as at the top level
-                x = np.asarray(x, dtype=np.float64)
-            value = x.value if isinstance(x, Var) else x
-            marked.append(alias(tape, x if isinstance(x, Var) else value))
-            tape.marked.add(marked[-1].id)
-            if type(leaf) is float or (isinstance(x, Var) and x.id in tape.immutable):
-                tape.immutable.add(marked[-1].id)
+            marked.append(mark_leaf(tape, x))
         wrt.extend(marked)
         args[n] = unflatten(spec, marked)
     return args, wrt
+
+
+def mark_leaf(tape, x):
+    """A fresh alias of leaf ``x`` (a tracer, an array or a Python float -- a float64
+    constant, as at the top level), marked as differentiated; it stands for an immutable
+    number where ``x`` does (a Python float: ``s += 1`` rebinds it)."""
+    number = type(x) is float or (isinstance(x, Var) and x.id in tape.immutable)
+    if type(x) is float:
+        x = np.asarray(x, dtype=np.float64)
+    v = alias(tape, x)
+    tape.marked.add(v.id)
+    if number:
+        tape.immutable.add(v.id)
+    return v
 
 
 def _scalar_output(out, fname, has_aux):

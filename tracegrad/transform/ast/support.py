@@ -15,8 +15,7 @@ import operator
 import types
 import weakref
 
-from ..api import _push, _with_phase
-from ..tape.sweeps import alias
+from ..api import _push, _with_phase, mark_leaf
 from ..checks import check_output, split_aux
 from .aliasing import check_unaliased  # noqa: F401  (called by generated code)
 from ..tape.staged import Staged
@@ -177,8 +176,7 @@ def _mark_float_leaves(tape, args):
         leaves, spec = flatten(a)
         for k, x in enumerate(leaves):
             if _float_leaf(x):
-                leaves[k] = alias(tape, x)
-                tape.marked.add(leaves[k].id)
+                leaves[k] = mark_leaf(tape, x)
                 wrt.append(leaves[k])
                 where.append((n, k))
         new_args.append(unflatten(spec, leaves))
