@@ -66,10 +66,7 @@ class Reads:
             except ValueError:
                 value = _MISSING
             self._cells.append((cell, value))
-            if isinstance(value, (types.FunctionType, functools.partial)):
-                self._collect(value, seen, depth + 1)
-            elif isinstance(value, types.ModuleType) and not _library(value):
-                self._module(value, code, seen, depth)
+            self._follow(value, code, seen, depth)
         if scope is None:
             return
         for name in _names(code):
@@ -77,10 +74,17 @@ class Reads:
             if value is _MISSING:
                 continue
             self._globals.append((scope, name, value))
-            if isinstance(value, (types.FunctionType, functools.partial)) and not _library(value):
-                self._collect(value, seen, depth + 1)
-            elif isinstance(value, types.ModuleType) and not _library(value):
-                self._module(value, code, seen, depth)
+            self._follow(value, code, seen, depth)
+
+    def _follow(self, value, code, seen, depth):
+        """What a name of ``code`` holds, followed: a user function or partial (its own
+        reads), a user module (the attributes ``code`` loads from it)."""
+        if _library(value):
+            return
+        if isinstance(value, (types.FunctionType, functools.partial)):
+            self._collect(value, seen, depth + 1)
+        elif isinstance(value, types.ModuleType):
+            self._module(value, code, seen, depth)
 
     def _module(self, module, code, seen, depth):
         """``module.name`` reads (``cfg.SCALE``, ``helpers.g(x)``): attribute names the
@@ -91,8 +95,7 @@ class Reads:
             if value is _MISSING or isinstance(value, types.ModuleType):
                 continue
             self._globals.append((scope, name, value))
-            if isinstance(value, (types.FunctionType, functools.partial)) and not _library(value):
-                self._collect(value, seen, depth + 1)
+            self._follow(value, code, seen, depth)  # (a module among them is skipped above)
 
     def values(self):
         """The objects the noted names and cells held (what the function may read)."""
