@@ -317,7 +317,7 @@ def reshape(a, newshape, order="C"):
     if order != "C":
         raise ShimUnsupported("np.reshape with order")
     newshape = (newshape,) if isinstance(newshape, int) else tuple(newshape)
-    return tg.reshape(_t(a), newshape)
+    return mark_array(tg.reshape(_t(a), newshape))  # (NumPy: an array, 0-d included)
 
 
 def ravel(a):
@@ -329,7 +329,7 @@ def transpose(a, axes=None):
         return _np.transpose(a, axes)
     a = _t(a)
     perm = tuple(reversed(range(a.ndim))) if axes is None else tuple(ax % a.ndim for ax in axes)
-    return a.permute(*perm) if a.ndim else a
+    return a.permute(*perm) if a.ndim else mark_array(a)
 
 
 def swapaxes(a, axis1, axis2):
@@ -352,13 +352,13 @@ def squeeze(a, axis=None):
         return _np.squeeze(a, axis)
     a = _t(a)
     if axis is None:
-        return a.reshape(tuple(n for n in a.shape if n != 1))
+        return mark_array(a.reshape(tuple(n for n in a.shape if n != 1)))
     axes = axis if isinstance(axis, tuple) else (axis,)
     for ax in sorted((ax % a.ndim for ax in axes), reverse=True):
         if a.shape[ax] != 1:
             raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
         a = a.squeeze(ax)
-    return a
+    return mark_array(a)
 
 
 def flip(a, axis=None):
@@ -447,7 +447,7 @@ def where(condition, x=None, y=None):
     if x is None or y is None:
         raise ShimUnsupported("np.where with one argument")
     c = condition if isinstance(condition, Tensor) else tg.tensor(_np.asarray(condition, dtype=bool))
-    return tg.where(c, _t(x), _t(y))
+    return mark_array(tg.where(c, _t(x), _t(y)))  # (NumPy: a 0-d array, not a scalar)
 
 
 def clip(a, a_min=None, a_max=None, out=None):
