@@ -23,13 +23,16 @@ from .runtime import dispatch as _dispatch  # noqa: F401  (registers the eager h
 from . import ops as _ops
 from .ops import return_types  # noqa: F401
 from . import autograd, cuda, profiler, viz  # noqa: F401
+from . import fft  # noqa: F401
+from . import linalg  # noqa: F401
+from . import special  # noqa: F401  (torch.special; tracegrad.scipy.special is imported on demand)
 from . import datasets, models, nn, optim  # noqa: F401
 from .serialization import *  # noqa: F403
 
 globals().update(_ops.FUNCTIONS)
-from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, fusion,  # noqa: E402
-                        fusion_enabled, grad, grad_of, hessian, jacobian, jvp, set_fusion,
-                        stop_gradient, trace, value_and_grad, vjp)
+from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, elementwise_grad,  # noqa: E402
+                        fusion, fusion_enabled, grad, grad_of, hessian, hvp, jacfwd, jacobian, jacrev, jvp,
+                        set_fusion, stop_gradient, trace, value_and_grad, vjp)
 
 float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
 double = float64

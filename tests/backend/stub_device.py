@@ -15,6 +15,9 @@ with the CPU's.
 anything but ufuncs and operators inside, which is what ``cupy.fuse`` can compile.
 """
 import contextlib
+import importlib.util
+import sys
+import types
 
 import numpy as np
 
@@ -352,6 +355,15 @@ class StubNamespace(_Namespace):
     def sliding_window_view(self, x, window_shape, axis=None):
         return StubArray(np.lib.stride_tricks.sliding_window_view(x._a, window_shape, axis))
 
+    def where(self, condition, x=None, y=None):
+        """CuPy's ``where`` as tracegrad.backend.cuda wraps it: a Python bool (or number)
+        condition is taken, as NumPy takes it (CuPy's own refuses it)."""
+        if x is None and y is None:
+            return _Function(np.where, "where")(condition)
+        if not isinstance(condition, StubArray):
+            condition = self.from_host(np.asarray(condition))
+        return _Function(np.where, "where")(condition, x, y)
+
     def fuse(self, *args, **kwargs):
         """``cupy.fuse``, usable bare or with arguments: runs the function, counting calls
         and refusing what CuPy could not fuse. As CuPy's fused kernel, it gives every
@@ -389,11 +401,30 @@ stub = StubNamespace()
 
 @contextlib.contextmanager
 def as_cuda():
-    """Stand the stub in for CUDA (``device='cuda'`` makes stub arrays) while inside."""
+    """Stand the stub in for CUDA (``device='cuda'`` makes stub arrays) while inside, and,
+    where CuPy is not installed, SciPy's special functions for CuPy's
+    ``cupyx.scipy.special`` (which the special-function kernels import on a GPU)."""
     if "cuda" in {ns.name for ns in backend.loaded()}:
         raise RuntimeError("a real CUDA namespace is loaded; the stub cannot stand in for it")
     backend.register(stub, (StubArray,))
+    modules = _cupyx_stand_ins()
+    sys.modules.update(modules)
     try:
         yield stub
     finally:
+        for name in modules:
+            sys.modules.pop(name, None)
         backend.unregister(stub)
+
+
+def _cupyx_stand_ins():
+    """``{module name: module}`` for a ``cupyx.scipy.special`` whose functions are SciPy's on
+    stub arrays (nothing where CuPy is installed, or SciPy is not)."""
+    if importlib.util.find_spec("cupyx") is not None or importlib.util.find_spec("scipy") is None:
+        return {}
+    import scipy.special
+    special = types.ModuleType("cupyx.scipy.special")
+    special.__getattr__ = lambda name: _Function(getattr(scipy.special, name), f"cupyx.scipy.special.{name}")
+    parents = {name: types.ModuleType(name) for name in ("cupyx", "cupyx.scipy")}
+    parents["cupyx"].scipy, parents["cupyx.scipy"].special = parents["cupyx.scipy"], special
+    return {**parents, "cupyx.scipy.special": special}

@@ -34,9 +34,9 @@ def test_the_cpu_and_cuda_namespaces_add_the_same_functions():
     cpu_added = _added_functions(ast.parse(inspect.getsource(cpu)))
     cuda_added = _added_functions(ast.parse(_CUDA_SOURCE.read_text()))
     cuda_only = {"device_count", "device_index"}  # (the CPU has one device)
-    # CuPy's own, wrapped to remember their views (CuPy gives them no .base); NumPy's
-    # keep theirs, so the CPU imports NumPy's
-    wrapped = {"as_strided", "sliding_window_view"}
+    # CuPy's own, wrapped: to remember their views (CuPy gives them no .base), to take a
+    # Python bool condition (where); NumPy's keep theirs, so the CPU imports NumPy's
+    wrapped = {"as_strided", "sliding_window_view", "where"}
     assert set(cpu_added) - {"erf"} == set(cuda_added) - cuda_only - wrapped
     assert "erf" in _imported(_CUDA_SOURCE.read_text())  # CuPy's own
     assert wrapped <= _imported(inspect.getsource(cpu)) - set(cpu_added)

@@ -39,7 +39,7 @@ def vjp_operands(prim, i, args, out):
     masked = []
     for j, a in enumerate(args):
         if isinstance(a, np.ndarray) and _name(prim, j) not in uses:
-            masked.append(Meta(a.shape))
+            masked.append(Meta(a.shape, a.strides, a.dtype))
         else:
             masked.append(a)
     return masked, (out if OUT in uses else None)

@@ -7,6 +7,7 @@ from numpy import *  # noqa: F401,F403 -- the CPU namespace *is* NumPy's
 import math as _math
 
 import numpy as _np
+from numpy import where  # noqa: F401 -- NumPy's own (the CUDA namespace wraps CuPy's)
 from numpy.lib.stride_tricks import as_strided, sliding_window_view  # noqa: F401
 
 name = "cpu"

@@ -59,6 +59,15 @@ def from_host(a, dtype=None):
     return _cp.asarray(a, dtype=dtype)
 
 
+def where(condition, x=None, y=None):
+    """CuPy's ``where``, taking a Python bool (or number) condition as NumPy's does."""
+    if x is None and y is None:
+        return _cp.where(condition)
+    if not isinstance(condition, _cp.ndarray):
+        condition = _cp.asarray(condition)
+    return _cp.where(condition, x, y)
+
+
 def storage_offset(a):
     """Elements from the start of ``a``'s memory block to its first element. Every view
     shares its array's block (``a.data.mem``), also those ``as_strided`` makes, which have

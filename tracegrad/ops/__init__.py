@@ -5,9 +5,10 @@ functions (``FUNCTIONS``) and Tensor methods (``METHODS``); this package attache
 methods to :class:`~tracegrad.runtime.tensor.Tensor`.
 """
 from ..runtime.tensor import Tensor
-from . import activation, conversion, indexing, linalg, pointwise, reduction, shape
+from . import activation, arrays, complex_, conversion, indexing, linalg, pointwise, reduction, shape
+from . import special
 
-MODULES = (pointwise, reduction, shape, indexing, linalg, activation, conversion)
+MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
 
 FUNCTIONS = {}
 for _m in MODULES:

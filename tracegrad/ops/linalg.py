@@ -13,7 +13,8 @@ from ..rules import linalg as L
 from ..rules import reduce as R
 from ..runtime.dispatch import binary
 from ..runtime.shapes import expand_shape
-from ..runtime.tensor import PLAIN_SUBCLASSES as _PLAIN, Tensor
+from ..runtime.tensor import PLAIN_SUBCLASSES as _PLAIN
+from ..runtime.tensor import Tensor
 from ._args import scalar, wrap_dim
 from .shape import permute, reshape
 
@@ -387,6 +388,64 @@ def _sublist_equation(args):
     return (equation if out is None else equation + "->" + letters(out)), operands
 
 
+# -- decompositions under torch's older names (torch.linalg's are in tracegrad/linalg.py) --------
+
+# (tracegrad.linalg imports this package's helpers, so it is imported after them)
+from .. import linalg as _LA
+from ..rules.decomp import mH as _mH
+from .return_types import _structseq
+
+_slogdet_result = _structseq("slogdet", ["sign", "logabsdet"])
+_svd_result = _structseq("svd", ["U", "S", "V"])
+_qr_result = _structseq("qr", ["Q", "R"])
+
+
+def inverse(input, *, out=None):
+    return _LA.inv(input, out=out)
+
+
+def det(input):
+    return _LA.det(input)
+
+
+def slogdet(input):
+    return _slogdet_result(*_LA.slogdet(input))
+
+
+def logdet(input):
+    """``log(det)``: nan for a negative determinant, -inf for zero (PyTorch's where)."""
+    sign, logabs = _LA.slogdet(input)
+    return A.where(sign < 0, math.nan, logabs)
+
+
+def cholesky(input, upper=False, *, out=None):
+    return _LA.cholesky(input, upper=upper, out=out)
+
+
+def svd(input, some=True, compute_uv=True, *, out=None):
+    """``(U, S, V)`` with ``V`` (not ``Vh``); without ``compute_uv``, U and V are zeros."""
+    if not compute_uv:
+        from ..runtime.creation import zeros
+        m, n = input.shape[-2], input.shape[-1]
+        lead = tuple(input.shape[:-2])
+        return _svd_result(zeros(*lead, m, m, dtype=input.dtype), _LA.svdvals(input),
+                           zeros(*lead, n, n, dtype=input.dtype))
+    u, s, vh = _LA.svd(input, full_matrices=not some, out=out)
+    return _svd_result(u, s, _mH(vh))
+
+
+def qr(input, some=True, *, out=None):
+    return _qr_result(*_LA.qr(input, mode="reduced" if some else "complete", out=out))
+
+
+def pinverse(input, rcond=1e-15):
+    return _LA.pinv(input, rtol=rcond)
+
+
+def matrix_power(input, n):
+    return _LA.matrix_power(input, n)
+
+
 # -- Tensor methods ------------------------------------------------------------------------------
 
 def __matmul__(self, other):
@@ -407,13 +466,15 @@ def __rmatmul__(self, other):
     return matmul(other, self)
 
 
+_DECOMPOSITIONS = {n: globals()[n] for n in (
+    "inverse", "det", "slogdet", "logdet", "cholesky", "svd", "qr", "pinverse", "matrix_power")}
 FUNCTIONS = {
-    "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "vdot": vdot, "mv": mv, "outer": outer,
+    **_DECOMPOSITIONS, "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "vdot": vdot, "mv": mv, "outer": outer,
     "ger": outer, "inner": inner, "einsum": einsum, "tensordot": tensordot, "addmm": addmm,
     "baddbmm": baddbmm,
 }
 METHODS = {
-    "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "vdot": vdot, "mv": mv, "outer": outer,
+    **_DECOMPOSITIONS, "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "vdot": vdot, "mv": mv, "outer": outer,
     "ger": outer, "inner": inner, "addmm": addmm, "baddbmm": baddbmm,
     "__matmul__": __matmul__, "__rmatmul__": __rmatmul__,
 }

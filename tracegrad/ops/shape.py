@@ -238,14 +238,6 @@ def stack(tensors, dim=0):
     return S.stack(*tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
 
 
-def hstack(tensors):
-    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
-
-
-def vstack(tensors):
-    return cat([t if t.ndim > 1 else unsqueeze(t, 0) for t in tensors], 0)
-
-
 def split(tensor, split_size_or_sections, dim=0):
     d = wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
@@ -294,7 +286,7 @@ def contiguous(input, memory_format=None):
 FUNCTIONS = {n: globals()[n] for n in (
     "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "t", "permute",
     "movedim", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "flip", "fliplr",
-    "flipud", "roll", "tril", "triu", "cat", "stack", "hstack", "vstack", "split", "chunk",
+    "flipud", "roll", "tril", "triu", "cat", "stack", "split", "chunk",
     "unbind", "diagonal", "diagonal_scatter", "clone")}
 FUNCTIONS.update(concat=cat, concatenate=cat, swapaxes=transpose, swapdims=transpose,
                  moveaxis=movedim)

@@ -29,13 +29,16 @@ _LEAKY_EXTRA = (" File an issue at https://github.com/pytorch/pytorch if you do 
 
 def _twin(prim, name, node, vjp):
     """An in-place variant of ``prim``: same kernel, its own node, a vjp from ``out``."""
-    twin = Primitive(prim.impl, node, name=name, dtypes=prim.dtypes, diagonal=True)
+    twin = Primitive(prim.impl, node, name=name, dtypes=prim.dtypes, diagonal=True, complex=prim.complex)
     twin.vjp("x", uses="out")(vjp)
     return twin
 
 
 def _sigmoid(xp, x):
-    """1 / (1 + e^-x) through e^-|x| <= 1, so neither branch can overflow."""
+    """1 / (1 + e^-x) through e^-|x| <= 1, so neither branch can overflow (for complex x,
+    which has no order, the formula itself: |e^-x| = e^-Re x)."""
+    if x.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-x))
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
@@ -47,7 +50,7 @@ def _softplus(xp, z):
 
 # -- sigmoid family ---------------------------------------------------------------------------
 
-@primitive("SigmoidBackward0", dtypes=FLOAT, diagonal=True)
+@primitive("SigmoidBackward0", dtypes=FLOAT, diagonal=True, complex=True)  # holomorphic: g * f'(z)
 def sigmoid(xp, x):
     return _sigmoid(xp, x)
 

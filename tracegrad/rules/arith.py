@@ -16,7 +16,7 @@ def _is_number(a):
 _ALPHA = {"alpha": 1}  # add(x, y, alpha=a) with a != 1 is recorded as add(x, y * a)
 
 
-@primitive("AddBackward0", ufunc="add", saved_view=lambda params: _ALPHA)
+@primitive("AddBackward0", ufunc="add", saved_view=lambda params: _ALPHA, complex=True)
 def add(xp, x, y):
     return x + y
 
@@ -45,7 +45,7 @@ def _sub_name(args, params):
     return "RsubBackward1" if _is_number(args[0]) else "SubBackward0"
 
 
-@primitive(_sub_name, ufunc="subtract", saved_view=lambda params: _ALPHA)
+@primitive(_sub_name, ufunc="subtract", saved_view=lambda params: _ALPHA, complex=True)
 def sub(xp, x, y):
     return x - y
 
@@ -70,7 +70,7 @@ def sub_jvp_y(t, out, x, y):
     return expand_to(-t, out)
 
 
-@primitive("MulBackward0", ufunc="multiply")
+@primitive("MulBackward0", ufunc="multiply", complex=True)
 def mul(xp, x, y):
     return x * y
 
@@ -95,7 +95,7 @@ def mul_jvp_y(t, out, x, y):
     return expand_to(x * t, out)
 
 
-@primitive("DivBackward0", dtypes=FLOAT, ufunc="true_divide")
+@primitive("DivBackward0", dtypes=FLOAT, ufunc="true_divide", complex=True)
 def div(xp, x, y):
     return x / y
 
@@ -122,7 +122,7 @@ def div_jvp_y(t, out, x, y):
     return expand_to(-t * (x / y / y), out)
 
 
-@primitive("NegBackward0", dtypes=KEEP, diagonal=True, ufunc="negative")
+@primitive("NegBackward0", dtypes=KEEP, diagonal=True, ufunc="negative", complex=True)
 def neg(xp, x):
     return -x
 
@@ -140,31 +140,40 @@ def _pow_name(args, params):
     return "PowBackward2" if _is_number(args[0]) else "PowBackward1"
 
 
-@primitive(_pow_name, number_edges=False, ufunc="power", saved_names=("self", "exponent"))
+@primitive(_pow_name, number_edges=False, ufunc="power", saved_names=("self", "exponent"), complex=True)
 def pow(xp, x, y):
     return x ** y
 
 
+# Where a limit replaces the formula (y == 0; x == 0 with y >= 0), the formula's own
+# operands are made harmless too (x ** 1, log(1)): a masked-out inf would still give
+# 0 * inf = nan to the next derivative (grad(grad(x ** 0)) at 0 is 0, not nan).
 @pow.vjp("x", uses="x y")
 def pow_vjp_x(g, out, x, y):
     # d/dx x**y = y * x**(y-1); PyTorch defines it as 0 where y == 0 (even at x == 0).
-    return unbroadcast(g * where(y == 0, 0.0, y * x ** (y - 1)), x)
+    return unbroadcast(g * where(y == 0, 0.0, y * x ** where(y == 0, 1.0, y - 1)), x)
 
 
 @pow.vjp("y", uses="x y out")
 def pow_vjp_y(g, out, x, y):
     # d/dy x**y = x**y * log(x); 0 where x == 0 and y >= 0, the limit PyTorch uses.
-    return unbroadcast(g * where((x == 0) & (y >= 0), 0.0, out * log(x)), y)
+    return unbroadcast(g * where((x == 0) & (y >= 0), 0.0, out * log(pow_base(x, y))), y)
 
 
 @pow.jvp("x")
 def pow_jvp_x(t, out, x, y):
-    return expand_to(t * where(y == 0, 0.0, y * x ** (y - 1)), out)
+    return expand_to(t * where(y == 0, 0.0, y * x ** where(y == 0, 1.0, y - 1)), out)
 
 
 @pow.jvp("y")
 def pow_jvp_y(t, out, x, y):
-    return expand_to(t * where((x == 0) & (y >= 0), 0.0, out * log(x)), out)
+    return expand_to(t * where((x == 0) & (y >= 0), 0.0, out * log(pow_base(x, y))), out)
+
+
+def pow_base(x, y):
+    """``x``, with 1 (in the exponent's dtype) where pow's derivative in ``y`` takes its
+    limit 0 (x == 0, y >= 0): log of it is then finite, and so is every derivative of it."""
+    return where((x == 0) & (y >= 0), zeros_like(y) + 1, x)
 
 
 def _check_integer_divisor(xp, x, y):
@@ -174,7 +183,7 @@ def _check_integer_divisor(xp, x, y):
         raise RuntimeError("ZeroDivisionError")
 
 
-@primitive("RemainderBackward0")
+@primitive("RemainderBackward0", complex=True)
 def remainder(xp, x, y):
     _check_integer_divisor(xp, x, y)
     return xp.remainder(x, y)
@@ -206,7 +215,7 @@ def floor_divide(xp, x, y):
     return xp.floor_divide(x, y)
 
 
-@primitive("Atan2Backward0", dtypes=FLOAT)
+@primitive("Atan2Backward0", dtypes=FLOAT, complex=True)
 def atan2(xp, x, y):
     return xp.arctan2(x, y)
 
@@ -246,7 +255,7 @@ def atan2_jvp_y(t, out, x, y):
 
 # -- selection -------------------------------------------------------------------------------
 
-@primitive("WhereBackward0", cast=(1, 2), saved_names=("condition", "self", "other"))
+@primitive("WhereBackward0", cast=(1, 2), saved_names=("condition", "self", "other"), complex=True)
 def where(xp, condition, x, y):
     # Masking with zero (every `where(mask, g, 0.0)` in a vjp) is done as a multiplication
     # by a boolean mask: branch-free, ~10x faster than NumPy's select on random masks. It
@@ -287,9 +296,18 @@ def where_jvp_y(t, out, condition, x, y):
     return expand_to(where(condition, 0.0, t), out)
 
 
-# maximum/minimum split the gradient evenly between tied operands, as PyTorch does.
-@primitive("MaximumBackward0", ufunc="maximum")
+def _real_only(x, y, name):
+    """Refuse complex operands (their order is not the real numbers' order), as PyTorch does."""
+    if getattr(x, "dtype", None) is not None and x.dtype.kind == "c" or \
+            getattr(y, "dtype", None) is not None and y.dtype.kind == "c" or type(y) is complex:
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+
+# maximum/minimum split the gradient evenly between tied operands, as PyTorch does. Their
+# kernels refuse complex operands, so the rules hold wherever they run.
+@primitive("MaximumBackward0", ufunc="maximum", complex=True)
 def maximum(xp, x, y):
+    _real_only(x, y, "maximum")
     return xp.maximum(x, y)
 
 
@@ -313,8 +331,9 @@ def maximum_jvp_y(t, out, x, y):
     return expand_to(where(y > x, t, where(x == y, t / 2, 0.0)), out)
 
 
-@primitive("MinimumBackward0", ufunc="minimum")
+@primitive("MinimumBackward0", ufunc="minimum", complex=True)
 def minimum(xp, x, y):
+    _real_only(x, y, "minimum")
     return xp.minimum(x, y)
 
 

@@ -5,7 +5,7 @@ Every rule whose forward broadcasts reduces its gradient back with :func:`unbroa
 from .core import KEEP, primitive
 
 
-@primitive("SumToSizeBackward0", dtypes=KEEP, linear=True)
+@primitive("SumToSizeBackward0", dtypes=KEEP, linear=True, complex=True)
 def sum_to(xp, x, *, shape):
     """Sum ``x`` down to ``shape`` (the shape it was broadcast from)."""
     shape = tuple(shape)
@@ -24,7 +24,7 @@ def sum_to_vjp(g, out, x, *, shape):
     return broadcast_to(g, shape=x.shape)
 
 
-@primitive("ExpandBackward0", dtypes=KEEP, view=True, linear=True)
+@primitive("ExpandBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def broadcast_to(xp, x, *, shape):
     return xp.broadcast_to(x, tuple(shape))
 
@@ -34,7 +34,7 @@ def broadcast_to_vjp(g, out, x, *, shape):
     return sum_to(g, shape=x.shape)
 
 
-@primitive(dtypes=KEEP)
+@primitive(dtypes=KEEP, complex=True)
 def zeros_like(xp, x):
     return xp.zeros_like(x)
 

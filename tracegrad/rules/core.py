@@ -10,10 +10,19 @@ A primitive bundles, written once and shared by the eager, tape and AST paths:
 * one jvp per differentiable input, ``jvp(t, out, *args, **params)`` (or derived: a
   primitive with a diagonal Jacobian uses its vjp, a linear one applies itself to the
   tangent);
+* whether its derivatives hold for complex values (``complex=True``, see below);
 * what the eager runtime needs to record a PyTorch-like node: the node's name, which
   argument values each vjp reads (``uses``: only those are saved, so an input that no
   needed vjp reads may be modified in place afterwards), whether the result is a view,
   and how inputs are promoted to a common dtype.
+
+Complex numbers: vjps follow JAX's (and HIPS autograd's) convention, in which the vjp of
+a holomorphic ``f`` is ``g * f'(z)`` -- no conjugate -- so most rules hold for complex
+values as written; a non-holomorphic rule (abs, real, imag, angle, norms) writes its
+conjugates. Only a rule declared ``complex=True`` is trusted with complex values: every
+path refuses to differentiate a complex value through any other, by name, rather than
+risk a wrong gradient. The eager runtime gives PyTorch's (conjugate) convention by
+conjugating at each node: torch's vjp is ``conj(vjp(conj(g)))``.
 
 Positional arguments are the array-like operands (Tensors, arrays, tracers or Python
 numbers); keyword-only arguments are static parameters (dims, flags, shapes).
@@ -65,15 +74,16 @@ def _handler_for(tp):
 
 
 class Meta:
-    """Stands in for an operand whose value no needed vjp reads: its shape, and its
-    ``strides`` when known (a vjp may make its gradient in the operand's memory layout)."""
+    """Stands in for an operand whose value no needed vjp reads: its shape, its
+    ``strides`` when known (a vjp may make its gradient in the operand's memory layout),
+    and its ``dtype`` when known (a vjp may need to know whether the operand is complex)."""
 
-    __slots__ = ("shape", "strides")
-    dtype = None
+    __slots__ = ("shape", "strides", "dtype")
 
-    def __init__(self, shape, strides=None):
+    def __init__(self, shape, strides=None, dtype=None):
         self.shape = shape
         self.strides = strides
+        self.dtype = dtype
 
     @property
     def ndim(self):
@@ -90,12 +100,13 @@ class Meta:
         return f"Meta(shape={self.shape})"
 
 
-def meta(shape, strides=None):
-    """``Meta(shape, strides)`` without the call overhead (the eager runtime makes one per
-    operand)."""
+def meta(shape, strides=None, dtype=None):
+    """``Meta(shape, strides, dtype)`` without the call overhead (the eager runtime makes
+    one per operand)."""
     m = _new(Meta)
     m.shape = shape
     m.strides = strides
+    m.dtype = dtype
     return m
 
 
@@ -109,11 +120,12 @@ class Primitive:
                  "inplace_impl", "cast", "number_edges", "argnames", "variadic", "params", "vjps",
                  "uses", "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal",
                  "_diff_pos", "_diff_flags", "_plans", "node_classes", "node_cls", "saved_names",
-                 "saved_view", "result_names", "saved_outputs", "__weakref__")
+                 "saved_view", "result_names", "saved_outputs", "complex", "__weakref__")
 
     def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, view=False, nout=1,
                  ufunc=None, linear=False, diagonal=False, cast=None, number_edges=True,
-                 saved_names=None, saved_view=None, result_names=None, saved_outputs=None):
+                 saved_names=None, saved_view=None, result_names=None, saved_outputs=None,
+                 complex=False):
         self.name = name or impl.__name__.rstrip("_")
         self.impl = impl
         self.node = node
@@ -155,6 +167,10 @@ class Primitive:
         # all). The others are neither kept nor version-checked, as in PyTorch (batch norm
         # saves its mean and invstd, not its output, so ``out += x`` after it is allowed).
         self.saved_outputs = saved_outputs
+        # Whether the vjps and jvps hold for complex operands and results (JAX's convention,
+        # see the module docstring); differentiating complex values through any other
+        # rule is refused.
+        self.complex = complex
         if self.name in TABLE:
             raise ValueError(f"primitive {self.name!r} is already in the rule table")
         TABLE[self.name] = self

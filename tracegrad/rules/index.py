@@ -62,7 +62,7 @@ def _basic_saved(params):
     return {"dim": d, "index": part} if isinstance(part, int) else {"dim": d}
 
 
-@primitive(_basic_name, dtypes=KEEP, view=True, linear=True, saved_view=_basic_saved)
+@primitive(_basic_name, dtypes=KEEP, view=True, linear=True, saved_view=_basic_saved, complex=True)
 def basic_index(xp, x, *, index):
     """``x[index]`` with only ints, slices, None and Ellipsis: a view. (A trailing ``...``
     makes NumPy return a 0-d view, not a copied scalar, when every dim is indexed.)"""
@@ -101,7 +101,7 @@ def basic_index_vjp(g, out, x, *, index):
     return copy_slices(zeros_of(g, shape=x.shape), g, chain=((basic_index, {"index": index}, 0),))
 
 
-@primitive("IndexBackward0", dtypes=KEEP, linear=True)
+@primitive("IndexBackward0", dtypes=KEEP, linear=True, complex=True)
 def advanced_index(xp, x, *indices, index):
     """``x[index]`` with index arrays (integers or boolean masks): a copy."""
     return x[fill_index(index, indices)]
@@ -112,7 +112,7 @@ def advanced_index_vjp(g, out, x, *indices, index):
     return index_put(zeros_of(g, shape=x.shape), g, *indices, index=index, accumulate=True)
 
 
-@primitive("IndexPutBackward0", dtypes=KEEP)
+@primitive("IndexPutBackward0", dtypes=KEEP, complex=True)
 def index_put(xp, x, values, *indices, index, accumulate=False):
     """A copy of ``x`` with ``x[index] = values`` (``+=``, summing repeats, if ``accumulate``)."""
     out = xp.asarray(x).copy()  # (a 0-d value may come as a NumPy scalar, which is immutable)
@@ -125,8 +125,26 @@ def index_put_into(xp, dst, values, *indices, index, accumulate=False):
     where = fill_index(index, indices)
     if accumulate:
         xp.scatter_add(dst, where, xp.broadcast_to(values, dst[where].shape))
+    elif indices and getattr(xp, "name", "cpu") != "cpu":
+        _write_last_wins(xp, dst, where, values)
     else:
-        dst[where] = values
+        dst[where] = values  # (NumPy assigns in order: the last of repeated positions stays)
+
+
+def _write_last_wins(xp, dst, where, values):
+    """``dst[where] = values`` where repeated positions keep the last value, as NumPy's
+    assignment does (a device's parallel assignment leaves the winner open): only the
+    kept values are written, each to its own position."""
+    n = 1
+    for s in dst.shape:
+        n *= s
+    targets = xp.arange(n, dtype=xp.int64).reshape(dst.shape)[where]
+    kept = _kept(xp, where, dst.shape)
+    vals = xp.broadcast_to(xp.asarray(values, dtype=dst.dtype), targets.shape)
+    flat = xp.ascontiguousarray(dst)
+    flat.reshape(-1)[targets[kept]] = vals[kept]
+    if flat is not dst:
+        dst[...] = flat
 
 
 @index_put.vjp("x", uses="indices")
@@ -136,7 +154,35 @@ def index_put_vjp_x(g, out, x, values, *indices, index, accumulate=False):
 
 @index_put.vjp("values", uses="indices")
 def index_put_vjp_values(g, out, x, values, *indices, index, accumulate=False):
-    return unbroadcast(advanced_index(g, *indices, index=index), values)
+    picked = advanced_index(g, *indices, index=index)
+    if not accumulate and indices:  # a value overwritten at a repeated index gets nothing
+        picked = where_(kept_writes(*indices, index=index, shape=tuple(x.shape)), picked, 0.0)
+    return unbroadcast(picked, values)
+
+
+@primitive(dtypes=KEEP)
+def kept_writes(xp, *indices, index, shape):
+    """Which values ``x[index] = values`` keeps, for ``x`` of ``shape``: NumPy assigns in
+    order, so at a repeated index only the last value remains (False for the others)."""
+    return _kept(xp, fill_index(index, indices), shape)
+
+
+def _kept(xp, where, shape):
+    """The last value written to each position by ``x[where] = ...`` (x of ``shape``): each
+    value's flat target, gathered (no write order involved, which CuPy leaves open), ranked
+    by a stable sort; the last of each run of one target is kept."""
+    n = 1
+    for s in shape:
+        n *= s
+    targets = xp.arange(n, dtype=xp.int64).reshape(shape)[where]
+    flat = targets.reshape(-1)
+    order = xp.argsort(flat, kind="stable")
+    ranked = flat[order]
+    last = xp.ones(flat.shape, dtype=bool)
+    last[:-1] = ranked[1:] != ranked[:-1]
+    kept = xp.empty(flat.shape, dtype=bool)
+    kept[order] = last  # (a permutation: every position written once)
+    return kept.reshape(targets.shape)
 
 
 @index_put.jvp("x")
@@ -154,7 +200,7 @@ def _along(dim, ndim):
     return (slice(None),) * dim + (ARRAY,) + (slice(None),) * (ndim - dim - 1)
 
 
-@primitive("IndexSelectBackward0", dtypes=KEEP, linear=True)
+@primitive("IndexSelectBackward0", dtypes=KEEP, linear=True, complex=True)
 def index_select(xp, x, index, *, dim):
     return xp.take(x, index, axis=dim)
 
@@ -178,7 +224,7 @@ def _mesh(xp, index, dim):
 
 
 @primitive("GatherBackward0", dtypes=KEEP, linear=True, saved_names=("self", "index"),
-           saved_view=lambda params: {"sparse_grad": False})
+           saved_view=lambda params: {"sparse_grad": False}, complex=True)
 def gather(xp, x, index, *, dim):
     """``out[i][j][k] = x[i][index[i][j][k]][k]`` (for dim=1); index may be smaller than x."""
     return x[_mesh(xp, index, dim)]
@@ -189,7 +235,7 @@ def gather_vjp(g, out, x, index, *, dim):
     return scatter_add(zeros_of(g, shape=x.shape), index, g, dim=dim)
 
 
-@primitive("ScatterAddBackward0", dtypes=KEEP, linear=True)
+@primitive("ScatterAddBackward0", dtypes=KEEP, linear=True, complex=True)
 def scatter_add(xp, x, index, src, *, dim):
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats summed)."""
     out = x.copy()
@@ -223,7 +269,7 @@ def _fit(v, like):
     return copy_slices(zeros_of(v, shape=like.shape), v, chain=((basic_index, {"index": region}, 0),))
 
 
-@primitive("ScatterBackward0", dtypes=KEEP)
+@primitive("ScatterBackward0", dtypes=KEEP, complex=True)
 def scatter(xp, x, index, src, *, dim):
     """A copy of ``x`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``."""
     out = x.copy()
@@ -258,7 +304,7 @@ def scatter_jvp_src(t, out, x, index, src, *, dim):
     return scatter(zeros_like(out), index, t, dim=dim)
 
 
-@primitive("MaskedFillBackward0", dtypes=KEEP, number_edges=False)
+@primitive("MaskedFillBackward0", dtypes=KEEP, number_edges=False, complex=True)
 def masked_fill(xp, x, mask, value):
     return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
 

@@ -35,12 +35,12 @@ def _scaled(v, s):
 
 # -- mm, bmm, dot, vdot, mv -----------------------------------------------------------------
 
-@primitive("MmBackward0", saved_names=("self", "mat2"))
+@primitive("MmBackward0", saved_names=("self", "mat2"), complex=True)
 def mm(xp, x, y):
     return x @ y
 
 
-@primitive("BmmBackward0", saved_names=("self", "mat2"))
+@primitive("BmmBackward0", saved_names=("self", "mat2"), complex=True)
 def bmm(xp, x, y):
     return x @ y
 
@@ -76,7 +76,7 @@ def product_jvp_y(t, out, x, y):
     return _product(x, t)
 
 
-@primitive("DotBackward0", saved_names=("self", "tensor"))
+@primitive("DotBackward0", saved_names=("self", "tensor"), complex=True)
 def dot(xp, x, y):
     return xp.asarray(xp.dot(x, y))  # a 0-d array, not a NumPy scalar
 
@@ -114,7 +114,7 @@ for _p, _vjps in ((mm, (product_vjp_x, product_vjp_y, product_jvp_x, product_jvp
     _p.jvp("y")(_vjps[3])
 
 
-@primitive("MvBackward0", saved_names=("self", "vec"))
+@primitive("MvBackward0", saved_names=("self", "vec"), complex=True)
 def mv(xp, x, y):
     return x @ y
 
@@ -164,7 +164,7 @@ def _matmul_node(args, params):
     return "UnsafeViewBackward0"
 
 
-@primitive(_matmul_node, saved_names=("self", "other"))
+@primitive(_matmul_node, saved_names=("self", "other"), complex=True)
 def matmul(xp, x, y):
     out = x @ y
     return xp.asarray(out) if x.ndim == 1 and y.ndim == 1 else out
@@ -219,12 +219,12 @@ def _fused(input, x, y, beta, alpha):
     return p + _scaled(input, beta)
 
 
-@primitive("AddmmBackward0", saved_names=("self", "mat1", "mat2"))
+@primitive("AddmmBackward0", saved_names=("self", "mat1", "mat2"), complex=True)
 def addmm(xp, input, x, y, *, beta=1, alpha=1):
     return _fused(input, x, y, beta, alpha)
 
 
-@primitive("BaddbmmBackward0", saved_names=("self", "batch1", "batch2"))
+@primitive("BaddbmmBackward0", saved_names=("self", "batch1", "batch2"), complex=True)
 def baddbmm(xp, input, x, y, *, beta=1, alpha=1):
     return _fused(input, x, y, beta, alpha)
 
@@ -368,7 +368,7 @@ def _einsum_node(args, params):
     return "ViewBackward0" if summed else "MulBackward0"
 
 
-@primitive(_einsum_node)
+@primitive(_einsum_node, complex=True)
 def einsum(xp, *operands, equation):
     """Einstein summation; size-1 dims broadcast against the same label elsewhere."""
     inputs, _, sizes, explicit = parse(equation, _shapes(operands))

@@ -5,7 +5,7 @@ from .broadcast import unbroadcast, zeros_like
 from .core import KEEP, primitive
 
 
-@primitive("CloneBackward0", dtypes=KEEP, diagonal=True)
+@primitive("CloneBackward0", dtypes=KEEP, diagonal=True, complex=True)
 def clone(xp, x):
     return x.copy()
 
@@ -15,9 +15,13 @@ def clone_vjp(g, out, x):
     return g
 
 
-@primitive("ToCopyBackward0", dtypes=KEEP, linear=True)
+@primitive("ToCopyBackward0", dtypes=KEEP, linear=True, complex=True)
 def cast(xp, x, *, dtype, src_dtype):
-    """``x`` converted to ``dtype``; ``src_dtype`` is kept so the gradient converts back."""
+    """``x`` converted to ``dtype``; ``src_dtype`` is kept so the gradient converts back.
+    Complex to real keeps the real part (whose transpose, real to complex, is the cast
+    back), without NumPy's warning about the discarded imaginary part."""
+    if x.dtype.kind == "c" and xp.dtype(dtype).kind != "c":
+        x = xp.real(x)
     return x.astype(dtype)
 
 
@@ -26,7 +30,7 @@ def cast_vjp(g, out, x, *, dtype, src_dtype):
     return cast(g, dtype=src_dtype, src_dtype=dtype)
 
 
-@primitive("ToCopyBackward0", dtypes=KEEP, linear=True)
+@primitive("ToCopyBackward0", dtypes=KEEP, linear=True, complex=True)
 def to_device(xp, x, *, device, src):
     """``x``'s values on ``device`` (a device type: ``'cpu'``, ``'cuda'``), copied through
     host memory; ``src`` is ``x``'s device type, so the gradient goes back there."""
@@ -39,7 +43,7 @@ def to_device_vjp(g, out, x, *, device, src):
     return to_device(g, device=src, src=device)
 
 
-@primitive("CopyBackwards", dtypes=KEEP)
+@primitive("CopyBackwards", dtypes=KEEP, complex=True)
 def copy(xp, x, src):
     """The value ``x.copy_(src)`` writes: ``src`` broadcast to ``x``'s shape and dtype."""
     return xp.broadcast_to(xp.asarray(src).astype(x.dtype, copy=False), x.shape).copy()
@@ -74,7 +78,7 @@ def _fill_name(args, params):
     return "ZeroBackward0" if params.get("zero") else "FillBackward2"
 
 
-@primitive(_fill_name, dtypes=KEEP, diagonal=True)
+@primitive(_fill_name, dtypes=KEEP, diagonal=True, complex=True)
 def fill(xp, x, *, value, zero=False):
     """``x.fill_(value)`` (``zero`` marks ``x.zero_()``, which PyTorch names differently)."""
     return xp.full_like(x, value)

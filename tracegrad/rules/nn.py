@@ -331,7 +331,7 @@ def _pairs(pad, ndim):
     return [(ndim - 1 - k, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
 
 
-@primitive("ConstantPadNdBackward0", dtypes=KEEP)
+@primitive("ConstantPadNdBackward0", dtypes=KEEP, complex=True)
 def constant_pad_nd(xp, x, *, pad, value=0.0):
     """``x`` with ``value`` added around it (negative amounts crop)."""
     crop = [slice(None)] * x.ndim
@@ -377,7 +377,7 @@ def _pad_name(args, params):
 
 
 @primitive(_pad_name, dtypes=KEEP, linear=True,
-           saved_view=lambda params: {"padding": params["pad"]})
+           saved_view=lambda params: {"padding": params["pad"]}, complex=True)
 def pad_nd(xp, x, *, pad, mode):
     """Padding that copies ``x``'s own values: ``reflect`` (mirror, edge excluded),
     ``replicate`` (the edge repeated) or ``circular`` (wrap around)."""
@@ -391,7 +391,7 @@ def pad_nd_vjp(g, out, x, *, pad, mode):
     return pad_nd_backward(g, pad=pad, mode=mode, shape=tuple(x.shape))
 
 
-@primitive(dtypes=KEEP, linear=True)
+@primitive(dtypes=KEEP, linear=True, complex=True)
 def pad_nd_backward(xp, g, *, pad, mode, shape):
     """The adjoint of :func:`pad_nd`: each output's gradient added to the input it copies."""
     for d, before, after in reversed(_pairs(pad, len(shape))):

@@ -5,6 +5,7 @@ import math
 
 from .arith import isfinite, where
 from .broadcast import broadcast_to, indicator, zeros_like
+from .complex_ import conj_of, real_of
 from .core import FLOAT, KEEP, primitive
 from .shape import flip, permute, reshape
 from .unary import abs, exp, sign
@@ -52,7 +53,7 @@ def _total(xp, x, dim, keepdim, dtype=None):
     return xp.add.reduce(x, axis=_axis(dim), keepdims=keepdim, dtype=dtype)
 
 
-@primitive(_by_dim("Sum"), dtypes=KEEP, linear=True)
+@primitive(_by_dim("Sum"), dtypes=KEEP, linear=True, complex=True)
 def sum(xp, x, *, dim=None, keepdim=False, dtype=None):
     return _total(xp, x, dim, keepdim, dtype)
 
@@ -62,7 +63,7 @@ def sum_vjp(g, out, x, *, dim=None, keepdim=False, dtype=None):
     return spread(g, x, dim, keepdim)
 
 
-@primitive(_by_dim("Mean"), dtypes=KEEP, linear=True)
+@primitive(_by_dim("Mean"), dtypes=KEEP, linear=True, complex=True)
 def mean(xp, x, *, dim=None, keepdim=False):
     # sum / count rather than xp.mean: an empty mean is nan without NumPy's own warning;
     # the count as a Python number cannot overflow a float16
@@ -77,7 +78,7 @@ def mean_vjp(g, out, x, *, dim=None, keepdim=False):
 
 
 @primitive(_by_dim("Prod"), dtypes=KEEP,  # PyTorch's prod takes one dim: an int
-           saved_view=lambda params: {"dim": params["dim"][0]} if params.get("dim") else {})
+           saved_view=lambda params: {"dim": params["dim"][0]} if params.get("dim") else {}, complex=True)
 def prod(xp, x, *, dim=None, keepdim=False, dtype=None):
     wide = _wide_product(xp, x, dtype)
     if wide is None:
@@ -134,7 +135,9 @@ def prod_jvp(t, out, x, *, dim=None, keepdim=False, dtype=None):
     return sum(t * prod_partials(x, dim), dim=dim, keepdim=keepdim)
 
 
-@primitive("VarBackward0", dtypes=FLOAT)
+# var and std of complex values are real: the mean of |x - mean|^2, as in NumPy and
+# PyTorch; their slope is 2 conj(x - mean) / dof in JAX's convention.
+@primitive("VarBackward0", dtypes=FLOAT, complex="real")
 def var(xp, x, *, dim=None, correction=1, keepdim=False):
     return _variance(xp, x, dim, correction, keepdim)
 
@@ -145,29 +148,35 @@ def _variance(xp, x, dim, correction, keepdim, root=False):
     PyTorch."""
     n = count(x.shape, dim)
     work = x.astype(xp.float32) if x.dtype == xp.float16 else x  # float16: accumulate in float32
+    out_dtype = xp.finfo(x.dtype).dtype if x.dtype.kind == "c" else x.dtype  # (complex: real)
     # (max/min/sum are rules in this module: plain conditionals instead of the builtins)
     centered = work - _total(xp, work, dim, True) / (n if n > 0 else 1)
-    squares = _total(xp, centered * centered, dim, keepdim)
+    squares = _total(xp, _squared(centered), dim, keepdim)
     dof = n - correction if n > correction else 0
-    r = (squares / work.dtype.type(dof)).astype(x.dtype, copy=False)
+    r = (squares / squares.dtype.type(dof)).astype(out_dtype, copy=False)
     if root:
         r = xp.sqrt(r)
     # The squares overflow, or underflow and lose digits, from deviations ~ 1e19 or 1e-19
     # on (float32) although the variance (or the deviation) is representable: slices
     # whose sum of squares left the normal range are computed again, scaled by their
     # largest deviation m: var = (q m) m and std = sqrt(q) m, q the scaled variance.
-    finfo = xp.finfo(work.dtype)
+    finfo = xp.finfo(squares.dtype)
     fine = (squares >= finfo.tiny) & (squares <= finfo.max)
     if dof == 0 or fine.all():
         return r
     m = xp.amax(xp.abs(centered), axis=_axis(dim), keepdims=True)
-    m = xp.where((m > 0) & (m < xp.inf), m, 1).astype(work.dtype, copy=False)
+    m = xp.where((m > 0) & (m < xp.inf), m, 1).astype(squares.dtype, copy=False)
     scaled = centered / m
-    q = _total(xp, scaled * scaled, dim, keepdim) / work.dtype.type(dof)
+    q = _total(xp, _squared(scaled), dim, keepdim) / squares.dtype.type(dof)
     if not keepdim:
         m = xp.reshape(m, q.shape)
     exact = xp.sqrt(q) * m if root else q * m * m
-    return xp.where(fine, r, exact.astype(x.dtype, copy=False))
+    return xp.where(fine, r, exact.astype(out_dtype, copy=False))
+
+
+def _squared(c):
+    """``|c|^2``, elementwise (a real array for complex ``c``)."""
+    return c * c if c.dtype.kind != "c" else c.real * c.real + c.imag * c.imag
 
 
 def variance_slope(x, dim, correction):
@@ -175,7 +184,7 @@ def variance_slope(x, dim, correction):
     correction leaves no degrees of freedom: over all elements, +inf (nan where x equals
     the mean); over ``dim``, the plain ratio (inf at 0, negative below)."""
     dof = count(x.shape, dim) - correction
-    centered = x - mean(x, dim=dim, keepdim=True)
+    centered = conj_of(x - mean(x, dim=dim, keepdim=True))
     if dof > 0:
         return centered * (2.0 / dof)
     if dim is None or x.ndim == 0:
@@ -186,15 +195,15 @@ def variance_slope(x, dim, correction):
 
 @var.vjp("x", uses="x")
 def var_vjp(g, out, x, *, dim=None, correction=1, keepdim=False):
-    return spread(g, x, dim, keepdim) * variance_slope(x, dim, correction)
+    return spread(real_of(g), x, dim, keepdim) * variance_slope(x, dim, correction)
 
 
 @var.jvp("x")
 def var_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
-    return sum(t * variance_slope(x, dim, correction), dim=dim, keepdim=keepdim)
+    return real_of(sum(t * variance_slope(x, dim, correction), dim=dim, keepdim=keepdim))
 
 
-@primitive("StdBackward0", dtypes=FLOAT)
+@primitive("StdBackward0", dtypes=FLOAT, complex="real")
 def std(xp, x, *, dim=None, correction=1, keepdim=False):
     return _variance(xp, x, dim, correction, keepdim, root=True)
 
@@ -206,12 +215,12 @@ def _half_over(out):
 
 @std.vjp("x", uses="x out")
 def std_vjp(g, out, x, *, dim=None, correction=1, keepdim=False):
-    return spread(g * _half_over(out), x, dim, keepdim) * variance_slope(x, dim, correction)
+    return spread(real_of(g) * _half_over(out), x, dim, keepdim) * variance_slope(x, dim, correction)
 
 
 @std.jvp("x")
 def std_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
-    return sum(t * variance_slope(x, dim, correction), dim=dim, keepdim=keepdim) * _half_over(out)
+    return real_of(sum(t * variance_slope(x, dim, correction), dim=dim, keepdim=keepdim)) * _half_over(out)
 
 
 # -- extrema: ties share the gradient evenly, as PyTorch's max()/amax() do ---------------------
@@ -222,12 +231,14 @@ def tie_weights(out, x, dim, keepdim):
     return hit / sum(hit, dim=dim, keepdim=True)
 
 
-@primitive("AmaxBackward0", dtypes=KEEP)
+# amax/amin select: their derivative (the cotangent shared among the selected entries)
+# holds for complex values too, ordered as NumPy orders them (real part, then imaginary).
+@primitive("AmaxBackward0", dtypes=KEEP, complex=True)
 def amax(xp, x, *, dim=None, keepdim=False):
     return xp.amax(x, axis=_axis(dim), keepdims=keepdim)
 
 
-@primitive("AminBackward0", dtypes=KEEP)
+@primitive("AminBackward0", dtypes=KEEP, complex=True)
 def amin(xp, x, *, dim=None, keepdim=False):
     return xp.amin(x, axis=_axis(dim), keepdims=keepdim)
 
@@ -431,7 +442,7 @@ def norm_slope(out, x, ord, dim, keepdim):
 
 # -- scans -------------------------------------------------------------------------------------
 
-@primitive("CumsumBackward0", dtypes=KEEP, linear=True)
+@primitive("CumsumBackward0", dtypes=KEEP, linear=True, complex=True)
 def cumsum(xp, x, *, dim, dtype=None):
     if x.ndim == 0:  # NumPy would return shape (1,)
         return x.astype(dtype or x.dtype, copy=True)
@@ -443,7 +454,7 @@ def cumsum_vjp(g, out, x, *, dim, dtype=None):
     return _rev_cumsum(g, dim)
 
 
-@primitive("CumprodBackward0", dtypes=KEEP)
+@primitive("CumprodBackward0", dtypes=KEEP, complex=True)
 def cumprod(xp, x, *, dim, dtype=None):
     if x.ndim == 0:
         return x.astype(dtype or x.dtype, copy=True)

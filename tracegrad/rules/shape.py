@@ -7,7 +7,7 @@ from .core import KEEP, primitive
 
 # -- views that only reinterpret the shape ------------------------------------------------------
 
-@primitive("ViewBackward0", dtypes=KEEP, view=True, linear=True)
+@primitive("ViewBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def reshape(xp, x, *, shape):
     return xp.reshape(x, tuple(shape))
 
@@ -18,7 +18,7 @@ def _squeeze_name(args, params):
         "SqueezeBackward2" if isinstance(dim, tuple) else "SqueezeBackward1")
 
 
-@primitive(_squeeze_name, dtypes=KEEP, view=True, linear=True)
+@primitive(_squeeze_name, dtypes=KEEP, view=True, linear=True, complex=True)
 def squeeze(xp, x, *, dim=None):
     """Drop size-1 dims: all of them (``dim=None``), or those among ``dim`` (int or tuple)."""
     dims = (dim,) if isinstance(dim, int) else dim
@@ -26,7 +26,7 @@ def squeeze(xp, x, *, dim=None):
     return xp.reshape(x, shape)
 
 
-@primitive("UnsqueezeBackward0", dtypes=KEEP, view=True, linear=True)
+@primitive("UnsqueezeBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def unsqueeze(xp, x, *, dim):
     """A new size-1 axis at ``dim``, with PyTorch's stride for it (size * stride of the dim
     it is inserted before, or 1 at the end)."""
@@ -40,7 +40,7 @@ def reshape_back(g, out, x, **params):
     return reshape(g, shape=x.shape)
 
 
-@primitive("UnsafeViewBackward0", dtypes=KEEP, linear=True)
+@primitive("UnsafeViewBackward0", dtypes=KEEP, linear=True, complex=True)
 def unsafe_view(xp, x, *, shape):
     """``reshape`` of a fresh copy (what ``reshape`` does when no view can alias ``x``):
     not a view of anything the user holds."""
@@ -53,7 +53,7 @@ for _p in (reshape, squeeze, unsqueeze, unsafe_view):
 
 # -- permutations ---------------------------------------------------------------------------------
 
-@primitive("TransposeBackward0", dtypes=KEEP, view=True, linear=True)
+@primitive("TransposeBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def transpose(xp, x, *, dim0, dim1):
     return xp.swapaxes(x, dim0, dim1)
 
@@ -63,7 +63,7 @@ def transpose_vjp(g, out, x, *, dim0, dim1):
     return transpose(g, dim0=dim0, dim1=dim1)
 
 
-@primitive("TBackward0", dtypes=KEEP, view=True, linear=True)
+@primitive("TBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def t(xp, x):
     return x.T
 
@@ -73,7 +73,7 @@ def t_vjp(g, out, x):
     return t(g)
 
 
-@primitive("PermuteBackward0", dtypes=KEEP, view=True, linear=True)
+@primitive("PermuteBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def permute(xp, x, *, dims):
     return xp.transpose(x, tuple(dims))
 
@@ -86,7 +86,7 @@ def permute_vjp(g, out, x, *, dims):
     return permute(g, dims=tuple(inverse))
 
 
-@primitive("FlipBackward0", dtypes=KEEP, linear=True)
+@primitive("FlipBackward0", dtypes=KEEP, linear=True, complex=True)
 def flip(xp, x, *, dims):
     return xp.flip(x, tuple(dims)).copy()  # a copy: PyTorch never has negative strides
 
@@ -96,7 +96,7 @@ def flip_vjp(g, out, x, *, dims):
     return flip(g, dims=dims)
 
 
-@primitive("RollBackward0", dtypes=KEEP, linear=True)
+@primitive("RollBackward0", dtypes=KEEP, linear=True, complex=True)
 def roll(xp, x, *, shifts, dims):
     return xp.roll(x, shifts, dims)
 
@@ -107,7 +107,7 @@ def roll_vjp(g, out, x, *, shifts, dims):
     return roll(g, shifts=back, dims=dims)
 
 
-@primitive("RepeatBackward0", dtypes=KEEP, linear=True)
+@primitive("RepeatBackward0", dtypes=KEEP, linear=True, complex=True)
 def repeat(xp, x, *, repeats):
     return xp.tile(x, tuple(repeats))
 
@@ -121,7 +121,7 @@ def repeat_vjp(g, out, x, *, repeats):
     return reshape(sum_to(reshape(g, shape=split), shape=kept), shape=x.shape)
 
 
-@primitive("TrilBackward0", dtypes=KEEP, linear=True)
+@primitive("TrilBackward0", dtypes=KEEP, linear=True, complex=True)
 def tril(xp, x, *, diagonal=0):
     return xp.tril(x, diagonal)
 
@@ -131,7 +131,7 @@ def tril_vjp(g, out, x, *, diagonal=0):
     return tril(g, diagonal=diagonal)
 
 
-@primitive("TriuBackward0", dtypes=KEEP, linear=True)
+@primitive("TriuBackward0", dtypes=KEEP, linear=True, complex=True)
 def triu(xp, x, *, diagonal=0):
     return xp.triu(x, diagonal)
 
@@ -143,7 +143,7 @@ def triu_vjp(g, out, x, *, diagonal=0):
 
 # -- joining and splitting ------------------------------------------------------------------------
 
-@primitive("CatBackward0", linear=True)
+@primitive("CatBackward0", linear=True, complex=True)
 def cat(xp, *xs, dim):
     return xp.concatenate(xs, axis=dim)
 
@@ -153,7 +153,7 @@ def cat_vjp(g, out, *xs, dim):
     return split(g, sizes=tuple(x.shape[dim] for x in xs), dim=dim)
 
 
-@primitive("StackBackward0", linear=True)
+@primitive("StackBackward0", linear=True, complex=True)
 def stack(xp, *xs, dim):
     return xp.stack(xs, axis=dim)
 
@@ -173,7 +173,7 @@ def _split_saved(params):
     return {"split_sizes": list(params["sizes"])}
 
 
-@primitive(_split_name, dtypes=KEEP, view=True, nout=None, linear=True, saved_view=_split_saved)
+@primitive(_split_name, dtypes=KEEP, view=True, nout=None, linear=True, saved_view=_split_saved, complex=True)
 def split(xp, x, *, sizes, dim, chunked=False):
     """Views of consecutive pieces of ``x`` along ``dim`` with the given ``sizes``."""
     bounds, start = [], 0
@@ -188,7 +188,7 @@ def split_vjp(g, out, x, *, sizes, dim, chunked=False):
     return cat(*g, dim=dim)
 
 
-@primitive("UnbindBackward0", dtypes=KEEP, view=True, nout=None, linear=True)
+@primitive("UnbindBackward0", dtypes=KEEP, view=True, nout=None, linear=True, complex=True)
 def unbind(xp, x, *, dim):
     lead = (slice(None),) * dim
     return tuple(x[lead + (i, Ellipsis)] for i in range(x.shape[dim]))
@@ -201,7 +201,7 @@ def unbind_vjp(g, out, x, *, dim):
 
 # -- diagonals ------------------------------------------------------------------------------------
 
-@primitive("DiagonalBackward0", dtypes=KEEP, view=True, linear=True)
+@primitive("DiagonalBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def diagonal(xp, x, *, offset=0, dim1=0, dim2=1):
     """A writable view of a diagonal (NumPy's own ``diagonal`` view is read-only)."""
     d = xp.diagonal(x, offset, dim1, dim2)
@@ -218,7 +218,7 @@ def diagonal_vjp(g, out, x, *, offset=0, dim1=0, dim2=1):
     return diagonal_scatter(zeros_of(g, shape=x.shape), g, offset=offset, dim1=dim1, dim2=dim2)
 
 
-@primitive("DiagonalScatterBackward0", dtypes=KEEP, linear=True)
+@primitive("DiagonalScatterBackward0", dtypes=KEEP, linear=True, complex=True)
 def diagonal_scatter(xp, x, src, *, offset=0, dim1=0, dim2=1):
     """``x`` with the chosen diagonal replaced by ``src``."""
     out = x.copy()

@@ -14,7 +14,7 @@ def replay_view(chain, x):
     return x
 
 
-@primitive("CopySlices", dtypes=KEEP)
+@primitive("CopySlices", dtypes=KEEP, complex=True)
 def copy_slices(xp, base, value, *, chain):
     out = base.copy()
     replay_view(chain, out)[...] = value

@@ -373,7 +373,7 @@ def _record(prim, args, params, rmask, node_args=None):
             if node_args is not None:
                 a = stored[i] = node_args[i]
             if i not in save_idx:
-                stored[i] = meta(a._data.shape, a._data.strides)
+                stored[i] = meta(a._data.shape, a._data.strides, a._data.dtype)
                 continue
             if vers is None:
                 vers = [None] * nargs
@@ -398,7 +398,7 @@ def _record_fast(prim, a, b, rmask):
         vers = [None, None]
         sa, vers[0] = _save_operand(a)
     else:
-        sa = meta(a._data.shape, a._data.strides)
+        sa = meta(a._data.shape, a._data.strides, a._data.dtype)
     if nargs == 1:
         if ea[0] is None:
             return None
@@ -411,7 +411,7 @@ def _record_fast(prim, a, b, rmask):
                 vers = [None, None]
             sb, vers[1] = _save_operand(b)
         else:
-            sb = meta(b._data.shape, b._data.strides)
+            sb = meta(b._data.shape, b._data.strides, b._data.dtype)
     else:
         eb = _NO_EDGE
         edges, pos = ((ea, eb), _POS01) if prim.number_edges else ((ea,), _POS0)

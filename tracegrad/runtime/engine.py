@@ -136,6 +136,9 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if g is None:
             if out._requires_grad and data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out._requires_grad and data.dtype.kind == "c":  # (its gradient's seed is ambiguous)
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
+                                   f"{out.dtype}")
             arr = backend.namespace_of(data).ones_like(data)
             grads.append(wrap(arr) if create_graph else arr)
             continue

@@ -2,7 +2,8 @@
 
 Writing into a tensor must not silently break a gradient: not into a leaf that requires
 grad (or a view of one), an inference tensor outside inference mode, a view made without
-recording, one output of a multi-view op, or a view returned by a custom Function.
+recording, one output of a multi-view op, or a view returned by a custom Function --
+nor into ``z.real`` / ``z.imag``, copies here where PyTorch's are views.
 """
 from . import grad_mode
 
@@ -17,6 +18,12 @@ def check_inplace(self, mode):
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed.You can make a clone to get a normal tensor before doing "
                            "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.")
+    root = self if self._base is None else self._base
+    if root._extra is not None and root._extra.get("part_copy"):
+        raise RuntimeError("writing into z.real, z.imag, view_as_real(z) or view_as_complex(x) is not "
+                           "supported: in tracegrad they are copies, not views, so the write would not reach "
+                           "the tensor they came from. Build the new value instead, e.g. "
+                           "z = torch.complex(new_real, z.imag)")
     if mode != _GRAD:
         return
     if self._grad_fn is None and self._requires_grad and self._base is None:

@@ -12,6 +12,7 @@ gradients into the leaf's ``.grad``.
 import math
 import re
 
+from ..rules.complex_ import complex_refusal, conj_of, real_of
 from ..rules.core import Meta, meta  # noqa: F401  (meta: re-exported for the dispatcher)
 from . import hooks as _hooks
 from . import tensor as _tensor
@@ -215,14 +216,33 @@ class FunctionNode(Node):
                 out = self._unpack_out(graph)  # raises the version error
         else:
             out = self._unpack_out(graph)
+        prim = self._prim
         if self._outs is None:
             g = grads[0]
-            if (g._data if graph else g).dtype.kind == "c":
-                raise NotImplementedError(
-                    f"{self.name()}: tracegrad does not differentiate through complex values yet "
-                    "(its rules give real gradients); complex tensors work without autograd")
+            if (g._data if graph else g).dtype.kind == "c" or prim.complex == "real":
+                return self._apply_complex(g, out, args, graph)
         else:
             g = tuple(gk if gk is not None else _zeros(o, graph) for gk, o in zip(grads, self._outs))
+            if prim.complex == "real" or any((gk._data if graph else gk).dtype.kind == "c" for gk in g):
+                return self._apply_complex(g, out, args, graph)
+        grads_in = self._vjps(g, out, args, graph)
+        if not prim.complex and _any_complex(grads_in, graph):  # complex operands, real result
+            raise NotImplementedError(complex_refusal(self.name(), prim.name))
+        return grads_in
+
+    def _apply_complex(self, g, out, args, graph):
+        """PyTorch's conjugate convention from the table's (JAX's): ``conj(vjp(conj(g)))``,
+        for rules declared right for complex values; any other rule is refused."""
+        prim = self._prim
+        if not prim.complex:
+            raise NotImplementedError(complex_refusal(self.name(), prim.name))
+        g = tuple(conj_of(gk) for gk in g) if isinstance(g, tuple) else conj_of(g)
+        grads = self._vjps(g, out, args, graph)
+        # a real operand keeps the real part of its gradient (PyTorch's rule for real inputs)
+        return tuple(None if gi is None else conj_of(gi) if _complex_operand(args, p) else real_of(gi)
+                     for gi, p in zip(grads, self._pos))
+
+    def _vjps(self, g, out, args, graph):
         prim = self._prim
         pos = self._pos
         edges = self._next_functions
@@ -252,10 +272,33 @@ PACKED = -1  # the version stamp of an operand stored by saved-tensor hooks
 _new = object.__new__
 
 
+def _complex_operand(args, p):
+    """Whether stored operand ``p`` (a Tensor, array, Meta or number) is complex; an
+    operand whose dtype is unknown counts as complex, so its gradient is left whole."""
+    a = args[p] if p < len(args) else None
+    if a is None:
+        return True
+    d = getattr(a, "dtype", None)
+    if d is None:
+        return not isinstance(a, (int, float, bool))
+    return d.is_complex if hasattr(d, "is_complex") else d.kind == "c"
+
+
+def _any_complex(grads, graph):
+    for gi in grads:
+        if gi is not None:
+            d = getattr(gi._data if graph else gi, "dtype", None)
+            if d is not None and d.kind == "c":
+                return True
+    return False
+
+
 def _as_dtype(g, dtype, graph):
     """Gradient ``g`` in the dtype of the operand it belongs to (after type promotion)."""
     if g is None or dtype is None:
         return g
+    if dtype.kind != "c":  # a real operand keeps the real part of a complex gradient
+        g = real_of(g)
     if graph:
         return g if g._data.dtype == dtype else g.to(_tensor.dtype_of(dtype))
     return g if g.dtype == dtype else g.astype(dtype)

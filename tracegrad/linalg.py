@@ -1,0 +1,223 @@
+"""``torch.linalg``: PyTorch's signatures, checks and named results over the table's
+decomposition rules (:mod:`tracegrad.rules.decomp`, :mod:`tracegrad.rules.spectral`).
+
+Gradients of the functions that read one triangle of a symmetric operand (``eigh``,
+``eigvalsh``, ``cholesky``, ``pinv(hermitian=True)``) are the derivatives of what they
+compute, so they live on that triangle; PyTorch returns their symmetrised form instead.
+The two agree for every symmetric parametrisation of the operand (``A = B @ B.mT``,
+``(X + X.mT) / 2``). Gradients through eigenvectors or singular vectors are undefined at
+repeated eigen/singular values (nan there, as PyTorch gives inf/nan); eigen/singular
+values alone keep finite gradients.
+"""
+import math
+
+from .ops._args import wrap_dim, wrap_dims
+from .ops.return_types import _structseq
+from .rules import decomp as D
+from .rules import matrix_functions as MF
+from .rules import reduce as R
+from .rules import shape as SH
+from .rules import spectral as SP
+from .rules.complex_ import is_complex
+from .rules.unary import abs as _abs
+
+__all__ = [
+    "cholesky",
+    "det",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "matrix_norm",
+    "matrix_power",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "vector_norm",
+]
+
+linalg_slogdet = _structseq("linalg_slogdet", ["sign", "logabsdet"])
+linalg_eigh = _structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_eig = _structseq("linalg_eig", ["eigenvalues", "eigenvectors"])
+linalg_svd = _structseq("linalg_svd", ["U", "S", "Vh"])
+linalg_qr = _structseq("linalg_qr", ["Q", "R"])
+
+
+def _check(A, fn, square=True, name="A"):
+    """PyTorch's checks: a floating or complex Tensor, at least 2-D, square if asked."""
+    dtype = A.dtype
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. "
+                           f"Got {dtype.scalar_name}")
+    if A.ndim < 2:
+        raise RuntimeError(f"{fn}: The input tensor {name} must have at least 2 dimensions.")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{fn}: {name} must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    return A
+
+
+def _no_out(out, fn):
+    if out is not None:
+        raise NotImplementedError(f"{fn}(out=...) is not supported")
+
+
+def inv(A, *, out=None):
+    _no_out(out, "linalg.inv")
+    return D.inv(_check(A, "linalg.inv"))
+
+
+def det(A, *, out=None):
+    _no_out(out, "linalg.det")
+    return D.det(_check(A, "linalg.det"))
+
+
+def slogdet(A, *, out=None):
+    _no_out(out, "linalg.slogdet")
+    return linalg_slogdet(*D.slogdet(_check(A, "linalg.slogdet")))
+
+
+def solve(A, B, *, left=True, out=None):
+    """``A X = B`` (``left=False``: ``X A = B``); ``B`` is a (batch of) vector(s) when it is
+    1-D or shaped ``A.shape[:-1]``, as PyTorch decides."""
+    _no_out(out, "linalg.solve")
+    _check(A, "linalg.solve")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {A.dtype.scalar_name} and B of type {B.dtype.scalar_name} instead")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        x = D.solve(A if left else D.mT(A), SH.unsqueeze(B, dim=B.ndim))
+        return SH.reshape(x, shape=tuple(x.shape[:-1]))
+    return D.solve(A, B) if left else D.solve_right(B, A)
+
+
+def cholesky(A, *, upper=False, out=None):
+    _no_out(out, "linalg.cholesky")
+    return D.cholesky(_check(A, "linalg.cholesky"), upper=upper)
+
+
+def _uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+def eigh(A, UPLO="L", *, out=None):
+    _no_out(out, "linalg.eigh")
+    return linalg_eigh(*SP.eigh_as_lapack(_check(A, "linalg.eigh"), upper=_uplo(UPLO)))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    _no_out(out, "linalg.eigvalsh")
+    return SP.eigh(_check(A, "linalg.eigvalsh"), upper=_uplo(UPLO))[0]
+
+
+def eig(A, *, out=None):
+    _no_out(out, "linalg.eig")
+    return linalg_eig(*SP.eig(_check(A, "linalg.eig")))
+
+
+def eigvals(A, *, out=None):
+    _no_out(out, "linalg.eigvals")
+    return SP.eig(_check(A, "linalg.eigvals"))[0]
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    _no_out(out, "linalg.svd")
+    return linalg_svd(*SP.svd_as_lapack(_check(A, "linalg.svd", square=False), full_matrices=full_matrices))
+
+
+def svdvals(A, *, driver=None, out=None):
+    _no_out(out, "linalg.svdvals")
+    return SP.singular_values(_check(A, "linalg.svdvals", square=False))
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    _no_out(out, "linalg.pinv")
+    _check(A, "linalg.pinv", square=hermitian)
+    return MF.pinv(A, rtol=rtol, atol=0.0 if atol is None else float(atol), hermitian=hermitian)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """``(Q, R)``; ``mode="r"`` gives an empty Q, as PyTorch."""
+    _no_out(out, "linalg.qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
+                           "(default), 'r', or 'complete'")
+    q, r = D.qr(_check(A, "linalg.qr", square=False), mode="complete" if mode == "complete" else "reduced")
+    if mode == "r":
+        from .runtime.creation import empty
+        q = empty(0, dtype=A.dtype)
+    return linalg_qr(q, r)
+
+
+def matrix_power(A, n, *, out=None):
+    _no_out(out, "linalg.matrix_power")
+    return MF.matrix_power(_check(A, "linalg.matrix_power"), int(n))
+
+
+def multi_dot(tensors, *, out=None):
+    _no_out(out, "linalg.multi_dot")
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    return MF.multi_dot(tensors)
+
+
+# -- norms ------------------------------------------------------------------------------------------
+
+def _cast(x, dtype):
+    return x if dtype is None else x.to(dtype)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    _no_out(out, "linalg.vector_norm")
+    x = _cast(x, dtype)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {x.dtype.scalar_name}")
+    dims = None if dim is None else wrap_dims(dim, x.ndim)
+    if x.ndim == 0:
+        dims = None
+    p = float(ord)
+    p = int(p) if p.is_integer() else p
+    mag = _abs(x) if is_complex(x) else x
+    return R.vector_norm(mag, ord=p, dim=dims, keepdim=keepdim)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    _no_out(out, "linalg.matrix_norm")
+    A = _check(_cast(A, dtype), "linalg.matrix_norm", square=False)
+    if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
+    dims = tuple(wrap_dim(d, A.ndim) for d in dim)
+    return MF.matrix_norm(A, ord, dims, keepdim)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """A vector norm (``dim`` an int, or a 1-D ``A`` ...) or a matrix norm (``dim`` a pair,
+    or a 2-D ``A`` with ``ord`` given); with neither ``ord`` nor ``dim``, the 2-norm of
+    every element."""
+    _no_out(out, "linalg.norm")
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 2:
+            return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
+        return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    if A.ndim == 1:
+        return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                       f"Got {A.ndim}D.")
