@@ -345,6 +345,45 @@ def check_jvp(f, program, value):
     return problems
 
 
+def fd_complex(f, args, argnum, h=1e-6):
+    """df/dx - i df/dy of real ``f`` for complex argument ``argnum``, by central differences."""
+    z = np.asarray(args[argnum], dtype=np.complex128)
+    out = np.zeros_like(z)
+    for k in range(z.size):
+        vals = []
+        for step in (h, -h, 1j * h, -1j * h):
+            moved = z.copy()
+            moved.flat[k] += step
+            a = list(copies(args))
+            a[argnum] = moved
+            vals.append(float(plain(f, tuple(a))))
+        out.flat[k] = (vals[0] - vals[1]) / (2 * h) - 1j * (vals[2] - vals[3]) / (2 * h)
+    return out
+
+
+def check_complex_program(program):
+    f = load(program)
+    value = plain(f, program.args)
+    assume(np.ndim(value) == 0 and np.isrealobj(value) and np.isfinite(float(value)) and abs(float(value)) < 1e6)
+    want = fd_complex(f, program.args, program.argnums)
+    assume(np.all(np.isfinite(want)))
+    problems, got = [], {}
+    for mode in ("tape", "ast", "auto"):
+        res = run_mode(f, program, mode)
+        note(f"{mode}: {_desc(res)}")
+        if res[0] == "err":
+            problem = classify_error(res[1])
+            if problem:
+                problems.append(f"[{mode}] {problem}")
+            continue
+        got[mode] = res[1][0]
+        if not np.allclose(got[mode], want, rtol=1e-4, atol=1e-5):
+            problems.append(f"[{mode}] gradient {got[mode]} != finite differences {want}")
+    if "auto" in got and "tape" in got and not np.allclose(got["auto"], got["tape"], rtol=1e-12, atol=1e-12):
+        problems.append(f"[auto] {got['auto']} differs from the tape's {got['tape']}")
+    return problems
+
+
 def check_refused(program, allowed):
     f = load(program)
     problems = []
@@ -415,11 +454,17 @@ def test_empty_inputs(program):
 @given(fp.bad_input_programs())
 def test_non_float_inputs_are_refused(program):
     _noted(program)
-    if program.features & {"complex_array"}:
-        allowed = CLEAR_ERRORS  # complex: refused (NotImplementedError), or a clear tracer error
-    else:
-        allowed = (TypeError,)
-    report(program, check_refused(program, allowed))
+    report(program, check_refused(program, (TypeError,)))
+
+
+@_seeded
+@settings(**{**_settings, "max_examples": max(10, EXAMPLES // 5)})
+@given(fp.complex_input_programs())
+def test_complex_inputs(program):
+    """Complex inputs: every mode agrees with finite differences in JAX's convention
+    (df/dx - i df/dy), and auto with the tape -- or refuses clearly, never a wrong value."""
+    _noted(program)
+    report(program, check_complex_program(program))
 
 
 @_seeded

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg  # noqa: F401
+from .numeric import numeric
 from .tape_mode import tg  # noqa: F811  (grad etc. with mode="tape")
 
 RNG = np.random.default_rng(7)
@@ -269,11 +270,10 @@ def _leak(x):
 
 @pytest.mark.parametrize("transform", [tg.trace, tg.grad], ids=["trace", "grad"])
 @pytest.mark.parametrize("fn, match", [
-    (lambda x: np.sum(np.sort(x)), r"numpy\.sort cannot be traced"),
-    (lambda x: np.sum(np.asarray(x)), r"converted to a NumPy array"),
-    (lambda x: np.sum(np.array(x) * 2), r"converted to a NumPy array"),
+    (lambda x: np.sum(np.searchsorted(x, 0.5)), r"numpy\.searchsorted cannot be traced"),
+    (lambda x: np.sum(np.stack([[x[0]], [x[1]]])), r"converted to a NumPy array"),
     (lambda x: np.sum(np.add(x, 1, out=np.zeros(16))), r"numpy\.add\(\.\.\., out=\.\.\.\)"),
-], ids=["sort", "asarray", "array", "out"])
+], ids=["searchsorted", "nested_lists_to_stack", "out"])
 def test_untraceable_numpy_raises_tracer_error(transform, fn, match):
     with pytest.raises(tg.TracerError, match=match):
         transform(fn)(X16)
@@ -303,15 +303,33 @@ def test_out_error_message_has_no_unfilled_placeholder():
     assert "{" not in str(info.value)
 
 
+OUT = np.zeros(2)
+
+
 def test_assigning_a_traced_value_into_a_numpy_array_raises():
-    """``buf[i] = traced`` for a plain ndarray ``buf`` would silently make the value a
-    constant (NumPy converts it with float()); the tape refuses it and says what to do."""
+    """``buf[i] = traced`` for a plain ndarray ``buf`` made outside the traced function
+    would silently make the value a constant (NumPy converts it with float()); the tape
+    refuses it, before anything is written, and says what to do."""
     def f(x):
-        out = np.zeros(2)
-        out[0] = x.sum()
-        return (out * out).sum()
+        OUT[0] = x.sum()
+        return (OUT * OUT).sum()
     with pytest.raises(tg.TracerError, match="assigning it into a NumPy array"):
-        tg.grad(f)(X16)
+        tg.grad(f, mode="tape")(X16)
+    assert np.all(OUT == 0)
+
+
+def test_buffers_made_in_the_traced_function_are_traced():
+    """np.zeros/ones/empty/full called by the traced function itself make traced arrays:
+    writes of traced values into them are recorded (a preallocated buffer filled in a
+    loop, as an RNN's states), and a list of traced values is an array to NumPy's
+    reductions."""
+    def f(x):
+        h = np.zeros((3, 2))
+        for t in range(2):
+            h[t + 1] = np.tanh(x[t] + h[t])
+        return np.sum(h) + np.mean([x[0], x[1] * 3])
+    x = np.array([[0.2, -0.1], [0.4, 0.3]])
+    np.testing.assert_allclose(tg.grad(f, mode="tape")(x), numeric(f, x), rtol=1e-6, atol=1e-9)
 
 
 def test_assigning_into_a_traced_zeros_like_is_recorded():

@@ -142,10 +142,7 @@ def test_numpy_calls_mean_what_numpy_means(fn):
 @pytest.mark.parametrize("fn", [
     lambda a: np.sum(a ** 2, initial=5.0),
     lambda a: np.std(a, where=a > 0),
-    lambda a: np.linalg.norm(np.outer(a, a), ord=1, axis=(0, 1)),
-    lambda a: np.fmax(a, 0.0).sum(),
-    lambda a: np.average(a, returned=True)[0],
-], ids=["sum_initial", "std_where", "matrix_norm", "fmax", "average_returned"])
+], ids=["sum_initial", "std_where"])
 def test_numpy_options_the_tape_does_not_follow_raise(fn):
     with pytest.raises(tg.TracerError, match="cannot be traced"):
         tg.grad(fn)(X)

@@ -208,6 +208,7 @@ def _chain_sweep(staged_tape, n=50):
     started, and the gradient Var."""
     tape = Tape("f")
     tape.staged = staged_tape
+    one = np.ones(())  # (made before recording: np.ones called while it records is traced)
     with recording(tape):
         x = alias(tape, np.linspace(0.1, 0.2, 4))
         y = x
@@ -215,7 +216,7 @@ def _chain_sweep(staged_tape, n=50):
             y = np.tanh(y) * 0.5 + y
         out = np.sum(y)
         start = len(tape.eqns)
-        seed = Var(tape, np.ones(()), "const")
+        seed = Var(tape, one, "const")
         (gx,) = reverse(tape.eqns[:start], [x], [out], [seed])
     return tape, start, gx
 

@@ -20,6 +20,7 @@ function's own uses (recorded in the value phase) remake dirty views.
 import weakref
 
 from ...backend import namespace_of
+from ...runtime import grad_mode as _grad_mode
 from .numpy_map import P
 from .tape import VAR_TYPES, TracerError, Var
 
@@ -58,6 +59,7 @@ _LINK = _ByIdentity()    # view -> (parent, prim, params, k): how it was made
 _VIEWS = _ByIdentity()   # parent -> {id: weakref} of its views that are up to date
 _DIRTY = {}              # tracer class -> its dirty twin (and back)
 _DIRTIES = _ByIdentity()  # the dirty tracers (values unused)
+_NO_GRAD = _ByIdentity()  # view made under no_grad() -> whether a write with grad on made it dirty
 
 
 def _add_view(parent, view):
@@ -101,22 +103,33 @@ def note_view(prim, args, params, result, tape):
     if not isinstance(base, Var) or tape.phase != "t":
         return
     outs = result if isinstance(result, tuple) else (result,)
+    no_grad = not _grad_mode.state.grad_enabled or _NO_GRAD.get(base) is not None
     for k, out in enumerate(outs):
         if not out.shape:  # ``y[1]`` is a number in NumPy, not a view: ``y[1] += v`` rebinds
             tape.immutable.add(out.id)
         elif _shares_memory(out.value, base.value):
             _LINK[out] = (base, prim, params, k if isinstance(result, tuple) else None)
             _add_view(base, out)
+            if no_grad:
+                _NO_GRAD[out] = False
 
 
 def current(var):
     """``var`` made up to date (remade from its parent if a write made it dirty)."""
     if is_dirty(var) and var.tape.phase == "t":
         parent, prim, params, k = _LINK.get(var)
+        stopped = _NO_GRAD.get(var)
+        if stopped:
+            raise RuntimeError(_NO_GRAD_VIEW + "and its base or another view of its base has been "
+                               "modified inplace with grad mode enabled" + _AMBIGUOUS)
         parent = current(parent)
         made = prim(parent, **params)
+        made = made[k] if k is not None else made
+        if stopped is not None:  # (a view made under no_grad() carries no derivative)
+            from .tracing import _stopped
+            made = _stopped(var.tape, made, False)
         from .tracer import take_over
-        take_over(var, made[k] if k is not None else made)
+        take_over(var, made)
         settle(var)
         _add_view(parent, var)
     return var
@@ -145,7 +158,19 @@ def settle_tape(tape):
             settle(v)
 
 
+_NO_GRAD_VIEW = "A view was created in no_grad mode "
+_AMBIGUOUS = (". Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+              "clarify your code by moving both the view and the inplace either both inside the "
+              "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+              "want the inplace to be tracked).")
+
+
 def before_write(var):
+    """Before ``var`` is written: made up to date; a view made under ``no_grad()`` written
+    with grad mode on is refused, as PyTorch refuses it (what the write's derivative should
+    reach is ambiguous)."""
+    if _NO_GRAD.get(var) is not None and _grad_mode.state.grad_enabled:
+        raise RuntimeError(_NO_GRAD_VIEW + "and is being modified inplace with grad mode enabled" + _AMBIGUOUS)
     current(var)
 
 
@@ -174,6 +199,8 @@ def after_write(var, source=None):
 
 
 def _make_dirty(v):
+    if _grad_mode.state.grad_enabled and _NO_GRAD.get(v) is False:
+        _NO_GRAD[v] = True  # (read again, it is refused: see current)
     if not is_dirty(v):
         v.__class__ = _twin(type(v))
         _DIRTIES[v] = None

@@ -13,15 +13,19 @@ from ..reads import Reads
 __all__ = ["Draws"]
 
 
-def _state(gen):
-    """A comparable snapshot of a generator's state (NumPy's legacy global one, a
+def _raw_state(gen):
+    """A generator's state, as its setter takes it back (NumPy's legacy global one, a
     ``Generator`` or a ``RandomState``)."""
     if isinstance(gen, np.random.Generator):
-        return repr(gen.bit_generator.state)
-    if isinstance(gen, np.random.RandomState):
-        kind, key, pos, *_ = gen.get_state()
-        return (kind, key.tobytes(), pos)
-    return None
+        return gen.bit_generator.state
+    return gen.get_state()
+
+
+def _comparable(gen, raw):
+    if isinstance(gen, np.random.Generator):
+        return repr(raw)
+    kind, key, pos, *_ = raw
+    return (kind, key.tobytes(), pos)
 
 
 def _generators(f):
@@ -43,7 +47,17 @@ class Draws:
 
     def __init__(self, f):
         self._gens = _generators(f)
-        self._before = [_state(g) for g in self._gens]
+        self._raw = [_raw_state(g) for g in self._gens]
+        self._before = [_comparable(g, r) for g, r in zip(self._gens, self._raw)]
 
     def happened(self):
-        return any(_state(g) != s for g, s in zip(self._gens, self._before))
+        return any(_comparable(g, _raw_state(g)) != s for g, s in zip(self._gens, self._before))
+
+    def undo(self):
+        """Put every generator back where it was: the numbers drawn will be drawn again
+        (by the run that replaces a refused one)."""
+        for g, r in zip(self._gens, self._raw):
+            if isinstance(g, np.random.Generator):
+                g.bit_generator.state = r
+            else:
+                g.set_state(r)

@@ -23,7 +23,8 @@ from .optimize import optimize
 from ..reads import Reads
 from .randomness import Draws
 from .tape import Tape, Var
-from .tracing import active_tape, input_value, is_traceable, recording, trace_arguments
+from .tracing import (active_tape, input_value, is_traceable, nested_transform, recording,
+                      trace_arguments)
 from ..tree import flatten, unflatten
 
 __all__ = ["Staged", "kind_of", "as_kind"]
@@ -33,17 +34,22 @@ MAX_VARIANTS = 8
 
 
 def kind_of(x):
-    """How a result for argument ``x`` is handed back: ``tensor``, ``float`` or ``array``."""
+    """How a result for argument ``x`` is handed back: ``tensor``, ``float``, ``complex``
+    (a Python number for a Python number) or ``array``."""
     if isinstance(x, Tensor):
         return "tensor"
     if type(x) is float:
         return "float"
+    if type(x) is complex:
+        return "complex"
     return "array"
 
 
 def as_kind(value, kind, like=None):
     if kind == "float":
         return float(value)
+    if kind == "complex":
+        return complex(value)
     if kind == "tensor":
         return wrap(np.asarray(value) if isinstance(value, np.generic) else value)
     if isinstance(value, np.generic):  # NumPy answers 0-d arithmetic with scalars
@@ -148,11 +154,12 @@ class Staged:
         tape = active_tape()
         if tape is not None:  # inside another transform: record into its tape
             tape.nested += 1
-            try:
-                out, _ = self._build(args, kwargs, None)
+            try:  # (with its own derivatives, even under no_grad(); see nested_transform)
+                with nested_transform() as nested:
+                    out, _ = self._build(args, kwargs, None)
             finally:
                 tape.nested -= 1
-            return out
+            return nested.result(out)
         reads = self._reads
         if reads is not None and reads.changed():  # a name the function reads was rebound
             with self._lock:

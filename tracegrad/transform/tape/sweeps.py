@@ -8,8 +8,9 @@ and differentiable again. Only *active* eqns (those depending on the variables b
 differentiated) are visited: an inner ``grad`` sees the outer one's variables as
 constants, so nested derivatives do not get confused.
 """
+from ...rules.complex_ import complex_refusal
 from .numpy_map import P
-from .tape import Guard, Var, shape_only
+from .tape import Guard, TracerError, Var, shape_only
 from .tracing import active_tape
 
 __all__ = ["Alias", "alias", "STOP", "stop_gradient", "active_eqns", "spread_activity", "reverse",
@@ -184,6 +185,7 @@ def _vjp(e, gs, cts, active, held):
     if op is ALIAS:
         _accumulate(cts, e.ins[0], gs[0], held)
         return False
+    _check_complex(e, gs)
     custom = getattr(op, "tape_vjp", None)
     if custom is not None:  # a user rule: it takes the missing gradients as they are
         for i, g in enumerate(custom(gs, e.outs, e.ins, e.params)):
@@ -209,6 +211,17 @@ def _vjp(e, gs, cts, active, held):
     return False
 
 
+def _check_complex(e, derivatives):
+    """Refuse eqn ``e`` when complex values meet a rule not declared right for them (see
+    :mod:`tracegrad.rules.complex_`): its operands, results or the derivatives flowing
+    through it (``derivatives``: cotangents or tangents) are complex."""
+    if getattr(e.op, "complex", False):
+        return
+    for v in (*e.ins, *e.outs, *derivatives):
+        if isinstance(v, Var) and v.npdtype.kind == "c":
+            raise TracerError(complex_refusal(f"differentiating {e.op.name}", e.op.name))
+
+
 def forward(eqns, wrt, tangents):
     """Tangents of every active Var (a dict by id) given ``tangents`` of ``wrt``."""
     eqns, active = active_eqns(eqns, wrt)
@@ -222,6 +235,7 @@ def forward(eqns, wrt, tangents):
         tin = [t if t is not None and op.is_diff_arg(i) else None for i, t in enumerate(tin)]
         if all(t is None for t in tin):
             continue
+        _check_complex(e, tin)
         custom = getattr(op, "tape_jvp", None)
         out = e.outs if e.multi else e.outs[0]
         t_out = custom(tin, out, e.ins, e.params) if custom is not None else \

@@ -13,10 +13,12 @@ from ...rules import index as I
 from ...runtime.tensor import Tensor
 from . import numpy_map as NM
 from .numpy_map import P
+from .numpy_map.construct import ArrayConversion
+
 from . import aliasing
 from .sweeps import spread_activity
 from .tape import TracerError, Var
-from .tracing import active_tape, guard
+from .tracing import active_tape, guard, written_under_no_grad
 
 __all__ = ["Var"]
 
@@ -143,13 +145,16 @@ def _iter(self):
 
 
 def _array(self, dtype=None, copy=None):
-    raise TracerError(
-        f"a traced value ({self!r}) was converted to a NumPy array (np.asarray, np.array, a "
-        "function outside the rule table, or assigning it into a NumPy array as in "
-        "buf[i] = traced); a tape cannot follow that. Use NumPy functions on it directly "
-        "(they are recorded), build arrays with np.stack/np.concatenate or assign into a "
-        "traced array (np.zeros_like(x) of a traced x is one), or use .item()/float() for a "
-        "Python value")
+    """NumPy asks for a concrete array. ``np.array``/``np.asarray`` (of the tracer, or of
+    lists and tuples holding tracers) catch this error and record the array instead (see
+    :mod:`.numpy_map.construct`); anywhere else it stands."""
+    raise ArrayConversion(
+        f"a traced value ({self!r}) was converted to a NumPy array (by a function outside "
+        "the rule table, by a NumPy function given a list or tuple holding it, as in "
+        "np.mean([a, b]), or by assigning it into a NumPy array, as in buf[i] = traced); a "
+        "tape cannot follow that. Make the list an array first (np.mean(np.array([a, b]))), "
+        "build arrays with np.array([...]), np.stack or np.concatenate, and write into a "
+        "traced array (np.zeros_like(x) of a traced x is one)")
 
 
 Var.__len__ = _len
@@ -170,6 +175,9 @@ def _array_function(self, func, types, args, kwargs):
 
 Var.__array_ufunc__ = _array_ufunc
 Var.__array_function__ = _array_function
+# The array API's namespace of a tracer is NumPy's own: libraries written to it (SciPy's
+# logsumexp, softmax...) then call NumPy's functions, which reach the tracer as above.
+Var.__array_namespace__ = lambda self, api_version=None: np
 
 
 # -- indexing ----------------------------------------------------------------------------------
@@ -181,19 +189,20 @@ def split_index(self, index):
     for p in parts:
         if isinstance(p, Var) and p.npdtype.kind in "iu" and p.shape == ():
             p = int(p)  # a traced scalar index: its value, guarded
-        if isinstance(p, (Var, np.ndarray, list, Tensor)):
-            if isinstance(p, list):
-                p = np.asarray(p)
-            elif isinstance(p, Tensor):
+        if p is None or p is Ellipsis or isinstance(p, slice):
+            structure.append(p)
+        elif isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+            structure.append(int(p))
+        else:  # an index array -- and, as in NumPy, anything else that is one: a list or a
+            # tuple inside the index tuple, a range, a scalar bool (a 0-d mask)
+            if isinstance(p, Tensor):
                 p = p._data
+            elif not isinstance(p, Var) and not is_array_value(p):  # (a device's stays there)
+                p = np.asarray(p)
             if _npdtype(p).kind not in "iub":
                 raise IndexError("arrays used as indices must be of integer (or boolean) type")
             structure.append(I.ARRAY)
             arrays.append(p)
-        elif isinstance(p, np.integer):
-            structure.append(int(p))
-        else:
-            structure.append(p)
     return tuple(structure), arrays
 
 
@@ -221,8 +230,10 @@ def take_over(var, new):
     """Make tracer ``var`` (the object the user's code holds) stand for ``new``, the value
     just recorded, as an in-place write does: the eqns recorded since ``var`` was made
     (``var.at`` on -- none before can use it, which keeps a loop of writes linear) are
-    renamed to a fresh object for the old value, and ``new`` is retired."""
+    renamed to a fresh object for the old value, and ``new`` is retired. Under ``no_grad()``
+    the write changes the value, not the derivative (see :func:`written_under_no_grad`)."""
     tape = active_tape()
+    new = written_under_no_grad(var, new)
     old = type(var).__new__(type(var))
     for slot in ("tape", "id", "value", "kind", "name", "hint", "at"):
         setattr(old, slot, getattr(var, slot))
@@ -284,8 +295,21 @@ def _in_place_method(name):
 
 
 Var.fill = _fill
-for _name in ("sort", "partition", "put", "itemset", "resize", "setfield", "byteswap", "setflags"):
+for _name in ("itemset", "resize", "setfield", "byteswap", "setflags"):
     setattr(Var, _name, _in_place_method(_name))
+
+
+def _written(func):
+    """An in-place ndarray method (``x.sort()``): NumPy's function of the same name, its
+    result written into all of ``x``, as NumPy's memory would change (views follow)."""
+    def method(self, *args, **kwargs):
+        _setitem(self, Ellipsis, NM.FUNCTIONS[func](aliasing.current(self), *args, **kwargs))
+    return method
+
+
+Var.sort = _written(np.sort)
+Var.partition = _written(np.partition)
+Var.put = lambda self, *args, **kwargs: NM.FUNCTIONS[np.put](self, *args, **kwargs)
 
 
 # -- ndarray attributes and methods ---------------------------------------------------------
@@ -299,7 +323,9 @@ for _name, _func in {"sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.
                      "argmax": np.argmax, "argmin": np.argmin, "cumsum": np.cumsum,
                      "cumprod": np.cumprod, "dot": np.dot, "squeeze": np.squeeze,
                      "ravel": np.ravel, "diagonal": np.diagonal, "trace": np.trace,
-                     "swapaxes": np.swapaxes, "take": np.take, "clip": np.clip}.items():
+                     "swapaxes": np.swapaxes, "take": np.take, "clip": np.clip,
+                     "repeat": np.repeat, "compress": np.compress, "argsort": np.argsort,
+                     "argpartition": np.argpartition, "round": np.round}.items():
     setattr(Var, _name, _method(_func))
 
 Var.reshape = lambda self, *shape, **kw: NM.FUNCTIONS[np.reshape](self, *shape, **kw)
@@ -312,7 +338,9 @@ Var.copy = lambda self, order="C": P.clone(self)
 Var.astype = lambda self, dtype, copy=True, **kw: NM.astype(self, dtype, copy)
 Var.size = property(lambda self: math.prod(self.shape))
 Var.itemsize = property(lambda self: self.npdtype.itemsize)
-Var.real = property(lambda self: self)
+Var.real = property(lambda self: NM.FUNCTIONS[np.real](self))
+Var.imag = property(lambda self: NM.FUNCTIONS[np.imag](self))
+Var.conj = Var.conjugate = lambda self: P.conj(self)
 
 
 # -- Tensor-flavoured tracers ---------------------------------------------------------------

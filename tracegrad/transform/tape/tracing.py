@@ -15,14 +15,16 @@ from ...backend import cpu as _np  # type checks, and Python floats as float64 a
 from ...backend import ARRAY_TYPE_SET, is_array, namespace_of
 
 from ...rules import core as _core
+from ...runtime import grad_mode as _grad_mode
 from ...rules.core import register_handler
 from ...runtime.tensor import Tensor
 from . import aliasing
 from .tape import VAR_TYPES as _VAR_TYPES, Eqn, Guard, Tape, TracerError, Var
 from ..tree import flatten, unflatten
+from .numpy_map import construct as _constructors
 
 __all__ = ["trace", "trace_arguments", "active_tape", "recording", "bind", "guard", "as_operand",
-           "is_traceable", "input_value"]
+           "is_traceable", "input_value", "nested_transform", "written_under_no_grad"]
 
 _state = threading.local()
 
@@ -43,9 +45,15 @@ class recording:
         self.prev = active_tape()
         _state.tape = self.tape
         _core.OVERRIDING[0] += 1
+        _constructors.acquire()  # (NumPy's np.array and friends record while any tape does)
+        # The traced function starts with gradients on: a no_grad() around the transform
+        # is not the function's own (as in functorch); one inside it stops them (_record).
+        self.flags = _grad_mode.swap(True, False)
         return self.tape
 
     def __exit__(self, tp, value, tb):
+        _grad_mode.restore(self.flags)
+        _constructors.release()
         _core.OVERRIDING[0] -= 1
         _state.tape = self.prev
         aliasing.settle_tape(self.tape)
@@ -151,6 +159,8 @@ def _record(tape, prim, ins, vals, params):
     out = _compute(prim, vals, params)
     multi = isinstance(out, (tuple, list))
     result = tape.add(prim, ins, params, tuple(out) if multi else out, multi)
+    if not _grad_mode.state.grad_enabled:  # inside no_grad(): results carry no derivative
+        result = _stopped(tape, result, multi)
     if prim.view:  # NumPy's memory is shared: writes must reach the other names of it
         aliasing.note_view(prim, ins, params, result, tape)
     if prim.name in _DATA_SHAPED:  # result's shape depends on the values: guard it
@@ -159,6 +169,86 @@ def _record(tape, prim, ins, vals, params):
     if tape.pruner is not None:
         tape.pruner.step()
     return result
+
+
+def _stopped(tape, result, multi):
+    """``result``'s Vars through a stop_gradient (what no_grad() means to a derivative)."""
+    from .sweeps import STOP
+    outs = [tape.add(STOP, (r,), {}, r.value) if isinstance(r, Var) else r
+            for r in (result if multi else (result,))]
+    return tuple(outs) if multi else outs[0]
+
+
+class KeepDerivative:
+    """``y = new`` whose derivative is that of ``old``: an in-place write made under
+    ``no_grad()`` (``y += 1``, ``y[0] = 5``) changes the array's value but not its history,
+    as in PyTorch, so the written array keeps the derivative it had before the write.
+    (``old + stop_gradient(new - old)`` would not give ``new`` exactly: rounding, and a
+    NaN or an infinity in ``old``.) The generated code is ``y = new``."""
+
+    name = "keep_derivative"
+    differentiable = True
+    complex = True        # the identity's derivative is right for complex values too
+    vjp_all_fn = None
+
+    def __repr__(self):
+        return "keep_derivative"
+
+    def is_diff_arg(self, i):
+        return i == 0
+
+    def save_plan(self, mask, n):  # (for pruning) its vjp reads no value
+        return (), False
+
+    def expr(self, module, args, params):
+        return args[1]
+
+    def tape_vjp(self, gs, outs, ins, params):
+        return [gs[0], None]
+
+    def tape_jvp(self, tangents, out, ins, params):
+        return tangents[0]
+
+
+KEEP_DERIVATIVE = KeepDerivative()
+
+
+def written_under_no_grad(old, new):
+    """The value to take over tracer ``old`` for the in-place write whose result is ``new``
+    (see :func:`.tracer.take_over`): ``new`` itself, except under ``no_grad()``, where ``new``
+    (recorded there) carries no derivative and the write must keep ``old``'s."""
+    if _grad_mode.state.grad_enabled or not isinstance(old, Var) or not isinstance(new, Var):
+        return new
+    if old.kind == "const" or old.npdtype.kind not in "fc" or old.shape != new.shape \
+            or old.npdtype != new.npdtype:
+        return new  # (nothing to keep: no derivative, or a value another write replaces)
+    return old.tape.add(KEEP_DERIVATIVE, (old, new), {}, new.value)
+
+
+class nested_transform:
+    """Context manager for a transform that runs inside another one's trace (``grad(grad(f))``,
+    a ``grad`` called under ``no_grad()`` inside the traced function): it records into the
+    same tape, and records its own derivatives -- grad mode is on while it runs, as when a
+    new recording starts. :meth:`result` then stops what it returns where grad mode was off
+    around the call (the inner result is a constant to the outer transform there)."""
+
+    def __enter__(self):
+        self.flags = _grad_mode.swap(True, False)
+        return self
+
+    def __exit__(self, *exc):
+        _grad_mode.restore(self.flags)
+        return False
+
+    def result(self, out):
+        """``out`` (a tree), its tracers stopped where the caller had gradients off."""
+        if _grad_mode.state.grad_enabled:
+            return out
+        leaves, spec = flatten(out)
+        if not any(isinstance(v, Var) for v in leaves):
+            return out
+        return unflatten(spec, [_stopped(v.tape, v, False) if isinstance(v, Var) else v
+                                for v in leaves])
 
 
 _ND = _np.ndarray

@@ -10,6 +10,10 @@ table cannot differentiate never silently becomes a constant.
 from .base import FUNCTIONS, UFUNCS, P, astype, call_function, dims, npdtype, register, unsupported
 from .ufuncs import call_ufunc
 from . import arrays, linalg, products, reductions, shapes  # noqa: F401  (they register)
+from . import construct, indexing, matrices, padding  # noqa: F401
+from . import fft  # noqa: F401
+from . import complex_  # noqa: F401
+from . import special  # noqa: F401
 
 __all__ = ["UFUNCS", "FUNCTIONS", "P", "call_ufunc", "call_function", "dims", "npdtype", "astype",
            "register", "unsupported"]

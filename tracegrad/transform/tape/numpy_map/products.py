@@ -2,7 +2,9 @@
 recorded as the table's matmul, dot, vdot, mul or einsum)."""
 import numpy as np
 
-from .base import FUNCTIONS, P, ndim, ravel, unsupported
+from ....rules.complex_ import conj_of
+from ....rules.linalg import LETTERS
+from .base import FUNCTIONS, P, as_arrays, cast, ndim, ravel, unsupported
 
 
 def _dot(a, b, out=None):
@@ -50,15 +52,66 @@ def _tensordot(a, b, axes=2):
     return P.einsum(a, b, equation=f"{''.join(sa)},{''.join(sb)}->{''.join(out)}")
 
 
-def _einsum(subscripts, *operands, optimize=False, **kw):
-    if not isinstance(subscripts, str):
-        raise unsupported("numpy.einsum in its interleaved form")
-    return P.einsum(*operands, equation=subscripts.replace(" ", ""))
+def _einsum(*operands, out=None, optimize=False, dtype=None, casting="safe", order="K"):
+    """Both of NumPy's forms -- ``einsum("ij,jk->ik", a, b)`` and the interleaved
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` -- recorded as the table's einsum (which
+    takes ellipses, repeated labels within an operand, and implicit outputs)."""
+    if out is not None:
+        raise unsupported("numpy.einsum(..., out=...)")
+    if isinstance(operands[0], str):
+        equation, arrays = operands[0].replace(" ", ""), operands[1:]
+    else:
+        equation, arrays = _interleaved(operands)
+    return cast(P.einsum(*as_arrays(arrays), equation=equation), dtype)
+
+
+def _interleaved(args):
+    """``(equation, operands)`` of the interleaved form: operand, sublist, operand,
+    sublist, ..., [output sublist]; a sublist holds ints (0..51) and ``...``."""
+    def term(sublist):
+        parts = []
+        for s in sublist:
+            if s is Ellipsis:
+                parts.append("...")
+            else:
+                s = int(s)
+                if not 0 <= s < len(LETTERS):
+                    raise ValueError(f"subscript is not within the valid range [0, {len(LETTERS)})")
+                parts.append(LETTERS[s])
+        return "".join(parts)
+    arrays, terms = list(args[0::2][:len(args) // 2]), [term(s) for s in args[1::2][:len(args) // 2]]
+    equation = ",".join(terms)
+    if len(args) % 2:
+        equation += "->" + term(args[-1])
+    return equation, arrays
+
+
+def _vdot(a, b):
+    return P.dot(conj_of(ravel(a)), ravel(b))
 
 
 FUNCTIONS.update({
-    np.dot: _dot, np.matmul: lambda a, b, **kw: P.matmul(a, b), np.vdot: lambda a, b: P.vdot(ravel(a), ravel(b)),
+    np.dot: _dot, np.matmul: lambda a, b, **kw: P.matmul(a, b), np.vdot: _vdot,
     np.outer: _outer, np.inner: _inner, np.tensordot: _tensordot, np.einsum: _einsum,
 })
 if hasattr(np.linalg, "matmul"):
     FUNCTIONS[np.linalg.matmul] = lambda a, b, **kw: P.matmul(a, b)
+
+
+# -- NumPy 2's array-API spellings in numpy.linalg (each on the last axes) ---------------------
+
+def _linalg_outer(x1, x2):
+    if ndim(x1) != 1 or ndim(x2) != 1:
+        raise ValueError("Input arrays must be one-dimensional")
+    return _outer(x1, x2)
+
+
+def _vecdot(x1, x2, axis=-1, **kw):
+    """``sum(conj(x1) * x2)`` along ``axis`` (the operands broadcast)."""
+    n = max(ndim(x1), ndim(x2))
+    return P.sum(P.mul(conj_of(x1), x2), dim=(axis % n,), keepdim=False)
+
+
+for _name, _fn in (("outer", _linalg_outer), ("tensordot", _tensordot), ("vecdot", _vecdot)):
+    if hasattr(np.linalg, _name):
+        FUNCTIONS[getattr(np.linalg, _name)] = _fn

@@ -2,8 +2,10 @@
 ufunc records, and the ufuncs written with several primitives."""
 import math
 
+import numpy as np
+
 from ....rules import TABLE
-from .base import P, UFUNCS, cast, no_more, unsupported, dims
+from .base import P, UFUNCS, astype, cast, dims, no_more, npdtype, unsupported
 from ..tape import TracerError
 
 UFUNCS.update({p.ufunc: p for p in TABLE.values() if p.ufunc and not p.name.endswith("_")})
@@ -13,26 +15,66 @@ UFUNCS.update({
     "remainder": P.remainder, "logical_and": P.logical_and, "logical_or": P.logical_or,
     "logical_xor": P.logical_xor, "logical_not": P.logical_not, "matmul": P.matmul,
     "isnan": P.isnan, "isinf": P.isinf, "isfinite": P.isfinite,
+    "bitwise_and": P.bitwise_and, "bitwise_or": P.bitwise_or, "bitwise_xor": P.bitwise_xor,
+    "invert": P.bitwise_not,
 })
-UFUNC_EXTRA = {
+# SciPy's ufuncs (scipy.special.expit(x) on a tracer reaches __array_ufunc__ by name)
+UFUNCS.update({
+    "expit": P.sigmoid, "log_expit": P.logsigmoid, "logit": P.logit, "erf": P.erf, "erfc": P.erfc,
+    "erfcx": P.erfcx, "erfinv": P.erfinv, "erfcinv": P.erfcinv, "ndtr": P.ndtr, "ndtri": P.ndtri,
+    "log_ndtr": P.log_ndtr, "gammaln": P.gammaln, "psi": P.digamma, "gamma": P.gamma, "beta": P.beta,
+    "betaln": P.betaln, "gammainc": P.gammainc, "gammaincc": P.gammaincc, "betainc": P.betainc,
+    "xlogy": P.xlogy, "xlog1py": P.xlog1py, "entr": P.entr, "i0": P.i0, "i1": P.i1, "i0e": P.i0e,
+    "i1e": P.i1e, "jv": P.jv, "yv": P.yv, "iv": P.iv, "ive": P.ive,
+    "_zeta": P.zeta,  # (scipy.special.zeta(x, q), and through it scipy.special.polygamma)
+})
+
+
+def _float64(x):
+    """x computed in float64 (complex128 for complex x), as float_power does."""
+    if isinstance(x, (int, float, bool)):
+        return float(x)
+    if isinstance(x, complex):
+        return x
+    return astype(x, np.complex128 if npdtype(x).kind == "c" else np.float64, copy=False)
+
+
+def _rgamma(x):
+    """1 / gamma(x), 0 at the poles (where gamma is infinite or NaN)."""
+    g = P.gamma(x)
+    return P.where(P.isfinite(g), P.reciprocal(P.where(P.isfinite(g), g, 1.0)), 0.0)
+
+
+def _sign(x):
+    """NumPy's sign: the table's (real) sign, and ``z / |z|`` (0 at 0) for complex ``z``,
+    whose derivative is not 0."""
+    if npdtype(x).kind != "c":
+        return P.sign(x)
+    a = P.abs(x)
+    return P.div(x, P.where(P.eq(a, 0), 1.0, a))
+
+
+UFUNCS.pop("sign", None)  # (written out below, for complex values)
+UFUNC_EXTRA = {  # ufuncs written with several primitives
     "square": lambda x: P.mul(x, x),
     "positive": lambda x: x,
-    "conjugate": lambda x: x,
-    "rint": lambda x: P.round(x, decimals=0),
-    "logaddexp": lambda x, y: _logaddexp(x, y),
+    "sign": _sign,
+    "rint": lambda x: P.round(x, decimals=0), "round": lambda x: P.round(x, decimals=0),
     "fabs": lambda x: P.abs(x),
-    "cbrt": lambda x: P.mul(P.sign(x), P.pow(P.abs(x), 1.0 / 3.0)),
     "deg2rad": lambda x: P.mul(x, math.pi / 180), "radians": lambda x: P.mul(x, math.pi / 180),
     "rad2deg": lambda x: P.mul(x, 180 / math.pi), "degrees": lambda x: P.mul(x, 180 / math.pi),
-    "hypot": lambda x, y: P.sqrt(P.add(P.mul(x, x), P.mul(y, y))),
+    "float_power": lambda x, y: P.pow(_float64(x), _float64(y)),
+    "exp10": lambda x: P.pow(10.0, x),
+    "clip": lambda x, lo, hi: P.minimum(P.maximum(x, lo), hi),
+    # scipy.special
+    "j0": lambda x: P.jv(0, x), "j1": lambda x: P.jv(1, x), "y0": lambda x: P.yv(0, x),
+    "y1": lambda x: P.yv(1, x), "yn": lambda n, x: P.yv(n, x),
+    "rgamma": _rgamma, "gammasgn": lambda x: P.sign(P.gamma(x)),
+    "frexp": lambda x: P.frexp(x),  # (two results: traced, not written out by the AST path)
 }
 REDUCE = {"add": P.sum, "multiply": P.prod, "maximum": P.amax, "minimum": P.amin,
           "logical_and": P.all, "logical_or": P.any}
-
-
-def _logaddexp(x, y):
-    m = P.maximum(x, y)
-    return P.add(m, P.log(P.add(P.exp(P.sub(x, m)), P.exp(P.sub(y, m)))))
+ACCUMULATE = {"add": P.cumsum, "multiply": P.cumprod}
 
 
 def call_ufunc(ufunc, method, inputs, kwargs):
@@ -51,6 +93,13 @@ def call_ufunc(ufunc, method, inputs, kwargs):
         keepdims = kwargs.pop("keepdims", False)
         no_more(kwargs, f"numpy.{name}.reduce")
         return cast(prim(x, dim=dims(axis, x.ndim), keepdim=keepdims), dtype)
+    if method == "accumulate" and name in ACCUMULATE:
+        x, = inputs
+        axis = kwargs.pop("axis", 0)
+        no_more(kwargs, f"numpy.{name}.accumulate")
+        if x.ndim == 0:
+            raise TypeError("cannot accumulate on a scalar")
+        return ACCUMULATE[name](x, dim=dims(axis, x.ndim)[0], dtype=None if dtype is None else np.dtype(dtype))
     if method != "__call__":
         raise unsupported(f"numpy.{name}.{method}")
     if kwargs.pop("where", True) is not True:
