@@ -160,7 +160,18 @@ def sort_in_place(x):
     return y[0] * 3.0 + y[2]
 
 
-@pytest.mark.parametrize("f", [copy_into, add_at, out_argument, out_exp, sort_in_place],
+def test_sort_in_place_is_refused_by_ast_and_written_through_on_the_tape():
+    """``y.sort()`` is NumPy's sort written into ``y`` (views follow), on the tape."""
+    with pytest.raises(tg.TransformError, match="call whose result is not used"):
+        tg.grad(sort_in_place, mode="ast")(X.copy())
+    order = np.argsort(X)
+    want = np.zeros_like(X)
+    want[order[0]], want[order[2]] = 3.0, 1.0
+    for mode in ("tape", "auto"):
+        np.testing.assert_allclose(tg.grad(sort_in_place, mode=mode)(X.copy()), want)
+
+
+@pytest.mark.parametrize("f", [copy_into, add_at, out_argument, out_exp],
                          ids=lambda f: f.__name__)
 def test_in_place_calls_nothing_records_are_refused_in_every_mode(f):
     with pytest.raises(tg.TransformError, match="call whose result is not used|out= argument"):

@@ -93,9 +93,11 @@ def _filename(tag, name):
 
 def registered(fn, source, filename):
     """``fn`` with ``source`` registered in linecache under ``filename`` for as long as
-    ``fn`` lives (tracebacks and ``inspect`` show the generated lines)."""
+    ``fn``'s code lives (tracebacks and ``inspect`` show the generated lines, and a lambda in
+    them can be found by its position). Tied to the code, not the function: the AST cache
+    rebinds the same code to new functions (new closures) after the first one is gone."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    weakref.finalize(fn, linecache.cache.pop, filename, None)
+    weakref.finalize(fn.__code__, linecache.cache.pop, filename, None)
     fn.__source__ = source
     return fn
 

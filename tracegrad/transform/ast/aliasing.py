@@ -31,7 +31,10 @@ class AliasError(TransformError):
 
 def mutated_name(s):
     """The name whose value ``s`` changes in place, or None: ``y[i] = v``, ``y += v``
-    (lowered to ``y = y + v``), ``lst.append(v)``."""
+    (lowered to ``y = y + v``), ``lst.append(v)`` -- except into a comprehension's own new
+    list or dict, which no other name can share yet."""
+    if getattr(s, "_fresh", False):
+        return None
     if isinstance(s, ast.Assign):
         t = s.targets[0]
         if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
@@ -139,6 +142,9 @@ def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=
                 "e.g. with .copy())", filename, lineno, "in-place change of an aliased array")
 
 
+check_unaliased.constant_result = True  # (a check, no derivative: a second derivative passes it)
+
+
 def zero_d_error(what, filename, lineno):
     return AliasError(f"`{what}` changes a 0-d array in place, which the AST path writes as a new "
                       "value (a NumPy scalar); use a Python float, or mode='tape'",
@@ -192,8 +198,9 @@ _VIEW_ATTRS = {"T", "mT", "real", "imag", "flat"}
 
 def in_place_facts(body, params):
     """``(visible, writes_params)``: whether a name changed in place was visibly bound to
-    the same memory as another (``b = a``, ``w = y[1:]``, ``t = y.T``, ``pair = [y, x]``)
-    -- ``mode="auto"`` then takes the tape, which follows NumPy's memory -- and whether a
+    the same memory as another (``b = a``, ``w = y[1:]``, ``t = y.T``, ``pair = [y, x]``,
+    ``lst.append(y)``) that is read after the change -- ``mode="auto"`` then takes the
+    tape, which follows NumPy's memory -- and whether a
     parameter is changed in place (the caller's array: a run that fails half-way cannot
     be run again on the tape)."""
     links = {}
@@ -202,13 +209,14 @@ def in_place_facts(body, params):
         links.setdefault(a, set()).add(b)
         links.setdefault(b, set()).add(a)
 
-    mutated = set()
+    mutated, writes = set(), []
     for s in ast.walk(ast.Module(body=body, type_ignores=[])):
         if not isinstance(s, ast.stmt):
             continue
         m = mutated_name(s)
         if m is not None:
             mutated.add(m)
+            writes.append((s, m))
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
             t, v = s.targets[0].id, s.value
             if isinstance(v, ast.Name):
@@ -220,17 +228,83 @@ def in_place_facts(body, params):
             elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and \
                     v.func.attr in _VIEW_METHODS and isinstance(v.func.value, ast.Name):
                 link(t, v.func.value.id)
-            elif isinstance(v, (ast.List, ast.Tuple)):
-                for e in v.elts:
+            elif isinstance(v, (ast.List, ast.Tuple, ast.Dict)):
+                for e in v.values if isinstance(v, ast.Dict) else v.elts:
                     if isinstance(e, ast.Name):
                         link(t, e.id)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+                isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "append" and \
+                isinstance(s.value.func.value, ast.Name):  # lst.append(y): lst holds y
+            for a in s.value.args:
+                if isinstance(a, ast.Name):
+                    link(s.value.func.value.id, a.id)
     reach, todo = set(params), list(params)  # names that may hold a parameter's memory
     while todo:
         for other in links.get(todo.pop(), ()):
             if other not in reach:
                 reach.add(other)
                 todo.append(other)
-    return any(links.get(m) for m in mutated), bool(mutated & reach)
+    live = live_after(body)
+    visible = any(_linked(links, m) & live.get(id(s), set()) for s, m in writes)
+    return visible, bool(mutated & reach) and _writes_params(body, params)
+
+
+def _shared_with(v):
+    """The names whose memory the value of ANF right-hand side ``v`` may share."""
+    if isinstance(v, ast.Name):
+        return {v.id}
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+        return {v.value.id}
+    if isinstance(v, ast.Attribute) and v.attr in _VIEW_ATTRS and isinstance(v.value, ast.Name):
+        return {v.value.id}
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in _VIEW_METHODS and \
+            isinstance(v.func.value, ast.Name):
+        return {v.func.value.id}
+    if isinstance(v, (ast.List, ast.Tuple, ast.Dict)):
+        return {e.id for e in (v.values if isinstance(v, ast.Dict) else v.elts) if isinstance(e, ast.Name)}
+    return set()
+
+
+def _writes_params(body, params):
+    """Whether an in-place change may reach a parameter's memory, following the body in
+    order: a name rebound at the top level to a value sharing no memory with one that
+    holds a parameter's (``args = list(args)``, ``x = x * 2``) no longer holds it. (Inside
+    branches and loops names are only ever added: a conservative answer.)"""
+    holds = set(params)
+
+    def visit(stmts, top):
+        for s in stmts:
+            m = mutated_name(s)
+            if m is not None and m in holds:
+                return True
+            if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+                if _shared_with(s.value) & holds:
+                    holds.add(s.targets[0].id)
+                elif top:
+                    holds.discard(s.targets[0].id)
+            elif isinstance(s, ast.Expr) and m is not None and isinstance(s.value, ast.Call) and \
+                    _shared_with(ast.List(elts=s.value.args, ctx=ast.Load())) & holds:
+                holds.add(m)  # (lst.append(y): lst holds y)
+            elif isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
+                while True:  # (a loop's later iterations see what its earlier ones added)
+                    before = set(holds)
+                    if visit(s.body, False) or visit(getattr(s, "orelse", []) or [], False):
+                        return True
+                    if holds == before:
+                        break
+        return False
+    return visit(body, True)
+
+
+def _linked(links, name):
+    """The names linked to ``name``, directly or through others (not ``name`` itself)."""
+    seen, todo = {name}, [name]
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen - {name}
 
 
 def rebinds_in_place(body):
@@ -243,6 +317,22 @@ def writes_its_arguments(fn):
     """Whether user function ``fn`` (read from its source) writes into a parameter or a
     name bound to one (``p[i] = v``, ``p += v``, ``p.append(v)``...): a conservative,
     flow-insensitive reading (a parameter rebound first still counts)."""
+    from .source import ByCode
+    global _WRITES
+    code = getattr(fn, "__code__", None)
+    _WRITES = _WRITES or ByCode()
+    out = _WRITES.get(code) if code is not None else None
+    if out is None:
+        out = _writes_its_arguments(fn)
+        if code is not None:
+            _WRITES[code] = out
+    return out
+
+
+_WRITES = None   # code object -> writes_its_arguments (a source.ByCode)
+
+
+def _writes_its_arguments(fn):
     from .source import function_tree
     try:
         node, _ = function_tree(fn)

@@ -15,6 +15,7 @@ differentiated.
 import ast
 
 from ..emit import fresh_name
+from .lower import COMPREHENSIONS, Lowering
 from .resolve import CONSTANT as CONSTANT_CALLEE
 
 __all__ = ["Namer", "lower_jumps", "ANF"]
@@ -140,12 +141,9 @@ def _stmt(s, loop, flags, located):
 # -- 2. A-normal form ----------------------------------------------------------------------
 
 _KEEP_WHOLE = (ast.Compare, ast.BoolOp, ast.JoinedStr, ast.Constant)
-_UNSUPPORTED = {ast.Lambda: "lambda", ast.ListComp: "list comprehension",
-                ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
-                ast.GeneratorExp: "generator expression", ast.Dict: "dict display",
-                ast.Set: "set display", ast.Yield: "yield", ast.YieldFrom: "yield from",
+_UNSUPPORTED = {ast.Yield: "yield", ast.YieldFrom: "yield from",
                 ast.Await: "await", ast.NamedExpr: "assignment expression (:=)",
-                ast.Starred: "starred argument (*args)"}
+                ast.Starred: "starred expression"}
 _UNSUPPORTED_STMT = {ast.Try: "try statement", ast.FunctionDef: "nested def",
                      ast.AsyncFunctionDef: "nested async def", ast.ClassDef: "class definition",
                      ast.Global: "global statement", ast.Nonlocal: "nonlocal statement",
@@ -154,21 +152,25 @@ _UNSUPPORTED_STMT = {ast.Try: "try statement", ast.FunctionDef: "nested def",
                      ast.AsyncWith: "async with", ast.Match: "match statement"}
 
 
-class ANF:
+class ANF(Lowering):
     """Flattens statements (see the module docstring). ``resolver`` tells calls of
-    known functions from methods of values."""
+    known functions from methods of values; ``functions`` are the local functions to
+    inline (see :mod:`.lower`), ``scope`` the names of the function's scope."""
 
-    def __init__(self, namer, resolver, located, known_context=lambda with_node: True):
+    def __init__(self, namer, resolver, located, known_context=lambda with_node: True,
+                 functions=None, scope=(), bind=None):
         self.namer, self.resolver, self.located = namer, resolver, located
         self.known_context = known_context
         self.out = None
         self.src = None
+        self.setup_lowering(functions, scope, bind)
 
     def block(self, stmts):
         saved = self.out
         self.out = []
         for s in stmts:
-            self.src = s
+            self.src = getattr(s, "_origin", s)
+            self.written = s
             self.stmt(s)
         out, self.out = self.out, saved
         return out
@@ -182,6 +184,10 @@ class ANF:
     def temp(self, value, hint="t"):
         name = self.namer.fresh(hint)
         self.emit(_assign(name, value, self.src))
+        if isinstance(value, (ast.List, ast.Tuple)):
+            self.sequences.add(name)
+        elif isinstance(value, ast.Dict):
+            self.dicts.add(name)
         return _name(name)
 
     def fail(self, node, construct):
@@ -211,9 +217,14 @@ class ANF:
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
                 return  # a docstring
-            if isinstance(s.value, ast.Call):
+            if isinstance(s.value, ast.Call) and (isinstance(s.value.func, ast.Lambda) or isinstance(
+                    s.value.func, ast.Name) and s.value.func.id in self.functions):
+                self.simple(s.value)  # a local function called for what it does: its lines
+            elif isinstance(s.value, ast.Call):
                 self._effect_only(s.value)
-                self.emit(ast.Expr(value=self.simple(s.value)))
+                node = ast.Expr(value=self.simple(s.value))
+                node._fresh = getattr(s, "_fresh", False)  # (an append to a comprehension's list)
+                self.emit(node)
             else:
                 self.emit(ast.Expr(value=s.value))
         elif isinstance(s, ast.If):
@@ -262,8 +273,16 @@ class ANF:
                 self.assign([t], tmp)
             return
         target = targets[0]
+        if isinstance(target, ast.Name) and isinstance(value, COMPREHENSIONS) and \
+                target.id not in _operand_names(value):
+            self.comprehension(value, into=target.id)  # (built in the name itself)
+            return
         if isinstance(target, ast.Name):
             rhs = self.simple(value)
+            if isinstance(rhs, (ast.List, ast.Tuple)) or isinstance(rhs, ast.Name) and rhs.id in self.sequences:
+                self.sequences.add(target.id)
+            if isinstance(rhs, ast.Dict) or isinstance(rhs, ast.Name) and rhs.id in self.dicts:
+                self.dicts.add(target.id)
             if target.id in _operand_names(rhs) and not isinstance(rhs, ast.Name):
                 rhs = self.temp(rhs)  # x = x * 2: the old x is an operand of the new one
             self.emit(_assign(target.id, rhs))
@@ -286,8 +305,11 @@ class ANF:
             if not isinstance(base, ast.Name):
                 self.fail(target, "assignment into a subscript of an expression")
             rhs = self.atom(value)
-            self.emit(ast.Assign(targets=[ast.Subscript(value=_name(base.id), slice=target.slice,
-                                                        ctx=ast.Store())], value=rhs))
+            write = ast.Assign(targets=[ast.Subscript(value=_name(base.id), slice=target.slice,
+                                                      ctx=ast.Store())], value=rhs)
+            write._new_key = base.id in self.dicts  # (a key it may not hold yet: see saves)
+            write._fresh = getattr(self.written, "_fresh", False)
+            self.emit(write)
         else:
             self.fail(target, f"assignment to {type(target).__name__.lower()}")
 
@@ -322,6 +344,8 @@ class ANF:
             index = self.namer.fresh("k")
             targets = list(s.target.elts)
         else:
+            if isinstance(it, ast.Name) and it.id in self.dicts:  # for key in d: its keys
+                it = self.dict_view(it, "keys")
             seqs = [self._seq(it)]
             index = self.namer.fresh("k")
             targets = [s.target]
@@ -342,7 +366,9 @@ class ANF:
     # expressions
     def atom(self, e):
         """``e`` as a Name or Constant (or a kept non-differentiable expression)."""
-        if isinstance(e, (ast.Name, ast.Constant)):
+        if isinstance(e, ast.Name) and e.id in self.functions:
+            return self.local_value(e.id)
+        if isinstance(e, (ast.Name, ast.Constant, ast.Lambda)):
             return e
         if isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant) and \
                 isinstance(e.op, (ast.USub, ast.UAdd)) and isinstance(e.operand.value, (int, float)):
@@ -351,14 +377,25 @@ class ANF:
             return self.temp(e)
         if isinstance(e, ast.Attribute) and self.resolver.value(e)[0]:
             return e  # np.pi, math.e: a module constant
-        return self.temp(self.simple(e))
+        value = self.simple(e)
+        return value if isinstance(value, ast.Name) else self.temp(value)
 
     def simple(self, e):
         """``e`` with atomic operands: the right-hand side of one ANF statement."""
         if type(e) in _UNSUPPORTED:
             self.fail(e, _UNSUPPORTED[type(e)])
-        if isinstance(e, (ast.Name, ast.Constant)) or isinstance(e, _KEEP_WHOLE):
+        if isinstance(e, ast.Name) and e.id in self.functions:
+            return self.local_value(e.id)
+        if isinstance(e, (ast.Name, ast.Constant, ast.Lambda)) or isinstance(e, _KEEP_WHOLE):
             return e
+        if isinstance(e, COMPREHENSIONS):
+            return self.comprehension(e)
+        if isinstance(e, ast.Dict):
+            if any(k is None for k in e.keys):
+                self.fail(e, "dict unpacking (**) in a dict display")
+            return ast.Dict(keys=[self.atom(k) for k in e.keys], values=[self.atom(v) for v in e.values])
+        if isinstance(e, ast.Set):
+            return ast.Set(elts=[self.atom(x) for x in e.elts])
         if isinstance(e, ast.BinOp):
             return ast.BinOp(left=self.atom(e.left), op=e.op, right=self.atom(e.right))
         if isinstance(e, ast.UnaryOp):
@@ -369,6 +406,16 @@ class ANF:
             return ast.UnaryOp(op=e.op, operand=self.atom(e.operand))
         if isinstance(e, ast.Call):
             func = e.func
+            if isinstance(func, ast.Name) and func.id in self.functions:
+                return self.inline(self.functions[func.id], e)
+            if isinstance(func, ast.Lambda):  # (lambda y: ...)(x)
+                return self.inline(self.lambda_function(func), e)
+            display = self.dict_call(e) or self.eager(e)
+            if display is not None:
+                return display
+            if isinstance(func, ast.Attribute) and func.attr in ("keys", "values", "items") and \
+                    not e.args and not e.keywords and not self.resolver.value(func)[0]:
+                return self.dict_view(func.value, func.attr)
             ok, _ = self.resolver.value(func)
             if not ok and isinstance(func, ast.Attribute):
                 func = ast.Attribute(value=self.atom(func.value), attr=func.attr, ctx=ast.Load())
@@ -376,18 +423,10 @@ class ANF:
                 func = self.atom(func)
             if ok and _constant_call(self.resolver, e):
                 return e  # len(x), range(n), x.shape...: kept as written
-            for a in e.args:
-                if isinstance(a, ast.Starred):
-                    self.fail(a, "starred argument (*args)")
             if any(k.arg == "out" for k in e.keywords):
                 self.fail(e, "out= argument (a write into an existing array)")
-            args = [self.atom(a) for a in e.args]
-            kws = []
-            for k in e.keywords:
-                if k.arg is None:
-                    self.fail(e, "keyword argument unpacking (**kwargs)")
-                kws.append(ast.keyword(arg=k.arg, value=self.atom(k.value)))
-            return ast.Call(func=func, args=args, keywords=kws)
+            args, kws = self.call_arguments(e)
+            return ast.Call(func=func, args=self.as_arrays(e, args), keywords=kws)
         if isinstance(e, ast.Attribute):
             if self.resolver.value(e)[0]:
                 return e

@@ -2,12 +2,10 @@
 source -> compiled function, cached per function, differentiated arguments and kind of
 transformation. :class:`AstFunction` is what ``grad(f, mode="ast")`` returns."""
 import ast
+import copy
 import itertools
 import keyword
-import linecache
-import math
 import re
-import textwrap
 import threading
 import types
 import weakref
@@ -16,11 +14,14 @@ from . import support
 from ..emit import registered
 from .aliasing import in_place_facts, live_after, rebinds_in_place, with_checks, writes_its_arguments
 from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
+from . import reuse
+from .lower import local_functions, scope_names
+from .signature import ALL, Signature
 from .optimize import optimize
 from .resolve import Resolver, User, on_device
 from .reverse import HELPERS, Reverse, comment
 from .saves import finish
-from .source import TransformError, _find_code, class_name, function_tree, in_scope
+from .source import TransformError, Untransformable, _find_code, class_name, function_tree, in_scope
 
 __all__ = ["Unit", "adjoint", "Generated", "prepare", "clear_cache", "grad_of"]
 
@@ -155,20 +156,16 @@ def _names(node):
 
 
 def prepare(fn):
-    """``(FunctionDef, located, unit, resolver, params)`` with jumps lowered and the body in
-    A-normal form."""
+    """``(FunctionDef, located, unit, resolver, signature, body)`` with local functions
+    taken out (to be inlined), jumps lowered and the body in A-normal form."""
     node, located = function_tree(fn)
-    args = node.args
-    if args.vararg or args.kwarg or args.kwonlyargs:
-        raise located.error(node, "the AST transformation cannot handle a signature with *args, **kwargs or keyword-only parameters",
-                            "signature")
-    params = [a.arg for a in args.posonlyargs + args.args]
+    sig = Signature(fn, node)
     for n in ast.walk(node):
         if isinstance(n, ast.NamedExpr):
             raise located.error(n, "the AST transformation cannot handle an assignment expression (:=)",
                                 "assignment expression (:=)")
-        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) or (isinstance(n, ast.FunctionDef) and n is not node):
-            what = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await"}.get(type(n), "nested def")
+        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
+            what = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await"}[type(n)]
             raise located.error(n, f"the AST transformation cannot handle a {what}", what)
     used = _names(node)
     env = {k: fn.__globals__[k] for k in ("__builtins__", "__name__") if k in fn.__globals__}
@@ -176,17 +173,35 @@ def prepare(fn):
     unit.captured = frozenset(used - set(fn.__code__.co_freevars))  # (closure: the cells)
     env.update(_captured(fn.__globals__, unit.captured))
     unit.user_globals = fn.__globals__
-    locals_ = set(params) | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                             and isinstance(n.ctx, ast.Store)}
+    functions = local_functions(node, unit.namer, located)
+    locals_ = set(sig.names()) | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                                  and isinstance(n.ctx, ast.Store)}
+    for lf in functions.values():
+        locals_ |= set(lf.params) | {n.id for s in lf.body for n in ast.walk(s) if isinstance(n, ast.Name)}
     resolver = Resolver(fn, locals_)
     lower_jumps(node, unit.namer, located)
     before = set(unit.namer.used)
     from ...runtime.grad_mode import no_grad
     known = (lambda w: _context_is(resolver, w, no_grad) or _context_is(resolver, w, grad_of))
-    body = ANF(unit.namer, resolver, located, known).block(node.body)
+    anf = ANF(unit.namer, resolver, located, known, functions=functions,
+              scope=scope_names(node.body) | set(sig.names()), bind=unit.bind)
+    body = anf.block(node.body)
     unit.temps = set(unit.namer.used) - before
+    _refuse_left_over_local_calls(body, functions, located)
     _refuse_callees_writing_arguments(body, resolver, located)
-    return node, located, unit, resolver, params, body
+    return node, located, unit, resolver, sig, body
+
+
+def _refuse_left_over_local_calls(body, functions, located):
+    """A local function called where A-normal form keeps an expression whole (a loop's
+    condition, ``a and f(x)``) cannot be inlined there: refused."""
+    if not functions:
+        return
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, ast.Name) and n.id in functions and isinstance(n.ctx, ast.Load):
+            raise located.error(n, f"the local function {n.id} is used inside a condition or an "
+                                   "expression the AST path keeps whole (a while test, and/or, a "
+                                   "comparison chain), where it cannot be inlined", "local function call in a condition")
 
 
 def _note_in_place_facts(gen, body, params):
@@ -225,39 +240,72 @@ def _context_is(resolver, with_node, obj):
     return ok and value is obj
 
 
-def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=False, internal=False):
+def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=False, internal=False,
+            holomorphic=False):
     """The :class:`Generated` adjoint of ``fn`` with respect to parameters ``positions``
-    (returning one gradient if ``single``, else a tuple)."""
-    key = ("vjp", positions, single, has_aux, with_value, internal)
-    fn = _source_function(fn)
+    (returning one gradient if ``single``, else a tuple); ``holomorphic``: its output is
+    checked to be one complex number instead of one real number."""
+    key = _vjp_key(positions, single, has_aux, with_value, internal, holomorphic)
+    fn, name = _source_function(fn), _ident(name)
     with _lock:
         per = _CACHE.setdefault(fn, {})
         if key in per:
             return per[key]
-        return _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key)
+        gen = reuse.recall(fn, key)  # (a function of the same code transformed before)
+        if gen is not None:
+            per[key] = gen
+            return gen
+        return _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key,
+                              holomorphic)
+
+
+def _vjp_key(positions, single=False, has_aux=False, with_value=False, internal=False, holomorphic=False):
+    """The cache key of an adjoint (the same for a callee's adjoint asked for while it is
+    being built: recursion finds it pending)."""
+    return ("vjp", positions, single, has_aux, with_value, internal, holomorphic)
 
 
 def clear_cache():
     """Forget every generated function (the next use transforms again)."""
     with _lock:
         _CACHE.clear()
+        reuse.forget()
+
+
+def _remember(fn, key, gen, unit, resolver, user_defaults):
+    """Offer ``gen`` to later functions of ``fn``'s code (see :mod:`.reuse`)."""
+    callees = []
+    for (callee, ckey), gname in unit.callee_names.items():
+        if gname not in unit.env or callee is fn:
+            if callee is fn:
+                return  # (recursion through its own name: not shared)
+            continue
+        try:
+            ref = weakref.ref(callee)
+        except TypeError:
+            return
+        if ckey[0] == "vjp":
+            rebuild = (lambda c, k=ckey: adjoint(c, k[1], f"d{c.__name__}", internal=True))
+        else:
+            rebuild = (lambda c: tangents(c, f"{c.__name__}_jvp"))
+        callees.append((gname, ref, rebuild))
+    reuse.remember(fn, key, gen, unit, resolver.reads, callees, user_defaults)
 
 
 _PENDING = {}   # (fn, key) -> [(env, name)] waiting for an adjoint still being built
 
 
-def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key):
+def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key, holomorphic=False):
     from ...runtime.grad_mode import no_grad
-    node, located, unit, resolver, params, body = prepare(fn)
-    positions = tuple(p % len(params) if params and p < 0 else p for p in positions)
-    if max(positions, default=-1) >= len(params):
-        raise ValueError(f"argnums {positions} out of range for {fn.__qualname__} with "
-                         f"{len(params)} parameter(s)")
-    wrt = [params[p] for p in positions]
+    node, located, unit, resolver, sig, body = prepare(fn)
+    unit.namer.used.add(name)  # (a callee's adjoint may not take the name: dlambda in dlambda)
+    params = sig.names()
+    positions = sig.positions(positions)
+    wrt = sig.wrt(positions)
     callees = []
 
     def user_adjoint(callee, pos, call):
-        child_key = ("vjp", pos, False, False, False, True)
+        child_key = _vjp_key(pos, internal=True)
         return _callee(unit, callees, callee, child_key,
                        lambda: adjoint(callee, pos, f"d{callee.__name__}", internal=True), f"d{callee.__name__}")
 
@@ -276,7 +324,8 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
     try:
         rev = Reverse(unit, resolver, located, user_adjoint, is_nograd, grad_of_target)
         dout = unit.namer.fresh("dout")
-        forward, adj, grads = rev.run(body, params, wrt, _name(dout), has_aux)
+        forward, adj, wrt_grads = rev.run(body, params, wrt, _name(dout), has_aux)
+        grads = sig.results(positions, lambda p: copy.deepcopy(wrt_grads[wrt.index(p)]))
         stack = unit.namer.fresh("stack")
         forward, adj = finish(rev, forward, adj, stack)
         ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
@@ -284,50 +333,28 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         checks = []
         if not internal:  # the output is checked (one real number, or a pair with has_aux)
             flags = [_const(True)] if has_aux else []   # and the seed takes its shape
+            kws = [ast.keyword(arg="holomorphic", value=_const(True))] if holomorphic else []
             checks.append(_assign(dout, ast.Call(func=_helper_name("scalar_output"),
-                                                 args=[value, _name(dout)] + flags, keywords=[])))
-        result = grads[0] if single else ast.Tuple(elts=grads, ctx=ast.Load())
+                                                 args=[value, _name(dout)] + flags, keywords=kws)))
+        result = grads[0] if single and positions != ALL else ast.Tuple(elts=grads, ctx=ast.Load())
         if with_value or has_aux:
             result = ast.Tuple(elts=[value, result], ctx=ast.Load())
         out_names = {n.id for n in ast.walk(result) if isinstance(n, ast.Name)}
         body_out = [comment("forward")] + forward + checks + adj + [ast.Return(value=result)]
-        defaults = _defaults(fn, params, unit)
         if internal:  # called by other adjoints: the seed first, defaults keep working
-            args = [ast.arg(arg=dout)] + [ast.arg(arg=p) for p in params]
+            args = sig.arguments(unit, front=[dout])
         else:         # the user's signature, then dout=1.0
-            args = [ast.arg(arg=p) for p in params] + [ast.arg(arg=dout)]
-            defaults = defaults + [_const(1.0)]
-        fdef = ast.FunctionDef(name=name, args=ast.arguments(
-            posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-            defaults=defaults), body=body_out, decorator_list=[], returns=None, type_params=[])
+            args = sig.arguments(unit, back=[dout], back_defaults=[_const(1.0)])
+        fdef = ast.FunctionDef(name=name, args=args, body=body_out, decorator_list=[], returns=None,
+                               type_params=[])
         optimize(fdef, temps=unit.temps, keep=out_names | {stack, dout} | set(params) | rev.checked)
         gen = _compile(fdef, unit, name, fn, per, key, callees)
         gen.seed = dout
         _note_in_place_facts(gen, body, params)
+        _remember(fn, key, gen, unit, resolver, user_defaults=True)
         return gen
     finally:
         _PENDING.pop((fn, key), None)
-
-
-def _defaults(fn, params, unit):
-    """The default values of ``fn``'s parameters as the generated ``def`` prints them: the
-    very objects in ``fn.__defaults__`` (made when the user's ``def`` ran; the expressions
-    in its source are never evaluated again), as literals where they are plain numbers,
-    strings or None, else as names bound to them in the generated code's globals."""
-    values = tuple(fn.__defaults__ or ())[-len(params):] if params else ()
-    out = []
-    for p, v in zip(params[len(params) - len(values):], values):
-        if _literal(v):
-            out.append(_const(v))
-        else:
-            out.append(_name(unit.bind(v, f"{p}_default")))
-    return out
-
-
-def _literal(v):
-    if type(v) in (float, complex):
-        return all(math.isfinite(x) for x in (v.real, v.imag))
-    return v is None or type(v) in (int, bool, str, bytes)
 
 
 _counter = itertools.count()
@@ -347,6 +374,10 @@ def compile_source(source, name, env, fdef, user_fn):
     code = _find_code(compile(text, filename, "exec", dont_inherit=True), name)
     defaults = tuple(_default_value(d, env) for d in fdef.args.defaults) or None
     fn = types.FunctionType(code, env, name, defaults, tuple(cells[n] for n in code.co_freevars) or None)
+    kw = {a.arg: _default_value(d, env) for a, d in zip(fdef.args.kwonlyargs, fdef.args.kw_defaults)
+          if d is not None}
+    if kw:
+        fn.__kwdefaults__ = kw
     fn.__qualname__ = qualname
     fn.__source__ = source
     registered(fn, text, filename)  # (the linecache entry leaves with the function)
@@ -379,7 +410,7 @@ def _callee(unit, callees, callee, key, build, hint):
     user function ``callee`` (cached; during recursion, filled in once compiled)."""
     gname = unit.callee_names.get((callee, key))
     if gname is None:  # (one name per callee, however often the body is regenerated)
-        gname = unit.callee_names[(callee, key)] = unit.namer.fresh(hint)
+        gname = unit.callee_names[(callee, key)] = unit.namer.fresh(_ident(hint))
     elif gname in unit.env:
         return gname
     child_per = _CACHE.setdefault(callee, {})
@@ -390,7 +421,10 @@ def _callee(unit, callees, callee, key, build, hint):
         if pending is not None:
             pending.append((unit.env, gname))
             return gname
-        gen = build()
+        try:
+            gen = build()
+        except TransformError as e:  # (the caller differentiates this call on a tape)
+            raise Untransformable(callee, e) from e
     if getattr(gen, "writes_params", False):  # the caller's array would change under it
         code = callee.__code__
         raise TransformError(f"{callee.__qualname__}, called from the function being "
@@ -413,27 +447,36 @@ def _source_function(fn):
     return fn
 
 
-def tangents(fn, name):
+def tangents(fn, name, positions=None):
     """The :class:`Generated` forward-mode version of ``fn``: ``(*args, *tangents) ->
-    (value, tangent)``."""
-    key = ("jvp",)
-    fn = _source_function(fn)
+    (value, tangent)`` -- with ``positions``, a tangent for those positional parameters
+    only (the others are constants)."""
+    key = ("jvp",) if positions is None else ("jvp", tuple(positions))
+    fn, name = _source_function(fn), _ident(name)
     with _lock:
         per = _CACHE.setdefault(fn, {})
         if key in per:  # (each jvp call is a new transformation: it sees rebound globals)
             per[key].refresh()
             return per[key]
-        return _build_tangents(fn, name, per, key)
+        gen = reuse.recall(fn, key)
+        if gen is not None:
+            per[key] = gen
+            return gen
+        return _build_tangents(fn, name, per, key, positions)
 
 
-def _build_tangents(fn, name, per, key):
+def _build_tangents(fn, name, per, key, positions=None):
     from .forward import Forward
     from ...runtime.grad_mode import no_grad
-    node, located, unit, resolver, params, body = prepare(fn)
+    node, located, unit, resolver, sig, body = prepare(fn)
+    unit.namer.used.add(name)
+    params = sig.params + ([sig.vararg] if sig.vararg else [])
+    if positions is not None:
+        params = [sig.params[p] for p in positions]  # (IndexError: *args are not chosen so)
     callees = []
 
     def user_jvp(callee, call):
-        return _callee(unit, callees, callee, key, lambda: tangents(callee, f"{callee.__name__}_jvp"),
+        return _callee(unit, callees, callee, ("jvp",), lambda: tangents(callee, f"{callee.__name__}_jvp"),
                        f"{callee.__name__}_jvp")
 
     def grad_of_target(w):
@@ -447,16 +490,25 @@ def _build_tangents(fn, name, per, key):
         checker._helper = True
         out = with_checks(out, live_after(body), located, checker)
         targs = [fwd.d(p) for p in params]
-        args = [ast.arg(arg=p) for p in params + targs]
-        fdef = ast.FunctionDef(name=name, args=ast.arguments(
-            posonlyargs=[], args=args, vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-            defaults=[]), body=out, decorator_list=[], returns=None, type_params=[])
-        optimize(fdef, temps=unit.temps, keep=set(params) | set(targs))
+        fdef = ast.FunctionDef(name=name, args=sig.arguments(unit, back=targs, defaults=False), body=out,
+                               decorator_list=[], returns=None, type_params=[])
+        optimize(fdef, temps=unit.temps, keep=set(sig.names()) | set(targs))
         gen = _compile(fdef, unit, name, fn, per, key, callees)
-        _note_in_place_facts(gen, body, params)
+        gen.tangent_names = targs  # (by keyword where *args takes the positional arguments)
+        gen.keyword_tangents = bool(sig.vararg) and positions is None
+        gen.nparams = len(sig.params)
+        _note_in_place_facts(gen, body, sig.names())
+        _remember(fn, key, gen, unit, resolver, user_defaults=False)
         return gen
     finally:
         _PENDING.pop((fn, key), None)
+
+
+def _ident(name):
+    """``name`` as a Python identifier (``<lambda>_jvp`` -> ``lambda_jvp``)."""
+    name = name.replace("<lambda>", "lambda").replace("<", "").replace(">", "")
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "f"
+    return name if not name[0].isdigit() else "f" + name
 
 
 def _helper_name(h):

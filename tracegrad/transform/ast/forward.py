@@ -6,10 +6,13 @@ applied to the tangent, or a linear primitive applied to the tangent itself."""
 import ast
 import copy
 
-from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives
+from . import nograd
+from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives, star_positions
 from .anf import _assign, _const, _name
+from .kinds import maybe_sequences, sequence_names
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
 from .reverse import _call, index_expr, positional
+from .source import Untransformable
 from .templates import rule_expr, same_shape
 
 __all__ = ["Forward"]
@@ -32,11 +35,29 @@ class Forward:
 
     def run(self, body, params):
         self.nograd = nograd_statements(body, self.is_nograd)
+        self.body, self.params = body, set(params)
         self.active = active_names(body, params, self.resolver, self.nograd)
         refuse_lost_derivatives(body, self.active, self.resolver, self.located, self.nograd)
+        nograd.refuse_unknown_calls(body, self.nograd, self.active, self.resolver, self.located)
+        self.maybe_seq, self.surely_seq = sequence_names(body, params, self.resolver)
         for p in params:
             self.d(p)
         return self.block(body)
+
+    def sequence_binop(self, value, z):
+        """The tangent of ``z = a + b`` or ``z = a * b`` where an operand may be a list or a
+        tuple (see :mod:`.kinds`): the rule table's where neither is one at run time, else
+        :func:`.support.binop_tangent` (concatenation, repetition)."""
+        operands = [value.left, value.right]
+        tangents = [self.tangent(o) or _const(None) for o in operands]
+        seq = _assign(self.d(z), _call("binop_tangent", _const("add" if isinstance(value.op, ast.Add) else "mul"),
+                                       _name(z), *[copy.deepcopy(o) for o in operands], *tangents))
+        if any(isinstance(o, ast.Name) and o.id in self.active and o.id in self.surely_seq for o in operands):
+            return seq
+        arr = self.direct(OPERATORS[type(value.op)], operands, value, z)
+        arr = _assign(self.d(z), arr if arr is not None else _call("zero_tangent", _name(z)))
+        test = _call("any_sequence", *[copy.deepcopy(o) for o in operands])
+        return ast.If(test=test, body=[seq], orelse=[arr])
 
     def tangent(self, atom):
         """The tangent of an operand (None for constants and inactive names)."""
@@ -76,21 +97,38 @@ class Forward:
             return [node]
         return [s]
 
+    def _no_grad_check(self, s):
+        """The run-time check of a no_grad statement's operands (see :mod:`.nograd`)."""
+        if id(s) not in self.nograd:
+            return []
+        names = nograd.runtime_operands(s, self.active)
+        return [nograd.check_statement(s, names, self.located, self.unit.bind)] if names else []
+
     def assign(self, s):
         target = s.targets[0]
+        check = self._no_grad_check(s)
         if isinstance(target, ast.Subscript):
             x = target.value.id
             if x not in self.active:
-                return [s]
-            tv = self.tangent(s.value) if id(s) not in self.nograd else None
+                return check + [s]
+            if id(s) in self.nograd:  # an array written in place under no_grad() keeps its tangent
+                return check + [s]
+            tv = self.tangent(s.value)
             update = _call("set_at", _name(self.d(x)), index_expr(target.slice), tv or _const(None))
             return [s, _assign(self.d(x), update)]
         z = target.id
         if z not in self.active:
-            return [s]
+            return check + [s]
         if id(s) in self.nograd:
-            return [s, _assign(self.d(z), _call("zero_tangent", _name(z)))]
+            if getattr(s, "_in_place", False):  # y += v: an array keeps its tangent, a number none
+                fn = _name(self.unit.bind(nograd.kept_tangent, "no_grad_kept"))
+                kept = ast.Call(func=fn, args=[_name(self.d(z)), _name(z), nograd.where(self.located, s)],
+                                keywords=[])
+                return check + [s, _assign(self.d(z), kept)]
+            return check + [s, _assign(self.d(z), _call("zero_tangent", _name(z)))]
         value = s.value
+        if isinstance(value, ast.BinOp) and maybe_sequences(value, self.active, self.maybe_seq):
+            return [s, self.sequence_binop(value, z)]  # (a statement: an If, or an assignment)
         expr = self.rhs_tangent(value, z)
         if isinstance(expr, list):  # the statement computes value and tangent itself
             return expr
@@ -111,6 +149,9 @@ class Forward:
         if isinstance(value, (ast.Tuple, ast.List)):
             elts = [self.tangent(e) or _call("zero_tangent", copy.deepcopy(e)) for e in value.elts]
             return type(value)(elts=elts, ctx=ast.Load())
+        if isinstance(value, ast.Dict):
+            vals = [self.tangent(e) or _call("zero_tangent", copy.deepcopy(e)) for e in value.values]
+            return ast.Dict(keys=[copy.deepcopy(k) for k in value.keys], values=vals)
         if isinstance(value, ast.Attribute):
             if value.attr in NONDIFF_ATTRS or self.tangent(value.value) is None:
                 return None
@@ -166,8 +207,28 @@ class Forward:
             total = ast.BinOp(left=total, op=ast.Add(), right=term)
         return total
 
+    def _tangents(self, args):
+        """The tangents of a call's positional arguments (``*seq``: one per item)."""
+        out = []
+        for a in args:
+            if isinstance(a, ast.Starred):
+                t = self.tangent(a.value)
+                if t is None:
+                    n = ast.Call(func=_name("len"), args=[copy.deepcopy(a.value)], keywords=[])
+                    t = ast.BinOp(left=ast.Tuple(elts=[_const(None)], ctx=ast.Load()), op=ast.Mult(), right=n)
+                out.append(ast.Starred(value=t, ctx=ast.Load()))
+            else:
+                out.append(self.tangent(a) or _const(None))
+        return out
+
+    def _refuse_active_keywords(self, keywords, what):
+        if any(isinstance(k.value, ast.Name) and k.value.id in self.active for k in keywords):
+            raise self.located.error(self.current, f"a value being differentiated passed by keyword to {what}",
+                                     "keyword argument")
+
     def generic(self, func, args, keywords, z):
-        tangents = ast.Tuple(elts=[self.tangent(a) or _const(None) for a in args], ctx=ast.Load())
+        self._refuse_active_keywords(keywords, ast.unparse(func))
+        tangents = ast.Tuple(elts=self._tangents(args), ctx=ast.Load())
         call = _call("call_jvp", tangents, copy.deepcopy(func), *args,
                      keywords=[copy.deepcopy(k) for k in keywords])
         lhs = ast.Tuple(elts=[_name(z, ast.Store()), _name(self.d(z), ast.Store())], ctx=ast.Store())
@@ -177,19 +238,35 @@ class Forward:
                                                     body=_name(self.d(z)), orelse=_call("zero_tangent", _name(z))))]
 
     def user(self, fn, call, z):
-        args, keywords = positional(fn, call, self.active, self.located, self.current)
-        if keywords:
-            raise self.located.error(self.current, f"a keyword argument to {fn.__name__} in forward mode "
-                                                   "(its tangent version takes positional arguments)",
-                                     "keyword argument")
-        name = self.user_jvp(fn, call)
-        params = len(args) if not hasattr(fn, "__code__") else fn.__code__.co_argcount
-        if len(args) < params:
-            raise self.located.error(self.current, f"{fn.__name__} called with a default argument left out "
-                                                   "in forward mode", "default argument")
-        tangents = [self.tangent(a) or _call("zero_tangent", copy.deepcopy(a)) for a in args]
+        code = getattr(fn, "__code__", None)
+        if code is not None and code.co_flags & 0x04:  # *args: traced on a tape instead
+            return self.generic(call.func, call.args, call.keywords, z)
         lhs = ast.Tuple(elts=[_name(z, ast.Store()), _name(self.d(z), ast.Store())], ctx=ast.Store())
-        return [ast.Assign(targets=[lhs], value=_call(name, *args, *tangents))]
+        spread = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        if not spread:
+            args, keywords = positional(fn, call, self.active, self.located, self.current)
+        if spread or len(args) < code.co_argcount:  # matched to the parameters when it runs
+            self._refuse_active_keywords(call.keywords, fn.__name__)
+            positions = star_positions(self.body, call, self.active, self.params) if spread else None
+            if positions is not None:  # (only the arguments that may carry a derivative)
+                args = ast.Tuple(elts=[copy.deepcopy(a) for a in call.args], ctx=ast.Load())
+                tangents = ast.Tuple(elts=self._tangents(call.args), ctx=ast.Load())
+                return [ast.Assign(targets=[lhs], value=_call("jvp_at", copy.deepcopy(call.func), positions, args,
+                                                              tangents, keywords=copy.deepcopy(call.keywords)))]
+            try:
+                name = self.user_jvp(fn, call)
+            except Untransformable:
+                return self.generic(call.func, call.args, call.keywords, z)
+            args = ast.Tuple(elts=[copy.deepcopy(a) for a in call.args], ctx=ast.Load())
+            tangents = ast.Tuple(elts=self._tangents(call.args), ctx=ast.Load())
+            return [ast.Assign(targets=[lhs], value=_call("star_jvp", _name(name), copy.deepcopy(call.func), args,
+                                                          tangents, keywords=copy.deepcopy(call.keywords)))]
+        try:
+            name = self.user_jvp(fn, call)
+        except Untransformable:  # (differentiated on a tape)
+            return self.generic(call.func, call.args, call.keywords, z)
+        tangents = [self.tangent(a) or _call("zero_tangent", copy.deepcopy(a)) for a in args]
+        return [ast.Assign(targets=[lhs], value=_call(name, *args, *tangents, keywords=keywords))]
 
     def expr(self, s):
         call = s.value
@@ -200,5 +277,5 @@ class Forward:
             push = ast.Expr(value=_call(ast.Attribute(value=_name(self.d(call.func.value.id)), attr="append",
                                                       ctx=ast.Load()), t))
             return [s, push]
-        return [s]
+        return self._no_grad_check(s) + [s]
 

@@ -8,11 +8,12 @@ from ...backend import cpu as np  # host-side type checks only
 from ...backend import is_array, namespace_of
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
+from ..tape.randomness import Draws
 from ..tape.tracing import active_tape, positional_params
-from ..tape.tape import Var
+from ..tape.tape import TracerError, Var
 from ..checks import check_input, positional_arguments
 from ..reads import Reads
-from ..tree import flatten, unflatten
+from ..tree import flatten, tree_map, unflatten
 from .aliasing import AliasError, refuse_zero_d_arguments
 from .driver import _source_function, adjoint, tangents
 from .support import zero_tangent
@@ -26,8 +27,9 @@ class AstFunction:
 
     mode = "ast"
 
-    def __init__(self, f, argnums, name, has_aux=False, with_value=False):
+    def __init__(self, f, argnums, name, has_aux=False, with_value=False, holomorphic=False):
         self.f = f
+        self.holomorphic = holomorphic
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self._name, self.has_aux, self.with_value = name, has_aux, with_value
@@ -47,7 +49,7 @@ class AstFunction:
                                      f"out of range for {getattr(self.f, '__name__', 'f')} called with "
                                      f"{nargs} positional argument(s)")
             gen = adjoint(self.f, positions, self._name, single=self.single,
-                          has_aux=self.has_aux, with_value=self.with_value)
+                          has_aux=self.has_aux, with_value=self.with_value, holomorphic=self.holomorphic)
             gen.refresh()
             self._gen = gen
         return self._gen
@@ -71,11 +73,8 @@ class AstFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
+        if kwargs:  # (keyword-only parameters and **kwargs stay keywords)
             args, kwargs = positional_arguments(self.f, args, kwargs)
-            if kwargs:
-                raise TypeError(f"mode='ast' passes arguments by position, and {sorted(kwargs)} "
-                                "can only be given by keyword; use mode='tape' for this function")
         gen = self._gen or self.generated(len(args))
         if self._reads is None:
             self._reads = Reads(self.f)
@@ -85,18 +84,18 @@ class AstFunction:
         refuse_zero_d_arguments(gen, args, getattr(self.f, "__name__", "f"))
         positions = gen_positions(self, len(args))
         given = args
-        args = _differentiable_arguments(args, positions)
+        args = _differentiable_arguments(args, positions, self.holomorphic)
         first = args[positions[0]]
-        if active_tape() is not None or isinstance(first, Var):
-            return self._finish(gen.fn(*args, **{gen.seed: _seed(first)}), given, positions, raw=True)
+        if active_tape() is not None or any(isinstance(x, Var) for x in flatten(first)[0]):
+            return self._finish(gen.fn(*args, **kwargs, **{gen.seed: _seed(first)}), given, positions, raw=True)
         xp = _device_namespace(args)
         fn = gen.fn if xp is None else gen.on_device(xp)
         seed = {gen.seed: _seed(first, xp)}
         if any(isinstance(a, Tensor) for a in args):
             with no_grad():
                 args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
-                return self._finish(fn(*args, **seed), given, positions)
-        return self._finish(fn(*args, **seed), given, positions)
+                return self._finish(fn(*args, **kwargs, **seed), given, positions)
+        return self._finish(fn(*args, **kwargs, **seed), given, positions)
 
     def _finish(self, out, args, positions, raw=False):
         if self.with_value or self.has_aux:
@@ -115,22 +114,19 @@ class AstFunction:
         return grads
 
 
-def _differentiable_arguments(args, positions):
+def _differentiable_arguments(args, positions, holomorphic=False):
     """The arguments as the generated code takes them: the differentiated ones checked
     (floating point, as on the tape) and their Python floats made float64 NumPy scalars
     (which have a shape and a dtype, as the tape's float64 tracers have)."""
     args = list(args)
     for n in positions:
         a = args[n]
-        if isinstance(a, dict):
-            raise TypeError(f"mode='ast' differentiates arrays, floats, Tensors and lists or "
-                            f"tuples of them, but argument {n} is a dict; use mode='tape' (or "
-                            "mode='auto', which takes the tape for dict arguments)")
         leaves, spec = flatten(a)
         for x in leaves:
-            check_input(x, n, "grad")
-        if any(type(x) is float for x in leaves):
-            args[n] = unflatten(spec, [np.float64(x) if type(x) is float else x for x in leaves])
+            check_input(x, n, "grad", holomorphic)
+        if any(type(x) in (float, complex) for x in leaves):
+            args[n] = unflatten(spec, [np.float64(x) if type(x) is float else np.complex128(x)
+                                       if type(x) is complex else x for x in leaves])
     return tuple(args)
 
 
@@ -174,20 +170,31 @@ def _seed(x, xp=None):
 
 
 def _result(g, like, raw):
-    """A gradient in the kind of its argument ``like``."""
+    """A gradient in the kind of its argument ``like`` (a list, tuple or dict of them for
+    a list, tuple or dict: a pytree, as on the tape)."""
     if isinstance(like, (list, tuple)):
         gs = list(g) if g is not None else [None] * len(like)
+        gs += [None] * (len(like) - len(gs))
         return type(like)(_result(gi, li, raw) for gi, li in zip(gs, like))
     if isinstance(like, dict):
-        raise TypeError("mode='ast' differentiates arrays, floats, Tensors and lists or tuples of "
-                        "them; use mode='tape' for dict arguments")
-    if raw:
-        return g if g is not None else like * 0.0
+        gs = g if isinstance(g, dict) else {}
+        out = {k: _result(gs.get(k), v, raw) for k, v in like.items()}
+        try:
+            return out if type(like) is dict else type(like)(out)
+        except TypeError:  # (a dict subclass that takes other arguments)
+            return out
+    if raw:  # (traced: a real argument's gradient is real, as below)
+        if g is None:
+            return like * 0.0
+        if _kind(g) == "c" and _kind(like) in ("f", "i", "u"):
+            from ...rules import TABLE
+            return TABLE["real"](g)
+        return g
     if g is None:
         if isinstance(like, Tensor):
             return wrap(namespace_of(like._data).zeros_like(like._data))
-        if type(like) is float:
-            return 0.0
+        if type(like) in (float, complex):
+            return type(like)(0)
         return namespace_of(like).zeros_like(like, dtype=like.dtype if like.dtype.kind in "fc" else np.float64)
     if isinstance(like, Tensor):
         if not isinstance(g, Tensor):
@@ -195,16 +202,28 @@ def _result(g, like, raw):
         return g if g._data.dtype == like._data.dtype else g.to(like.dtype)
     if type(like) is float:
         return float(g)
+    if type(like) is complex:
+        return complex(g)
     if isinstance(g, Tensor):
         g = g._data
     if not is_array(g):  # a NumPy scalar or a Python number: an array on like's device
         g = (namespace_of(like) if is_array(like) else np).asarray(g)
     want = getattr(like, "dtype", None)
     if want is not None and want.kind in "fc" and g.dtype != want:
+        if want.kind == "f" and g.dtype.kind == "c":  # a real argument: the real part
+            g = g.real
         g = g.astype(want)
     elif _broadcast_view(g):  # (the gradient of a sum): an array of its own
         g = g.copy()
     return g
+
+
+def _kind(x):
+    """The dtype kind of an array, tracer or Python number ("" if it has none)."""
+    dtype = getattr(x, "npdtype", None) or getattr(x, "dtype", None)
+    if dtype is None:
+        return "c" if type(x) is complex else "f" if type(x) is float else ""
+    return getattr(dtype, "kind", "")
 
 
 def _broadcast_view(a):
@@ -222,7 +241,7 @@ def _value(v, raw):
 class AutoFunction:
     """``mode="auto"``: the AST transformation where it applies, else the tape. Which one
     is decided at the first call (or the first look at ``.source``/``.mode``) and kept;
-    calls with keyword arguments or dict arguments always take the tape."""
+    the AST path takes keyword arguments and dict arguments as the tape does."""
 
     def __init__(self, f, make_ast, make_tape):
         self.f = f
@@ -280,14 +299,15 @@ class AutoFunction:
         if kwargs:  # (as the tape does: argnums name the same parameters either way)
             args, kwargs = positional_arguments(self.f, args, kwargs)
         chosen = self._chosen or self._choose(len(args))
-        if chosen is self._ast and (kwargs or any(isinstance(a, dict) for a in args)):
-            return self._tape_fn()(*args, **kwargs)
         if chosen is not self._ast:
             return chosen(*args, **kwargs)
+        from .source import TransformError
         try:
             return chosen(*args, **kwargs)
-        except AliasError as e:  # memory shared at run time: the tape follows it
-            if not e.before_run and chosen.generated().writes_params:
+        except (TransformError, TracerError) as e:  # refused at run time (memory shared, a
+            # list where an array was expected, a value NumPy's own function made a constant
+            # of): the tape follows what the generated code could not
+            if not getattr(e, "before_run", False) and chosen.generated().writes_params:
                 raise  # (the caller's arrays were written: running again would differ)
             self.fallback_reason, self._chosen = e, self._tape_fn()
             return self._chosen(*args, **kwargs)
@@ -326,19 +346,95 @@ def _run_jvp(gen, f, primals, tangent_values):
         extra = tuple(src.__defaults__[-missing:])
         primals, tangent_values = primals + extra, tangent_values + tuple(zero_tangent(v) for v in extra)
     if active_tape() is not None or any(isinstance(p, Var) for p in primals):
-        return gen.fn(*primals, *tangent_values)
+        return _call_jvp(gen, gen.fn, primals, tangent_values)
     xp = _device_namespace(primals)
     fn = gen.fn if xp is None else gen.on_device(xp)
     if any(isinstance(a, Tensor) for a in primals + tangent_values):
         with no_grad():
             primals = tuple(a.detach() if isinstance(a, Tensor) else a for a in primals)
             tangent_values = tuple(a.detach() if isinstance(a, Tensor) else a for a in tangent_values)
-            out, tout = fn(*primals, *tangent_values)
+            out, tout = _call_jvp(gen, fn, primals, tangent_values)
     else:
-        out, tout = fn(*primals, *tangent_values)
+        out, tout = _call_jvp(gen, fn, primals, tangent_values)
     like = primals[0] if primals else 0.0
-    return _result(out, out, False) if _is_numpy_scalar(out) else out, _result(tout, out if out is not None else like, False)
+    out, tout = _result(out, out, False) if _is_numpy_scalar(out) else out, \
+        _result(tout, out if out is not None else like, False)
+    return _arrays(out), _arrays(tout)
+
+
+def _arrays(tree):
+    """Python numbers among jvp's results as 0-d arrays, as the tape gives them (and JAX)."""
+    return tree_map(lambda v: np.asarray(v) if type(v) in (float, complex, int) else v, tree)
+
+
+def _call_jvp(gen, fn, primals, tangent_values):
+    """The generated forward-mode function called: tangents after the primals, or, for a
+    function taking ``*args`` (whose tangents are keyword-only), by name -- the tangents
+    of the extra positional arguments as one tuple."""
+    if not getattr(gen, "keyword_tangents", False):
+        return fn(*primals, *tangent_values)
+    n = gen.nparams
+    named = dict(zip(gen.tangent_names, tuple(tangent_values[:n]) + (tuple(tangent_values[n:]),)))
+    return fn(*primals, **named)
 
 
 def _is_numpy_scalar(x):
     return isinstance(x, np.generic)
+
+
+def ast_vjp(f, primals, has_aux=False, auto=False, positions=None):
+    """``(f(*primals), f_vjp)`` (and ``aux`` with ``has_aux``) whose pullback is an adjoint
+    written from ``f``'s source (generated once; it takes the cotangent as its seed, so
+    outputs of any shape, and pytrees of them, are pulled back); ``auto``: refuse (for the
+    tape) where :func:`_prefer_the_tape` says so."""
+    from ..api import check_cotangent, value_on_copies
+    from ..checks import split_aux
+    from .source import TransformError
+    positions = tuple(range(len(primals))) if positions is None else tuple(positions)
+    name = f"{getattr(f, '__name__', 'f')}_vjp"
+    gen = adjoint(f, positions, name, internal=True, has_aux=has_aux)
+    if auto:
+        _prefer_the_tape(gen)
+    refuse_zero_d_arguments(gen, primals, getattr(f, "__name__", "f"))
+    for n in positions:
+        for x in flatten(primals[n])[0]:
+            check_input(x, n, "vjp")
+    draws = Draws(f)
+    out = value_on_copies(f, primals)
+    if draws.happened():  # the adjoint runs f again for each pullback: with new numbers
+        draws.undo()
+        raise TransformError(f"vjp of {getattr(f, '__qualname__', 'f')}: it draws random numbers, and the "
+                             "adjoint written from its source would run it again for each pullback, with other "
+                             "numbers than its value used (the tape runs it once)")
+    aux = None
+    if has_aux:
+        out, aux = split_aux(out, "vjp")
+
+    def f_vjp(cotangent):
+        check_cotangent(out, cotangent)
+        try:
+            grads = _run_pullback(gen, primals, positions, cotangent)
+        except AliasError as e:  # (an argument written in place: the tape would differ)
+            e.before_run = e.before_run or not gen.writes_params
+            raise
+        if has_aux:
+            grads = grads[1]
+        raw = active_tape() is not None or any(isinstance(x, Var) for p in primals for x in flatten(p)[0])
+        return tuple(_result(g, primals[n], raw) for g, n in zip(grads, positions))
+    return (out, f_vjp, aux) if has_aux else (out, f_vjp)
+
+
+def _run_pullback(gen, primals, positions, cotangent):
+    """The generated adjoint run with ``cotangent`` as its seed (on the primals' device;
+    Tensors detached, as the tape's results are)."""
+    primals = _differentiable_arguments(primals, positions)
+    if active_tape() is not None or any(isinstance(x, Var) for p in primals for x in flatten(p)[0]):
+        return gen.fn(cotangent, *primals)
+    xp = _device_namespace(primals)
+    fn = gen.fn if xp is None else gen.on_device(xp)
+    if any(isinstance(a, Tensor) for a in flatten((primals, cotangent))[0]):
+        with no_grad():
+            primals, cotangent = (unflatten(s, [a.detach() if isinstance(a, Tensor) else a for a in leaves])
+                                  for leaves, s in (flatten(primals), flatten(cotangent)))
+            return fn(cotangent, *primals)
+    return fn(cotangent, *primals)

@@ -273,8 +273,9 @@ class _Cleaner:
             if uses:
                 if isinstance(later, (ast.For, ast.While, ast.With)):
                     return False
-                if isinstance(later, ast.If) and any(name in f.load_set(b) for b in later.body + later.orelse):
-                    return False
+                if isinstance(later, ast.If) and any(name in f.load_set(b) for b in later.body + later.orelse) \
+                        and (single or stores & (reads | {name})):
+                    return False  # (a copy goes into branches that change neither name)
                 targets.append(later)
                 found += uses
                 if single:
@@ -290,11 +291,12 @@ class _Cleaner:
                     return expr
                 return node
         for t in targets:
-            if isinstance(t, ast.If):
+            if isinstance(t, ast.If) and single:
                 f.forget(t.test)
                 t.test = Sub().visit(t.test)
             else:
                 Sub().visit(t)
+                f.forget(*ast.walk(t))
             f.forget(t)
         return True
 

@@ -22,6 +22,7 @@ import numpy as np  # identifies NumPy's functions in the user's namespace
 
 from ...rules import TABLE
 from ..tape.numpy_map import UFUNCS
+from ..tape.numpy_map.construct import numpy_own
 from ..tape.sweeps import stop_gradient
 
 __all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive",
@@ -37,11 +38,11 @@ _MATH = {math.exp: "exp", math.log: "log", math.sin: "sin", math.cos: "cos", mat
 _ONE_ARG = {np.sum: "sum", np.mean: "mean"}
 _CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, id, hash,
              stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
-             np.arange, np.linspace, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
+             np.arange, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
              np.isfinite, np.result_type, np.dtype, math.floor, math.ceil}
 # constant callees whose result depends differentiably on a value argument: a value being
 # differentiated passed to one is refused (see activity.refuse_lost_derivatives)
-VALUE_TAKING = {float, complex, np.full, np.linspace, np.arange, np.logspace, np.geomspace}
+VALUE_TAKING = {float, complex, np.full, np.arange, np.logspace, np.geomspace}
 _CONSTANT |= VALUE_TAKING - {float}
 
 
@@ -57,7 +58,8 @@ def on_device(values, xp):
             sub = getattr(xp, v.__name__.split(".")[1], None)
             if sub is not None:
                 out[name] = sub
-        elif callable(v) and getattr(np, getattr(v, "__name__", ""), None) is v and hasattr(xp, v.__name__):
+        elif callable(v) and numpy_own(getattr(np, getattr(v, "__name__", ""), None)) is numpy_own(v) \
+                and hasattr(xp, v.__name__):
             out[name] = getattr(xp, v.__name__)
     return out
 
@@ -67,6 +69,10 @@ def host_function(fn):
     ``concatenate`` -> NumPy's): what the tape traces, as tracers answer NumPy's dispatch
     protocols, not CuPy's. Other functions are returned as they are."""
     from ... import backend
+    from ...scipy.special import counterpart  # scipy.special.logsumexp -> tracegrad.scipy's
+    twin = counterpart(fn)
+    if twin is not None:
+        return twin
     name = getattr(fn, "__name__", None)
     host = getattr(np, name, None) if isinstance(name, str) else None
     if host is None or host is fn:
@@ -105,6 +111,7 @@ class Constant:
 
 
 GENERIC, CONSTANT = Generic(), Constant()
+_NOTHING = object()   # (a free name that refers to nothing)
 
 
 class Resolver:
@@ -122,26 +129,34 @@ class Resolver:
             except ValueError:  # not yet bound (a recursive inner function)
                 pass
         self.globals = fn.__globals__
+        self.reads = {}   # free name -> what it referred to (_NOTHING: nothing; see reuse.py)
 
     def lookup(self, name):
-        """``(found, value)`` of a free name."""
+        """``(found, value)`` of a free name. (Every object found is passed through
+        :func:`numpy_own`: while a tape records, on any thread, ``numpy`` holds stand-ins
+        for some of its functions, which the tables here, keyed by NumPy's own, must not
+        meet.)"""
         if name in self.locals:
             return False, None
         for scope in (self.closure, self.globals, vars(builtins)):
             if name in scope:
-                return True, scope[name]
+                found = self.reads[name] = numpy_own(scope[name])
+                return True, found
+        self.reads.setdefault(name, _NOTHING)
         return False, None
 
     def value(self, node):
         """The object a Name or dotted Attribute chain of free names refers to, or
         ``(False, None)`` when it is not one (a local, a method of a value)."""
+        if hasattr(node, "_bound"):  # a name the transformation itself bound (np.asarray)
+            return True, numpy_own(node._bound)
         if isinstance(node, ast.Name):
             return self.lookup(node.id)
         if isinstance(node, ast.Attribute):
             ok, base = self.value(node.value)
             if ok and isinstance(base, (types.ModuleType, type)):
                 try:
-                    return True, getattr(base, node.attr)
+                    return True, numpy_own(getattr(base, node.attr))
                 except AttributeError:
                     return False, None
         return False, None
@@ -153,13 +168,17 @@ class Resolver:
             return None
         nargs, kws = len(call.args), call.keywords
         try:
-            if obj in _CONSTANT:
+            if obj in _CONSTANT or getattr(obj, "constant_result", False):
                 return CONSTANT
         except TypeError:  # unhashable callable
             pass
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in kws):
+            return User(obj) if isinstance(obj, types.FunctionType) and not _library(obj) else GENERIC
         if isinstance(obj, np.ufunc) and not kws and nargs == obj.nin:
             prim = UFUNCS.get(obj.__name__)
-            if prim is not None and prim.differentiable:
+            # (written out only if right for complex values: others go through the tape,
+            # which refuses complex values they cannot differentiate)
+            if prim is not None and prim.differentiable and prim.complex:
                 return Direct(prim)
         name = _hashable_get(_MATH, obj) or (_hashable_get(_ONE_ARG, obj) if nargs == 1 and not kws else None)
         if name is not None:

@@ -15,9 +15,13 @@ Gradient variables are tracked statically: *absent* (no gradient: nothing emitte
 import ast
 import copy
 
-from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives
+from . import nograd
+from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives, star_positions
 from .anf import _assign, _const, _name
+from .kinds import maybe_sequences, sequence_names
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
+from .signature import ALL
+from .source import Untransformable
 from .templates import rule_expr, same_shape
 
 __all__ = ["Reverse", "comment", "index_expr", "positional"]
@@ -32,8 +36,10 @@ def comment(text):
 
 
 HELPERS = {"add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "pop_grad", "push_grad",
-           "call_vjp", "call_jvp", "method", "attribute", "GradList", "zero_tangent", "scalar_output",
-           "check_unaliased"}
+           "call_vjp", "call_vjp_at", "call_jvp", "method", "attribute", "GradList", "zero_tangent",
+           "scalar_output",
+           "check_unaliased", "unstar", "per_item", "star_jvp", "old_entry", "restore_entry", "vjp_of",
+           "jvp_at", "any_sequence", "binop_grads", "binop_tangent"}
 
 
 def _call(func, *args, keywords=()):
@@ -64,7 +70,11 @@ def positional(fn, call, active, located, stmt):
     that fill its parameters in order moved to their positions; an active value left as
     a keyword is refused."""
     import inspect
-    args, kws = list(call.args), {k.arg: k.value for k in call.keywords}
+    args, kws = list(call.args), {k.arg: k.value for k in call.keywords if k.arg is not None}
+    spread = [k for k in call.keywords if k.arg is None]  # **mapping: passed on as it is
+    if any(isinstance(k.value, ast.Name) and k.value.id in active for k in spread):
+        raise located.error(stmt, f"a value being differentiated passed to {fn.__name__} by ** "
+                                  "(keyword unpacking)", "keyword argument")
     try:
         params = [p.name for p in inspect.signature(fn).parameters.values()]
     except (TypeError, ValueError):
@@ -76,7 +86,8 @@ def positional(fn, call, active, located, stmt):
     if any(isinstance(v, ast.Name) and v.id in active for v in kws.values()):
         raise located.error(stmt, f"a value being differentiated passed by keyword to {fn.__name__} "
                                   "after a parameter left to its default", "keyword argument")
-    return args, [ast.keyword(arg=k, value=copy.deepcopy(v)) for k, v in kws.items()]
+    return args, [ast.keyword(arg=k, value=copy.deepcopy(v)) for k, v in kws.items()] + \
+        [copy.deepcopy(k) for k in spread]
 
 
 def _stored(stmts):
@@ -124,8 +135,11 @@ class Reverse:
         """``(forward, adjoint, grads)``: the statements of both passes and the gradient
         expressions of ``wrt``."""
         self.nograd = nograd_statements(body, self.is_nograd)
+        self.body = body
         self.active = active_names(body, wrt, self.resolver, self.nograd)
+        self.maybe_seq, self.surely_seq = sequence_names(body, params, self.resolver)
         refuse_lost_derivatives(body, self.active, self.resolver, self.located, self.nograd)
+        nograd.refuse_unknown_calls(body, self.nograd, self.active, self.resolver, self.located)
         self.params = set(params)
         self._collect_sites(body, in_loop=False)
         self.reassigned = set()
@@ -217,9 +231,28 @@ class Reverse:
             return self.with_(s, state)
         return []
 
+    def _no_grad_check(self, s):
+        """The run-time check of a no_grad statement's operands (see :mod:`.nograd`)."""
+        if id(s) not in self.nograd:
+            return []
+        names = nograd.runtime_operands(s, self.active)
+        return [nograd.check_statement(s, names, self.located, self.unit.bind)] if names else []
+
+    def _kept_under_no_grad(self, s, z, state):
+        """``y += v`` under no_grad(): ``dy`` goes on to the old ``y`` where it is an array
+        (changed in place, it keeps its derivative), else it ends (see :mod:`.nograd`)."""
+        out = [self._restore_marker(s)]
+        g = self.gnames.get(z)
+        if g is not None and state.get(g):
+            fn = _name(self.unit.bind(nograd.kept_gradient, "no_grad_kept"))
+            out.append(_assign(g, ast.Call(func=fn, args=[_name(g), _name(z), nograd.where(self.located, s)],
+                                           keywords=[])))
+            state[g] = UNK
+        return out
+
     def assign(self, s, state):
         target = s.targets[0]
-        out = []
+        out = self._no_grad_check(s)
         if isinstance(target, ast.Subscript):
             x = target.value.id
             if x in self.active and id(s) not in self.nograd:
@@ -233,6 +266,8 @@ class Reverse:
             out.append(self._restore_marker(s))
             return out
         z = target.id
+        if id(s) in self.nograd and getattr(s, "_in_place", False) and z in self.active:
+            return out + self._kept_under_no_grad(s, z, state)
         gz = self.gnames.get(z)
         live = z in self.active and id(s) not in self.nograd and gz is not None and state.get(gz)
         if live:
@@ -280,6 +315,8 @@ class Reverse:
                 self._accumulate(out, state, value.id, dz)
             return
         if isinstance(value, ast.BinOp) and type(value.op) in OPERATORS:
+            if maybe_sequences(value, self.active, self.maybe_seq):
+                return self.sequence_binop(value, z, dz, out, state)
             return self.direct(OPERATORS[type(value.op)], [value.left, value.right], z, dz, out, state)
         if isinstance(value, ast.UnaryOp) and type(value.op) in UNARY:
             return self.direct(UNARY[type(value.op)], [value.operand], z, dz, out, state)
@@ -295,6 +332,11 @@ class Reverse:
             for k, e in enumerate(value.elts):
                 if isinstance(e, ast.Name) and e.id in self.active:
                     self._accumulate(out, state, e.id, _call("part", dz, _const(k)), maybe_none=True)
+            return
+        if isinstance(value, ast.Dict):
+            for k, e in zip(value.keys, value.values):
+                if isinstance(e, ast.Name) and e.id in self.active:
+                    self._accumulate(out, state, e.id, _call("part", dz, copy.deepcopy(k)), maybe_none=True)
             return
         if isinstance(value, ast.Attribute):
             if value.attr in NONDIFF_ATTRS or not (isinstance(value.value, ast.Name) and value.value.id in self.active):
@@ -325,6 +367,51 @@ class Reverse:
                 return self.user(callee.fn, value, dz, out, state)
             return self.generic(value.func, value.args, value.keywords, dz, out, state)
 
+    def sequence_binop(self, value, z, dz, out, state):
+        """``z = a + b`` or ``z = a * b`` where an operand may be a list or a tuple: the
+        rule table's array expressions where neither is one at run time, else
+        :func:`.support.binop_grads` (concatenation, repetition, a list in array
+        arithmetic); only the latter where an operand always is one."""
+        op = "add" if isinstance(value.op, ast.Add) else "mul"
+        operands = [value.left, value.right]
+        active = [i for i, o in enumerate(operands) if isinstance(o, ast.Name) and o.id in self.active]
+        seq_state = dict(state)
+        targets, parts = [], []
+        for i, o in enumerate(operands):
+            if i not in active:
+                targets.append("_")
+            elif not seq_state.get(self.d(o.id)) and self.d(o.id) not in targets:
+                targets.append(self.d(o.id))  # (its first gradient: assigned directly)
+            else:
+                targets.append(self.unit.namer.fresh(f"d{o.id}_part"))
+                parts.append(i)
+        lhs = ast.Tuple(elts=[_name(t, ast.Store()) for t in targets], ctx=ast.Store())
+        seq = [ast.Assign(targets=[lhs], value=_call("binop_grads", _const(op), dz,
+                                                      *[copy.deepcopy(o) for o in operands]))]
+        for t in targets:
+            if t in self.gnames.values():
+                seq_state[t] = DEF
+        for i in parts:
+            self._accumulate(seq, seq_state, operands[i].id, _name(targets[i]))
+        if any(operands[i].id in self.surely_seq for i in active):
+            out.extend(seq)
+            state.update(seq_state)
+            return
+        arr_state = dict(state)
+        arr = []
+        self.direct(OPERATORS[type(value.op)], operands, z, dz, arr, arr_state)
+        for k in sorted(set(seq_state) | set(arr_state)):
+            a, b = seq_state.get(k), arr_state.get(k)
+            if a == b:
+                if a is not None:
+                    state[k] = a
+                continue
+            if not state.get(k):  # (assigned on one path only: None on the other)
+                out.append(_assign(k, _const(None)))
+            state[k] = UNK
+        test = _call("any_sequence", *[copy.deepcopy(o) for o in operands])
+        out.append(ast.If(test=test, body=seq, orelse=arr or [ast.Pass()]))
+
     def direct(self, pname, operands, z, dz, out, state):
         from ...rules import TABLE
         prim = TABLE[pname]
@@ -345,30 +432,75 @@ class Reverse:
             raise self.located.error(self.current, "a value being differentiated passed by keyword to "
                                                    f"{ast.unparse(func)}; pass it positionally",
                                      "keyword argument")
+        keywords = [copy.deepcopy(k) for k in keywords]
+        operands = [copy.deepcopy(a) for a in args]
         active = [i for i, a in enumerate(args) if isinstance(a, ast.Name) and a.id in self.active]
+        if active and len(active) < len(args) and not any(isinstance(a, ast.Starred) for a in args):
+            # only these arguments' gradients (a constant argument may have none, as an order)
+            at = ast.Tuple(elts=[_const(i) for i in active], ctx=ast.Load())
+            call = _call("call_vjp_at", at, dz, copy.deepcopy(func), *operands, keywords=keywords)
+        else:
+            call = _call("call_vjp", dz, copy.deepcopy(func), *operands, keywords=keywords)
+        self._spread_parts(call, args, out, state)
+
+    def _spread_parts(self, call, args, out, state):
+        """``d<a>_part, ... = call`` (a call giving one gradient per positional argument,
+        ``*seq`` arguments split back out of them) and each part added to its argument's
+        gradient."""
+        names = [_unstarred(a) for a in args]
+        active = [i for i, a in enumerate(names) if isinstance(a, ast.Name) and a.id in self.active]
         if not active:
             return
-        targets = []
-        for i, a in enumerate(args):
-            targets.append(self.unit.namer.fresh(f"d{a.id}_part") if i in active else "_")
-        call = _call("call_vjp", dz, copy.deepcopy(func), *args,
-                     keywords=[copy.deepcopy(k) for k in keywords])
+        if any(isinstance(a, ast.Starred) for a in args):
+            sizes = [ast.Call(func=_name("len"), args=[copy.deepcopy(a.value)], keywords=[])
+                     if isinstance(a, ast.Starred) else _const(None) for a in args]
+            call = _call("unstar", call, ast.Tuple(elts=sizes, ctx=ast.Load()))
+        targets = [self.unit.namer.fresh(f"d{names[i].id}_part") if i in active else "_" for i in range(len(args))]
         lhs = ast.Tuple(elts=[_name(t, ast.Store()) for t in targets], ctx=ast.Store())
         out.append(ast.Assign(targets=[lhs], value=call))
         for i in active:
-            self._accumulate(out, state, args[i].id, _name(targets[i]), maybe_none=True)
+            self._accumulate(out, state, names[i].id, _name(targets[i]), maybe_none=True)
 
     def user(self, fn, call, dz, out, state):
+        if any(isinstance(a, ast.Starred) for a in call.args):  # (the adjoint of every argument)
+            args, keywords = list(call.args), list(call.keywords)
+            if any(isinstance(k.value, ast.Name) and k.value.id in self.active for k in keywords):
+                raise self.located.error(self.current, "a value being differentiated passed by keyword to "
+                                                       f"{fn.__name__} in a call with *args", "keyword argument")
+            if not any(isinstance(_unstarred(a), ast.Name) and _unstarred(a).id in self.active for a in args):
+                return
+            positions = star_positions(self.body, call, self.active, self.params)
+            if positions is not None:  # (only the arguments that may carry a derivative)
+                if not positions.elts:
+                    return
+                c = _call(_call("vjp_of", copy.deepcopy(call.func), positions), dz,
+                          *[copy.deepcopy(a) for a in args], keywords=[copy.deepcopy(k) for k in keywords])
+                return self._spread_parts(c, args, out, state)
+            try:
+                name = self.user_adjoint(fn, ALL, call)
+            except Untransformable as e:
+                return self._on_tape(e, call, dz, out, state)
+            c = _call(name, dz, *[copy.deepcopy(a) for a in args], keywords=[copy.deepcopy(k) for k in keywords])
+            return self._spread_parts(c, args, out, state)
         args, keywords = positional(fn, call, self.active, self.located, self.current)
         active = [i for i, a in enumerate(args) if isinstance(a, ast.Name) and a.id in self.active]
         if not active:
             return
-        name = self.user_adjoint(fn, tuple(active), call)
+        try:
+            name = self.user_adjoint(fn, tuple(active), call)
+        except Untransformable as e:
+            return self._on_tape(e, call, dz, out, state)
         targets = [self.unit.namer.fresh(f"d{args[i].id}_part") for i in active]
         lhs = ast.Tuple(elts=[_name(t, ast.Store()) for t in targets], ctx=ast.Store())
         out.append(ast.Assign(targets=[lhs], value=_call(name, dz, *args, keywords=keywords)))
         for i, t in zip(active, targets):
             self._accumulate(out, state, args[i].id, _name(t), maybe_none=True)
+
+    def _on_tape(self, e, call, dz, out, state):
+        """A call of a user function that cannot be transformed (``e`` says why),
+        differentiated on a tape, with a comment saying so."""
+        out.append(comment(f"{e.fn.__name__} is differentiated on a tape: {_first_words(e.reason)}"))
+        self.generic(call.func, call.args, call.keywords, dz, out, state)
 
     def expr(self, s, state):
         call = s.value
@@ -388,7 +520,7 @@ class Reverse:
                     self._accumulate(out, state, v.id, _name(part), maybe_none=True)
             out.append(ast.Expr(value=_call(ast.Attribute(value=_name(lst), attr="pop", ctx=ast.Load()))))
             return out
-        return []
+        return self._no_grad_check(s)
 
     def if_(self, s, state):
         body_state, else_state = dict(state), dict(state)
@@ -471,6 +603,17 @@ class Reverse:
             state[g] = DEF if state[g] == DEF else UNK
             return [comment(f"grad of: {self.located.text(s)}")] + body
         return self.block(s.body, state)
+
+
+def _first_words(reason):
+    """The reason a function cannot be transformed, without its file and advice."""
+    construct = getattr(reason, "construct", None)
+    where = f" ({reason.filename}, line {reason.lineno})" if getattr(reason, "filename", None) else ""
+    return f"{construct or 'not transformable'}{where}"
+
+
+def _unstarred(a):
+    return a.value if isinstance(a, ast.Starred) else a
 
 
 def _is_break_check(s):

@@ -54,6 +54,7 @@ class _Saves:
         if writes_memory and id(s) not in self.saved:  # the adjoint reads values as left
             later |= self.needed | {self.stack}
         later.discard(name)
+        later &= self.locals  # (globals, helpers and gradients hold none of these arrays yet)
         if not later and writes_memory:
             return None
         helper = _name("check_unaliased")
@@ -68,7 +69,7 @@ class _Saves:
             if check is not None:
                 out.append(check)
             if isinstance(s, ast.Assign) and id(s) in self.saved:
-                out += [self._push(self._old_value(s.targets[0])), s]
+                out += [self._push(self._old_value(s.targets[0], getattr(s, "_new_key", False))), s]
             elif isinstance(s, (ast.For, ast.While)):
                 out += self._loop(s, depth)
             elif isinstance(s, (ast.If, ast.With)):
@@ -83,9 +84,9 @@ class _Saves:
                 out.append(s)
         return out
 
-    def _old_value(self, target):
-        if isinstance(target, ast.Subscript):
-            return _call("copy_at", _name(target.value.id), index_expr(target.slice))
+    def _old_value(self, target, new_key=False):
+        if isinstance(target, ast.Subscript):  # (a dict made here may not hold the key yet)
+            return _call("old_entry" if new_key else "copy_at", _name(target.value.id), index_expr(target.slice))
         if target.id not in self.rev.params:
             self.init.add(target.id)
         return _name(target.id)
@@ -117,7 +118,10 @@ class _Saves:
         if kind == "__restore__":
             if key not in self.saved:
                 return None
-            t = self.rev.sites[key].node.targets[0]
+            node = self.rev.sites[key].node
+            t = node.targets[0]
+            if isinstance(t, ast.Subscript) and getattr(node, "_new_key", False):
+                return ast.Expr(value=_call("restore_entry", _name(t.value.id), index_expr(t.slice), self._pop()))
             if isinstance(t, ast.Subscript):
                 target = ast.Subscript(value=_name(t.value.id), slice=copy.deepcopy(t.slice), ctx=ast.Store())
                 return ast.Assign(targets=[target], value=self._pop())
@@ -143,12 +147,17 @@ class _Saves:
         return out
 
 
+def _stores(stmts):
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 def finish(rev, forward, adjoint, stack):
     """The forward statements with saves, in-place checks and a prelude (the stack, names
     pushed before they are first assigned), and the adjoint with its restore markers
     replaced."""
     saves = _Saves(rev, adjoint, stack)
     saves.live = live_after(forward)
+    saves.locals = _stores(forward) | rev.params | {stack}  # (what exists while the forward pass runs)
     forward = saves.forward(forward)   # (decides the loop pushes the adjoint's markers ask)
     adjoint = saves.adjoint(adjoint)
     rev.checked = saves.checked

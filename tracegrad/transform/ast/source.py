@@ -7,10 +7,12 @@ defined: the text is compiled again (not run) and its code compared with the cod
 function runs, and a mismatch is refused rather than differentiating other code."""
 import __future__
 import ast
+import copy
 import dis
 import inspect
 import textwrap
 import types
+import weakref
 
 import gast
 
@@ -28,11 +30,22 @@ class TransformError(Exception):
                          "or mode=\"auto\" to fall back to it")
 
 
+class Untransformable(TransformError):
+    """A function called by the one being transformed cannot be transformed itself
+    (``reason``): the call is differentiated through the tape instead, as calls of
+    NumPy functions are (see :mod:`.resolve`)."""
+
+    def __init__(self, fn, reason):
+        self.fn, self.reason = fn, reason
+        super().__init__(f"{getattr(fn, '__qualname__', fn)}: {reason}", construct="callee")
+
+
 class Located:
     """Where a function's source lives, to name it in errors and comments."""
 
     def __init__(self, fn, filename, first_line, lines):
         self.fn, self.filename, self.first_line, self.lines = fn, filename, first_line, lines
+        self._source = None
 
     def error(self, node, message, construct=None):
         line = getattr(node, "lineno", None)
@@ -44,12 +57,53 @@ class Located:
         line = getattr(node, "lineno", None)
         if line is None or line > len(self.lines):
             return ast.unparse(node).split("\n")[0]
-        seg = ast.get_source_segment("".join(self.lines), node)
+        if self._source is None:
+            self._source = "".join(self.lines)
+        seg = ast.get_source_segment(self._source, node)
         return (seg or self.lines[line - 1]).split("\n")[0].strip()
 
 
+class ByCode:
+    """A cache keyed by code objects *by identity* (equal code objects may come from two
+    files: code compares without its file name), held weakly."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def get(self, code):
+        entry = self._entries.get(id(code))
+        return entry[1] if entry is not None and entry[0]() is code else None
+
+    def __setitem__(self, code, value):
+        key = id(code)
+        self._entries[key] = (weakref.ref(code, lambda r: self._entries.pop(key, None)
+                                          if self._entries.get(key, (None,))[0] is r else None), value)
+
+
+_TREES = ByCode()   # code object -> (FunctionDef, Located) or TransformError
+
+
 def function_tree(fn):
-    """``(FunctionDef, Located)`` for a Python function, or TransformError."""
+    """``(FunctionDef, Located)`` for a Python function, or TransformError. Read, parsed
+    and checked once per code object (closures made again and again share theirs); each
+    caller gets a copy of the tree to rewrite."""
+    code = getattr(fn, "__code__", None)
+    found = _TREES.get(code) if code is not None else None
+    if found is None:
+        try:
+            node, located = _function_tree(fn)
+            found = (node, located.filename, located.first_line, located.lines)  # (not fn itself)
+        except TransformError as e:
+            found = e
+        if code is not None:
+            _TREES[code] = found
+    if isinstance(found, TransformError):
+        raise found
+    node, filename, first_line, lines = found
+    return copy.deepcopy(node), Located(fn, filename, first_line, lines)
+
+
+def _function_tree(fn):
     name = getattr(fn, "__qualname__", repr(fn))
     code = getattr(fn, "__code__", None)
     if code is None:
@@ -57,8 +111,8 @@ def function_tree(fn):
                              "a callable object has no source to transform)", construct="source")
     filename = code.co_filename
     if getattr(fn, "__name__", "") == "<lambda>":
-        raise TransformError("a lambda cannot be transformed (its source line may hold other "
-                             "code); define it with def", filename, code.co_firstlineno, "lambda")
+        from .lambdas import lambda_tree
+        return lambda_tree(fn)
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError):
@@ -161,8 +215,14 @@ _JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
 
 
 def _instructions(code):
-    ins = list(dis.get_instructions(code))
-    at = {i.offset: k for k, i in enumerate(ins)}
+    every = list(dis.get_instructions(code))
+    # PUSH_NULL goes with LOAD_ATTR where LOAD_METHOD needs none (see same_code): left out,
+    # and a jump to one lands on the instruction after it
+    ins = [i for i in every if i.opname != "PUSH_NULL"]
+    at, k = {}, 0
+    for i in every:
+        at[i.offset] = k
+        k += i.opname != "PUSH_NULL"
     out = []
     for i in ins:
         if i.opcode in _JUMPS:

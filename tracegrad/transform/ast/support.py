@@ -12,12 +12,17 @@ a tape (the tape path's machinery, cached per function and signature).
 """
 import inspect
 import operator
+from collections import abc
+
+import numpy as _np  # (Python complex numbers made NumPy scalars)
 import types
 import weakref
 
+from ...backend import is_array, move, namespace_of
 from ..api import _push, _with_phase, mark_leaf
 from ..checks import check_output, split_aux
 from .aliasing import check_unaliased  # noqa: F401  (called by generated code)
+from ..tape.numpy_map.construct import standing_in_for
 from ..tape.staged import Staged
 from ..tape.sweeps import reverse
 from ..tape.tape import Var
@@ -25,44 +30,64 @@ from ..tape.tracer import split_index
 from ..tape.tracing import active_tape
 from ..tree import flatten, unflatten
 from .resolve import host_function
+from .sequences import GradDict, GradList, add, any_sequence, as_grad, binop_grads, binop_tangent
 from ...rules import TABLE
 
-__all__ = ["GradList", "add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "pop_grad",
-           "push_grad", "call_vjp", "call_jvp", "method", "attribute", "zero_tangent",
-           "scalar_output"]
+__all__ = ["GradList", "GradDict", "add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at",
+           "old_entry", "restore_entry", "pop_grad", "push_grad", "call_vjp", "call_vjp_at", "call_jvp", "method",
+           "attribute", "zero_tangent", "scalar_output", "unstar", "per_item", "star_jvp", "keys_of", "vjp_of",
+           "jvp_at", "any_sequence", "binop_grads", "binop_tangent"]
 
 _broadcast_to = TABLE["broadcast_to"]
+_kept_writes = TABLE["kept_writes"]
+_where = TABLE["where"]
 _index_put = TABLE["index_put"]
 _sum_to = TABLE["sum_to"]
 _zeros_like = TABLE["zeros_like"]
-
-
-class GradList(list):
-    """The gradient of a list or tuple: one gradient (or None) per element; ``+`` adds
-    elementwise and treats None as zero."""
-
-    def __add__(self, other):
-        if other is None or other == 0:
-            return self
-        return GradList(add(a, b) for a, b in zip(self, other))
-
-    __radd__ = __add__
-
-
-def add(a, b):
-    """``a + b`` where either may be None (no gradient)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
 
 
 def part(g, k):
     """Element ``k`` of a container's gradient (None where there is none)."""
     if g is None or isinstance(g, (int, float)) and g == 0:
         return None
+    if isinstance(g, dict):
+        return g.get(k)
+    if isinstance(g, (list, tuple)) and isinstance(k, int) and not -len(g) <= k < len(g):
+        return None  # (a list's gradient may stop before its last items)
     return g[k]
+
+
+def keys_of(d):
+    """The keys of dict ``d``, as a list (``d.items()`` is read as ``[(k, d[k]) for k in
+    keys_of(d)]``: a list of the values themselves, whose gradients reach ``d``)."""
+    if not isinstance(d, dict):
+        raise TypeError(f"AST mode reads .keys(), .values() and .items() of dicts, not of "
+                        f"{type(d).__name__}; use mode='tape'")
+    return list(d)
+
+
+keys_of.constant_result = True  # (no derivative: see resolve.Resolver.callee)
+
+
+def per_item(g, n):
+    """The ``n`` items of a sequence's gradient (None where there is none)."""
+    return [part(g, k) for k in range(n)]
+
+
+def unstar(grads, sizes):
+    """Per-argument gradients of a call with starred arguments, from its gradients per
+    positional argument passed: ``sizes`` has, for each argument as written, None (one
+    argument) or the length of a starred one (which gets a GradList)."""
+    grads = tuple(grads) if grads is not None else ()
+    out, k = [], 0
+    for n in sizes:
+        if n is None:
+            out.append(grads[k] if k < len(grads) else None)
+            k += 1
+        else:
+            out.append(GradList(grads[k:k + n]))
+            k += n
+    return tuple(out)
 
 
 def add_at(dx, x, index, g):
@@ -70,8 +95,17 @@ def add_at(dx, x, index, g):
     indices accumulate."""
     if g is None:
         return dx
+    if isinstance(x, dict):
+        out = GradDict(dx) if dx is not None else GradDict()
+        out[index] = add(out.get(index), g)
+        return out
     if isinstance(x, (list, tuple)):
-        out = GradList(dx) if dx is not None else GradList([None] * len(x))
+        out = GradList(dx) if dx is not None else GradList()
+        if len(out) > len(x):
+            from .source import TransformError
+            raise TransformError(f"the gradient of a list of {len(x)} elements has {len(out)} entries; "
+                                 "use mode='tape'", construct="gradient of a list")
+        out.extend([None] * (len(x) - len(out)))  # (a list's gradient may stop before its last items)
         if isinstance(index, slice):
             for k, gk in zip(range(*index.indices(len(x))), g):
                 out[k] = add(out[k], gk)
@@ -88,9 +122,17 @@ def take_at(dx, index, like):
     the shape of ``v`` (None when ``dx`` is)."""
     if dx is None:
         return None
-    if isinstance(dx, GradList):
+    if isinstance(dx, dict):
+        return dx.get(index)
+    if isinstance(dx, (list, tuple)):
         return dx[index]
     g = dx[index]
+    structure, arrays = split_index(dx, index)
+    if arrays:  # a value overwritten at a repeated index gets nothing (NumPy: the last one stays)
+        if is_array(dx):  # (index arrays on the gradient's device: split_index makes host ones)
+            xp = namespace_of(dx)
+            arrays = [move(a, xp) if is_array(a) else a for a in arrays]
+        g = _where(_kept_writes(*arrays, index=structure, shape=tuple(dx.shape)), g, 0.0)
     shape = getattr(like, "shape", ())
     return g if g.shape == tuple(shape) else _sum_to(g, shape=tuple(shape))
 
@@ -99,7 +141,11 @@ def zero_at(dx, index):
     """``dx`` with zeros at ``index`` (the old value there was overwritten)."""
     if dx is None:
         return None
-    out = GradList(dx) if isinstance(dx, GradList) else dx.copy()
+    if isinstance(dx, dict):
+        out = GradDict(dx)
+        out.pop(index, None)
+        return out
+    out = GradList(dx) if isinstance(dx, (list, tuple)) else dx.copy()
     if isinstance(out, GradList):
         out[index] = None
     else:
@@ -110,15 +156,41 @@ def zero_at(dx, index):
 def set_at(t, index, v):
     """The tangent of ``x`` after ``x[index] = v``: ``t`` with ``v``'s tangent (zeros for
     None) written at ``index``."""
-    out = GradList(t) if isinstance(t, list) else t.copy()
+    if isinstance(t, dict) or t is None:
+        out = dict(t or {})
+        out[index] = v
+        return out
+    out = list(t) if isinstance(t, list) else t.copy()  # (a list's tangents: concatenated as it is)
     out[index] = 0 if v is None and not isinstance(out, list) else v
     return out
 
 
 def copy_at(x, index):
     """The value ``x[index]`` holds before it is overwritten (a copy, for arrays)."""
+    if isinstance(x, dict) and index not in x:
+        from .source import TransformError
+        raise TransformError(f"a new key ({index!r}) is written into a dict the AST path did not "
+                             "see made (an argument?), which its adjoint cannot undo", construct="dict write")
     old = x[index]
-    return old.copy() if hasattr(old, "copy") and not isinstance(x, (list, tuple)) else old
+    return old.copy() if hasattr(old, "copy") and not isinstance(x, (list, tuple, dict)) else old
+
+
+_MISSING = type("Missing", (), {"__repr__": lambda self: "<missing key>"})()
+
+
+def old_entry(d, key):
+    """What ``d[key]`` holds before it is written (a marker where the key is new)."""
+    if isinstance(d, dict) and key not in d:
+        return _MISSING
+    return copy_at(d, key)
+
+
+def restore_entry(d, key, old):
+    """``d[key] = old`` -- or, where the key was new (see :func:`old_entry`), the key gone."""
+    if old is _MISSING:
+        del d[key]
+    else:
+        d[key] = old
 
 
 def pop_grad(dlst):
@@ -162,17 +234,25 @@ _METHODS, _ATTRS = {}, {}
 
 
 def _float_leaf(x):
-    value = x.value if isinstance(x, Var) else None
-    dtype = getattr(value, "dtype", None)
-    return dtype is not None and getattr(dtype, "kind", "") in "fc"
+    """A leaf this call is differentiated with respect to: floating point, traced or not
+    (nested in another transform, the arguments are that transform's constants while the
+    cotangent is its tracer: the derivative still depends on the cotangent)."""
+    value = x.value if isinstance(x, Var) else x
+    if type(value) in (float, complex):
+        return True
+    return getattr(getattr(value, "dtype", None), "kind", None) in ("f", "c") and hasattr(value, "shape")
 
 
-def _mark_float_leaves(tape, args):
-    """``(args, wrt, where)``: each floating-point tracer among the leaves of ``args``
-    replaced by a fresh alias (what this call is differentiated with respect to -- a list
-    ``[-2, x]`` has one), the aliases, and for each one its (argument, leaf) position."""
+def _mark_float_leaves(tape, args, positions=None):
+    """``(args, wrt, where)``: each floating-point leaf of ``args`` (of the arguments at
+    ``positions``; all by default) replaced by a fresh alias (what this call is
+    differentiated with respect to -- a list ``[-2, x]`` has one), the aliases, and for
+    each one its (argument, leaf) position."""
     new_args, wrt, where = [], [], []
     for n, a in enumerate(args):
+        if positions is not None and n not in positions:
+            new_args.append(a)
+            continue
         leaves, spec = flatten(a)
         for k, x in enumerate(leaves):
             if _float_leaf(x):
@@ -183,14 +263,14 @@ def _mark_float_leaves(tape, args):
     return new_args, wrt, where
 
 
-def _pullback_builder(fn):
+def _pullback_builder(fn, positions=None):
     def build(targs, tkwargs, kinds):
         tape = active_tape()
         g, args = targs[0], targs[1:]
-        marked, wrt, where = _mark_float_leaves(tape, args)
+        marked, wrt, where = _mark_float_leaves(tape, args, positions)
         start = len(tape.eqns)
         ids = [v.id for v in wrt]
-        out = fn(*marked, **tkwargs)
+        out = _not_lazy(fn, fn(*marked, **tkwargs))
         wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
         outs, _ = flatten(out)
         gs = flatten(g)[0]
@@ -223,7 +303,7 @@ def _kinds(result, kinds):
 _PULLBACKS, _PUSHES = {}, {}   # id(fn) -> (fn or a weak reference to it, its Staged)
 
 
-def _staged(cache, fn, builder, suffix):
+def _staged(cache, fn, builder, suffix, variant=None):
     """The staged derivative of ``fn`` (traced once per signature), cached per function.
     A function of the user's (a callable object, a ``functools.partial``, a closure) is
     held weakly: its Staged calls it through a weak reference, so that the cache keeps
@@ -232,12 +312,13 @@ def _staged(cache, fn, builder, suffix):
     (NumPy's functions) are held."""
     bound = _bound(fn)
     key = ("method", id(fn.__self__), getattr(fn, "__func__", fn.__name__)) if bound else id(fn)
+    key = (key, variant)  # (a variant of the builder: the positions a pullback differentiates)
     entry = cache.get(key)
     if entry is not None:
         held, staged = entry
         if held is fn or (bound and held == fn) or (type(held) is weakref.ref and held() is fn):
             return staged
-    host = host_function(fn)  # (a CuPy function the AST path rebound NumPy's to)
+    host = _constructor(host_function(fn))  # (a CuPy function the AST path rebound NumPy's to)
     name = f"{getattr(host, '__name__', 'f')}_{suffix}".replace("<", "").replace(">", "")
     held = target = None
     if host is fn and not bound:
@@ -248,9 +329,25 @@ def _staged(cache, fn, builder, suffix):
             pass
     if held is None:
         held, target = fn, host
-    staged = Staged(target, builder(target), name)
+    staged = Staged(target, builder(target) if variant is None else builder(target, variant), name)
     cache[key] = (held, staged)
     return staged
+
+
+def _constructor(fn):
+    """NumPy's functions that the tape replaces while it records (the array constructors,
+    ``zeros``/``full``..., reductions given lists: see the tape's numpy_map.construct),
+    looked up when called: the function objects read before are NumPy's own, which would
+    make a constant of a traced value."""
+    place = standing_in_for(fn)
+    if place is None:
+        return fn
+    module, name = place
+
+    def construct(*args, **kwargs):
+        return getattr(module, name)(*args, **kwargs)
+    construct.__name__ = construct.__qualname__ = name
+    return construct
 
 
 def _bound(fn):
@@ -274,45 +371,150 @@ def _through(ref, fn):
     return call
 
 
+def _not_lazy(fn, value):
+    """``value``, unless it (or an argument: see call_vjp) is an iterator or a dict view: its
+    values are drawn later, where no derivative follows them (``map(f, xs)``,
+    ``zip(a, b)``, ``d.values()``): refused, never differentiated as a constant."""
+    if isinstance(value, (abc.Iterator, abc.MappingView)):
+        from .source import TransformError
+        raise TransformError(f"{getattr(fn, '__name__', fn)} takes or gives a lazy iterator "
+                             f"({type(value).__name__}), whose values no derivative can follow; "
+                             "make a list of it first (with a list comprehension)",
+                             construct="iterator")
+    return value
+
+
 def call_vjp(g, fn, *args, **kwargs):
     """One gradient per positional argument of ``fn(*args, **kwargs)`` for output
     gradient ``g`` (None for arguments that take none)."""
+    return call_vjp_at(None, g, fn, *args, **kwargs)
+
+
+def call_vjp_at(positions, g, fn, *args, **kwargs):
+    """``call_vjp`` differentiating the positional arguments at ``positions`` only (None:
+    all): the others are constants, which may have no derivative (a Bessel function's
+    order); their gradients are None."""
+    for a in args:
+        _not_lazy(fn, a)
     if g is None:
         return (None,) * len(args)
     if isinstance(g, GradList):
         g = list(g)
-    return _staged(_PULLBACKS, fn, _pullback_builder, "vjp")(g, *args, **kwargs)
+    positions = None if positions is None else tuple(positions)
+    grads = _staged(_PULLBACKS, fn, _pullback_builder, "vjp", positions)(g, *_traceable(args), **kwargs)
+    return tuple(as_grad(d) for d in grads)  # (a list's gradient adds elementwise)
+
+
+def _traceable(args):
+    """``args`` with Python complex numbers made NumPy ones (which get tracers, as Python
+    floats do; a Python complex would be a constant of the trace)."""
+    if not any(type(x) is complex for x in flatten(args)[0]):
+        return args
+    leaves, spec = flatten(args)
+    return unflatten(spec, [_np.complex128(x) if type(x) is complex else x for x in leaves])
 
 
 def _push_builder(fn):
     def build(targs, tkwargs, kinds):
         tangents, args = targs[0], targs[1:]
-        nums = [n for n, t in enumerate(tangents) if t is not None]
-        sub = [args[n] for n in nums]
+        flat, slots, diff, tans = [], [], [], []
+        for n, a in enumerate(args):
+            leaves, spec = flatten(a)
+            flat.append((leaves, spec))
+            if tangents[n] is None:
+                continue
+            tl = flatten(tangents[n])[0]
+            if len(tl) != len(leaves):
+                from .source import TransformError
+                raise TransformError(f"the tangent of argument {n} of {getattr(fn, '__name__', fn)} "
+                                     "does not have the argument's structure", construct="tangent")
+            for k, (x, t) in enumerate(zip(leaves, tl)):  # (only floating-point leaves move)
+                if t is not None and (type(x) in (float, complex) or _float_leaf(x)):
+                    slots.append((n, k))
+                    diff.append(x)
+                    tans.append(t)
 
-        def partial(*diff):
-            full = list(args)
-            for n, d in zip(nums, diff):
-                full[n] = d
-            return fn(*full, **tkwargs)
-        out, tout = _push(partial, tuple(sub) + tuple(tangents[n] for n in nums)) if nums else \
+        def partial(*values):
+            new = [list(leaves) for leaves, _ in flat]
+            for (n, k), v in zip(slots, values):
+                new[n][k] = v
+            return fn(*[unflatten(spec, leaves) for leaves, (_, spec) in zip(new, flat)], **tkwargs)
+        out, tout = _push(partial, tuple(diff) + tuple(tans), tuple(range(len(diff)))) if diff else \
             (fn(*args, **tkwargs), None)
+        _not_lazy(fn, out)
         result = (out, tout)
         return result, _kinds(result, kinds)
     return build
 
 
+def star_jvp(jvp_fn, fn, args, tangents, **kwargs):
+    """``fn(*args, **kwargs)`` through its forward-mode version ``jvp_fn`` (which takes one
+    tangent per positional parameter after them), for a call whose arguments are matched
+    to the parameters only now (``*args``, ``**kwargs``, defaults): parameters given by
+    keyword or left to their defaults get no tangent (the transformation refused a value
+    being differentiated passed by keyword)."""
+    params = list(inspect.signature(fn).parameters.values())
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    values = [bound.arguments[p] for p in positional]
+    given = list(tangents[:len(args)]) + [None] * (len(values) - len(args))
+    tans = [zero_tangent(v) if t is None else t for v, t in zip(values, given)]
+    rest = _keyword_values(params, bound)
+    return jvp_fn(*values, *tans, **rest)
+
+
+def _positions(positions, n):
+    return tuple(sorted({p % n if n else p for p in positions}))
+
+
+def vjp_of(fn, positions):
+    """The pullback of user function ``fn`` with respect to its positional arguments
+    ``positions`` (known when it runs: see activity.star_positions), giving one gradient
+    per positional argument passed (None for the others)."""
+    from .driver import adjoint
+
+    def pull(dz, *args, **kwargs):
+        where = _positions(positions, len(args))
+        gen = adjoint(fn, where, f"d{getattr(fn, '__name__', 'f')}", internal=True)
+        out = [None] * len(args)
+        for p, g in zip(where, gen.fn(dz, *args, **kwargs)):
+            out[p] = g
+        return tuple(out)
+    return pull
+
+
+def jvp_at(fn, positions, args, tangents, **kwargs):
+    """``(fn(*args, **kwargs), its tangent)`` through ``fn``'s forward-mode version with
+    respect to positional arguments ``positions`` only (see :func:`vjp_of`)."""
+    from .driver import tangents as forward_version
+    params = list(inspect.signature(fn).parameters.values())
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    values = [bound.arguments[p] for p in names]
+    where = _positions(positions, len(args))
+    gen = forward_version(fn, f"{getattr(fn, '__name__', 'f')}_jvp", where)
+    tans = [tangents[p] if p < len(tangents) and tangents[p] is not None else zero_tangent(values[p])
+            for p in where]
+    rest = _keyword_values(params, bound)
+    return gen.fn(*values, *tans, **rest)
+
+
 def call_jvp(tangents, fn, *args, **kwargs):
     """``(fn(*args, **kwargs), its tangent)`` for one tangent (or None) per positional
     argument."""
-    return _staged(_PUSHES, fn, _push_builder, "jvp")(tuple(tangents), *args, **kwargs)
+    for a in args:
+        _not_lazy(fn, a)
+    return _staged(_PUSHES, fn, _push_builder, "jvp")(tuple(tangents), *_traceable(args), **kwargs)
 
 
-def scalar_output(value, dout, has_aux=False):
+def scalar_output(value, dout, has_aux=False, holomorphic=False):
     """The seed of the output gradient, once the output is known to be one real number
-    (with ``has_aux``: a pair whose first element is): ``dout`` in the output's shape."""
+    (with ``has_aux``: a pair whose first element is; with ``holomorphic``: one complex
+    number): ``dout`` in the output's shape."""
     out = split_aux(value, "grad")[0] if has_aux else value
-    check_output(out, "grad")
+    check_output(out, "grad", holomorphic)
     shape = tuple(getattr(out, "shape", ()))
     return dout if not shape else _broadcast_to(dout, shape=shape)
 
@@ -322,7 +524,20 @@ def zero_tangent(x):
     for values that are not floating point, which take no tangent)."""
     if isinstance(x, (list, tuple)):
         return [zero_tangent(v) for v in x]
+    if isinstance(x, dict):
+        return {k: zero_tangent(v) for k, v in x.items()}
     dtype = getattr(x, "dtype", None)
     if dtype is None:
-        return 0.0 if isinstance(x, float) else None
+        return 0.0 if isinstance(x, (int, float)) and not isinstance(x, bool) else None  # (an int: 0.0)
     return _zeros_like(x) if getattr(dtype, "kind", "f") in "fc" else None
+
+
+def _keyword_values(params, bound):
+    """The keyword-only and ``**kwargs`` values of a bound call (by name)."""
+    rest = {}
+    for p in params:
+        if p.kind is p.KEYWORD_ONLY:
+            rest[p.name] = bound.arguments[p.name]
+        elif p.kind is p.VAR_KEYWORD:
+            rest.update(bound.arguments.get(p.name, {}))
+    return rest
