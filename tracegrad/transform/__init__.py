@@ -6,6 +6,7 @@ to straight-line Python (see ``.source``) and cache it per argument signature.
 """
 from .tape import tracer  # noqa: F401  (gives tracers their operators and NumPy protocols)
 from .api import grad, hessian, jacobian, jvp, value_and_grad, vjp
+from .derived import elementwise_grad, hvp, jacfwd, jacrev
 from .ast import TransformError, grad_of
 from .tape.codegen import GuardFailed
 from .tape.custom import custom_vjp
@@ -14,6 +15,7 @@ from .tape.sweeps import stop_gradient
 from .tape.tape import Tape, TracerError
 from .tape.tracing import trace
 
-__all__ = ["trace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "Tape",
+__all__ = ["trace", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "jacrev", "jacfwd",
+           "elementwise_grad", "hvp", "Tape",
            "TracerError", "GuardFailed", "custom_vjp", "stop_gradient", "TransformError", "grad_of",
            "fusion", "fusion_enabled", "set_fusion"]

@@ -12,7 +12,7 @@ import weakref
 from ..backend import cpu as np  # dtypes and shapes (host metadata)
 from ..backend import namespace_of
 
-from .checks import (argnum_positions, check_argnums, check_input, check_output,
+from .checks import (argnum_positions, check_argnums, check_input, check_output, check_outputs,
                      positional_arguments, split_aux)
 from .tape.aliasing import current_tree
 from .tape.pruning import Pruner
@@ -22,7 +22,7 @@ from .tape.tape import Var, shape_of
 from .tape.tracing import active_tape
 from .tree import flatten, tree_map, unflatten
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "vjp_at", "jvp_at"]
 
 _MODES = ("auto", "tape", "ast")
 
@@ -33,7 +33,7 @@ def _check_mode(mode):
     return mode
 
 
-def _by_mode(f, mode, make_tape, name, argnums, has_aux=False, with_value=False):
+def _by_mode(f, mode, make_tape, name, argnums, has_aux=False, with_value=False, holomorphic=False):
     """The transformed function for ``mode``: the AST path's, the tape's, or (``auto``)
     the AST path's where it can transform ``f``, else the tape's."""
     if mode == "tape":
@@ -41,13 +41,13 @@ def _by_mode(f, mode, make_tape, name, argnums, has_aux=False, with_value=False)
     from .ast.front import AstFunction, AutoFunction
 
     def make_ast():
-        return AstFunction(f, argnums, name, has_aux=has_aux, with_value=with_value)
+        return AstFunction(f, argnums, name, has_aux=has_aux, with_value=with_value, holomorphic=holomorphic)
     if mode == "ast":
         return make_ast()
     return AutoFunction(f, make_ast, make_tape)
 
 
-def _mark(tape, args, nums, fname):
+def _mark(tape, args, nums, fname, holomorphic=False):
     """Replace the differentiated arguments by fresh aliases; return the aliases."""
     args = list(args)
     wrt = []
@@ -55,7 +55,7 @@ def _mark(tape, args, nums, fname):
         leaves, spec = flatten(args[n])
         marked = []
         for x in leaves:
-            check_input(x, n, fname)
+            check_input(x, n, fname, holomorphic)
             marked.append(mark_leaf(tape, x))
         wrt.extend(marked)
         args[n] = unflatten(spec, marked)
@@ -66,9 +66,9 @@ def mark_leaf(tape, x):
     """A fresh alias of leaf ``x`` (a tracer, an array or a Python float -- a float64
     constant, as at the top level), marked as differentiated; it stands for an immutable
     number where ``x`` does (a Python float: ``s += 1`` rebinds it)."""
-    number = type(x) is float or (isinstance(x, Var) and x.id in tape.immutable)
-    if type(x) is float:
-        x = np.asarray(x, dtype=np.float64)
+    number = type(x) in (float, complex) or (isinstance(x, Var) and x.id in tape.immutable)
+    if type(x) in (float, complex):
+        x = np.asarray(x, dtype=np.float64 if type(x) is float else np.complex128)
     v = alias(tape, x)
     tape.marked.add(v.id)
     if number:
@@ -76,9 +76,9 @@ def mark_leaf(tape, x):
     return v
 
 
-def _scalar_output(out, fname, has_aux):
+def _scalar_output(out, fname, has_aux, holomorphic=False):
     out, aux = split_aux(out, fname) if has_aux else (out, None)
-    check_output(out, fname)
+    check_output(out, fname, holomorphic)
     return out, aux
 
 
@@ -143,15 +143,16 @@ def _reverse_only(tape, f, args, kwargs):
         tape.pruner = None
 
 
-def _value_and_grad_builder(f, argnums, has_aux, fname):
+def _value_and_grad_builder(f, argnums, has_aux, fname, holomorphic=False):
     def build(args, kwargs, kinds):
         tape = active_tape()
         args, kwargs, kinds = _by_position(f, args, kwargs, kinds)
         nums, single = argnum_positions(argnums, len(args), fname)
-        marked, wrt = _mark(tape, args, nums, fname)
+        marked, wrt = _mark(tape, args, nums, fname, holomorphic)
         start = len(tape.eqns)
         ids = [v.id for v in wrt]
-        out, aux = _scalar_output(current_tree(_reverse_only(tape, f, marked, kwargs)), fname, has_aux)
+        out, aux = _scalar_output(current_tree(_reverse_only(tape, f, marked, kwargs)), fname, has_aux,
+                                  holomorphic)
         wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
         seed = Var(tape, _xp(out).ones(shape_of(out), dtype=_dtype(out)), "const")
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, [out], [seed])
@@ -159,9 +160,16 @@ def _value_and_grad_builder(f, argnums, has_aux, fname):
         grads = _regroup(grads, args, nums, single)
         gkinds = None if kinds is None else _regroup(
             [k for n in nums for k in flatten(kinds[0][n])[0]], args, nums, single)
-        vkind = None if kinds is None else flatten(kinds[0][nums[0]])[0][0]
+        vkind = None if kinds is None else _value_kind(kinds, nums)
         return out, aux, grads, vkind, gkinds
     return build
+
+
+def _value_kind(kinds, nums):
+    """The kind (array, Tensor) the value comes back in: that of the first differentiated
+    leaf, or of the first argument's leaf when those are empty containers (``()``, ``{}``)."""
+    leaves = [k for n in nums for k in flatten(kinds[0][n])[0]] or flatten(kinds[0])[0]
+    return leaves[0] if leaves else None
 
 
 def _resolve(f, mode, make, argnums=0):
@@ -173,12 +181,17 @@ def _resolve(f, mode, make, argnums=0):
     return make(f)
 
 
-def grad(f=None, argnums=0, mode="auto", has_aux=False):
+def grad(f=None, argnums=0, mode="auto", has_aux=False, holomorphic=False):
     """The gradient of scalar-valued ``f`` with respect to argument(s) ``argnums``, as a
-    function of the same arguments (with ``has_aux``: returns ``(gradient, aux)``)."""
+    function of the same arguments (with ``has_aux``: returns ``(gradient, aux)``).
+
+    Complex numbers follow JAX's (and HIPS autograd's) convention: for a real ``f`` of
+    ``z = x + iy`` the gradient is ``df/dx - i df/dy`` (PyTorch's eager ``backward()``
+    gives its conjugate). ``holomorphic=True`` differentiates a complex-valued
+    holomorphic ``f`` of complex inputs: the result is ``f'(z)``."""
     def make(f):
         fname = "grad"
-        build_vg = _value_and_grad_builder(f, argnums, has_aux, fname)
+        build_vg = _value_and_grad_builder(f, argnums, has_aux, fname, holomorphic)
 
         def build(args, kwargs, kinds):
             out, aux, grads, vkind, gkinds = build_vg(args, kwargs, kinds)
@@ -187,14 +200,14 @@ def grad(f=None, argnums=0, mode="auto", has_aux=False):
             return grads, gkinds
         name = _grad_name(f, argnums)
         return _by_mode(f, mode, lambda: Staged(f, build, name, "tape", _grad_hints(f, argnums)),
-                        name, argnums, has_aux)
+                        name, argnums, has_aux, holomorphic=holomorphic)
     return _resolve(f, mode, make, argnums)
 
 
-def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False):
+def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False, holomorphic=False):
     """``(f(*args), grad(f)(*args))`` in one pass (with ``has_aux``: ``((value, aux), grad)``)."""
     def make(f):
-        build_vg = _value_and_grad_builder(f, argnums, has_aux, "value_and_grad")
+        build_vg = _value_and_grad_builder(f, argnums, has_aux, "value_and_grad", holomorphic)
 
         def build(args, kwargs, kinds):
             out, aux, grads, vkind, gkinds = build_vg(args, kwargs, kinds)
@@ -204,7 +217,8 @@ def value_and_grad(f=None, argnums=0, mode="auto", has_aux=False):
             vk = (vkind, _aux_kinds(aux, kinds)) if has_aux else vkind
             return (value, grads), (vk, gkinds)
         name = _safe(f"{getattr(f, '__name__', 'f')}_value_and_grad")
-        return _by_mode(f, mode, lambda: Staged(f, build, name), name, argnums, has_aux, with_value=True)
+        return _by_mode(f, mode, lambda: Staged(f, build, name), name, argnums, has_aux, with_value=True,
+                        holomorphic=holomorphic)
     return _resolve(f, mode, make, argnums)
 
 
@@ -237,43 +251,43 @@ def _grad_hints(f, argnums):
     return lambda n: names if len(names) == n else ()
 
 
-def vjp(f, *primals, has_aux=False):
-    """``(f(*primals), f_vjp)``; ``f_vjp(cotangent)`` gives one cotangent per primal."""
-    def pull(*args):
-        *ps, ct = args
-        return _pullback(f, ps, ct, has_aux)
-    pullback = Staged(f, _plain(pull), _safe(f"{getattr(f, '__name__', 'f')}_vjp"))
-
-    out = f(*primals)
-
-    def f_vjp(cotangent):
-        return pullback(*primals, cotangent)
-    if has_aux:
-        out, aux = out
-        return out, f_vjp, aux
-    return out, f_vjp
+def vjp(f, *primals, has_aux=False, mode="auto"):
+    """``(f(*primals), f_vjp)``; ``f_vjp(cotangent)`` gives one cotangent per primal (each
+    in its primal's structure: primals and outputs may be pytrees -- tuples, lists and
+    dicts of arrays). ``mode="ast"`` runs an adjoint written from ``f``'s source
+    (``"auto"``: where it can be written, else the tape)."""
+    return vjp_at(f, primals, tuple(range(len(primals))), has_aux, mode)
 
 
-def _pullback(f, primals, ct, has_aux):
-    tape = active_tape()
-    marked, wrt = _mark(tape, primals, range(len(primals)), "vjp")
-    start = len(tape.eqns)
-    ids = [v.id for v in wrt]
-    out = current_tree(f(*marked))
-    wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
-    if has_aux:
-        out, _ = out
-    outs, ospec = flatten(out)
-    cts, cspec = flatten(ct)
-    if len(outs) != len(cts):
-        raise ValueError(f"vjp: the cotangent has {len(cts)} leaves but the output has {len(outs)}")
-    for o, c in zip(outs, cts):
-        if tuple(getattr(o, "shape", ())) != tuple(getattr(c, "shape", ())):
-            raise ValueError(f"vjp: cotangent of shape {tuple(getattr(c, 'shape', ()))} for an "
-                             f"output of shape {tuple(getattr(o, 'shape', ()))}")
-    got = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt, outs, cts)
-    grads = [g if g is not None else Var(tape, _zeros(v), "const") for g, v in zip(got, wrt)]
-    return tuple(_regroup(grads, primals, range(len(primals)), False))
+def vjp_at(f, args, nums, has_aux=False, mode="auto"):
+    """``vjp`` with respect to ``args[n]`` for ``n`` in ``nums`` only, the other arguments
+    held fixed (as ``argnums`` does): what ``jacrev`` and ``elementwise_grad`` are made of."""
+    _check_mode(mode)
+    args, nums = tuple(args), tuple(nums)
+    if mode != "tape" and not any(isinstance(x, dict) for x in args):
+        from .ast.front import ast_vjp
+        from .ast.source import TransformError
+        try:
+            return ast_vjp(f, args, has_aux, auto=mode == "auto", positions=nums)
+        except TransformError as e:
+            if mode == "ast" or not getattr(e, "before_run", True):
+                raise
+
+    from .traced_vjp import traced_vjp
+    return traced_vjp(f, args, nums, has_aux)
+
+
+def value_on_copies(f, args):
+    """``f(*args)`` run on copies of the arrays in ``args``: a function that writes its
+    arguments in place then leaves the caller's values -- the point its pullback
+    differentiates at -- as they were (``x[0] = ...`` would otherwise move it)."""
+    from ..runtime.tensor import Tensor
+
+    def copied(x):
+        if isinstance(x, Tensor):
+            return x.clone()
+        return x.copy() if hasattr(x, "copy") and hasattr(x, "shape") else x
+    return f(*tree_map(copied, tuple(args)))
 
 
 def _plain(fn):
@@ -290,33 +304,44 @@ def _plain(fn):
 
 
 def jvp(f, primals, tangents, mode="auto"):
-    """``(f(*primals), tangent of the output)`` for input ``tangents`` (forward mode).
+    """``(f(*primals), tangent of the output)`` for input ``tangents`` (forward mode);
+    primals, tangents and outputs may be pytrees (tuples, lists and dicts of arrays).
     ``mode="ast"`` runs tangent code written from ``f``'s source (``"auto"``: where it
     can be written, else the tape)."""
-    _check_mode(mode)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    for p, t in zip(primals, tangents):
-        ps, ts = shape_of(_value(p)), shape_of(_value(t))
-        if ps != ts:
-            raise ValueError(f"jvp: tangent of shape {ts} for a primal of shape {ps}")
-    if mode != "tape" and not any(isinstance(x, dict) for x in primals):
+    return jvp_at(f, primals, tuple(range(len(primals))), tangents, mode)
+
+
+def jvp_at(f, args, nums, tangents, mode="auto"):
+    """``jvp`` with tangents for ``args[n]``, ``n`` in ``nums``, only: the other arguments
+    are held fixed (as ``argnums`` does); what ``jacfwd`` and ``hvp`` are made of."""
+    _check_mode(mode)
+    args, nums, tangents = tuple(args), tuple(nums), tuple(tangents)
+    _check_like(tuple(args[n] for n in nums), tangents, "jvp", "tangent", "primal")
+    _check_tangent_kinds(tuple(args[n] for n in nums), tangents)
+    if mode != "tape" and not any(isinstance(x, dict) for x in args):
         from .ast.front import ast_jvp
         from .ast.source import TransformError
+        from .ast.support import zero_tangent
+        full = [zero_tangent(a) for a in args]
+        for n, tn in zip(nums, tangents):
+            full[n] = tn
         try:
-            return ast_jvp(f, primals, tangents, auto=mode == "auto")
+            return ast_jvp(f, args, tuple(full), auto=mode == "auto")
         except TransformError as e:
             if mode == "ast" or not getattr(e, "before_run", True):
                 raise  # (a run-time refusal after the function changed its arguments)
-    staged = _jvp_cache.get(f)
+    per = _jvp_cache.setdefault(f, {})
+    staged = per.get(nums)
     if staged is None:
-        staged = _jvp_cache[f] = Staged(f, _plain(lambda *a: _push(f, a)),
-                                        _safe(f"{getattr(f, '__name__', 'f')}_jvp"))
-    return staged(*primals, *tangents)
+        staged = per[nums] = Staged(f, _plain(lambda *a: _push(f, a, nums)),
+                                    _safe(f"{getattr(f, '__name__', 'f')}_jvp"))
+    return staged(*args, *tangents)
 
 
-_jvp_cache = weakref.WeakKeyDictionary()  # f -> its staged jvp (jvp takes no decorator form)
+_jvp_cache = weakref.WeakKeyDictionary()  # f -> {nums: its staged jvp} (jvp has no decorator form)
 
 
 def _value(x):
@@ -324,11 +349,49 @@ def _value(x):
     return x._data if isinstance(x, Tensor) else x
 
 
-def _push(f, args):
+def _check_tangent_kinds(primals, tangents):
+    """A complex tangent for a real primal would lose its imaginary part (as JAX, refused)."""
+    for p, t in zip(flatten(primals)[0], flatten(tangents)[0]):
+        pd, td = (np.dtype(_dtype(_value(x))) for x in (p, t))
+        if td.kind == "c" and pd.kind != "c":
+            raise TypeError(f"primal and tangent arguments to jvp do not match: a tangent of dtype {td.name} "
+                            f"for a primal of dtype {pd.name} (a real primal takes real tangents)")
+
+
+def _check_like(values, others, fname, what, of):
+    """``others`` (tangents or cotangents) have the pytree structure of ``values`` (primals
+    or outputs) and the same shapes leaf by leaf; their leaves, in order."""
+    leaves, spec = flatten(values)
+    oleaves, ospec = flatten(others)
+    if len(leaves) != len(oleaves) or (spec != ospec and len(leaves) > 1):
+        raise ValueError(f"{fname}: the {what}s have {len(oleaves)} leaves in the structure "
+                         f"{_structure(others)}, but the {of}s have {len(leaves)} in {_structure(values)}")
+    for v, o in zip(leaves, oleaves):
+        vs, os_ = shape_of(_value(v)), shape_of(_value(o))
+        if vs != os_:
+            raise ValueError(f"{fname}: {what} of shape {os_} for a {of} of shape {vs}")
+    return oleaves
+
+
+def _structure(tree):
+    """A pytree's shape of containers, for messages: ``tuple(array, list(array, array))``."""
+    if isinstance(tree, dict):
+        return "dict(" + ", ".join(f"{k}={_structure(v)}" for k, v in tree.items()) + ")"
+    if isinstance(tree, (tuple, list)):
+        return f"{type(tree).__name__}(" + ", ".join(_structure(v) for v in tree) + ")"
+    return "leaf"
+
+
+def check_cotangent(out, ct):
+    """The leaves of cotangent ``ct``, checked against output ``out`` (see ``vjp``)."""
+    return _check_like(out, ct, "vjp", "cotangent", "output")
+
+
+def _push(f, args, nums):
     tape = active_tape()
-    n = len(args) // 2
+    n = len(args) - len(nums)
     primals, tangents = args[:n], args[n:]
-    marked, wrt = _mark(tape, primals, range(n), "jvp")
+    marked, wrt = _mark(tape, primals, nums, "jvp")
     start = len(tape.eqns)
     ids = [v.id for v in wrt]
     out = current_tree(f(*marked))
@@ -349,10 +412,15 @@ def _dtype(o):
 
 
 
-def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
+def jacobian(f=None, argnums=0, mode="auto", has_aux=False, holomorphic=False):
     """The Jacobian of ``f`` with respect to argument(s) ``argnums`` (reverse mode, one
-    sweep per output element): shape ``out.shape + arg.shape``."""
+    sweep per output element): shape ``out.shape + arg.shape``. On the tape (``"tape"``,
+    ``"auto"``) every sweep is one staged function; ``mode="ast"`` (and ``holomorphic``)
+    pull back through :func:`~.derived.jacrev`."""
     def make(f):
+        if mode == "ast" or holomorphic:
+            from .derived import jacrev
+            return jacrev(f, argnums, has_aux, holomorphic, mode)
         def build(args, kwargs, kinds):
             tape = active_tape()
             args, kwargs, kinds = _by_position(f, args, kwargs, kinds)
@@ -364,6 +432,7 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False):
             wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
             if has_aux:
                 out, aux = out
+            check_outputs(out, "jacobian")
             eqns = tape.eqns[start:]
             jac = _with_phase(tape, "g", _jacobian_rows, eqns, wrt, out)
             result = _regroup(jac, args, nums, single)
@@ -399,8 +468,9 @@ def _jacobian_rows(eqns, wrt, out):
     return jac
 
 
-def hessian(f=None, argnums=0, mode="auto"):
+def hessian(f=None, argnums=0, mode="auto", holomorphic=False):
     """The Hessian of scalar-valued ``f``: ``jacobian(grad(f))``."""
     def make(f):
-        return jacobian(grad(f, argnums=argnums, mode=mode), argnums=argnums, mode=mode)
+        return jacobian(grad(f, argnums=argnums, mode=mode, holomorphic=holomorphic), argnums=argnums,
+                        mode=mode, holomorphic=holomorphic)
     return _resolve(f, mode, make, argnums)

@@ -6,9 +6,11 @@ an output that is not one real number, an ``argnums`` that names no argument, a
 ``has_aux`` function that returns no pair. Each check raises the error JAX or PyTorch
 raises for the same mistake (type and wording), naming what was wrong.
 """
+import math
+
 from ..backend import cpu as np  # host-side dtype checks only
 
-__all__ = ["check_argnums", "argnum_positions", "check_input", "check_output", "split_aux",
+__all__ = ["check_argnums", "argnum_positions", "check_input", "check_output", "check_outputs", "split_aux",
            "positional_arguments"]
 
 
@@ -70,10 +72,17 @@ def _dtype_of(x):
     return None if d is None else np.dtype(d)
 
 
-def check_input(x, n, fname):
+def check_input(x, n, fname, holomorphic=False):
     """A leaf of differentiated argument ``n`` must be floating point (real or complex):
-    an integer or bool input has no gradient, as in JAX and PyTorch."""
-    if type(x) is float:
+    an integer or bool input has no gradient, as in JAX and PyTorch. A holomorphic
+    derivative takes complex inputs only (as JAX's ``holomorphic=True``)."""
+    if holomorphic:
+        dtype = np.result_type(x) if isinstance(x, (int, float, complex, bool)) else _dtype_of(x)
+        if dtype is None or dtype.kind != "c":
+            raise TypeError(f"{fname} with holomorphic=True requires inputs with complex dtype, "
+                            f"but argument {n} has {'dtype ' + dtype.name if dtype is not None else type(x).__name__}")
+        return
+    if type(x) is float or type(x) is complex:
         return
     dtype = None if isinstance(x, (int, bool)) else _dtype_of(x)
     if dtype is None or dtype.kind not in "fc":
@@ -83,10 +92,39 @@ def check_input(x, n, fname):
                         "x.astype(float))")
 
 
-def check_output(out, fname):
+def check_outputs(out, fname, holomorphic=False):
+    """Every output of a Jacobian (any pytree of arrays) must be floating point: real, or
+    with ``holomorphic`` complex. A complex output of a non-holomorphic function has no
+    Jacobian matrix over the reals a user could mean (JAX's refusal and message)."""
+    from .tree import flatten
+    for o in flatten(out)[0]:
+        dtype = _dtype_of(o)
+        dtype = np.result_type(o) if dtype is None else dtype
+        if dtype.kind == "c" and not holomorphic:
+            raise TypeError(f"{fname} requires real-valued outputs (output dtype that is a sub-dtype "
+                            f"of np.floating), but got {dtype.name}. For holomorphic differentiation, "
+                            "pass holomorphic=True. For differentiation of non-holomorphic functions "
+                            "involving complex outputs, use jax-style vjp/jvp with real and imaginary parts")
+        if holomorphic and dtype.kind != "c":
+            raise TypeError(f"{fname} with holomorphic=True requires outputs with complex dtype, but got "
+                            f"{dtype.name}")
+        if dtype.kind not in "fc":
+            raise TypeError(f"{fname} requires floating-point outputs, but got {dtype.name}")
+
+
+def check_output(out, fname, holomorphic=False):
     """The differentiated output must be one real floating-point number: a Python float,
     or a floating-point array, tensor or tracer with one element (as ``backward()``
-    needs). Anything else would have no gradient to seed, or a silently meaningless one."""
+    needs). Anything else would have no gradient to seed, or a silently meaningless one.
+    With ``holomorphic``: one complex number instead."""
+    if holomorphic:
+        dtype = np.result_type(out) if isinstance(out, (int, float, complex, bool)) else _dtype_of(out)
+        if dtype is None or dtype.kind != "c":
+            raise TypeError(f"{fname} with holomorphic=True requires outputs with complex dtype, but "
+                            f"the function returned {'dtype ' + dtype.name if dtype is not None else _described(out)}")
+        if math.prod(getattr(out, "shape", ())) != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return
     if type(out) is float:
         return
     dtype = None if isinstance(out, (int, bool, complex)) else _dtype_of(out)
@@ -100,7 +138,8 @@ def check_output(out, fname):
     if dtype.kind == "c":
         raise TypeError(f"{fname} requires real-valued outputs, but the output has dtype "
                         f"{dtype.name}; differentiate a real function of it (np.abs(z), "
-                        "z.real) or use vjp with a complex cotangent")
+                        "z.real), use vjp with a complex cotangent, or holomorphic=True for a "
+                        "holomorphic function")
     if dtype.kind != "f":
         raise TypeError(f"{fname} requires a floating-point output, but the output has dtype "
                         f"{dtype.name}: an integer or bool result has no derivative")

@@ -12,7 +12,7 @@ def flatten(tree):
 
 
 def _flatten(tree, out):
-    if isinstance(tree, (tuple, list)) and not hasattr(tree, "_fields"):
+    if isinstance(tree, (tuple, list)):  # (namedtuples too: NumPy's SlogdetResult, max's (values, indices))
         return (type(tree), tuple(_flatten(x, out) for x in tree))
     if isinstance(tree, dict):
         keys = list(tree)
@@ -31,7 +31,8 @@ def _build(spec, it):
         return next(it)
     if spec[0] is dict:
         return {k: _build(s, it) for k, s in zip(spec[1], spec[2])}
-    return spec[0](_build(s, it) for s in spec[1])
+    cls, children = spec[0], [_build(s, it) for s in spec[1]]
+    return cls._make(children) if hasattr(cls, "_make") else cls(children)
 
 
 def leaves(tree):
