@@ -30,15 +30,19 @@ def f(x, w):
 
 
 def squares(x):
-    return sum([v ** 2 for v in x])
+    try:
+        return np.sum(x ** 2)
+    except ValueError:
+        return 0.0
 
 
 def starred(*xs):
+    global WIDTH
     return np.sum(xs[0])
 
 
 def sorted_sum(x):
-    return np.sum(np.sort(x))
+    return np.sum(np.searchsorted(x, 0.5) * x)
 '''
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 REPO = Path(__file__).resolve().parents[1]
@@ -147,8 +151,8 @@ def test_example_arguments_that_do_not_evaluate(model, capsys):
 def test_transform_error_exits_1_with_a_hint_to_trace(model, capsys):
     status, out, err = run_show(capsys, f"{model}:squares")
     assert (status, out) == (1, "")
-    line = MODEL.splitlines().index("    return sum([v ** 2 for v in x])") + 1
-    assert f"{model}, line {line}: the AST transformation cannot handle a list comprehension" in err
+    line = MODEL.splitlines().index("    try:") + 1
+    assert f"{model}, line {line}: the AST transformation cannot handle a try statement" in err
     assert f"show {model}:squares --mode tape --args" in err
     assert "example values for (x)" in err
     # ... and the tape does take it
@@ -156,16 +160,16 @@ def test_transform_error_exits_1_with_a_hint_to_trace(model, capsys):
     assert status == 0 and function_def(out).name == "dsquares_dx"
 
 
-def test_star_args_are_a_transform_error(model, capsys):
+def test_a_global_statement_is_a_transform_error(model, capsys):
     status, _, err = run_show(capsys, f"{model}:starred")
     assert status == 1
-    assert "*args" in err
+    assert "global" in err
 
 
 def test_what_the_tape_cannot_trace_exits_1(model, capsys):
     status, out, err = run_show(capsys, f"{model}:sorted_sum", "--mode", "tape", "--args", "np.ones(3)")
     assert (status, out) == (1, "")
-    assert "cannot trace sorted_sum:" in err and "sort" in err
+    assert "cannot trace sorted_sum:" in err and "searchsorted" in err
 
 
 @pytest.mark.parametrize("target, message", [
@@ -280,4 +284,4 @@ def test_tour_section_on_ast_mode_shows_its_adjoints():
     assert "def denergy_dw(x, w, dout=1.0):" in text and "# grad of: h = np.tanh(x @ w)" in text
     assert "np.allclose(de(x, w), torch.grad(energy, argnums=1, mode=\"tape\")(x, w))\nTrue" in text
     assert "stack.append(y)" in text and "y = stack.pop()" in text
-    assert "('tape', 'list comprehension')" in text
+    assert "('ast', array([ 1., -2.,  4.]))" in text and "('tape', 'try statement')" in text

@@ -265,14 +265,22 @@ def squares(x):
     return sum([v ** 2 for v in x])
 
 
+def guarded(x):
+    try:
+        return np.sum(np.log(x))
+    except FloatingPointError:
+        return 0.0
+
+
 section("Reading the adjoint: source transformation (AST mode)", """
     mode="ast" reads a function's source (a def in a file, here tracegrad/tour.py) and
     rewrites it into its adjoint: the forward lines, then each statement's gradient in
     reverse under a "# grad of:" comment, keeping your names. A loop's adjoint runs
-    backwards, popping what the forward pass pushed on a stack. mode="auto", the default,
-    tries this first and falls back to the tape for what it cannot read.""", """
+    backwards, popping what the forward pass pushed on a stack; a comprehension becomes a
+    loop. mode="auto", the default, tries this first and falls back to the tape for what
+    it cannot read (a try statement, here).""", """
     import inspect
-    from tracegrad.tour import energy, settle, squares
+    from tracegrad.tour import energy, guarded, settle, squares
     print(inspect.getsource(energy))
     de = torch.grad(energy, argnums=1, mode="ast")
     print(de.source)
@@ -281,8 +289,10 @@ section("Reading the adjoint: source transformation (AST mode)", """
     np.allclose(de(x, w), torch.grad(energy, argnums=1, mode="tape")(x, w))
     print(torch.grad(settle, mode="ast").source)
     dsq = torch.grad(squares)
-    dsq.mode, dsq.fallback_reason.construct
-    dsq(x)
+    dsq.mode, dsq(x)
+    dg = torch.grad(guarded)
+    dg.mode, dg.fallback_reason.construct
+    dg(np.array([0.5, 2.0]))
     """)
 
 section("The same code on a GPU", """
