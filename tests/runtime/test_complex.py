@@ -88,6 +88,16 @@ def test_complex_sigmoid_by_hand():
     np.testing.assert_allclose(z.grad.numpy(), 2 * s0 * np.conj(s0 * (1 - s0)))
 
 
+def test_sigmoid_rule_of_python_numbers():
+    """The rule's kernel takes what the staged paths hand it: Python floats and complex
+    numbers too (scipy.special.expit(0.3), found by the peer's suite), overflow-free."""
+    from tracegrad.rules import TABLE
+    sig = TABLE["sigmoid"]
+    assert sig(0.3) == pytest.approx(1 / (1 + np.exp(-0.3)))
+    assert sig(-800.0) == 0.0 and sig(800.0) == 1.0
+    assert sig(1 + 1j) == pytest.approx(1 / (1 + np.exp(-(1 + 1j))))
+
+
 @pytest.mark.parametrize("write", [lambda y: y.real.mul_(2), lambda y: y.imag.zero_(),
                                    lambda y: y.real.__setitem__(0, 5.0), lambda y: tg.view_as_real(y)[0, 1].fill_(1)],
                          ids=["real.mul_", "imag.zero_", "real[0]=", "view_as_real fill_"])

@@ -37,7 +37,7 @@ def _twin(prim, name, node, vjp):
 def _sigmoid(xp, x):
     """1 / (1 + e^-x) through e^-|x| <= 1, so neither branch can overflow (for complex x,
     which has no order, the formula itself: |e^-x| = e^-Re x)."""
-    if x.dtype.kind == "c":
+    if isinstance(x, complex) or getattr(x, "dtype", None) is not None and x.dtype.kind == "c":
         return 1 / (1 + xp.exp(-x))
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
