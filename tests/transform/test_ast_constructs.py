@@ -497,3 +497,17 @@ def test_closures_of_one_def_share_the_generated_code(monkeypatch):
     assert len(compiled) == 2
     grads = [tg.grad(lambda x: np.sum(x * k), mode="ast")(X3) for k in (1.0, 5.0)]
     np.testing.assert_allclose(grads[1], 5.0 * np.ones(3))
+
+
+def test_a_function_with_asserts_in_a_test_module():
+    # pytest rewrites the asserts of the modules it collects (this one): the function runs
+    # other code than its source compiles to, which must not read as "the file was edited"
+    def f(x):
+        assert x.shape == (3,), "a vector"
+        assert isinstance(x, np.ndarray) or True
+        return np.sum(x ** 2)
+    assert "@pytest_ar" in f.__globals__  # (the situation tested: else this test is moot)
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(tg.grad(f, mode="ast")(x), 2 * x)
+    with pytest.raises(AssertionError, match="a vector"):
+        tg.grad(f, mode="ast")(np.ones(4))
