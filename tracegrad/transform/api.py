@@ -265,11 +265,10 @@ def vjp_at(f, args, nums, has_aux=False, mode="auto"):
     _check_mode(mode)
     args, nums = tuple(args), tuple(nums)
     if mode != "tape" and not any(isinstance(x, dict) for x in args):
-        from .ast.front import ast_vjp
-        from .ast.source import TransformError
+        from .ast.front import RETRY_ON_TAPE, ast_vjp
         try:
             return ast_vjp(f, args, has_aux, auto=mode == "auto", positions=nums)
-        except TransformError as e:
+        except RETRY_ON_TAPE as e:
             if mode == "ast" or not getattr(e, "before_run", True):
                 raise
 
@@ -322,15 +321,14 @@ def jvp_at(f, args, nums, tangents, mode="auto"):
     _check_like(tuple(args[n] for n in nums), tangents, "jvp", "tangent", "primal")
     _check_tangent_kinds(tuple(args[n] for n in nums), tangents)
     if mode != "tape" and not any(isinstance(x, dict) for x in args):
-        from .ast.front import ast_jvp
-        from .ast.source import TransformError
+        from .ast.front import RETRY_ON_TAPE, ast_jvp
         from .ast.support import zero_tangent
         full = [zero_tangent(a) for a in args]
         for n, tn in zip(nums, tangents):
             full[n] = tn
         try:
             return ast_jvp(f, args, tuple(full), auto=mode == "auto")
-        except TransformError as e:
+        except RETRY_ON_TAPE as e:
             if mode == "ast" or not getattr(e, "before_run", True):
                 raise  # (a run-time refusal after the function changed its arguments)
     per = _jvp_cache.setdefault(f, {})

@@ -238,6 +238,20 @@ def _value(v, raw):
     return np.asarray(v)
 
 
+def _retry_on_tape():
+    from .source import TransformError
+    return (TransformError, TracerError, NotImplementedError)
+
+
+# What generated code may raise at run time where the tape, which follows the values, may
+# not: a refusal (memory shared, a list where an array was expected, a value NumPy's own
+# function made a constant of), or a rule without the derivative of an argument that the
+# AST path took to be differentiated only because a list held it beside one that is
+# (``args[k] = x; f(*args)``). mode="auto" then runs the tape, which raises it again if
+# that derivative is really needed.
+RETRY_ON_TAPE = _retry_on_tape()
+
+
 class AutoFunction:
     """``mode="auto"``: the AST transformation where it applies, else the tape. Which one
     is decided at the first call (or the first look at ``.source``/``.mode``) and kept;
@@ -301,12 +315,9 @@ class AutoFunction:
         chosen = self._chosen or self._choose(len(args))
         if chosen is not self._ast:
             return chosen(*args, **kwargs)
-        from .source import TransformError
         try:
             return chosen(*args, **kwargs)
-        except (TransformError, TracerError) as e:  # refused at run time (memory shared, a
-            # list where an array was expected, a value NumPy's own function made a constant
-            # of): the tape follows what the generated code could not
+        except RETRY_ON_TAPE as e:
             if not getattr(e, "before_run", False) and chosen.generated().writes_params:
                 raise  # (the caller's arrays were written: running again would differ)
             self.fallback_reason, self._chosen = e, self._tape_fn()
@@ -414,9 +425,13 @@ def ast_vjp(f, primals, has_aux=False, auto=False, positions=None):
         check_cotangent(out, cotangent)
         try:
             grads = _run_pullback(gen, primals, positions, cotangent)
-        except AliasError as e:  # (an argument written in place: the tape would differ)
-            e.before_run = e.before_run or not gen.writes_params
-            raise
+        except RETRY_ON_TAPE as e:
+            if isinstance(e, AliasError):  # (an argument written in place: the tape would differ)
+                e.before_run = e.before_run or not gen.writes_params
+            if not auto or gen.writes_params:
+                raise
+            from ..traced_vjp import traced_vjp  # (mode="auto": the tape's pullback instead)
+            return traced_vjp(f, primals, positions, has_aux)[1](cotangent)
         if has_aux:
             grads = grads[1]
         raw = active_tape() is not None or any(isinstance(x, Var) for p in primals for x in flatten(p)[0])
