@@ -270,3 +270,17 @@ def test_gradients_on_another_thread_while_a_tape_records():
         full_vg = tg.value_and_grad(full_times, mode="auto")(X)
         mean_g = tg.grad(mean_of_list, mode="auto")(X)
         buffered_g = tg.grad(buffered, mode="ast")(X)
+
+
+def append_lists(a, b):
+    return np.sum(np.append(a, b, axis=0) ** 2)
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+def test_append_of_lists_holding_traced_values(mode):
+    # both of np.append's arrays may be lists of traced values (list arguments are
+    # pytrees of floats): d sum(v^2) = 2v, shaped as each list
+    a, b = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0]]
+    ga, gb = tg.grad(append_lists, argnums=(0, 1), mode=mode)(a, b)
+    np.testing.assert_allclose(np.array(ga), 2 * np.array(a))
+    np.testing.assert_allclose(np.array(gb), 2 * np.array(b))

@@ -128,17 +128,23 @@ _PARSERS = {"array": _array_args, "asarray": _asarray_args, "asanyarray": _asarr
 
 
 def _list_first(original):
-    """``original`` (a NumPy function whose first parameter is an array) taking a list or
-    tuple that holds tracers there as the array NumPy would make of it (``np.sum([1, a,
-    2])``, ``np.mean([x, y])``): NumPy hands a function to the tracer only when a tracer is
-    one of its arguments, not inside a list."""
+    """``original`` (a NumPy function whose first parameters are arrays: the first, or
+    those :data:`_LISTS_AT` names) taking a list or tuple that holds tracers there as the
+    array NumPy would make of it (``np.sum([1, a, 2])``, ``np.mean([x, y])``): NumPy hands
+    a function to the tracer only when a tracer is one of its arguments, not inside a list."""
+    n = _LISTS_AT.get(original.__name__, 1)
+
     @functools.wraps(original)
-    def call(a, *args, **kwargs):
-        if type(a) in (list, tuple) and _holds_tracer(a):
-            a = traced_array(a, copy=False)
-        return original(a, *args, **kwargs)
+    def call(*args, **kwargs):
+        if any(type(a) in (list, tuple) and _holds_tracer(a) for a in args[:n]):
+            args = tuple(traced_array(a, copy=False) if k < n and type(a) in (list, tuple) and _holds_tracer(a)
+                         else a for k, a in enumerate(args))
+        return original(*args, **kwargs)
     call._tracegrad = True
     return call
+
+
+_LISTS_AT = {"append": 2}  # how many leading parameters are arrays (1 unless named here)
 
 
 # reductions and the like: a list of traced values as their array
@@ -146,7 +152,7 @@ _LIST_FIRST = ("sum", "mean", "prod", "std", "var", "max", "min", "amax", "amin"
                "ptp", "cumsum", "cumprod", "nansum", "nanmean", "nanprod", "nanstd", "nanvar", "nanmax",
                "nanmin", "percentile", "quantile", "ravel", "reshape", "transpose", "squeeze", "diff",
                "trace", "diagonal", "flip", "roll", "tile", "repeat", "clip", "where", "dot", "outer",
-               "inner", "linalg.norm", "linalg.det", "linalg.inv")
+               "inner", "linalg.norm", "linalg.det", "linalg.inv", "append")
 
 
 def _buffer(original):
