@@ -536,8 +536,10 @@ class _Negatives(ast.NodeTransformer):
 def render(fdef, unit):
     """Source text: helper names resolved, comment markers turned into comments."""
     names = unit.helper_names()
+    done = set()  # (a helper's Name node may stand in several places: renamed once)
     for n in ast.walk(fdef):
-        if isinstance(n, ast.Name) and getattr(n, "_helper", False):
+        if isinstance(n, ast.Name) and getattr(n, "_helper", False) and id(n) not in done:
+            done.add(id(n))
             n.id = names[n.id]
     fdef = _Negatives().visit(fdef)
     ast.fix_missing_locations(fdef)

@@ -87,7 +87,14 @@ class Forward:
             return [node]
         if isinstance(s, ast.For):
             node = copy.copy(s)
-            node.body = self.block(s.body) or [ast.Pass()]
+            body = self.block(s.body)
+            if isinstance(s.target, ast.Name) and s.target.id in self.active:
+                # (every loop is over range() after A-normal form: its index, taken to be
+                # active where it flows into a list that is, has a zero tangent)
+                k = s.target.id
+                body = [ast.Assign(targets=[_name(self.d(k), ast.Store())],
+                                   value=_call("zero_tangent", _name(k)))] + body
+            node.body = body or [ast.Pass()]
             return [node]
         if isinstance(s, ast.With):
             if self.grad_of_target(s) is not None:

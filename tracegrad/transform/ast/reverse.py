@@ -515,7 +515,7 @@ class Reverse:
             if lst in self.active and g is not None and state.get(g) and id(s) not in self.nograd:
                 part = self.unit.namer.fresh("dpart")
                 lhs = ast.Tuple(elts=[_name(g, ast.Store()), _name(part, ast.Store())], ctx=ast.Store())
-                out.append(ast.Assign(targets=[lhs], value=_call("pop_grad", _name(g))))
+                out.append(ast.Assign(targets=[lhs], value=_call("pop_grad", _name(g), _name(lst))))
                 if isinstance(v, ast.Name) and v.id in self.active:
                     self._accumulate(out, state, v.id, _name(part), maybe_none=True)
             out.append(ast.Expr(value=_call(ast.Attribute(value=_name(lst), attr="pop", ctx=ast.Load()))))

@@ -193,12 +193,16 @@ def restore_entry(d, key, old):
         d[key] = old
 
 
-def pop_grad(dlst):
-    """``(rest, last)``: the gradient of ``lst.append(v)`` splits into the list's and v's."""
+def pop_grad(dlst, lst):
+    """``(rest, last)``: the gradient of ``lst.append(v)`` splits into the list's and v's
+    (``lst`` is the list after the append; a gradient that stops before its last element
+    -- no gradient reached it -- gives v none)."""
     if dlst is None or not dlst:
         return dlst, None
-    rest = GradList(dlst[:-1])
-    return rest, dlst[-1]
+    if len(dlst) < len(lst):
+        return GradList(dlst), None
+    rest = GradList(dlst[:len(lst) - 1])
+    return rest, dlst[len(lst) - 1]
 
 
 def push_grad(dlst, g, lst):
@@ -273,7 +277,7 @@ def _pullback_builder(fn, positions=None):
         out = _not_lazy(fn, fn(*marked, **tkwargs))
         wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
         outs, _ = flatten(out)
-        gs = flatten(g)[0]
+        gs = aligned_cotangent(out, g)
         keep = [(o, c) for o, c in zip(outs, gs) if isinstance(o, Var) and c is not None]
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,
                           [o for o, _ in keep], [c for _, c in keep])
@@ -290,6 +294,38 @@ def _pullback_builder(fn, positions=None):
         result = tuple(result)
         return result, _kinds(result, kinds)
     return build
+
+
+def aligned_cotangent(out, g):
+    """The cotangent ``g`` of ``out`` as one entry per leaf of ``out`` (None: zero). A
+    generated adjoint's gradient of a list or tuple may hold None for a whole element (a
+    list of arrays among them), or stop before its last elements, or be one array for a
+    list of numbers: flattened on its own, its leaves would pair with the wrong ones."""
+    n = len(flatten(out)[0])
+    if g is None:
+        return [None] * n
+    if isinstance(out, (list, tuple)):
+        if not isinstance(g, (list, tuple)):
+            if tuple(getattr(g, "shape", ()))[:1] != (len(out),):
+                raise _cotangent_error(out, g)
+            g = [g[k] for k in range(len(out))]
+        if len(g) > len(out):
+            raise _cotangent_error(out, g)
+        entries = list(g) + [None] * (len(out) - len(g))
+        return [c for o, e in zip(out, entries) for c in aligned_cotangent(o, e)]
+    if isinstance(out, dict):
+        if not isinstance(g, dict):
+            raise _cotangent_error(out, g)
+        return [c for k in out for c in aligned_cotangent(out[k], g.get(k))]
+    if isinstance(g, (list, tuple, dict)):
+        raise _cotangent_error(out, g)
+    return [g]
+
+
+def _cotangent_error(out, g):
+    from .source import TransformError
+    return TransformError(f"the gradient of a {type(out).__name__} result is a {type(g).__name__} of "
+                          "another structure; use mode='tape'", construct="gradient of a list")
 
 
 def _kinds(result, kinds):

@@ -24,6 +24,9 @@ def _clip(a, a_min=None, a_max=None, out=None, min=None, max=None, **kw):
 def _where(condition, x=None, y=None):
     if x is None and y is None:
         raise unsupported("numpy.where(condition) (the one-argument form, a data-dependent shape)")
+    from .construct import traced_array  # (lists, of traced values too, as NumPy's arrays)
+    condition, x, y = (traced_array(v, copy=False) if type(v) in (list, tuple) else v
+                       for v in (condition, x, y))
     return P.where(condition, x, y)
 
 
