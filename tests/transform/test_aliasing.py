@@ -281,3 +281,62 @@ def test_found_in_review(f):
         tg.grad(f, mode="ast")(X.copy())
     for mode in ("tape", "auto"):
         np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), numeric(f, X), rtol=1e-6, atol=1e-8)
+
+
+# -- NumPy's flips and rotations are views: writes through them reach the array -------------
+
+def _write_through(view_of):
+    def f(x):
+        y = x.reshape(2, 3) * 1.0
+        v = view_of(y)
+        v[0, 0] = x[0] ** 3       # NumPy writes this into y
+        v[-1] *= x[1]
+        return np.sum(y * y) + np.sum(v * np.arange(6.0).reshape(v.shape))
+    f.__name__ = f"write_through_{view_of.__name__}"
+    return f
+
+
+def _flip_all(y): return np.flip(y)
+def _flip_1(y): return np.flip(y, 1)
+def _flipud(y): return np.flipud(y)
+def _fliplr(y): return np.fliplr(y)
+def _rot90(y): return np.rot90(y)
+def _rot180(y): return np.rot90(y, 2)
+def _rot270(y): return np.rot90(y, -1, axes=(1, 0))
+
+
+@pytest.mark.parametrize("view_of", [_flip_all, _flip_1, _flipud, _fliplr, _rot90, _rot180, _rot270],
+                         ids=lambda v: v.__name__)
+def test_writes_through_flips_and_rotations_reach_the_array(view_of):
+    """np.flip/fliplr/flipud/rot90 return views; the tape once recorded copies, and lost
+    the writes (value and gradient wrong). AST mode refuses the shared memory."""
+    f = _write_through(view_of)
+    x = np.array([0.3, -0.7, 1.2, 0.5, -0.2, 0.9])
+    a = np.ones((2, 3))
+    assert np.shares_memory(view_of(a), a)  # (NumPy's own answer: a view)
+    want_value = f(x.copy())
+    for mode in ("tape", "auto"):
+        value, grad = tg.value_and_grad(f, mode=mode)(x.copy())
+        np.testing.assert_allclose(value, want_value, rtol=1e-12)
+        np.testing.assert_allclose(grad, numeric(f, x), rtol=1e-6, atol=1e-8)
+    with pytest.raises(tg.TransformError):
+        tg.grad(f, mode="ast")(x.copy())
+
+
+def fortran_order(x):
+    y = x.reshape(2, 3)
+    z = y.ravel(order="F") * np.arange(6.0)
+    return np.sum(z.reshape((3, 2), order="F") ** 2) + np.sum(y.flatten("F")[:2])
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+def test_fortran_order_ravel_and_reshape(mode):
+    x = np.array([0.3, -0.7, 1.2, 0.5, -0.2, 0.9])
+    value, grad = tg.value_and_grad(fortran_order, mode=mode)(x.copy())
+    np.testing.assert_allclose(value, fortran_order(x), rtol=1e-12)
+    np.testing.assert_allclose(grad, numeric(fortran_order, x), rtol=1e-6, atol=1e-8)
+
+
+def test_memory_orders_are_refused():
+    with pytest.raises(tg.TracerError, match="order='K'"):
+        tg.grad(lambda x: np.sum(np.ravel(x, order="K")), mode="tape")(np.ones((2, 2)))

@@ -333,7 +333,7 @@ Var.transpose = lambda self, *axes: NM.FUNCTIONS[np.transpose](
     self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
 Var.T = property(lambda self: NM.FUNCTIONS[np.transpose](self))
 Var.mT = property(lambda self: P.transpose(self, dim0=self.ndim - 2, dim1=self.ndim - 1))
-Var.flatten = lambda self, order="C": NM.FUNCTIONS[np.ravel](self)
+Var.flatten = lambda self, order="C": NM.FUNCTIONS[np.ravel](self, order=order)
 Var.copy = lambda self, order="C": P.clone(self)
 Var.astype = lambda self, dtype, copy=True, **kw: NM.astype(self, dtype, copy)
 Var.size = property(lambda self: math.prod(self.shape))

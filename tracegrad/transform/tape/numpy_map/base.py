@@ -108,7 +108,23 @@ def as_arrays(arrays):
     return [a if is_traced(a) or hasattr(a, "shape") else np.asarray(a) for a in arrays]
 
 
+def _reversed_axes(a):
+    """``a`` with its axes reversed (``a.T``): Fortran order read as C order."""
+    n = len(shape_of(a))
+    return P.permute(a, dims=tuple(range(n - 1, -1, -1))) if n > 1 else a
+
+
+def _check_order(order, name):
+    """``order`` "C" or "F"; "A" and "K" follow the memory layout of the value, which a
+    replayed tape does not keep: refused."""
+    if order not in ("C", "F", None):
+        raise unsupported(f"numpy.{name}(..., order={order!r}) (only 'C' and 'F')")
+
+
 def ravel(a, order="C"):
+    _check_order(order, "ravel")
+    if order == "F":
+        a = _reversed_axes(a)
     return P.reshape(a, shape=(math.prod(shape_of(a)),))
 
 
@@ -117,13 +133,14 @@ def reshape(a, *shape, newshape=None, order="C", **kw):
     if newshape is not None:
         shape = newshape
     shape = kw.pop("shape", shape)
-    if order != "C":
-        raise unsupported(f"numpy.reshape(..., order={order!r})")
+    _check_order(order, "reshape")
     shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         size = math.prod(a.shape)
         shape = tuple(size // known if s == -1 and known else s for s in shape)
+    if order == "F":  # (a.T reshaped to the reversed shape, read back reversed)
+        return _reversed_axes(P.reshape(_reversed_axes(a), shape=shape[::-1]))
     return P.reshape(a, shape=shape)
 
 

@@ -229,24 +229,36 @@ if hasattr(np, "unstack"):
 
 # -- flipping, rotating, rolling ---------------------------------------------------------------
 
+# NumPy's flips and rotations are views of their argument (negative strides), so they are
+# recorded as views too -- a reversing basic index, a transpose -- which writes through them
+# follow (see tape/aliasing.py); a kernel that copied would lose them.
+
+def _reversed(m, axes):
+    """``m`` reversed along ``axes``: the view ``m[..., ::-1, ...]``."""
+    if not axes:
+        return m
+    rev = slice(None, None, -1)
+    return P.basic_index(m, index=tuple(rev if d in axes else slice(None) for d in range(ndim(m))))
+
+
 @register(np.flip)
 def _flip(m, axis=None):
     axes = tuple(range(ndim(m))) if axis is None else dims(axis, ndim(m))
-    return P.flip(m, dims=axes) if axes else m
+    return _reversed(m, axes) if axes else m
 
 
 @register(np.flipud)
 def _flipud(m):
     if ndim(m) < 1:
         raise ValueError("Input must be >= 1-d.")
-    return P.flip(m, dims=(0,))
+    return _reversed(m, (0,))
 
 
 @register(np.fliplr)
 def _fliplr(m):
     if ndim(m) < 2:
         raise ValueError("Input must be >= 2-d.")
-    return P.flip(m, dims=(1,))
+    return _reversed(m, (1,))
 
 
 @register(np.rot90)
@@ -257,7 +269,16 @@ def _rot90(m, k=1, axes=(0, 1)):
     d0, d1 = _axis(axes[0], n), _axis(axes[1], n)
     if d0 == d1:
         raise ValueError("Axes must be different.")
-    return A.rot90(m, k=int(k), dims=(d0, d1))
+    k = int(k) % 4
+    if k == 0:
+        return P.basic_index(m, index=(slice(None),) * n)
+    if k == 2:
+        return _reversed(m, (d0, d1))
+    perm = list(range(n))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    if k == 1:
+        return P.permute(_reversed(m, (d1,)), dims=tuple(perm))
+    return _reversed(P.permute(m, dims=tuple(perm)), (d1,))
 
 
 @register(np.roll)
