@@ -299,6 +299,35 @@ def test_a_no_grad_view_written_with_grad_on_is_refused(mode):
         tg.grad(view_made_under_no_grad_written_after, mode="ast")(X.copy())
 
 
+def view_read_after_its_base_was_written_under_no_grad(x):
+    y = x * 1.0
+    with tg.no_grad():
+        v = y[1:3]
+        y[1] = 7.0
+    return np.sum(v * x[2:])
+
+
+def view_read_under_no_grad_after_its_base_was_written(x):
+    y = x * 2.0
+    with tg.no_grad():
+        v = y[1:3]
+    y[1] = x[0] ** 2           # base written with grad on
+    with tg.no_grad():
+        s = np.sum(v)          # the view read only under no_grad: a constant, no question
+    return np.sum(y) + s * x[3]
+
+
+@pytest.mark.parametrize("mode", ("tape", "auto"))
+def test_a_no_grad_view_read_after_a_write_follows_pytorch(mode):
+    # PyTorch refuses a no_grad view used with grad on once its memory was written (in
+    # either mode), and lets no_grad code read it: y = (2x0, x0^2, 2x2, 2x3), s = x0^2 + 2x2
+    with pytest.raises(RuntimeError, match="its base or another view of its base has been modified"):
+        tg.grad(view_read_after_its_base_was_written_under_no_grad, mode=mode)(X.copy())
+    s = X[0] ** 2 + 2 * X[2]
+    want = np.array([2 + 2 * X[0], 0.0, 2.0, 2.0 + s])
+    close(tg.grad(view_read_under_no_grad_after_its_base_was_written, mode=mode)(X.copy()), want)
+
+
 def test_a_no_grad_view_written_under_no_grad():
     # view and write both under no_grad: y keeps its derivative (identity), its value
     # doubled at 1:3 -- d sum(y^2) = 2y; and a view of a no_grad view is one too

@@ -262,6 +262,7 @@ class AutoFunction:
         self._make_ast, self._make_tape = make_ast, make_tape
         self._ast = self._tape = None
         self._chosen = None
+        self._ran = False  # (a call of the AST function has completed)
         self.fallback_reason = None
         functools.update_wrapper(self, f, updated=())
 
@@ -315,13 +316,20 @@ class AutoFunction:
         chosen = self._chosen or self._choose(len(args))
         if chosen is not self._ast:
             return chosen(*args, **kwargs)
+        # (the first call, where a refusal at run time is likeliest, notes the random
+        # generators: the tape that runs instead draws the same numbers)
+        draws = Draws(self.f) if not self._ran else None
         try:
-            return chosen(*args, **kwargs)
+            out = chosen(*args, **kwargs)
         except RETRY_ON_TAPE as e:
             if not getattr(e, "before_run", False) and chosen.generated().writes_params:
                 raise  # (the caller's arrays were written: running again would differ)
+            if draws is not None:
+                draws.undo()
             self.fallback_reason, self._chosen = e, self._tape_fn()
             return self._chosen(*args, **kwargs)
+        self._ran = True
+        return out
 
 
 def _prefer_the_tape(gen):

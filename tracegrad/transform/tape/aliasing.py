@@ -119,7 +119,7 @@ def current(var):
     if is_dirty(var) and var.tape.phase == "t":
         parent, prim, params, k = _LINK.get(var)
         stopped = _NO_GRAD.get(var)
-        if stopped:
+        if stopped and _grad_mode.state.grad_enabled:
             raise RuntimeError(_NO_GRAD_VIEW + "and its base or another view of its base has been "
                                "modified inplace with grad mode enabled" + _AMBIGUOUS)
         parent = current(parent)
@@ -199,8 +199,8 @@ def after_write(var, source=None):
 
 
 def _make_dirty(v):
-    if _grad_mode.state.grad_enabled and _NO_GRAD.get(v) is False:
-        _NO_GRAD[v] = True  # (read again, it is refused: see current)
+    if _NO_GRAD.get(v) is False:
+        _NO_GRAD[v] = True  # (read again with grad mode on, it is refused: see current)
     if not is_dirty(v):
         v.__class__ = _twin(type(v))
         _DIRTIES[v] = None
