@@ -511,3 +511,52 @@ def test_a_function_with_asserts_in_a_test_module():
     np.testing.assert_allclose(tg.grad(f, mode="ast")(x), 2 * x)
     with pytest.raises(AssertionError, match="a vector"):
         tg.grad(f, mode="ast")(np.ones(4))
+
+
+# -- the value of value_and_grad is the function's value, whatever the adjoint restores --------
+
+def rebinds_its_result(x):
+    s = np.sum(x)
+    s = s * s
+    return s
+
+
+def rebinds_its_parameter(x):
+    x = np.sum(x * x)
+    x = x * 2.0
+    return x
+
+
+def accumulates_in_a_loop(x):
+    s = 0.0
+    for i in range(3):
+        s = s + x[i] * x[i]
+    return s
+
+
+def accumulates_from_zero(x):
+    s = 0.0
+    s = s + x[0] * x[1]
+    return s
+
+
+def rebinds_its_aux(x):
+    s = np.sum(x)
+    aux = s
+    aux = aux * 10.0
+    return s * s, aux
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+@pytest.mark.parametrize("f", [rebinds_its_result, rebinds_its_parameter, accumulates_in_a_loop,
+                               accumulates_from_zero], ids=lambda f: f.__name__)
+def test_value_and_grad_returns_the_functions_value(f, mode):
+    # the adjoint's lines put back the names the forward lines rebound (s = stack.pop()):
+    # the value returned must be the one the forward lines computed (it was None, or x)
+    x = np.array([0.3, -0.7, 1.1])
+    value, grad = tg.value_and_grad(f, mode=mode)(x.copy())
+    np.testing.assert_allclose(value, f(x.copy()), rtol=1e-12)
+    np.testing.assert_allclose(grad, tg.grad(f, mode="tape")(x.copy()), rtol=1e-12)
+    (value, aux), grad = tg.value_and_grad(rebinds_its_aux, has_aux=True, mode=mode)(x.copy())
+    np.testing.assert_allclose([value, aux], rebinds_its_aux(x), rtol=1e-12)
+    np.testing.assert_allclose(grad, 2 * np.sum(x) * np.ones(3), rtol=1e-12)

@@ -331,6 +331,11 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
         value = ret.value if ret is not None else _const(None)
         checks = []
+        saved = None
+        if with_value or has_aux:  # the value as the forward lines left it: the adjoint's
+            saved = unit.namer.fresh("value")  # lines restore the names they rebound
+            checks.append(_assign(saved, value))
+            value = _name(saved)
         if not internal:  # the output is checked (one real number, or a pair with has_aux)
             flags = [_const(True)] if has_aux else []   # and the seed takes its shape
             kws = [ast.keyword(arg="holomorphic", value=_const(True))] if holomorphic else []
