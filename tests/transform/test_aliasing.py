@@ -340,3 +340,139 @@ def test_fortran_order_ravel_and_reshape(mode):
 def test_memory_orders_are_refused():
     with pytest.raises(tg.TracerError, match="order='K'"):
         tg.grad(lambda x: np.sum(np.ravel(x, order="K")), mode="tape")(np.ones((2, 2)))
+
+
+# -- arrays held in lists and dicts ---------------------------------------------------------------
+
+W6 = np.arange(1.0, 7.0).reshape(2, 3)
+
+
+def list_element_augmented(x):
+    y = x.reshape(2, 3) * 1.0
+    L = list(y)              # rows: views of y
+    L[0] += 1.0              # NumPy changes row 0 of y
+    return np.sum(y * y * W6)
+
+
+def dict_element_augmented(x):
+    y = x.reshape(2, 3) * 2.0
+    d = {"a": y}
+    d["a"] *= x.reshape(2, 3)   # y itself, changed in place
+    return np.sum(y * W6)
+
+
+def dict_holds_the_base(x):
+    y = x * 1.0
+    d = {"a": y}
+    y[0] = 5.0               # seen through d["a"]
+    return np.sum(d["a"] ** 2)
+
+
+@pytest.mark.parametrize("f", [list_element_augmented, dict_element_augmented, dict_holds_the_base],
+                         ids=lambda f: f.__name__)
+def test_arrays_held_in_lists_and_dicts_changed_in_place(f):
+    """``L[k] += v`` changes the array held there (NumPy), the AST path once rebound the
+    slot instead; a dict holding an array written afterwards was not looked into."""
+    x = np.array([0.3, -0.7, 1.1, 0.5, 2.0, -1.2]) if f is not dict_holds_the_base else np.array([0.3, -0.7, 1.1])
+    with pytest.raises(AliasError):
+        tg.grad(f, mode="ast")(x.copy())
+    for mode in ("tape", "auto"):
+        value, grad = tg.value_and_grad(f, mode=mode)(x.copy())
+        np.testing.assert_allclose(value, f(x.copy()), rtol=1e-12)
+        np.testing.assert_allclose(grad, numeric(f, x), rtol=1e-6, atol=1e-8)
+
+
+def numbers_in_a_list(x):
+    L = [x[0] * 1.0, x[1] * 2.0]
+    L[0] += x[1] ** 2        # Python numbers (0-d values): a new value, as in Python
+    return L[0] * L[1]
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+def test_augmented_assignment_of_numbers_in_a_list(mode):
+    x = np.array([0.3, -0.7])
+    np.testing.assert_allclose(tg.grad(numbers_in_a_list, mode=mode)(x.copy()), numeric(numbers_in_a_list, x),
+                               rtol=1e-6, atol=1e-8)
+
+
+# -- the parts of a complex array are views in NumPy ----------------------------------------------
+
+def write_through_real(x):
+    z = x * (1 + 2j)
+    r = z.real
+    r *= 3.0                  # z's real part tripled
+    return np.sum(np.abs(z) ** 2)
+
+
+def base_written_after_imag(x):
+    z = x * (1 + 2j)
+    i = z.imag
+    z *= 1j                   # i sees the new imaginary part (the old real one)
+    return np.sum(i * x)
+
+
+def real_part_assigned(x):
+    z = x * (1 - 1j)
+    z.real[...] = x * 3.0
+    np.imag(z)[0] = x[1] ** 2
+    return np.sum(np.abs(z) ** 2)
+
+
+@pytest.mark.parametrize("f", [write_through_real, base_written_after_imag, real_part_assigned],
+                         ids=lambda f: f.__name__)
+def test_writes_through_complex_parts(f):
+    """z.real and z.imag share z's memory in NumPy; the tape once recorded copies."""
+    x = np.array([0.5, -1.0, 0.75])
+    for mode in ("tape", "auto"):
+        value, grad = tg.value_and_grad(f, mode=mode)(x.copy())
+        np.testing.assert_allclose(value, f(x.copy()), rtol=1e-12)
+        np.testing.assert_allclose(grad, numeric(f, x), rtol=1e-6, atol=1e-8)
+
+
+# -- reshape and ravel copy where NumPy copies, by the layout of NumPy's array -------------------
+
+def ravel_of_a_column(x):
+    y = x * 1.0
+    c = np.ravel(y[:, 1])      # a copy: the column is strided
+    y[...] = y * 3.0
+    return np.sum(np.sin(c))
+
+
+def ravel_of_a_column_written(x):
+    y = x * 1.0
+    d = y[:, 1].ravel()        # a copy
+    d *= 5.0                   # y unchanged
+    e = y[:, 2].reshape(2)     # a view (same shape)
+    e *= 2.0                   # y changed
+    return np.sum(np.sin(y))
+
+
+def reshape_after_a_write_through_a_transpose(x):
+    y = x * 1.0
+    v = y.T
+    v *= 2.0                   # writes y
+    w = v.reshape(-1)          # a copy: y.T is not contiguous, whatever the kernel made
+    w *= 1.5
+    return np.sum(np.sin(y)) + np.sum(w)
+
+
+def ravel_after_a_write_through_a_step(x):
+    y = x * 1.0
+    v = y[:, ::2]
+    v *= 2.0
+    w = np.ravel(v)            # a copy
+    w *= 1.5
+    f = y.flatten()            # always a copy
+    f[0] = 100.0
+    return np.sum(np.sin(y)) + np.sum(w * w)
+
+
+@pytest.mark.parametrize("f", [ravel_of_a_column, ravel_of_a_column_written,
+                               reshape_after_a_write_through_a_transpose, ravel_after_a_write_through_a_step],
+                         ids=lambda f: f.__name__)
+def test_reshape_copies_where_numpy_copies(f):
+    x = np.array([[0.3, -0.7, 1.1], [0.5, 0.9, -1.3]])
+    for mode in ("tape", "auto"):
+        value, grad = tg.value_and_grad(f, mode=mode)(x.copy())
+        np.testing.assert_allclose(value, f(x.copy()), rtol=1e-12)
+        np.testing.assert_allclose(grad, numeric(f, x), rtol=1e-6, atol=1e-8)

@@ -14,7 +14,7 @@ name is exact, and costs one cheap check.
 import ast
 
 from ...backend import cpu as np  # host-side memory checks only
-from .anf import _const, _name
+from .anf import _const, _name, index_expr
 from .source import TransformError
 
 __all__ = ["AliasError", "mutated_name", "live_after", "check_statement", "check_unaliased",
@@ -96,10 +96,12 @@ def check_statement(s, name, candidates, located, helper):
     what = located.text(src) if src is not None else ast.unparse(s)
     names = ast.Tuple(elts=[_const(n) for n in sorted(candidates)], ctx=ast.Load())
     rebinds = getattr(s, "_in_place", False)
+    element = [ast.keyword(arg="element", value=index_expr(s.targets[0].slice))] \
+        if getattr(s, "_element_in_place", False) else []
     call = ast.Call(func=helper, args=[_name(name), _const(name), names,
                                        ast.Call(func=_name("locals"), args=[], keywords=[]),
                                        _const(located.filename), _const(lineno), _const(what)]
-                    + ([_const(True)] if rebinds else []), keywords=[])
+                    + ([_const(True)] if rebinds else []), keywords=element)
     return ast.Expr(value=call)
 
 
@@ -110,7 +112,7 @@ def with_checks(stmts, live, located, helper):
     for s in stmts:
         name = mutated_name(s)
         later = set(live.get(id(s), ())) - {name} if name is not None else set()
-        rebinds = getattr(s, "_in_place", False)
+        rebinds = getattr(s, "_in_place", False) or getattr(s, "_element_in_place", False)
         if name is not None and (later or rebinds):
             out.append(check_statement(s, name, later, located, helper))
         for field in ("body", "orelse"):
@@ -121,12 +123,20 @@ def with_checks(stmts, live, located, helper):
     return out
 
 
-def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=False):
+def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=False, element=None):
     """Refuse the in-place change ``what`` of ``value`` (named ``name``) when another of
     the names ``others`` (looked up in ``scope``, the generated function's locals) holds
     memory it shares. A ``rebinds`` change (``y += v``, written ``y = y + v``) of a 0-d
     array is refused too: NumPy keeps it an array that later names can share, the
-    rewritten line makes a NumPy scalar of it."""
+    rewritten line makes a NumPy scalar of it. ``lst[k] += v`` (``element`` k) on an array
+    held in a list or dict is refused: NumPy changes that array in place, wherever else it
+    is held (a name, another list, the caller's argument), and the rewritten line puts a
+    new array in the list instead."""
+    if element is not None and isinstance(value, (list, tuple, dict)) and _memory(_held(value, element)) is not None:
+        raise AliasError(f"`{what}` changes the array held in {name} in place (NumPy's augmented "
+                         "assignment on an array), which the AST path writes as a new array in "
+                         f"{name}: use {name}[k] = {name}[k] + v, or mode='tape'", filename, lineno,
+                         "in-place change of an array held in a list or dict")
     if rebinds and getattr(value, "ndim", None) == 0 and _memory(value) is not None:
         raise zero_d_error(what, filename, lineno)
     target = _memory(value)
@@ -140,6 +150,13 @@ def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=
                 f"`{what}` changes {name} in place while {other} shares its memory and is used "
                 "afterwards: the AST path follows values, not memory (copy one of them first, "
                 "e.g. with .copy())", filename, lineno, "in-place change of an aliased array")
+
+
+def _held(container, key):
+    try:
+        return container[key]
+    except (IndexError, KeyError, TypeError):
+        return None  # (the write itself then raises NumPy's or Python's error)
 
 
 check_unaliased.constant_result = True  # (a check, no derivative: a second derivative passes it)
@@ -179,8 +196,9 @@ def _memory(x):
 def _shares(target, other, depth):
     if other is target:
         return True
-    if isinstance(other, (list, tuple)):
-        return depth < 3 and any(_shares(target, o, depth + 1) for o in other)
+    if isinstance(other, (list, tuple, dict)):
+        items = other.values() if isinstance(other, dict) else other
+        return depth < 3 and any(_shares(target, o, depth + 1) for o in items)
     if isinstance(target, list):
         return False
     other = _memory(other)

@@ -13,6 +13,7 @@ Conditions, indices and ``range(...)`` arguments stay as written: they are not
 differentiated.
 """
 import ast
+import copy
 
 from ..emit import fresh_name
 from .lower import COMPREHENSIONS, Lowering
@@ -45,6 +46,17 @@ def _assign(target, value, src=None):
 
 def _const(value):
     return ast.Constant(value=value)
+
+
+def index_expr(node):
+    """A subscript's index as an expression (``x[1:, ::2]`` -> ``(slice(1, None, None),
+    slice(None, None, 2))``), to pass to a helper."""
+    if isinstance(node, ast.Slice):
+        parts = [copy.deepcopy(p) if p is not None else _const(None) for p in (node.lower, node.upper, node.step)]
+        return ast.Call(func=_name("slice"), args=parts, keywords=[])
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple(elts=[index_expr(e) for e in node.elts], ctx=ast.Load())
+    return copy.deepcopy(node)
 
 
 # -- 1. jumps ----------------------------------------------------------------------------
@@ -212,6 +224,9 @@ class ANF(Lowering):
             elif isinstance(target, ast.Subscript):
                 load = ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
                 self.assign([target], ast.BinOp(left=load, op=s.op, right=s.value))
+                last = self.out[-1]  # (``lst[k] += v`` changes the array held there in place)
+                if isinstance(last, ast.Assign) and isinstance(last.targets[0], ast.Subscript):
+                    last._element_in_place = True
             else:
                 self.fail(s, "augmented assignment to an attribute")
         elif isinstance(s, ast.Expr):

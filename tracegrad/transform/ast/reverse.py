@@ -17,7 +17,7 @@ import copy
 
 from . import nograd
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives, star_positions
-from .anf import _assign, _const, _name
+from .anf import _assign, _const, _name, index_expr
 from .kinds import maybe_sequences, sequence_names
 from .resolve import CONSTANT, OPERATORS, UNARY, Direct, User, method_primitive
 from .signature import ALL
@@ -47,17 +47,6 @@ def _call(func, *args, keywords=()):
         func = _name(func)
         func._helper = func.id in HELPERS
     return ast.Call(func=func, args=list(args), keywords=list(keywords))
-
-
-def index_expr(node):
-    """A subscript's index as an expression (``x[1:, ::2]`` -> ``(slice(1, None, None),
-    slice(None, None, 2))``), to pass to a helper."""
-    if isinstance(node, ast.Slice):
-        parts = [copy.deepcopy(p) if p is not None else _const(None) for p in (node.lower, node.upper, node.step)]
-        return ast.Call(func=_name("slice"), args=parts, keywords=[])
-    if isinstance(node, ast.Tuple):
-        return ast.Tuple(elts=[index_expr(e) for e in node.elts], ctx=ast.Load())
-    return copy.deepcopy(node)
 
 
 def _is_pop(value):

@@ -51,6 +51,8 @@ class _Saves:
             return None
         later = set(self.live.get(id(s), ()))
         writes_memory = not getattr(s, "_in_place", False)  # (y += v is written y = y + v)
+        if getattr(s, "_element_in_place", False):
+            writes_memory = False  # (lst[k] += v: always checked, see check_unaliased)
         if writes_memory and id(s) not in self.saved:  # the adjoint reads values as left
             later |= self.needed | {self.stack}
         later.discard(name)

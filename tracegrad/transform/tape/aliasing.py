@@ -60,6 +60,7 @@ _VIEWS = _ByIdentity()   # parent -> {id: weakref} of its views that are up to d
 _DIRTY = {}              # tracer class -> its dirty twin (and back)
 _DIRTIES = _ByIdentity()  # the dirty tracers (values unused)
 _NO_GRAD = _ByIdentity()  # view made under no_grad() -> whether a write with grad on made it dirty
+_LAYOUT = _ByIdentity()   # tracer written in place -> its value before: NumPy's memory layout
 
 
 def _add_view(parent, view):
@@ -102,16 +103,35 @@ def note_view(prim, args, params, result, tape):
     base = args[0]
     if not isinstance(base, Var) or tape.phase != "t":
         return
+    part = prim.name in PART_VIEWS  # (z.real, z.imag: NumPy's views, the kernels' copies)
     outs = result if isinstance(result, tuple) else (result,)
     no_grad = not _grad_mode.state.grad_enabled or _NO_GRAD.get(base) is not None
     for k, out in enumerate(outs):
         if not out.shape:  # ``y[1]`` is a number in NumPy, not a view: ``y[1] += v`` rebinds
             tape.immutable.add(out.id)
-        elif _shares_memory(out.value, base.value):
+        elif part or _shares_memory(out.value, base.value):
             _LINK[out] = (base, prim, params, k if isinstance(result, tuple) else None)
             _add_view(base, out)
             if no_grad:
                 _NO_GRAD[out] = False
+
+
+def keep_layout(var):
+    """Before a write gives ``var`` a new value (made by a kernel, contiguous): remember the
+    value it had, whose strides are those of the NumPy array ``var`` stands for -- an
+    array's layout never changes, and whether NumPy's ``reshape`` copies depends on it."""
+    if _LAYOUT.get(var) is None:
+        _LAYOUT[var] = var.value
+
+
+def numpy_copies(var, reshape):
+    """Whether NumPy makes a copy where ``reshape(array)`` (a reshape or ravel) of the array
+    ``var`` stands for is asked for -- decided on an array of its layout."""
+    layout = _LAYOUT.get(var, var.value)
+    try:
+        return not _shares_memory(reshape(layout), layout)
+    except (ValueError, TypeError, AttributeError):
+        return False
 
 
 def current(var):
@@ -220,7 +240,21 @@ def _permute_back(parent, view, params):
     return P.permute(view, dims=tuple(inverse))
 
 
+def _real_back(parent, view, params):
+    return P.complex(view, P.imag(parent))
+
+
+def _imag_back(parent, view, params):
+    return P.complex(P.real(parent), view)
+
+
+# The parts of a complex array are views in NumPy (``z.real[...] = v`` writes z) and copies
+# in the kernels (a strided float view of complex memory is NumPy's own trick): the tape
+# links them as views all the same, written back through ``complex``.
+PART_VIEWS = {"real", "imag"}
+
 _INVERSE = {
+    "real": _real_back, "imag": _imag_back,
     "basic_index": lambda parent, view, params: P.index_put(parent, view, index=params["index"]),
     "reshape": _reshape_back, "squeeze": _reshape_back, "unsqueeze": _reshape_back,
     "transpose": lambda parent, view, params: P.transpose(view, dim0=params["dim0"], dim1=params["dim1"]),

@@ -251,6 +251,7 @@ def take_over(var, new):
             if v is var:
                 tape._consts[k] = (arr, old, snapshot)
     tape.renamed[old.id] = old  # transforms find the variables they marked by id
+    aliasing.keep_layout(var)  # (the NumPy array var stands for keeps its strides)
     var.id, var.value, var.kind, var.name, var.hint = new.id, new.value, "op", None, new.hint
     var.at = new.at
     for k in range(new.at, len(tape.eqns)):  # (``new`` is made by the last eqns)
@@ -333,7 +334,7 @@ Var.transpose = lambda self, *axes: NM.FUNCTIONS[np.transpose](
     self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
 Var.T = property(lambda self: NM.FUNCTIONS[np.transpose](self))
 Var.mT = property(lambda self: P.transpose(self, dim0=self.ndim - 2, dim1=self.ndim - 1))
-Var.flatten = lambda self, order="C": NM.FUNCTIONS[np.ravel](self, order=order)
+Var.flatten = lambda self, order="C": P.clone(NM.FUNCTIONS[np.ravel](self, order=order))  # (always a copy)
 Var.copy = lambda self, order="C": P.clone(self)
 Var.astype = lambda self, dtype, copy=True, **kw: NM.astype(self, dtype, copy)
 Var.size = property(lambda self: math.prod(self.shape))

@@ -161,7 +161,8 @@ def _record(tape, prim, ins, vals, params):
     result = tape.add(prim, ins, params, tuple(out) if multi else out, multi)
     if not _grad_mode.state.grad_enabled:  # inside no_grad(): results carry no derivative
         result = _stopped(tape, result, multi)
-    if prim.view:  # NumPy's memory is shared: writes must reach the other names of it
+    if prim.view or prim.name in aliasing.PART_VIEWS:
+        # NumPy's memory is shared: writes must reach the other names of it
         aliasing.note_view(prim, ins, params, result, tape)
     if prim.name in _DATA_SHAPED:  # result's shape depends on the values: guard it
         for r in (result if multi else (result,)):

@@ -121,11 +121,24 @@ def _check_order(order, name):
         raise unsupported(f"numpy.{name}(..., order={order!r}) (only 'C' and 'F')")
 
 
+def _as_numpy_would(a, out, reshape):
+    """``out`` (a reshape of tracer ``a``) as NumPy makes it: a copy where NumPy copies (a
+    strided column's ravel; the kernel, reshaping to the same shape, kept a view), so that
+    a later write into ``a`` does not reach it, nor one into it ``a``."""
+    if is_traced(a) and is_traced(out):
+        from ..aliasing import numpy_copies
+        if numpy_copies(a, reshape):
+            return P.clone(out)
+    return out
+
+
 def ravel(a, order="C"):
     _check_order(order, "ravel")
+    src = a
     if order == "F":
         a = _reversed_axes(a)
-    return P.reshape(a, shape=(math.prod(shape_of(a)),))
+    out = P.reshape(a, shape=(math.prod(shape_of(a)),))
+    return _as_numpy_would(src, out, lambda arr: arr.ravel(order=order))
 
 
 def reshape(a, *shape, newshape=None, order="C", **kw):
@@ -140,8 +153,10 @@ def reshape(a, *shape, newshape=None, order="C", **kw):
         size = math.prod(a.shape)
         shape = tuple(size // known if s == -1 and known else s for s in shape)
     if order == "F":  # (a.T reshaped to the reversed shape, read back reversed)
-        return _reversed_axes(P.reshape(_reversed_axes(a), shape=shape[::-1]))
-    return P.reshape(a, shape=shape)
+        out = _reversed_axes(P.reshape(_reversed_axes(a), shape=shape[::-1]))
+    else:
+        out = P.reshape(a, shape=shape)
+    return _as_numpy_would(a, out, lambda arr: arr.reshape(shape, order=order))
 
 
 def call_function(func, args, kwargs):
