@@ -341,3 +341,37 @@ def test_where_of_lists(mode):
     x = np.array([0.3, -0.7, 1.2])
     np.testing.assert_allclose(tg.grad(where_of_lists, mode=mode)(x.copy()), fd_grad(where_of_lists, x),
                                rtol=1e-6, atol=1e-8)
+
+
+def slice_assigned(x):
+    L = [x[0], x[1], x[2], x[0] * x[2]]
+    L[1:3] = [x[2] ** 2, x[1] * 5]
+    return L[0] * L[1] + L[2] * L[3]
+
+
+def slice_assigned_constants(x):
+    L = [x[0], x[1], x[2]]
+    L[:2] = [1.5, 2.5]
+    return L[0] * L[2] + L[1] * x[0]
+
+
+def slice_assignment_shrinks(x):
+    L = [x[0], x[1], x[2], x[0] * x[2]]
+    L[1:3] = [x[1] * 5]
+    return L[0] * L[1] + L[2]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [slice_assigned, slice_assigned_constants], ids=lambda f: f.__name__)
+def test_slice_assignment_to_a_list(f, mode):
+    np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), fd_grad(f, X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tg.jvp(f, (X.copy(),), (np.ones(3),), mode=mode)[1], np.sum(fd_grad(f, X)),
+                               rtol=1e-6)
+
+
+def test_a_slice_assignment_that_changes_the_length():
+    with pytest.raises(TransformError, match="changes a list's length"):
+        tg.grad(slice_assignment_shrinks, mode="ast")(X.copy())
+    for mode in ("tape", "auto"):
+        np.testing.assert_allclose(tg.grad(slice_assignment_shrinks, mode=mode)(X.copy()),
+                                   fd_grad(slice_assignment_shrinks, X), rtol=1e-6, atol=1e-8)

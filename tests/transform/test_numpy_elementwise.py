@@ -381,3 +381,23 @@ def test_importing_tracegrad_does_not_import_scipy():
     code = ("import sys, tracegrad, tracegrad.special, tracegrad.scipy.special; "
             "assert not any(m == 'scipy' or m.startswith('scipy.') for m in sys.modules), 'scipy imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def clip_at_its_bounds(x, lo, hi):
+    return np.sum(np.clip(x, lo, hi) ** 2) + np.sum(x.clip(-0.5, 0.5))
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+def test_clip_at_its_bounds_follows_torch_clamp(mode):
+    # a value exactly at a bound keeps its whole gradient, number or array bounds alike
+    # (the AST path traces number bounds: it once split the tie in halves); a bound gets
+    # one only where it strictly is the result -- torch.clamp's rule
+    x = np.array([0.5, -0.5, 0.2, 0.9, -0.9])
+    lo, hi = np.full(5, -0.5), np.full(5, 0.5)
+    gx, glo, ghi = tg.grad(clip_at_its_bounds, argnums=(0, 1, 2), mode=mode)(x, lo, hi)
+    inside = (x >= -0.5) & (x <= 0.5)
+    np.testing.assert_allclose(gx, 2 * x * inside + inside)
+    np.testing.assert_allclose(glo, np.where(x < -0.5, 2 * -0.5, 0.0))
+    np.testing.assert_allclose(ghi, np.where(x > 0.5, 2 * 0.5, 0.0))
+    gn = tg.grad(lambda y: clip_at_its_bounds(y, -0.5, 0.5), mode="tape")(x)
+    np.testing.assert_allclose(gn, gx)

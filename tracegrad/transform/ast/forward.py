@@ -121,6 +121,8 @@ class Forward:
             if id(s) in self.nograd:  # an array written in place under no_grad() keeps its tangent
                 return check + [s]
             tv = self.tangent(s.value)
+            if tv is None and isinstance(target.slice, ast.Slice):  # (constants written into a
+                tv = _call("zero_tangent", copy.deepcopy(s.value))   # list's slice: their zeros)
             update = _call("set_at", _name(self.d(x)), index_expr(target.slice), tv or _const(None))
             return [s, _assign(self.d(x), update)]
         z = target.id

@@ -10,7 +10,7 @@ from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
 from ..tape.randomness import Draws
 from ..tape.tracing import active_tape, positional_params
-from ..tape.tape import TracerError, Var
+from ..tape.tape import Var
 from ..checks import check_input, positional_arguments
 from ..reads import Reads
 from ..tree import flatten, tree_map, unflatten
@@ -238,18 +238,13 @@ def _value(v, raw):
     return np.asarray(v)
 
 
-def _retry_on_tape():
-    from .source import TransformError
-    return (TransformError, TracerError, NotImplementedError)
-
-
 # What generated code may raise at run time where the tape, which follows the values, may
 # not: a refusal (memory shared, a list where an array was expected, a value NumPy's own
-# function made a constant of), or a rule without the derivative of an argument that the
-# AST path took to be differentiated only because a list held it beside one that is
-# (``args[k] = x; f(*args)``). mode="auto" then runs the tape, which raises it again if
-# that derivative is really needed.
-RETRY_ON_TAPE = _retry_on_tape()
+# function made a constant of), a rule without the derivative of an argument that the AST
+# path took to be differentiated only because a list held it beside one that is
+# (``args[k] = x; f(*args)``), or a construct its helpers do not take. mode="auto" then runs
+# the tape, which raises the error again where it is the function's own.
+RETRY_ON_TAPE = (Exception,)
 
 
 class AutoFunction:

@@ -125,6 +125,10 @@ def take_at(dx, index, like):
     if isinstance(dx, dict):
         return dx.get(index)
     if isinstance(dx, (list, tuple)):
+        if isinstance(index, slice) and len(range(*index.indices(len(dx)))) != len(like):
+            from .source import TransformError
+            raise TransformError("a slice assignment that changes a list's length (its gradient "
+                                 "would be shifted); use mode='tape'", construct="slice assignment to a list")
         return dx[index]
     g = dx[index]
     structure, arrays = split_index(dx, index)
@@ -147,7 +151,8 @@ def zero_at(dx, index):
         return out
     out = GradList(dx) if isinstance(dx, (list, tuple)) else dx.copy()
     if isinstance(out, GradList):
-        out[index] = None
+        for k in (range(*index.indices(len(out))) if isinstance(index, slice) else (index,)):
+            out[k] = None
     else:
         out[index] = 0
     return out

@@ -12,11 +12,14 @@ def _clip(a, a_min=None, a_max=None, out=None, min=None, max=None, **kw):
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
     if is_traced(lo) or is_traced(hi) or hasattr(lo, "shape") or hasattr(hi, "shape"):
+        # array (or traced) bounds: ``a`` where it lies within them, ties included, as with
+        # number bounds (clamp) and PyTorch's clamp of tensors -- a bound's derivative only
+        # where it is strictly the result
         out = a
         if lo is not None:
-            out = P.maximum(out, lo)
+            out = P.where(P.lt(out, lo), lo, out)
         if hi is not None:
-            out = P.minimum(out, hi)
+            out = P.where(P.gt(out, hi), hi, out)
         return out
     return P.clamp(a, min=lo, max=hi)
 
