@@ -263,3 +263,79 @@ def test_jacobian_refuses_complex_outputs(mode):
 def test_jvp_refuses_a_complex_tangent_for_a_real_primal(mode):
     with pytest.raises(TypeError, match="a real primal takes real tangents"):
         tg.jvp(np.sin, (np.ones(2),), (1j * np.ones(2),), mode=mode)
+
+
+# -- JAX's layout of Jacobians and Hessians over several outputs and arguments -----------------
+
+def mixed(x, y):
+    return np.sum(np.sin(x) * y[:3] ** 2) + np.sum(x ** 3) * np.sum(y)
+
+
+def outputs_pair(x, y):
+    return np.sin(x) * y[:3], np.sum(x) * y
+
+
+def by_parts(t):
+    return np.sum(t[0] ** 2 * np.cos(t[1]))
+
+
+def by_keys(d):
+    return np.sum(d["u"] ** 2 * np.cos(d["v"]))
+
+
+XY = (np.array([0.3, -0.7, 1.2]), np.array([0.5, 1.5, -0.4, 2.0]))
+
+
+def _fd_jac(f, args, n, out_index=None):
+    """d f(args)[out_index] / d args[n] by central differences: out.shape + arg.shape."""
+    def at(a):
+        full = list(args)
+        full[n] = a
+        out = f(*full)
+        return np.asarray(out if out_index is None else out[out_index], dtype=float)
+    x = args[n]
+    cols = []
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = 1e-6
+        cols.append((at(x + e) - at(x - e)) / 2e-6)
+    return np.moveaxis(np.array(cols).reshape(x.shape + at(x).shape), list(range(x.ndim)),
+                       list(range(-x.ndim, 0)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transform", ["jacobian", "jacrev", "jacfwd"])
+def test_jacobians_of_several_outputs_and_arguments(transform, mode):
+    # J[out][arg] (output structure outside, argnums inside), each out.shape + arg.shape;
+    # the tape's jacobian once gave zeros for a tuple output
+    J = getattr(tg, transform)(outputs_pair, argnums=(0, 1), mode=mode)(*XY)
+    assert isinstance(J, tuple) and len(J) == 2 and all(isinstance(j, tuple) and len(j) == 2 for j in J)
+    for i in range(2):
+        for n in range(2):
+            np.testing.assert_allclose(J[i][n], _fd_jac(outputs_pair, XY, n, i), rtol=1e-6, atol=1e-8)
+    J0 = getattr(tg, transform)(outputs_pair, argnums=0, mode=mode)(*XY)
+    for i in range(2):
+        np.testing.assert_allclose(J0[i], _fd_jac(outputs_pair, XY, 0, i), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hessian_blocks_are_laid_out_as_jax(mode):
+    # H[i][j] = d2f / dx_i dx_j, shaped x_i.shape + x_j.shape
+    H = tg.hessian(mixed, argnums=(0, 1), mode=mode)(*XY)
+    grads = [lambda x, y, n=n: tg.grad(mixed, argnums=n, mode="tape")(x, y) for n in range(2)]
+    for i in range(2):
+        for j in range(2):
+            assert H[i][j].shape == XY[i].shape + XY[j].shape
+            np.testing.assert_allclose(H[i][j], _fd_jac(grads[i], XY, j), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hessian_of_a_tuple_or_dict_argument(mode):
+    u, v = np.array([0.3, -0.7]), np.array([1.1, 0.2])
+    H = tg.hessian(by_parts, mode=mode)((u, v))
+    np.testing.assert_allclose(H[0][0], np.diag(2 * np.cos(v)), rtol=1e-12)
+    np.testing.assert_allclose(H[0][1], np.diag(-2 * u * np.sin(v)), rtol=1e-12)
+    np.testing.assert_allclose(H[1][1], np.diag(-u ** 2 * np.cos(v)), rtol=1e-12)
+    D = tg.hessian(by_keys, mode=mode)({"u": u, "v": v})
+    np.testing.assert_allclose(D["u"]["v"], np.diag(-2 * u * np.sin(v)), rtol=1e-12)
+    np.testing.assert_allclose(D["v"]["v"], np.diag(-u ** 2 * np.cos(v)), rtol=1e-12)

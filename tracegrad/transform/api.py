@@ -432,8 +432,10 @@ def jacobian(f=None, argnums=0, mode="auto", has_aux=False, holomorphic=False):
                 out, aux = out
             check_outputs(out, "jacobian")
             eqns = tape.eqns[start:]
-            jac = _with_phase(tape, "g", _jacobian_rows, eqns, wrt, out)
-            result = _regroup(jac, args, nums, single)
+            outs, ospec = flatten(out)  # (JAX's layout: the output's structure outside, then
+            result = unflatten(ospec, [  # the arguments', then out.shape + arg.shape)
+                _regroup(_with_phase(tape, "g", _jacobian_rows, eqns, wrt, o), args, nums, single)
+                for o in outs])
             if kinds is None:
                 return ((result, aux) if has_aux else result), None
             k = "tensor" if "tensor" in flatten(kinds)[0] else "array"

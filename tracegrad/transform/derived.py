@@ -2,7 +2,8 @@
 and ``hvp``, written once over :func:`~.api.vjp_at` / :func:`~.api.jvp_at`, so each runs
 in every mode those do (``"tape"``, ``"ast"``, ``"auto"``) with the same results.
 
-Jacobians follow JAX's layout: ``out.shape + arg.shape`` per differentiated argument. A
+Jacobians follow JAX's layout: the output's structure outside, inside it one Jacobian per
+differentiated argument (a tuple for a tuple of ``argnums``), each ``out.shape + arg.shape``. A
 complex output needs ``holomorphic=True`` (whose Jacobian is ``f'(z)``'s matrix, read off
 with real unit cotangents or tangents), as in JAX.
 """
@@ -99,19 +100,19 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False, mode="auto"):
             for k in range(_size(o)):
                 ct = unflatten(ospec, [_unit(p, k if j == i else None) for j, p in enumerate(outs)])
                 rows.append(pull(ct))
-        result = []
-        for m, n in enumerate(nums):
-            leaves, spec = flatten(args[n])
-            per_out, start = [], 0
-            for o in outs:
-                size = _size(o)
-                block = rows[start:start + size]
-                start += size
-                per_out.append(unflatten(spec, [
+        per_out, start = [], 0   # (JAX's layout: the output's structure outside, then the
+        for o in outs:           # arguments' -- a tuple for a tuple of argnums)
+            size = _size(o)
+            block = rows[start:start + size]
+            start += size
+            per_num = []
+            for m, n in enumerate(nums):
+                leaves, spec = flatten(args[n])
+                per_num.append(unflatten(spec, [
                     _stack([flatten(r[m])[0][j] for r in block], tuple(getattr(o, "shape", ())) +
                            tuple(getattr(leaf, "shape", ())), leaf) for j, leaf in enumerate(leaves)]))
-            result.append(unflatten(ospec, per_out))
-        result = result[0] if single else tuple(result)
+            per_out.append(per_num[0] if single else tuple(per_num))
+        result = unflatten(ospec, per_out)
         return (result, made[2]) if has_aux else result
     return jac
 
@@ -147,11 +148,11 @@ def jacfwd(f, argnums=0, has_aux=False, holomorphic=False, mode="auto"):
             out = g(*args)
         check_outputs(out, "jacfwd", holomorphic)
         outs, ospec = flatten(out)
-        result = []
-        for m, n in enumerate(nums):
-            spec = flatten(args[n])[1]
-            per_out = []
-            for i, o in enumerate(outs):
+        per_out = []  # (JAX's layout, as jacrev's)
+        for i, o in enumerate(outs):
+            per_num = []
+            for m, n in enumerate(nums):
+                spec = flatten(args[n])[1]
                 blocks = []
                 for j, leaf in enumerate(leaves_of[m]):
                     cols = [flatten(t)[0][i] for mm, jj, t in columns if mm == m and jj == j]
@@ -159,9 +160,9 @@ def jacfwd(f, argnums=0, has_aux=False, holomorphic=False, mode="auto"):
                     # (stacked input-element first, then moved behind the output's dims)
                     axes = tuple(range(len(ishape), len(ishape) + len(oshape))) + tuple(range(len(ishape)))
                     blocks.append(_stack(cols, ishape + oshape, o, axes))
-                per_out.append(unflatten(spec, blocks))
-            result.append(unflatten(ospec, per_out))
-        return result[0] if single else tuple(result)
+                per_num.append(unflatten(spec, blocks))
+            per_out.append(per_num[0] if single else tuple(per_num))
+        return unflatten(ospec, per_out)
     return jac
 
 
