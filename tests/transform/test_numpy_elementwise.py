@@ -401,3 +401,24 @@ def test_clip_at_its_bounds_follows_torch_clamp(mode):
     np.testing.assert_allclose(ghi, np.where(x > 0.5, 2 * 0.5, 0.0))
     gn = tg.grad(lambda y: clip_at_its_bounds(y, -0.5, 0.5), mode="tape")(x)
     np.testing.assert_allclose(gn, gx)
+
+
+def weighted_cumprod(x):
+    c = np.cumprod(x, axis=-1)
+    return np.sum(c + 0.5 * c * c)
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+@pytest.mark.parametrize("x", [[0.0, 1.0, 2.0], [0.5, 0.0, 2.0, 0.0, 1.5], [[0.0, 0.0, 2.0], [1.5, 0.0, -1.0]]],
+                         ids=["first", "two zeros", "rows"])
+def test_cumprod_second_order_at_zeros(x, mode):
+    # after a slice's first zero the gradient is 0, but not its derivative in that zero:
+    # the Hessian is checked against differences of the (exact) gradient
+    x = np.array(x)
+    grad = tg.grad(weighted_cumprod, mode="tape")
+    want = np.zeros(x.shape + x.shape)
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = 1e-6
+        want[(Ellipsis,) + k] = (grad(x + e) - grad(x - e)) / 2e-6
+    np.testing.assert_allclose(tg.hessian(weighted_cumprod, mode=mode)(x), want, rtol=1e-6, atol=1e-6)

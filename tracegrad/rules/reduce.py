@@ -466,16 +466,28 @@ def cumprod(xp, x, *, dim, dtype=None):
 
 @cumprod.vjp("x", uses="x out")
 def cumprod_vjp(g, out, x, *, dim, dtype=None):
-    # dL/dx_i = sum_{k>=i} g_k * prod_{j<=k, j!=i} x_j. Before the first zero of a slice this
-    # is revcumsum(g*out)_i / x_i; at the first zero it is revcumsum(g * cumprod(x with that
-    # zero replaced by 1)); after it, every product contains the zero, so 0.
+    # dL/dx_i = sum_{k>=i} g_k * prod_{j<=k, j!=i} x_j. Before the first zero x_z of a slice
+    # this is revcumsum(g*out)_i / x_i; at the first zero it is revcumsum(g * cumprod(y)),
+    # y = x with that zero replaced by 1; after it every product holds x_z: x_z times y's own
+    # gradient -- 0, but with x_z's derivative, which a second derivative needs.
+    before, first_zero, from_start, at_zero, y = _cumprod_grad_parts(g, out, x, dim)
+    x_z = sum(where(first_zero, x, 0.0), dim=(dim,), keepdim=True) if x.ndim else x
+    y_before, y_first_zero, y_from_start, y_at_zero, _ = _cumprod_grad_parts(g, cumprod(y, dim=dim), y, dim)
+    after = x_z * where(y_before, y_from_start, where(y_first_zero, y_at_zero, 0.0))
+    return where(before, from_start, where(first_zero, at_zero, after))
+
+
+def _cumprod_grad_parts(g, out, x, dim):
+    """The pieces of cumprod's gradient (see cumprod_vjp): where a slice has no zero yet,
+    where its first zero is, the gradient there, and x with that zero replaced by 1."""
     zero = where(x == 0, 1.0, 0.0)
     zeros_so_far = cumsum(zero, dim=dim)
     before = zeros_so_far == 0
     first_zero = (zeros_so_far == 1) & (zero == 1)
     from_start = _rev_cumsum(g * out, dim) / where(before, x, 1.0)
-    at_zero = _rev_cumsum(g * cumprod(where(first_zero, 1.0, x), dim=dim), dim)
-    return where(before, from_start, where(first_zero, at_zero, 0.0))
+    y = where(first_zero, 1.0, x)
+    at_zero = _rev_cumsum(g * cumprod(y, dim=dim), dim)
+    return before, first_zero, from_start, at_zero, y
 
 
 @cumprod.jvp("x")
