@@ -560,3 +560,15 @@ def test_value_and_grad_returns_the_functions_value(f, mode):
     (value, aux), grad = tg.value_and_grad(rebinds_its_aux, has_aux=True, mode=mode)(x.copy())
     np.testing.assert_allclose([value, aux], rebinds_its_aux(x), rtol=1e-12)
     np.testing.assert_allclose(grad, 2 * np.sum(x) * np.ones(3), rtol=1e-12)
+
+
+def weights_from_the_shape(x):
+    return np.sum(x * x * np.arange(1.0, x.shape[-1] + 1)) + np.sum(np.full(x.shape, 2.0) * x)
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+def test_constants_built_from_a_shape(mode):
+    # x.shape makes no constant of x's value: np.arange/np.full of it are not refused
+    x = np.array([0.3, 0.5, 2.0])
+    np.testing.assert_allclose(tg.grad(weights_from_the_shape, mode=mode)(x), 2 * x * np.arange(1.0, 4.0) + 2.0)
+    np.testing.assert_allclose(tg.hessian(weights_from_the_shape, mode=mode)(x), np.diag(2 * np.arange(1.0, 4.0)))

@@ -161,7 +161,22 @@ def refuse_lost_derivatives(body, active, resolver, located, nograd=()):
 
 
 def _reads_active(nodes, active):
-    return any(loaded_names(x) & active for x in nodes)
+    return any(_value_names(x) & active for x in nodes)
+
+
+def _value_names(node):
+    """The names whose values ``node`` reads: not those it reads only for their shape, dtype
+    and the like (``np.arange(x.shape[-1])`` makes no constant of x)."""
+    out = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Attribute) and n.attr in NONDIFF_ATTRS:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
 
 
 def _hashable_in(obj, table):
