@@ -18,7 +18,7 @@ import types
 
 from ..backend import cpu as np  # host-side comparisons only
 
-__all__ = ["Reads"]
+__all__ = ["Reads", "state_of"]
 
 _MISSING = object()
 _DEPTH = 4   # user functions followed through global names
@@ -51,6 +51,9 @@ class Reads:
                     self._holders.append((value, members, _fingerprint(members(value))))
 
     def _collect(self, f, seen, depth):
+        if isinstance(f, types.MethodType):  # a bound method: its object is read too
+            self._cells.append((_Fixed(f.__self__), f.__self__))
+            return self._collect(f.__func__, seen, depth)
         if isinstance(f, functools.partial):  # its function, and the values bound to it
             for v in (*f.args, *f.keywords.values()):
                 self._cells.append((_Fixed(v), v))
@@ -144,29 +147,54 @@ _PLAIN_VALUES = (int, float, complex, bool, str, bytes, type(None))
 def _members(value):
     """What a global or closure value holds one level down that a function may read:
     the items of a list/tuple/dict, the attributes of a plain object (a config, a model
-    holding arrays) -- as a function giving them now; None for anything else."""
+    holding arrays) or of a class of the user's (``Cfg.scale``) -- as a function giving
+    them now; None for anything else."""
     if isinstance(value, (list, tuple)):
         return lambda v: list(enumerate(v))
     if isinstance(value, dict):
         return lambda v: list(v.items())
-    if isinstance(value, (types.FunctionType, types.ModuleType, type, functools.partial, np.ndarray)) \
+    if isinstance(value, type):
+        if _library(value) or value.__module__ == "builtins":
+            return None
+        return lambda v: [(k, a) for k, a in vars(v).items()
+                          if not k.startswith("__") and not callable(a) and not isinstance(a, (classmethod, staticmethod, property))]
+    if isinstance(value, (types.FunctionType, types.ModuleType, functools.partial, np.ndarray)) \
             or isinstance(value, _PLAIN_VALUES) or not hasattr(value, "__dict__"):
         return None
     return lambda v: list(vars(v).items())
 
 
-def _fingerprint(members):
+_NESTED = 3      # levels of plain objects, lists and dicts followed below a global
+_BUDGET = 512    # members fingerprinted at most per global (a larger one: identities only)
+
+
+def _fingerprint(members, depth=1, budget=None):
     """Identity of each member, and the bytes of small arrays and the values of numbers
-    among them (compared at each call)."""
+    among them, and so on a few levels down (``cfg.model.k``, ``table[0][1]``): compared at
+    each call."""
+    budget = [_BUDGET] if budget is None else budget
     out = []
     for key, v in members:
+        budget[0] -= 1
         if isinstance(v, np.ndarray) and v.nbytes <= _BYTES:
             out.append((key, id(v), v.shape, v.dtype.str, v.tobytes()))
         elif isinstance(v, (int, float, complex, bool, str)):
             out.append((key, v))
         else:
-            out.append((key, id(v)))
+            inner = _members(v) if depth < _NESTED and budget[0] > 0 and not isinstance(v, type) else None
+            out.append((key, id(v)) if inner is None else
+                       (key, id(v), tuple(_fingerprint(inner(v), depth + 1, budget))))
     return out
+
+
+def state_of(obj):
+    """A hashable fingerprint of what a plain object passed as a static argument holds
+    (``model`` in ``grad(Model.loss, argnums=1)(model, x)``), or None: a trace made for it
+    is replayed only while it holds the same."""
+    if isinstance(obj, (list, tuple, dict, type)):
+        return None
+    members = _members(obj)
+    return None if members is None else tuple(_fingerprint(members(obj)))
 
 
 class _Fixed:

@@ -18,7 +18,7 @@ from . import reuse
 from .lower import local_functions, scope_names
 from .signature import ALL, Signature
 from .optimize import optimize
-from .resolve import Resolver, User, on_device
+from .resolve import Resolver, User, on_device, still_written_for, structure
 from .reverse import HELPERS, Reverse, comment
 from .saves import finish
 from .source import TransformError, Untransformable, _find_code, class_name, function_tree, in_scope
@@ -249,8 +249,9 @@ def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=Fals
     fn, name = _source_function(fn), _ident(name)
     with _lock:
         per = _CACHE.setdefault(fn, {})
-        if key in per:
+        if key in per and written_for_now(per[key]):
             return per[key]
+        per.pop(key, None)  # (a function it calls was rebound: written again)
         gen = reuse.recall(fn, key)  # (a function of the same code transformed before)
         if gen is not None:
             per[key] = gen
@@ -354,6 +355,7 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
                                type_params=[])
         optimize(fdef, temps=unit.temps, keep=out_names | {stack, dout} | set(params) | rev.checked)
         gen = _compile(fdef, unit, name, fn, per, key, callees)
+        gen.written_for = structure(resolver)
         gen.seed = dout
         _note_in_place_facts(gen, body, params)
         _remember(fn, key, gen, unit, resolver, user_defaults=True)
@@ -441,6 +443,17 @@ def _callee(unit, callees, callee, key, build, hint):
     return gname
 
 
+def written_for_now(gen, seen=None):
+    """Whether the functions, classes and modules ``gen`` (and the adjoints it calls) was
+    written for are still the ones its function's names refer to (see resolve.structure)."""
+    seen = set() if seen is None else seen
+    if id(gen) in seen:
+        return True
+    seen.add(id(gen))
+    return still_written_for(getattr(gen, "written_for", ())) and \
+        all(written_for_now(c, seen) for c in gen.callees)
+
+
 def _source_function(fn):
     """The Python function whose source is transformed: ``fn`` itself, or, for a gradient
     made by this path (``grad(grad(f))``), the generated adjoint -- transformed again."""
@@ -460,9 +473,10 @@ def tangents(fn, name, positions=None):
     fn, name = _source_function(fn), _ident(name)
     with _lock:
         per = _CACHE.setdefault(fn, {})
-        if key in per:  # (each jvp call is a new transformation: it sees rebound globals)
-            per[key].refresh()
+        if key in per and written_for_now(per[key]):  # (each jvp call is a new
+            per[key].refresh()                         # transformation: it sees rebound globals)
             return per[key]
+        per.pop(key, None)
         gen = reuse.recall(fn, key)
         if gen is not None:
             per[key] = gen
@@ -499,6 +513,7 @@ def _build_tangents(fn, name, per, key, positions=None):
                                decorator_list=[], returns=None, type_params=[])
         optimize(fdef, temps=unit.temps, keep=set(sig.names()) | set(targs))
         gen = _compile(fdef, unit, name, fn, per, key, callees)
+        gen.written_for = structure(resolver)
         gen.tangent_names = targs  # (by keyword where *args takes the positional arguments)
         gen.keyword_tangents = bool(sig.vararg) and positions is None
         gen.nparams = len(sig.params)

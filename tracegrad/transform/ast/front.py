@@ -3,6 +3,7 @@ arguments to the generated function as they are (arrays, Python floats, Tensors)
 the output gradient in the arguments' dtype, and gives results back in each
 argument's kind (a gradient that never reached an argument is zeros)."""
 import functools
+import types
 
 from ...backend import cpu as np  # host-side type checks only
 from ...backend import is_array, namespace_of
@@ -15,7 +16,7 @@ from ..checks import check_input, positional_arguments
 from ..reads import Reads
 from ..tree import flatten, tree_map, unflatten
 from .aliasing import AliasError, refuse_zero_d_arguments
-from .driver import _source_function, adjoint, tangents
+from .driver import _source_function, adjoint, tangents, written_for_now
 from .support import zero_tangent
 
 __all__ = ["AstFunction"]
@@ -28,10 +29,14 @@ class AstFunction:
     mode = "ast"
 
     def __init__(self, f, argnums, name, has_aux=False, with_value=False, holomorphic=False):
-        self.f = f
-        self.holomorphic = holomorphic
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
+        self._self = None  # a bound method's object: its function is transformed, and
+        if isinstance(f, types.MethodType):  # called with the object first
+            self._self, f = (f.__self__,), f.__func__
+            self.argnums = tuple(n + 1 if n >= 0 else n for n in self.argnums)
+        self.f = f
+        self.holomorphic = holomorphic
         self._name, self.has_aux, self.with_value = name, has_aux, with_value
         self._gen = None
         self._reads = None  # the globals its generated code copied (see reads.py)
@@ -41,6 +46,8 @@ class AstFunction:
         """The :class:`~.driver.Generated` adjoint (transformed on first use)."""
         if self._gen is None:
             checked = nargs is not None
+            if checked and self._self is not None:
+                nargs += 1  # (the caller counts a bound method's arguments without its object)
             nargs = nargs if checked else len(positional_params(self.f))
             positions = tuple(n % nargs if nargs else n for n in self.argnums)
             for n in self.argnums if checked else ():
@@ -73,12 +80,17 @@ class AstFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        if self._self is not None:
+            args = self._self + args
         if kwargs:  # (keyword-only parameters and **kwargs stay keywords)
             args, kwargs = positional_arguments(self.f, args, kwargs)
-        gen = self._gen or self.generated(len(args))
+        gen = self._gen or self.generated(len(args) - len(self._self or ()))
         if self._reads is None:
             self._reads = Reads(self.f)
-        elif self._reads.changed():  # a global it reads was rebound: copied again
+        elif self._reads.changed():  # a global it reads was rebound: copied again, or, for
+            if not written_for_now(gen):  # a function it calls, the code written again
+                self._gen = None
+                gen = self.generated(len(args) - len(self._self or ()))
             gen.refresh()
             self._reads = Reads(self.f)
         refuse_zero_d_arguments(gen, args, getattr(self.f, "__name__", "f"))

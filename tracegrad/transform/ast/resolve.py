@@ -17,6 +17,7 @@ import ast
 import builtins
 import math
 import types
+import weakref
 
 import numpy as np  # identifies NumPy's functions in the user's namespace
 
@@ -130,6 +131,7 @@ class Resolver:
                 pass
         self.globals = fn.__globals__
         self.reads = {}   # free name -> what it referred to (_NOTHING: nothing; see reuse.py)
+        self.attribute_reads = []  # (module or class, attribute, what it referred to)
 
     def lookup(self, name):
         """``(found, value)`` of a free name. (Every object found is passed through
@@ -156,9 +158,11 @@ class Resolver:
             ok, base = self.value(node.value)
             if ok and isinstance(base, (types.ModuleType, type)):
                 try:
-                    return True, numpy_own(getattr(base, node.attr))
+                    found = numpy_own(getattr(base, node.attr))
                 except AttributeError:
                     return False, None
+                self.attribute_reads.append((base, node.attr, found))
+                return True, found
         return False, None
 
     def callee(self, call):
@@ -202,3 +206,72 @@ def _library(fn):
     transformed)."""
     mod = getattr(fn, "__module__", "") or ""
     return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy")
+
+
+def structure(resolver):
+    """What the generated code was written for, as ``(now, then)`` pairs: the functions,
+    classes and modules the function's free names and module attributes referred to
+    (``sq`` in ``np.sum(sq(x))``: its adjoint is written into the code). Values (numbers,
+    arrays) are read again at each call instead (see driver.Generated.refresh)."""
+    out = []
+    cells = dict(zip(resolver.fn.__code__.co_freevars, resolver.fn.__closure__ or ()))
+    for name, then in resolver.reads.items():
+        if then is _NOTHING or not _shapes_code(then):
+            continue
+        if name in cells:
+            now = cell_reader(cells[name])
+        elif name in resolver.globals:
+            now = (lambda scope, key: lambda: scope.get(key, _NOTHING))(resolver.globals, name)
+        else:
+            continue  # (a builtin)
+        out.append((now, _held(then)))
+    for base, attr, then in resolver.attribute_reads:
+        home = base.__name__ if isinstance(base, types.ModuleType) else getattr(base, "__module__", "")
+        if _shapes_code(then) and (home or "").split(".")[0] not in ("numpy", "tracegrad", "cupy", "scipy"):
+            out.append(((lambda b, a: lambda: getattr(b, a, _NOTHING))(base, attr), _held(then)))
+    return out
+
+
+def cell_reader(cell):
+    """``structure``'s reader of a closure cell (marked: another function of the same code,
+    see reuse.py, has cells of its own)."""
+    def now():
+        return _contents(cell)
+    now.cell = True
+    return now
+
+
+def cell_structure(fn):
+    """``structure``'s pairs for the closure cells of ``fn`` that hold functions, classes
+    or modules."""
+    out = []
+    for cell in fn.__closure__ or ():
+        then = _contents(cell)
+        if then is not _NOTHING and _shapes_code(then):
+            out.append((cell_reader(cell), _held(then)))
+    return out
+
+
+def still_written_for(pairs):
+    """Whether every object in ``structure``'s pairs is still the one referred to."""
+    return all(numpy_own(now()) is then() for now, then in pairs)
+
+
+def _shapes_code(obj):
+    return (callable(obj) or isinstance(obj, types.ModuleType)) and not _library(obj)
+
+
+def _held(obj):
+    """A weak reference to ``obj`` where it takes one (the caches hold user functions
+    weakly), else a function returning it."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _NOTHING

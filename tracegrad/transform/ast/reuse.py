@@ -20,7 +20,7 @@ import threading
 import types
 import weakref
 
-from .resolve import _NOTHING as _MISSING, _library
+from .resolve import _NOTHING as _MISSING, _library, cell_structure, still_written_for
 from ..tape.numpy_map.construct import numpy_own
 
 __all__ = ["remember", "recall", "forget"]
@@ -72,6 +72,8 @@ class Entry:
         self.qualname = gen.fn.__qualname__
         self.reads = reads
         self.facts = {k: v for k, v in vars(gen).items() if k in _FACTS}
+        self.written_for = [(now, then) for now, then in getattr(gen, "written_for", ())
+                            if not getattr(now, "cell", False)]  # (cells: the new function's own)
         dynamic = set(unit.captured) | {"__builtins__", "__name__"}
         self.captured = unit.captured
         self.callees = callees  # [(global name, weakref to the callee, rebuild(callee) -> Generated)]
@@ -92,6 +94,8 @@ class Entry:
 
     def matches(self, fn, lookup):
         if any(not _holds(tok, lookup(name)) for name, tok in self.reads):
+            return False
+        if not still_written_for(self.written_for):  # (a module's function rebound)
             return False
         new = _defaults_of(fn)
         if [w for w, _ in new] != [w for w, _ in self.defaults]:
@@ -127,6 +131,7 @@ class Entry:
         new.__qualname__ = self.qualname
         new.__source__ = self.source
         gen = Generated(new, self.source, self.name)
+        gen.written_for = self.written_for + cell_structure(fn)
         gen.callees = callees
         gen.user_globals, gen.captured = fn.__globals__, self.captured
         for k, v in self.facts.items():

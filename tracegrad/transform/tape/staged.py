@@ -17,6 +17,7 @@ from ...backend import ARRAY_TYPE_SET
 from ...backend import cpu as np  # host-side type checks only
 
 from ...runtime.tensor import Tensor, wrap
+from ..reads import state_of
 from .codegen import GuardFailed, compile_tape
 from .interpret import INTERPRET_OVER, Interpreted
 from .optimize import optimize
@@ -66,10 +67,15 @@ def _signature(leaves):
         else:
             try:
                 hash(x)
-                key.append(("static", type(x), x))
             except TypeError:
                 key.append(_Identity(x))
+                continue
+            state = state_of(x) if type(x) not in _PLAIN_STATIC else None  # (an object's
+            key.append(("static", type(x), x) if state is None else ("static", type(x), x, state))  # contents)
     return tuple(key)
+
+
+_PLAIN_STATIC = {int, float, complex, bool, str, bytes, type(None)}
 
 
 class _Identity:

@@ -128,8 +128,18 @@ def _item(self, *args):
     return guard(self, "item", self.value.item(*args), args)
 
 
+def _tolist(self):
+    """NumPy's ``.tolist()``: Python numbers, refused for a value being differentiated (as
+    ``.item()`` is: ``max(x.tolist())`` would carry no derivative); a traced Tensor's keeps
+    torch's meaning (numbers with no history, guarded)."""
+    self = aliasing.current(self)
+    if not getattr(self, "is_traced_tensor", False) and _differentiated(self):
+        raise _number_of_differentiated(self, ".tolist()")
+    return guard(self, "tolist", self.value.tolist() if hasattr(self.value, "tolist") else list(self.value))
+
+
 Var.item = _item
-Var.tolist = _python("tolist", lambda v: v.tolist() if hasattr(v, "tolist") else list(v))
+Var.tolist = _tolist
 
 
 def _len(self):
