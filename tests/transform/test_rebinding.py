@@ -148,3 +148,95 @@ def test_tolist_of_a_differentiated_value_is_refused_on_the_tape():
         tg.grad(max_of_a_list, mode="tape")(X)
     with pytest.raises(tg.TransformError):
         tg.grad(max_of_a_list, mode="ast")(X)
+
+
+class Slotted:
+    __slots__ = ("k",)
+
+    def __init__(self):
+        self.k = 2.0
+
+
+class WithClassScale:
+    scale = 2.0
+
+
+SLOTTED, INSTANCE = Slotted(), WithClassScale()
+K = 2.0
+
+
+def times_k(x):
+    return np.sum(x ** 2) * K
+
+
+OPS = {"f": times_k}
+
+
+class Static:
+    h = staticmethod(times_k)
+
+
+def by_slots(x):
+    return np.sum(x ** 2) * SLOTTED.k
+
+
+def by_instance_reading_its_class(x):
+    return np.sum(x ** 2) * INSTANCE.scale
+
+
+def through_a_dict_of_functions(x):
+    return OPS["f"](x)
+
+
+def through_a_static_method(x):
+    return Static.h(x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [by_slots, by_instance_reading_its_class, through_a_dict_of_functions,
+                               through_a_static_method], ids=lambda f: f.__name__)
+def test_more_state_changed_between_calls(f, mode):
+    global K
+    g = tg.grad(f, mode=mode)
+    np.testing.assert_allclose(g(X), 4 * X)
+    SLOTTED.k, WithClassScale.scale, K = 5.0, 5.0, 5.0
+    try:
+        np.testing.assert_allclose(g(X), 10 * X)   # (AST mode once mixed old and new K: 7x)
+    finally:
+        SLOTTED.k, WithClassScale.scale, K = 2.0, 2.0, 2.0
+
+
+def through_a_rebound_static_method(x):
+    return np.sum(Static.h(x))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_static_method_rebound(mode):
+    g = tg.value_and_grad(through_a_rebound_static_method, mode=mode)
+    Static.h = staticmethod(sq)
+    try:
+        np.testing.assert_allclose(g(X)[1], 2 * X)
+        Static.h = staticmethod(cube)
+        value, grad = g(X)
+        np.testing.assert_allclose(value, np.sum(X ** 3))
+        np.testing.assert_allclose(grad, 3 * X ** 2)
+    finally:
+        Static.h = staticmethod(times_k)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_dataclass_argument_changed_between_calls(mode):
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Params:
+        k: float = 2.0
+    p = Params()
+    g = tg.grad(_loss_of_params, argnums=1, mode=mode)
+    np.testing.assert_allclose(g(p, X), 2 * X)
+    p.k = 3.0
+    np.testing.assert_allclose(g(p, X), 3 * X ** 2)
+
+
+def _loss_of_params(p, x):
+    return np.sum(x ** p.k)

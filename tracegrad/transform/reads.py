@@ -22,6 +22,7 @@ __all__ = ["Reads", "state_of"]
 
 _MISSING = object()
 _DEPTH = 4   # user functions followed through global names
+_CONTAINED = 64  # a list, tuple or dict of functions up to this length is followed
 
 
 class Reads:
@@ -51,6 +52,11 @@ class Reads:
                     self._holders.append((value, members, _fingerprint(members(value))))
 
     def _collect(self, f, seen, depth):
+        through = getattr(f, "reads_through", None)  # (a wrapper calling a weakly held function)
+        if through is not None:
+            f = through()
+            if f is None:
+                return
         if isinstance(f, types.MethodType):  # a bound method: its object is read too
             self._cells.append((_Fixed(f.__self__), f.__self__))
             return self._collect(f.__func__, seen, depth)
@@ -81,13 +87,34 @@ class Reads:
 
     def _follow(self, value, code, seen, depth):
         """What a name of ``code`` holds, followed: a user function or partial (its own
-        reads), a user module (the attributes ``code`` loads from it)."""
+        reads), a user module or class (the attributes ``code`` loads from it: ``C.h(x)``
+        reads what ``h`` reads), the functions in a list, tuple or dict (``OPS["f"](x)``)."""
         if _library(value):
             return
         if isinstance(value, (types.FunctionType, functools.partial)):
             self._collect(value, seen, depth + 1)
         elif isinstance(value, types.ModuleType):
             self._module(value, code, seen, depth)
+        elif isinstance(value, type) and value.__module__ != "builtins":
+            self._class(value, code, seen, depth)
+        elif isinstance(value, (list, tuple, dict)) and len(value) <= _CONTAINED:
+            for v in (value.values() if isinstance(value, dict) else value):
+                if isinstance(v, (types.FunctionType, functools.partial)) and not _library(v):
+                    self._collect(v, seen, depth + 1)
+
+    def _class(self, cls, code, seen, depth):
+        """``Cls.name`` reads of a class of the user's: its attributes ``code`` loads, noted
+        (rebinding ``Cls.h`` is a change) and the functions among them followed."""
+        for klass in cls.__mro__[:-1]:
+            scope = vars(klass)
+            for name in _names(code):
+                value = scope.get(name, _MISSING)
+                if value is _MISSING or name.startswith("__"):
+                    continue
+                self._globals.append((scope, name, value))
+                inner = getattr(value, "__func__", value)  # (staticmethod, classmethod)
+                if isinstance(inner, (types.FunctionType, functools.partial)) and not _library(inner):
+                    self._collect(inner, seen, depth + 1)
 
     def _module(self, module, code, seen, depth):
         """``module.name`` reads (``cfg.SCALE``, ``helpers.g(x)``): attribute names the
@@ -159,27 +186,43 @@ def _members(value):
         return lambda v: [(k, a) for k, a in vars(v).items()
                           if not k.startswith("__") and not callable(a) and not isinstance(a, (classmethod, staticmethod, property))]
     if isinstance(value, (types.FunctionType, types.ModuleType, functools.partial, np.ndarray)) \
-            or isinstance(value, _PLAIN_VALUES) or not hasattr(value, "__dict__"):
+            or isinstance(value, _PLAIN_VALUES) or _library(type(value)):
         return None
-    return lambda v: list(vars(v).items())
+    slots = [n for k in type(value).__mro__ for n in getattr(k, "__slots__", ()) if isinstance(n, str)]
+    if not hasattr(value, "__dict__") and not slots:
+        return None
+    cls = type(value)  # (what the instance reads from its class too: self.scale)
+    return lambda v: (list(getattr(v, "__dict__", {}).items())
+                      + [(n, getattr(v, n)) for n in slots if n != "__dict__" and hasattr(v, n)]
+                      + [("class", cls)])
 
 
 _NESTED = 3      # levels of plain objects, lists and dicts followed below a global
-_BUDGET = 512    # members fingerprinted at most per global (a larger one: identities only)
+_BUDGET = 512    # members followed below the first level, per global
+_BYTES_IN_ALL = 1 << 20  # bytes of arrays compared per global (beyond: their identity only)
 
 
 def _fingerprint(members, depth=1, budget=None):
     """Identity of each member, and the bytes of small arrays and the values of numbers
     among them, and so on a few levels down (``cfg.model.k``, ``table[0][1]``): compared at
-    each call."""
-    budget = [_BUDGET] if budget is None else budget
+    each call (within budgets: the call must stay cheap)."""
+    budget = [_BUDGET, _BYTES_IN_ALL] if budget is None else budget
     out = []
     for key, v in members:
         budget[0] -= 1
-        if isinstance(v, np.ndarray) and v.nbytes <= _BYTES:
+        if isinstance(v, np.ndarray) and v.nbytes <= _BYTES and v.nbytes <= budget[1]:
+            budget[1] -= v.nbytes
             out.append((key, id(v), v.shape, v.dtype.str, v.tobytes()))
+        elif isinstance(v, np.ndarray):
+            out.append((key, id(v), v.shape, v.dtype.str))
         elif isinstance(v, (int, float, complex, bool, str)):
             out.append((key, v))
+        elif isinstance(v, type) and key == "class":  # an instance's class: once per call
+            classes = budget[2] if len(budget) > 2 else budget.append({}) or budget[2]
+            if id(v) not in classes:
+                inner = _members(v)
+                classes[id(v)] = None if inner is None else tuple(_fingerprint(inner(v), _NESTED, budget))
+            out.append((key, id(v), classes[id(v)]))
         else:
             inner = _members(v) if depth < _NESTED and budget[0] > 0 and not isinstance(v, type) else None
             out.append((key, id(v)) if inner is None else

@@ -402,6 +402,7 @@ def _through(ref, fn):
     parameter names (for the tape's input names) but none of its default values."""
     def call(*args, **kwargs):
         return ref()(*args, **kwargs)
+    call.reads_through = ref  # (what the tape's replay checks: fn's reads, see reads.py)
     call.__name__ = call.__qualname__ = getattr(fn, "__name__", type(fn).__name__)
     try:
         params = inspect.signature(fn).parameters.values()

@@ -65,13 +65,13 @@ def _signature(leaves):
             v = input_value(x)
             key.append((kind_of(x), v.shape, v.dtype.str, type(v).__module__))
         else:
+            state = state_of(x) if type(x) not in _PLAIN_STATIC else None  # (an object's contents)
             try:
                 hash(x)
             except TypeError:
-                key.append(_Identity(x))
+                key.append(_Identity(x, state))
                 continue
-            state = state_of(x) if type(x) not in _PLAIN_STATIC else None  # (an object's
-            key.append(("static", type(x), x) if state is None else ("static", type(x), x, state))  # contents)
+            key.append(("static", type(x), x) if state is None else ("static", type(x), x, state))
     return tuple(key)
 
 
@@ -82,13 +82,13 @@ class _Identity:
     """A cache-key part for an unhashable static argument: that very object (kept alive
     by the key, so its id cannot be reused by another object while it is cached)."""
 
-    __slots__ = ("obj",)
+    __slots__ = ("obj", "state")
 
-    def __init__(self, obj):
-        self.obj = obj
+    def __init__(self, obj, state=None):
+        self.obj, self.state = obj, state  # (state: what a plain object held, see state_of)
 
     def __eq__(self, other):
-        return type(other) is _Identity and other.obj is self.obj
+        return type(other) is _Identity and other.obj is self.obj and other.state == self.state
 
     def __hash__(self):
         return id(self.obj)
