@@ -476,3 +476,18 @@ def test_reshape_copies_where_numpy_copies(f):
         value, grad = tg.value_and_grad(f, mode=mode)(x.copy())
         np.testing.assert_allclose(value, f(x.copy()), rtol=1e-12)
         np.testing.assert_allclose(grad, numeric(f, x), rtol=1e-6, atol=1e-8)
+
+
+def parts_assigned(x):
+    z = x * (1 + 2j)
+    z.imag *= x               # NumPy: z's imaginary part, changed in place
+    z.real = x ** 2
+    return np.sum(np.abs(z) ** 2)
+
+
+def test_complex_parts_assigned_as_attributes():
+    x = np.array([0.5, -1.0, 0.75])
+    for mode in ("tape", "auto"):
+        value, grad = tg.value_and_grad(parts_assigned, mode=mode)(x.copy())
+        np.testing.assert_allclose(value, parts_assigned(x.copy()), rtol=1e-12)
+        np.testing.assert_allclose(grad, numeric(parts_assigned, x), rtol=1e-6, atol=1e-8)

@@ -349,8 +349,24 @@ Var.copy = lambda self, order="C": P.clone(self)
 Var.astype = lambda self, dtype, copy=True, **kw: NM.astype(self, dtype, copy)
 Var.size = property(lambda self: math.prod(self.shape))
 Var.itemsize = property(lambda self: self.npdtype.itemsize)
-Var.real = property(lambda self: NM.FUNCTIONS[np.real](self))
-Var.imag = property(lambda self: NM.FUNCTIONS[np.imag](self))
+def _part(function):
+    """``z.real`` / ``z.imag``: the part, a view of z as in NumPy (see aliasing.PART_VIEWS);
+    assigned (``z.imag = v``, and ``z.imag *= x``, which assigns what it changed) it is
+    written into z."""
+    def read(self):
+        return NM.FUNCTIONS[function](self)
+
+    def write(self, value):
+        part = NM.FUNCTIONS[function](self)
+        if part is self:  # (the real part of a real array is the array)
+            _setitem(self, Ellipsis, value)
+        else:
+            part[...] = value
+    return property(read, write)
+
+
+Var.real = _part(np.real)
+Var.imag = _part(np.imag)
 Var.conj = Var.conjugate = lambda self: P.conj(self)
 
 
