@@ -491,3 +491,19 @@ def test_complex_parts_assigned_as_attributes():
         value, grad = tg.value_and_grad(parts_assigned, mode=mode)(x.copy())
         np.testing.assert_allclose(value, parts_assigned(x.copy()), rtol=1e-12)
         np.testing.assert_allclose(grad, numeric(parts_assigned, x), rtol=1e-6, atol=1e-8)
+
+
+def flip_of_a_0d_then_written(x, y):
+    v = np.broadcast_to(np.flip(y), (2,))   # NumPy: flip of a 0-d array is a number (a copy)
+    y += 0.5                                # so v does not see this
+    return np.sum(np.tanh(v)) + np.sum(x * y)
+
+
+def test_flip_of_a_0d_array_is_a_copy():
+    x, y = np.array([1.4]), np.array(1.47)
+    want_value = flip_of_a_0d_then_written(x.copy(), y.copy())
+    for mode in ("tape", "auto"):
+        value, (gx, gy) = tg.value_and_grad(flip_of_a_0d_then_written, argnums=(0, 1), mode=mode)(x.copy(), y.copy())
+        np.testing.assert_allclose(value, want_value, rtol=1e-12)
+        np.testing.assert_allclose(gy, 2 * (1 - np.tanh(1.47) ** 2) + 1.4, rtol=1e-12)
+        np.testing.assert_allclose(gx, [1.97], rtol=1e-12)

@@ -422,3 +422,21 @@ def test_cumprod_second_order_at_zeros(x, mode):
         e[k] = 1e-6
         want[(Ellipsis,) + k] = (grad(x + e) - grad(x - e)) / 2e-6
     np.testing.assert_allclose(tg.hessian(weighted_cumprod, mode=mode)(x), want, rtol=1e-6, atol=1e-6)
+
+
+def std_of(x):
+    return np.std(x)
+
+
+def std_of_roots(z):
+    return np.std(np.sqrt(z + 2.0))
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+def test_std_of_values_equal_but_for_rounding(mode):
+    # the mean of three 0.1s is not 0.1 exactly: std's slope there was a ratio of rounding
+    # errors (about 1/3); the values are equal, and the gradient is 0, as finite differences say
+    np.testing.assert_allclose(tg.grad(std_of, mode=mode)(np.full(3, 0.1)), np.zeros(3), atol=1e-12)
+    np.testing.assert_allclose(tg.grad(std_of_roots, mode=mode)(np.full(3, 1.5 + 1.4j)), np.zeros(3), atol=1e-12)
+    y = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(tg.grad(std_of, mode=mode)(y), (y - y.mean()) / (3 * np.std(y)), rtol=1e-12)

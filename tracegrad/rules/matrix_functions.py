@@ -11,7 +11,7 @@ from .complex_ import is_complex
 from .decomp import inv, mH, mT
 from .index import zeros_of
 from .linalg import eye_of, matmul
-from .reduce import amax, amin, sum, vector_norm
+from .reduce import _eps, amax, amin, sum, vector_norm
 from .shape import permute, reshape, unsqueeze
 from .spectral import eigh, singular_values, svd
 from .unary import abs
@@ -43,12 +43,6 @@ def pinv(a, rtol=None, atol=0.0, hermitian=False):
     keep = (mags > cut) & (mags > atol)
     s_inv = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
     return matmul(left * _row(s_inv), right_h)
-
-
-def _eps(a):
-    """The machine epsilon of ``a``'s precision (single or double)."""
-    dtype = str(getattr(a, "npdtype", None) or getattr(a, "dtype", ""))
-    return 1.1920928955078125e-07 if dtype.endswith(("float32", "complex64")) else 2.220446049250313e-16
 
 
 def _to_end(x, dims):

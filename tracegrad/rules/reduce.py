@@ -184,7 +184,11 @@ def variance_slope(x, dim, correction):
     correction leaves no degrees of freedom: over all elements, +inf (nan where x equals
     the mean); over ``dim``, the plain ratio (inf at 0, negative below)."""
     dof = count(x.shape, dim) - correction
-    centered = conj_of(x - mean(x, dim=dim, keepdim=True))
+    c = x - mean(x, dim=dim, keepdim=True)
+    # (values equal but for the mean's rounding -- 0.1 three times -- deviate by 0 exactly:
+    # else std's slope there, c / std, is the ratio of two rounding errors)
+    c = where(abs(c) <= abs(x) * (4 * _eps(x)), c * 0.0, c)
+    centered = conj_of(c)
     if dof > 0:
         return centered * (2.0 / dof)
     if dim is None or x.ndim == 0:
@@ -521,3 +525,9 @@ from .nn import constant_pad_nd  # noqa: E402  (nn imports this module's sum fir
 __all__ = ["sum", "mean", "prod", "var", "std", "amax", "amin", "max", "min", "max_dim",
            "min_dim", "argmax", "argmin", "all_", "any_", "logsumexp", "vector_norm", "cumsum", "cumprod",
            "kept_shape", "count", "keep", "spread"]
+
+
+def _eps(a):
+    """The machine epsilon of ``a``'s precision (single or double; matrix_functions uses it too)."""
+    dtype = str(getattr(a, "npdtype", None) or getattr(a, "dtype", ""))
+    return 1.1920928955078125e-07 if dtype.endswith(("float32", "complex64")) else 2.220446049250313e-16

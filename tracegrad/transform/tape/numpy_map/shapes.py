@@ -243,8 +243,10 @@ def _reversed(m, axes):
 
 @register(np.flip)
 def _flip(m, axis=None):
+    if ndim(m) == 0:  # (NumPy's m[()]: a number, a copy)
+        return P.clone(m) if is_traced(m) else np.flip(m)
     axes = tuple(range(ndim(m))) if axis is None else dims(axis, ndim(m))
-    return _reversed(m, axes) if axes else m
+    return _reversed(m, axes) if axes else P.basic_index(m, index=(slice(None),) * ndim(m))
 
 
 @register(np.flipud)
