@@ -206,7 +206,8 @@ def _fingerprint(members, depth=1, budget=None):
     """Identity of each member, and the bytes of small arrays and the values of numbers
     among them, and so on a few levels down (``cfg.model.k``, ``table[0][1]``): compared at
     each call (within budgets: the call must stay cheap)."""
-    budget = [_BUDGET, _BYTES_IN_ALL] if budget is None else budget
+    budget = [_BUDGET, _BYTES_IN_ALL, {}] if budget is None else budget  # (members, bytes,
+    # the classes fingerprinted so far: id -> fingerprint)
     out = []
     for key, v in members:
         budget[0] -= 1
@@ -218,7 +219,7 @@ def _fingerprint(members, depth=1, budget=None):
         elif isinstance(v, (int, float, complex, bool, str)):
             out.append((key, v))
         elif isinstance(v, type) and key == "class":  # an instance's class: once per call
-            classes = budget[2] if len(budget) > 2 else budget.append({}) or budget[2]
+            classes = budget[2]
             if id(v) not in classes:
                 inner = _members(v)
                 classes[id(v)] = None if inner is None else tuple(_fingerprint(inner(v), _NESTED, budget))

@@ -132,7 +132,7 @@ def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=
     held in a list or dict is refused: NumPy changes that array in place, wherever else it
     is held (a name, another list, the caller's argument), and the rewritten line puts a
     new array in the list instead."""
-    if element is not None and isinstance(value, (list, tuple, dict)) and _memory(_held(value, element)) is not None:
+    if element is not None and isinstance(value, (list, tuple, dict)) and _memory(_item_at(value, element)) is not None:
         raise AliasError(f"`{what}` changes the array held in {name} in place (NumPy's augmented "
                          "assignment on an array), which the AST path writes as a new array in "
                          f"{name}: use {name}[k] = {name}[k] + v, or mode='tape'", filename, lineno,
@@ -152,7 +152,7 @@ def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=
                 "e.g. with .copy())", filename, lineno, "in-place change of an aliased array")
 
 
-def _held(container, key):
+def _item_at(container, key):
     try:
         return container[key]
     except (IndexError, KeyError, TypeError):

@@ -204,7 +204,7 @@ def _hashable_get(table, obj):
 def _library(fn):
     """Whether ``fn`` belongs to NumPy or tracegrad (differentiated through the tape, not
     transformed)."""
-    mod = getattr(fn, "__module__", "") or ""
+    mod = (fn.__name__ if isinstance(fn, types.ModuleType) else getattr(fn, "__module__", "")) or ""
     return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy")
 
 
@@ -226,8 +226,7 @@ def structure(resolver):
             continue  # (a builtin)
         out.append((now, _held(then)))
     for base, attr, then in resolver.attribute_reads:
-        home = base.__name__ if isinstance(base, types.ModuleType) else getattr(base, "__module__", "")
-        if _shapes_code(then) and (home or "").split(".")[0] not in ("numpy", "tracegrad", "cupy", "scipy"):
+        if _shapes_code(then) and not _library(base):
             out.append(((lambda b, a: lambda: getattr(b, a, _NOTHING))(base, attr), _held(then)))
     return out
 

@@ -65,7 +65,7 @@ def _signature(leaves):
             v = input_value(x)
             key.append((kind_of(x), v.shape, v.dtype.str, type(v).__module__))
         else:
-            state = state_of(x) if type(x) not in _PLAIN_STATIC else None  # (an object's contents)
+            state = state_of(x)  # (what a plain object holds; None for numbers and the like)
             try:
                 hash(x)
             except TypeError:
@@ -73,9 +73,6 @@ def _signature(leaves):
                 continue
             key.append(("static", type(x), x) if state is None else ("static", type(x), x, state))
     return tuple(key)
-
-
-_PLAIN_STATIC = {int, float, complex, bool, str, bytes, type(None)}
 
 
 class _Identity:
