@@ -4,11 +4,12 @@ Kernels never import NumPy; they receive this module as ``xp`` (see
 :func:`tracegrad.backend.namespace_of`), so the CUDA namespace can stand in unchanged.
 """
 from numpy import *  # noqa: F401,F403 -- the CPU namespace *is* NumPy's
-import math as _math
 
 import numpy as _np
 from numpy import where  # noqa: F401 -- NumPy's own (the CUDA namespace wraps CuPy's)
 from numpy.lib.stride_tricks import as_strided, sliding_window_view  # noqa: F401
+
+from .cpu_erf import erf  # noqa: F401 -- NumPy has none
 
 name = "cpu"
 ndarray = _np.ndarray
@@ -74,16 +75,3 @@ def new_rng(value):
 def randperm(generator, n):
     """A random permutation of ``0..n-1`` drawn from ``generator``."""
     return generator.permutation(n)
-
-
-_erf_scalar = _np.frompyfunc(_math.erf, 1, 1)
-
-
-def erf(x):
-    """The error function, elementwise, exact to float64 (the C library's ``erf``).
-
-    NumPy has no ``erf``; this vectorises ``math.erf`` element by element, which is exact
-    but slow (about 0.1 us per element)."""
-    x = _np.asarray(x)
-    out = _erf_scalar(x)
-    return _np.asarray(out, dtype=x.dtype if x.dtype.kind in "fc" else _np.float64)
