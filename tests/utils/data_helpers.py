@@ -54,7 +54,7 @@ class WhoAmI(Dataset):
         return {"index": i, "worker": info.id, "num_workers": info.num_workers, "seed": info.seed,
                 "same_dataset": info.dataset is self, "pid": os.getpid(),
                 "tracegrad_draw": float(tracegrad.rand(())), "numpy_draw": float(np.random.rand()),
-                "init": getattr(self, "initialised_by", None)}
+                "init": getattr(self, "initialised_by", -1)}
 
 
 class Sleepy(Dataset):
@@ -106,3 +106,14 @@ def mark_worker(worker_id):
 
 def failing_init(worker_id):
     raise KeyError(f"init of worker {worker_id}")
+
+
+class PicklesOnce(Squares):
+    """Pickles (as a plain Squares) once, then refuses: the second worker cannot start."""
+    pickled = 0
+
+    def __reduce__(self):
+        type(self).pickled += 1
+        if type(self).pickled > 1:
+            raise TypeError("cannot pickle twice")
+        return Squares, (self.n,)

@@ -69,6 +69,20 @@ def _check_context(context):
     return context
 
 
+def _start(process):
+    """Start a worker; when its arguments cannot be pickled (start methods other than
+    fork pickle the dataset, collate_fn and worker_init_fn), say so as torch does."""
+    from pickle import PicklingError
+    try:
+        process.start()
+    except (TypeError, AttributeError, PicklingError):
+        warnings.warn("Got pickle error when attempting to start a worker Process. This might be because the worker "
+                      "Process arguments are not picklable. Python 3.14+ changed the multiprocessing start method in "
+                      "non-Mac POSIX platforms to 'forkserver', which requires the worker Process arguments to be "
+                      "picklable. You can also try multiprocessing.set_start_method('fork').", stacklevel=4)
+        raise
+
+
 class DataLoader(Generic[_T_co]):
     """Batches of ``dataset``'s samples: ``batch_size`` of them (None: one sample at a
     time, not batched), in order or shuffled (``shuffle``, ``sampler``, ``generator``),
@@ -177,7 +191,7 @@ class DataLoader(Generic[_T_co]):
 
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
+            if self._iterator is None or self._iterator._shutdown:  # (a timeout or a dead worker ends them)
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
@@ -320,9 +334,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                           self._base_seed, loader.worker_init_fn, i, self._num_workers, self._persistent_workers))
                 w.daemon = True
                 self._index_queues.append(index_queue)
-                w.start()
+                _start(w)
                 self._workers.append(w)
-        except BaseException:
+        except BaseException:  # stop the workers already started
+            self._workers_status = [True] * len(self._workers)
             self._shutdown_workers()
             raise
         self._data_queue = self._worker_result_queue
@@ -453,7 +468,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _pin(self, data):
         return pin_memory(data) if self._pin_memory else data
 
-    def _mark_worker_as_unavailable(self, worker_id, shutdown=False):
+    def _mark_worker_as_unavailable(self, worker_id):
         """Tell a worker to exit (``None`` on its index queue) and send it nothing more."""
         self._index_queues[worker_id].put(None)
         self._workers_status[worker_id] = False
@@ -468,7 +483,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._workers_done_event.set()
             for worker_id in range(len(self._workers)):
                 if self._persistent_workers or self._workers_status[worker_id]:
-                    self._mark_worker_as_unavailable(worker_id, shutdown=True)
+                    self._mark_worker_as_unavailable(worker_id)
             for w in self._workers:
                 w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL)
             for q in self._index_queues:

@@ -7,7 +7,8 @@ import bisect
 import itertools
 import math
 import warnings
-from typing import Generic, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Generic, TypeVar
 
 from ...runtime.creation import default_generator, randperm
 
@@ -109,7 +110,7 @@ class ConcatDataset(Dataset):
             raise AssertionError("datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
-                raise AssertionError("ConcatDataset does not support IterableDataset")
+                raise AssertionError("ConcatDataset does not support IterableDataset")  # noqa: TRY004 (torch's type)
         self.cumulative_sizes = self.cumsum(self.datasets)
 
     def __len__(self):
@@ -135,7 +136,7 @@ class ChainDataset(IterableDataset):
     def _members(self):
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
-                raise AssertionError("ChainDataset only supports IterableDataset")
+                raise AssertionError("ChainDataset only supports IterableDataset")  # noqa: TRY004 (torch's type)
             yield d
 
     def __iter__(self):

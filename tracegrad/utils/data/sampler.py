@@ -128,7 +128,7 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):
-            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")  # noqa: TRY004 (torch's type)
         weights_tensor = as_tensor(weights, dtype=dtypes.float64)
         if len(weights_tensor.shape) != 1:
             raise ValueError("weights should be a 1d sequence but given weights have shape "
@@ -155,7 +155,7 @@ class BatchSampler(Sampler):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
             raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
         if not isinstance(drop_last, bool):
-            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")  # noqa: TRY004 (torch's type)
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last

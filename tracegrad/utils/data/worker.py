@@ -86,7 +86,7 @@ class ExceptionWrapper:
             raise self.exc_type(message=msg)
         try:
             exception = self.exc_type(msg)
-        except Exception:  # a type that takes other arguments: say what happened anyway
+        except Exception:  # noqa: BLE001 (a type that takes other arguments: say what happened anyway)
             raise RuntimeError(msg) from None
         raise exception
 
@@ -162,7 +162,7 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
             if init_fn is not None:
                 init_fn(worker_id)
             fetcher = create_fetcher(is_iterable, dataset, auto_collation, collate_fn, drop_last)
-        except Exception:  # reported with the first task, where the main process waits for it
+        except Exception:  # noqa: BLE001 (reported with the first task, where the main process waits for it)
             init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
         iteration_end = False
         watchdog = _ManagerWatchdog()
@@ -186,7 +186,7 @@ def _worker_loop(is_iterable, dataset, index_queue, data_queue, done_event, auto
             else:
                 try:
                     data = fetcher.fetch(index)
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 (any error of the dataset goes to the main process)
                     if isinstance(e, StopIteration) and is_iterable:
                         data = _IterableDatasetStopIteration(worker_id)
                         iteration_end = True
