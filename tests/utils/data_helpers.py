@@ -117,3 +117,22 @@ class PicklesOnce(Squares):
         if type(self).pickled > 1:
             raise TypeError("cannot pickle twice")
         return Squares, (self.n,)
+
+
+def train_linear(torch, num_workers=0):
+    """A PyTorch training loop, unchanged for ``import tracegrad as torch``: the final weights."""
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.normal(size=(12, 3)), dtype=torch.float32)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5]]) + 0.25
+    model = torch.nn.Linear(3, 1)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.1, 0.2, 0.3]]))
+        model.bias.fill_(0.0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4, num_workers=num_workers)
+    for _ in range(3):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            optimizer.step()
+    return model.weight.detach().numpy().copy(), model.bias.detach().numpy().copy()

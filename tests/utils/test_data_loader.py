@@ -10,7 +10,7 @@ import tracegrad
 from tracegrad.utils.data import (BatchSampler, DataLoader, IterableDataset, SequentialSampler, TensorDataset,
                                   default_collate)
 
-from .data_helpers import Squares, plain
+from .data_helpers import Squares, plain, train_linear
 
 
 def _stream(L, n=3, sized=True):
@@ -212,3 +212,10 @@ def test_too_many_workers_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DataLoader([1], num_workers=1)
+
+
+@pytest.mark.torch
+def test_training_loop_matches_torch():
+    import torch
+    for ours, theirs in zip(train_linear(tracegrad), train_linear(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)

@@ -1,14 +1,15 @@
 """Samplers: the deterministic ones against torch, the random ones by their properties
 (permutations, reproducibility from a seed, a new order each epoch, replacement, weights
 respected statistically with a fixed seed), and torch's argument errors."""
+import importlib.util
 import math
 
 import numpy as np
 import pytest
 
 import tracegrad
-from tracegrad.utils.data import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
-                                  WeightedRandomSampler)
+from tracegrad.utils.data import (BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
+                                  SubsetRandomSampler, WeightedRandomSampler)
 
 
 def gen(seed):
@@ -151,3 +152,34 @@ def test_sampler_error_messages():
         RandomSampler([])
     with pytest.raises(RuntimeError, match=r"^invalid multinomial distribution \(sum of probabilities <= 0\)$"):
         list(WeightedRandomSampler([0.0], 1))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("n,replicas,drop_last", [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, False),
+                                                  (7, 2, False), (7, 2, True)])
+def test_distributed_sampler_shares_match_torch(n, replicas, drop_last):
+    import torch.utils.data as tud
+    for rank in range(replicas):
+        ours = DistributedSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+        theirs = tud.DistributedSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+        assert (list(ours), len(ours), ours.total_size) == (list(theirs), len(theirs), theirs.total_size)
+
+
+def test_distributed_sampler_shuffled_shares():
+    def shares(epoch, seed=0):
+        samplers = [DistributedSampler(range(10), 2, rank, seed=seed) for rank in range(2)]
+        for s in samplers:
+            s.set_epoch(epoch)
+        return [list(s) for s in samplers]
+
+    first = shares(0)
+    assert sorted(first[0] + first[1]) == list(range(10))  # disjoint, and together the whole dataset
+    assert shares(0) == first and shares(1) != first and shares(0, seed=1) != first
+
+
+def test_distributed_sampler_errors():
+    with pytest.raises(ValueError, match=r"^Invalid rank 2, rank should be in the interval \[0, 1\]$"):
+        DistributedSampler(range(4), num_replicas=2, rank=2)
+    if importlib.util.find_spec("tracegrad.distributed") is None:  # torch's error where it has no such package
+        with pytest.raises(RuntimeError, match="^Requires distributed package to be available$"):
+            DistributedSampler(range(4))

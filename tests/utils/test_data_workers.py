@@ -18,7 +18,8 @@ import tracegrad
 from tracegrad.utils.data import DataLoader, TensorDataset, get_worker_info
 from tracegrad.utils.data import worker as worker_module
 
-from .data_helpers import Dies, PicklesOnce, Shards, Sleepy, Squares, WhoAmI, failing_init, mark_worker, plain
+from .data_helpers import (Dies, PicklesOnce, Shards, Sleepy, Squares, WhoAmI, failing_init, mark_worker, plain,
+                           train_linear)
 
 TEST_TIMEOUT_S = 60
 
@@ -258,3 +259,8 @@ def test_workers_started_are_stopped_when_a_later_one_cannot_start():
     with pytest.warns(UserWarning, match="^Got pickle error"), pytest.raises(TypeError, match="cannot pickle twice"):
         iter(loader)
     assert PicklesOnce.pickled == 2 and multiprocessing.active_children() == []
+
+
+def test_training_loop_with_workers_matches_main_process():
+    for a, b in zip(train_linear(tracegrad), train_linear(tracegrad, num_workers=2)):
+        np.testing.assert_array_equal(a, b)

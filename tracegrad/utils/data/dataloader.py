@@ -29,8 +29,8 @@ __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"
 
 _T_co = TypeVar("_T_co", covariant=True)
 
-_python_exiting = [False]  # set at exit: then the queues' threads may be gone, so no clean shutdown
-_persistent_iterators = weakref.WeakSet()  # shut down at exit, like torch's (its workers hold queues)
+_python_exiting = [False]  # set at exit: from then on __del__ leaves workers to multiprocessing's own exit handler
+_persistent_iterators = weakref.WeakSet()  # persistent workers outlive epochs: stopped at exit, as torch does
 
 
 def _at_exit():
@@ -39,7 +39,7 @@ def _at_exit():
         it._shutdown_workers(force=True)
 
 
-atexit.register(_at_exit)  # after multiprocessing's own handler is registered: so it runs before it
+atexit.register(_at_exit)
 
 
 class _InfiniteConstantSampler(Sampler):
