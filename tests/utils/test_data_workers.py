@@ -264,3 +264,25 @@ def test_workers_started_are_stopped_when_a_later_one_cannot_start():
 def test_training_loop_with_workers_matches_main_process():
     for a, b in zip(train_linear(tracegrad), train_linear(tracegrad, num_workers=2)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_interpreter_exits_cleanly_with_workers_running():
+    """Persistent workers and a half-read iterator at exit: the program ends at once, silently."""
+    import subprocess
+    import sys
+    import textwrap
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    program = textwrap.dedent("""
+        from tracegrad.utils.data import DataLoader
+        from tests.utils.data_helpers import Squares
+        loader = DataLoader(Squares(10), batch_size=2, num_workers=2, persistent_workers=True)
+        assert len(list(loader)) == 5
+        half_read = iter(DataLoader(Squares(10), batch_size=2, num_workers=2))
+        next(half_read)
+        next(iter(loader))
+        print("done")
+    """)
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", program], cwd=root, capture_output=True, text=True, timeout=30,
+                            check=False, env={**os.environ, "PYTHONPATH": path})
+    assert (result.returncode, result.stdout, result.stderr) == (0, "done\n", "")
