@@ -286,3 +286,9 @@ def test_interpreter_exits_cleanly_with_workers_running():
     result = subprocess.run([sys.executable, "-c", program], cwd=root, capture_output=True, text=True, timeout=30,
                             check=False, env={**os.environ, "PYTHONPATH": path})
     assert (result.returncode, result.stdout, result.stderr) == (0, "done\n", "")
+
+
+def test_context_object_and_typed_classes():
+    context = multiprocessing.get_context("fork")
+    loader = DataLoader[int](Squares(3), batch_size=None, num_workers=2, multiprocessing_context=context)
+    assert loader.multiprocessing_context is context and [i for i, _ in loader] == [0, 1, 2]

@@ -350,7 +350,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._send_idx = 0  # the next task to send
         self._rcvd_idx = 0  # the next task to hand back
         self._task_info = {}  # task -> (worker,) while outstanding, (worker, data) once arrived early
-        self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
@@ -417,7 +416,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._rcvd_idx += 1
                 return self._process_data(data, worker_id)
             idx, data = self._get_data()
-            self._tasks_outstanding -= 1
             if self._is_iterable and isinstance(data, _worker._IterableDatasetStopIteration):
                 if self._persistent_workers:
                     self._workers_status[data.worker_id] = False
@@ -453,7 +451,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._index_queues[worker_queue_idx].put((self._send_idx, index))
         self._task_info[self._send_idx] = (worker_queue_idx,)
         self._workers_num_tasks[worker_queue_idx] += 1
-        self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _process_data(self, data, worker_idx):
@@ -463,9 +460,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if not self._persistent_workers:
                 self._shutdown_workers()
             data.reraise()
-        return self._pin(data)
-
-    def _pin(self, data):
         return pin_memory(data) if self._pin_memory else data
 
     def _mark_worker_as_unavailable(self, worker_id):
