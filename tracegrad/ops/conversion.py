@@ -86,6 +86,41 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
                   requires_grad=requires_grad)
 
 
+def is_pinned(input, device=None):
+    """Whether ``input`` lives in page-locked host memory. Only CuPy allocates such memory
+    (``pin_memory``), so without CUDA nothing is pinned."""
+    if input.device.type != "cpu" or not _cuda_available():
+        return False
+    import cupy
+    try:
+        attributes = cupy.cuda.runtime.pointerGetAttributes(input._data.ctypes.data)
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False
+    return attributes.type == 1  # cudaMemoryTypeHost
+
+
+def pin_memory(input, device=None):
+    """A copy of ``input`` in page-locked host memory (``input`` itself if it is pinned
+    already), for faster copies to the GPU; as in PyTorch, an error without one."""
+    if not _cuda_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if input.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{input.type()}' only dense CPU tensors can be pinned")
+    if is_pinned(input):
+        return input
+    import cupyx
+    out = input.clone()  # a differentiable copy, whose buffer then moves to pinned memory
+    pinned = cupyx.empty_pinned(out._data.shape, out._data.dtype)
+    pinned[...] = out._data
+    out._data = pinned
+    return out
+
+
+def _cuda_available():
+    from .. import cuda
+    return cuda.is_available()
+
+
 METHODS = {
     "to": to, "cpu": cpu, "cuda": cuda, "float": _cast_method(_dt.float32),
     "double": _cast_method(_dt.float64), "half": _cast_method(_dt.float16),
@@ -94,5 +129,5 @@ METHODS = {
     "byte": _cast_method(_dt.uint8), "bool": _cast_method(_dt.bool_),
     "cfloat": _cast_method(_dt.complex64), "cdouble": _cast_method(_dt.complex128),
     "new_tensor": new_tensor, "new_zeros": _new(C.zeros), "new_ones": _new(C.ones),
-    "new_empty": _new(C.empty), "new_full": new_full,
+    "new_empty": _new(C.empty), "new_full": new_full, "is_pinned": is_pinned, "pin_memory": pin_memory,
 }
