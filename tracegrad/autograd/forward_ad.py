@@ -73,8 +73,7 @@ def unpack_dual(tensor, *, level=None):
         level = _current_level
     if level < 0:
         return UnpackedDualTensor(tensor, None)
-    lvl = _forward.level_at(level, "_fw_primal")
-    primal, tangent = _forward.unpack(tensor, lvl)
+    primal, tangent = _forward.unpack(tensor, level)
     return UnpackedDualTensor(primal, tangent)
 
 

@@ -185,14 +185,17 @@ def _copy_in_layout(tangent, like):
     return wrap(data)
 
 
-def unpack(tensor, lvl):
-    """(primal, tangent): the primal a view of ``tensor`` with no tangent at this level."""
-    tangent = tangent_of(tensor, lvl)
-    if tangent is None:
-        return tensor, None
+def unpack(tensor, number):
+    """(primal, tangent) at level ``number``: the primal a view of ``tensor`` with no
+    tangent. A level that is not the open one is an error only for a dual tensor."""
+    lvl = _state.level
+    tangent = None if lvl is None else tangent_of(tensor, lvl)
+    if tangent is not None and number != lvl.number:
+        raise RuntimeError("Invalid level given to _fw_primal")
     with suspended():
         primal = tensor.view_as(tensor)
-    set_tangent(primal, None, lvl)
+    if lvl is not None:
+        set_tangent(primal, None, lvl)
     return primal, tangent
 
 
