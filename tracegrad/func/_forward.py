@@ -156,11 +156,10 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     ``argnums`` by forward AD: for each output, a Tensor of shape ``output.shape +
     input.shape`` (a tuple over the arguments when ``argnums`` is a tuple); with
     ``has_aux``, ``(jacobian, aux)``."""
-    if randomness not in _RANDOMNESS:
-        raise RuntimeError("Only allowed values for randomness are 'error', 'different', or "
-                           f"'same'. Got {randomness}")
-
     def jacobian(*args):
+        if randomness not in _RANDOMNESS:  # checked at the call, as torch.func does
+            raise RuntimeError("Only allowed values for randomness are 'error', 'different', or "
+                               f"'same'. Got {randomness}")
         positions = _positions(argnums, len(args))
         inputs = tuple(args[i] for i in positions)
         leaves, spec = tree_flatten(inputs)
