@@ -425,3 +425,96 @@ def test_parameter_tangents_through_a_linear_layer():
         got = fwAD.unpack_dual(tg.tanh(y)).tangent.numpy()
     pre = x @ w.T + b
     np.testing.assert_allclose(got, (1 - np.tanh(pre) ** 2) * (x @ tw.T + tb), rtol=1e-12)
+
+
+# -- torch-named ops on dual inputs (beyond the bare rules: the ops' own composition) ---------------
+
+OPS = {  # name -> f(lib, x, y) on dual x, y (3x3)
+ "sum_dim": lambda L, x, y: x.sum(1),
+ "mean": lambda L, x, y: x.mean(),
+ "var": lambda L, x, y: x.var(0),
+ "std": lambda L, x, y: x.std(),
+ "norm": lambda L, x, y: x.norm(),
+ "cat": lambda L, x, y: L.cat([x, y], 0),
+ "stack": lambda L, x, y: L.stack([x, y], -1),
+ "where": lambda L, x, y: L.where(x > 0, x, y),
+ "index": lambda L, x, y: x[[0, 2], 1:],
+ "masked_fill": lambda L, x, y: x.masked_fill(y > 0, 0.5),
+ "clamp": lambda L, x, y: x.clamp(-0.5, 0.5),
+ "softmax": lambda L, x, y: x.softmax(-1),
+ "log_softmax": lambda L, x, y: L.log_softmax(x, 0),
+ "matmul": lambda L, x, y: x @ y.T,
+ "einsum": lambda L, x, y: L.einsum("ij,kj->ik", x, y),
+ "cumsum": lambda L, x, y: x.cumsum(1),
+ "cumprod": lambda L, x, y: x.cumprod(0),
+ "sort": lambda L, x, y: x.sort(1).values,
+ "topk": lambda L, x, y: x.topk(2, 1).values,
+ "gather": lambda L, x, y: x.gather(1, L.tensor([[0, 1], [2, 2], [1, 0]])),
+ "index_select": lambda L, x, y: x.index_select(1, L.tensor([2, 0])),
+ "flip": lambda L, x, y: x.flip(0),
+ "roll": lambda L, x, y: x.roll(1, 1),
+ "repeat": lambda L, x, y: x.repeat(2, 1),
+ "tile": lambda L, x, y: x.tile((1, 2)),
+ "chunk": lambda L, x, y: x.chunk(3, 1)[1],
+ "unbind": lambda L, x, y: x.unbind(0)[2],
+ "tril": lambda L, x, y: x.tril(),
+ "det": lambda L, x, y: L.linalg.det(x + 3 * L.eye(3, dtype=x.dtype)),
+ "inverse": lambda L, x, y: L.linalg.inv(x + 3 * L.eye(3, dtype=x.dtype)),
+ "solve": lambda L, x, y: L.linalg.solve(x + 3 * L.eye(3, dtype=x.dtype), y),
+ "pow": lambda L, x, y: x.abs().pow(y),
+ "atan2": lambda L, x, y: L.atan2(x, y),
+ "lerp": lambda L, x, y: L.lerp(x, y, 0.3),
+ "addmm": lambda L, x, y: L.addmm(x, x, y, beta=0.5),
+ "normalize": lambda L, x, y: L.nn.functional.normalize(x, dim=1),
+ "pad": lambda L, x, y: L.nn.functional.pad(x, (1, 2)),
+ "conv1d": lambda L, x, y: L.nn.functional.conv1d(x[None], y[:, None, :2].expand(3, 3, 2).contiguous()),
+ "embedding": lambda L, x, y: L.nn.functional.embedding(L.tensor([2, 0, 2]), x),
+ "dropout_eval": lambda L, x, y: L.nn.functional.dropout(x, 0.5, training=False),
+ "transpose_view_inplace": lambda L, x, y: x.clone().t().mul_(y).t(),
+ "setitem": lambda L, x, y: _setitem(x, y),
+ "expand": lambda L, x, y: x[:, :1].expand(3, 4),
+ "mse": lambda L, x, y: L.nn.functional.mse_loss(x, y),
+ "huber": lambda L, x, y: L.nn.functional.smooth_l1_loss(x, y),
+ "bce_logits": lambda L, x, y: L.nn.functional.binary_cross_entropy_with_logits(x, y.sigmoid()),
+ "nll": lambda L, x, y: L.nn.functional.nll_loss(x.log_softmax(1), L.tensor([0, 2, 1])),
+ "kl": lambda L, x, y: L.nn.functional.kl_div(x.log_softmax(1), y.softmax(1), reduction="batchmean"),
+ "layer_norm": lambda L, x, y: L.nn.functional.layer_norm(x, (3,), y[0], y[1]),
+ "group_norm": lambda L, x, y: L.nn.functional.group_norm(x[None], 3),
+ "max_pool1d": lambda L, x, y: L.nn.functional.max_pool1d(x[None], 2),
+ "avg_pool1d": lambda L, x, y: L.nn.functional.avg_pool1d(x[None], 2),
+ "silu": lambda L, x, y: L.nn.functional.silu(x) + L.nn.functional.leaky_relu(y, 0.1) + L.nn.functional.hardtanh(x),
+ "logsumexp": lambda L, x, y: x.logsumexp(1),
+ "amax": lambda L, x, y: x.amax(1),
+ "prod": lambda L, x, y: x.prod(1),
+ "diff_view_chain": lambda L, x, y: x.reshape(-1)[1:7].reshape(2, 3).permute(1, 0).unsqueeze(0).squeeze(0),
+ "svd_vals": lambda L, x, y: L.linalg.svdvals(x),
+ "eigvalsh": lambda L, x, y: L.linalg.eigvalsh(x + x.T),
+ "qr_r": lambda L, x, y: L.linalg.qr(x).R,
+ "cholesky": lambda L, x, y: L.linalg.cholesky(x @ x.T + L.eye(3, dtype=x.dtype)),
+ "complex": lambda L, x, y: L.view_as_real(L.complex(x, y) * L.complex(y, x)),
+ "fft": lambda L, x, y: L.view_as_real(L.fft.fft(x)),
+}
+def _setitem(x, y):
+    """Writes of dual values into a copy of a dual tensor, by index."""
+    z = x.clone(); z[1] = y[0] * 2; z[:, 0] += y[:, 1]; return z
+
+
+def _dual_op(lib, name, values):
+    fw = lib.autograd.forward_ad
+    xv, yv, tx, ty = values
+    with fw.dual_level():
+        x = fw.make_dual(lib.tensor(xv), lib.tensor(tx))
+        y = fw.make_dual(lib.tensor(yv), lib.tensor(ty))
+        primal, tangent = fw.unpack_dual(OPS[name](lib, x, y))
+        return primal.detach().numpy().copy(), tangent.detach().numpy().copy()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_ops_on_dual_inputs_match_torch(name):
+    import torch
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal((3, 3)) for _ in range(4)]
+    (p_ref, t_ref), (p, t) = _dual_op(torch, name, values), _dual_op(tg, name, values)
+    np.testing.assert_allclose(p, p_ref, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(t, t_ref, rtol=1e-8, atol=1e-10)
