@@ -10,6 +10,7 @@ with ``torch.autograd.forward_ad``, one level exists at a time, so these transfo
 nest in each other (``jacfwd(jacrev(f))`` is the way to a Hessian).
 """
 from ..autograd import forward_ad as fwAD
+from ..runtime.forward import suspended
 from ..runtime.tensor import Tensor
 
 __all__ = ["jvp", "jacfwd"]
@@ -113,16 +114,11 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
 def _tangent_or_zeros(out):
     tangent = fwAD.unpack_dual(out).tangent
-    if tangent is None:
+    if tangent is None:  # an output that does not depend on the primals (or an integer one)
         from .. import zeros_like
-        with fwAD_paused():
+        with suspended():
             tangent = zeros_like(out)
     return tangent
-
-
-def fwAD_paused():
-    from ..runtime.forward import suspended
-    return suspended()
 
 
 def _checked_inputs(primals, tangents):
@@ -212,13 +208,14 @@ def _columns(at, leaves, spec, has_aux):
             columns.append(tree_flatten(result[1])[0])
             outputs, aux = outs, (result[2] if has_aux else None)
     if outputs is None:  # no input element: run once for the output's structure
-        result = func_outputs(at, leaves, spec, has_aux)
+        result = _outputs_once(at, leaves, spec, has_aux)
         outs, out_spec = tree_flatten(result[0])
         outputs, aux = outs, result[1]
     return columns, out_spec, outputs, aux
 
 
-def func_outputs(at, leaves, spec, has_aux):
+def _outputs_once(at, leaves, spec, has_aux):
+    """(outputs, aux) of a plain call, for a Jacobian with no input element."""
     result = at(*tree_unflatten(leaves, spec))
     return result if has_aux else (result, None)
 

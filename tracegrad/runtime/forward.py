@@ -2,10 +2,11 @@
 
 A dual tensor is an ordinary Tensor whose ``_extra["tangent"]`` holds ``(level, tangent)``
 for the forward AD level it was made at (PyTorch supports one level at a time, and so do
-we). While a level is open, :data:`ACTIVE` is true and the dispatcher calls back here after
-each primitive; when an operand carries a tangent, the output's tangent is that
-primitive's **jvp from the rule table** (``Primitive.apply_jvp``), computed on the primal
-operands with forward AD paused -- there is no second copy of any derivative.
+we; the level is process-wide, pausing it is per thread). While a level is open,
+:data:`ACTIVE` is true and the dispatcher calls back here after each primitive; when an
+operand carries a tangent, the output's tangent is that primitive's **jvp from the rule
+table** (``Primitive.apply_jvp``), computed on the primal operands with forward AD paused
+(:class:`suspended`) -- there is no second copy of any derivative.
 
 The jvp runs in the current grad mode, so tangents have a backward history of their own
 (reverse-over-forward), and a backward with ``create_graph=True`` run inside a level
@@ -20,17 +21,15 @@ gives its base a zero tangent first, as PyTorch does.
 import threading
 import weakref
 
-from . import grad_mode
 from .tensor import Tensor, wrap
 
-__all__ = ["ACTIVE", "Level", "current", "enter", "exit", "tangent_of", "set_tangent",
-           "make_dual", "attach", "inplace_rule", "suspended"]
+__all__ = ["ACTIVE", "Level", "enter", "exit", "level_at", "tangent_of", "set_tangent",
+           "has_tangent", "make_dual", "unpack", "attach", "inplace_rule", "saved_result_tangents",
+           "function_tangents", "suspended"]
 
-# Read by the dispatcher on every op: true while a level is open and forward AD is not
-# paused. One list read per op is all forward AD costs when it is not used.
+# Read by the dispatcher on every op: true while a level is open. One list read per op is
+# all forward AD costs when it is not used.
 ACTIVE = [False]
-
-_NO_LEVEL = "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first."
 
 
 class Level:
@@ -45,18 +44,18 @@ class Level:
         self.alive = True
 
 
-class _State(threading.local):
-    level = None   # the open Level, or None
-    paused = 0     # nesting depth of suspended() (jvp formulas, custom forwards)
+class _State:
+    """The open level: one for the whole process, as in PyTorch."""
+    level = None
 
 
+class _Paused(threading.local):
+    """Per thread, as PyTorch's forward grad mode: how deep in ``suspended()`` it is."""
+    depth = 0
+
+
+_paused = _Paused()
 _state = _State()
-
-
-def current():
-    """The open level's number, or -1."""
-    lvl = _state.level
-    return -1 if lvl is None else lvl.number
 
 
 def enter():
@@ -82,14 +81,12 @@ def exit(level):
 
 
 def _refresh():
-    ACTIVE[0] = _state.level is not None and not _state.paused
+    ACTIVE[0] = _state.level is not None
 
 
 def level_at(number, what):
-    """The open Level numbered ``number`` (the current one for None), or PyTorch's error."""
+    """The open Level if it is numbered ``number``, else PyTorch's error naming ``what``."""
     lvl = _state.level
-    if number is None:
-        number = current()
     if lvl is None or number != lvl.number:
         raise RuntimeError(f"Invalid level given to {what}")
     return lvl
@@ -102,12 +99,10 @@ class suspended:
     __slots__ = ()
 
     def __enter__(self):
-        _state.paused += 1
-        ACTIVE[0] = False
+        _paused.depth += 1
 
     def __exit__(self, *exc):
-        _state.paused -= 1
-        _refresh()
+        _paused.depth -= 1
 
 
 # -- tangents on tensors --------------------------------------------------------------------
@@ -147,6 +142,9 @@ def set_tangent(t, tangent, lvl=None):
 
 
 def has_tangent(args):
+    """Whether an operand carries a tangent (and forward AD is not paused here)."""
+    if _paused.depth:
+        return False
     lvl = _state.level
     return any(isinstance(a, Tensor) and tangent_of(a, lvl) is not None for a in args)
 
@@ -229,6 +227,8 @@ def _jvp(prim, args, params, tangents, out):
 
 def attach(prim, args, params, result):
     """After ``prim`` ran on ``args`` giving ``result``: give the result its tangent(s)."""
+    if _paused.depth:
+        return
     lvl = _state.level
     tangents = _tangents(args, lvl)
     if not any(t is not None for t in tangents) or not prim.differentiable:
@@ -275,6 +275,8 @@ def inplace_rule(prim, args, params):
     """Before an in-place ``prim`` writes into ``args[0]``: None when no operand (self
     included) carries a tangent, else a function to call with the written tensor, which
     sets its tangent from the jvp evaluated at the operands' values before the write."""
+    if _paused.depth:
+        return None
     lvl = _state.level
     tangents = _tangents(args, lvl)
     if not any(t is not None for t in tangents) or not prim.differentiable:
