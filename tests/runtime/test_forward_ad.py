@@ -518,3 +518,43 @@ def test_ops_on_dual_inputs_match_torch(name):
     (p_ref, t_ref), (p, t) = _dual_op(torch, name, values), _dual_op(tg, name, values)
     np.testing.assert_allclose(p, p_ref, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(t, t_ref, rtol=1e-8, atol=1e-10)
+
+
+# -- complex values -------------------------------------------------------------------------------
+
+COMPLEX_OPS = {
+    "mul": lambda L, z, x: z * z,
+    "abs": lambda L, z, x: z.abs(),
+    "real": lambda L, z, x: z.real,
+    "exp": lambda L, z, x: z.exp(),
+    "conj": lambda L, z, x: z.conj(),
+    "angle": lambda L, z, x: z.angle(),
+    "complex": lambda L, z, x: L.complex(x, x * 2),
+    "sin": lambda L, z, x: z.sin(),
+    "sum": lambda L, z, x: (z * z.conj()).sum(),
+    "polar": lambda L, z, x: L.polar(x.abs(), x),
+    "view_as_real": lambda L, z, x: L.view_as_real(z * 1),
+}
+
+
+def _complex_op(lib, name):
+    fw = lib.autograd.forward_ad
+    with fw.dual_level():
+        z = fw.make_dual(lib.tensor([1 + 2j, -0.5 + 1j]), lib.tensor([0.3 - 1j, 1 + 1j]))
+        x = fw.make_dual(lib.tensor([1.0, -2.0]), lib.tensor([1.0, 0.5]))
+        tangent = fw.unpack_dual(COMPLEX_OPS[name](lib, z, x)).tangent.detach()
+        return (tangent.resolve_conj() if lib is not tg else tangent).numpy()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(COMPLEX_OPS))
+def test_complex_tangents_match_torch(name):
+    import torch
+    np.testing.assert_allclose(_complex_op(tg, name), _complex_op(torch, name), rtol=1e-6, atol=1e-7)
+
+
+def test_complex_values_through_a_real_only_rule_are_refused():
+    with fwAD.dual_level():
+        z = fwAD.make_dual(tg.tensor([1 + 2j]), tg.tensor([1j]))
+        with pytest.raises(NotImplementedError, match="forward AD through relu: the rule for 'relu' is not written for complex"):
+            TABLE["relu"](z)

@@ -21,6 +21,7 @@ gives its base a zero tangent first, as PyTorch does.
 import threading
 import weakref
 
+from ..rules.complex_ import complex_refusal, is_complex
 from .tensor import Tensor, wrap
 
 __all__ = ["ACTIVE", "Level", "enter", "exit", "level_at", "tangent_of", "set_tangent",
@@ -218,9 +219,20 @@ def _check_jvps(prim, tangents):
                 "prioritize its implementation.")
 
 
+def _check_complex(prim, args, tangents, out):
+    """Refuse complex values through a rule not declared right for them, by name, as the
+    reverse mode does (its formula would give a wrong tangent)."""
+    if prim.complex:
+        return
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(v is not None and is_complex(v) for v in tuple(args) + tuple(tangents) + outs):
+        raise NotImplementedError(complex_refusal(f"forward AD through {prim.name}", prim.name))
+
+
 def _jvp(prim, args, params, tangents, out):
     """The output tangent(s) by the rule table's jvp, on primals, forward AD paused."""
     _check_jvps(prim, tangents)
+    _check_complex(prim, args, tangents, out)
     with suspended():
         return prim.apply_jvp(tangents, out, tuple(args), params)
 
