@@ -253,6 +253,10 @@ def _views_and_in_place(lib, fw):
     out += [_tangent(fw, x.detach()), _tangent(fw, x.clone()), _tangent(fw, x.double())]
     with lib.no_grad():
         out.append(_tangent(fw, x * x))
+    y = x.clone()
+    y.mul_(2)  # the copy's tangent is its own: x's is unchanged
+    z = x.clone().detach_()
+    out += [_tangent(fw, x), _tangent(fw, y), _tangent(fw, z)]
     t = lib.ones(3, 2).t()
     dd = fw.make_dual(lib.ones(2, 3), t)
     out += [_tangent(fw, dd) is t, _tangent(fw, dd).stride(), fw.make_dual(lib.ones(2), lib.ones(2)).grad_fn is None]
@@ -310,8 +314,55 @@ def _functions(lib, fw):
         def jvp(ctx, t):
             return t.mul_(2)
 
+    class NonDifferentiable(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            ctx.mark_non_differentiable(y)
+            return y, x.argmax()
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2, None
+
+    class Identity(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 3
+
+    class IdentityView(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t.view_as(t)
+
+    class SetupContext(lib.autograd.Function):
+        @staticmethod
+        def forward(x, k):
+            seen.append(fw.unpack_dual(x).tangent)  # forward runs on primals
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_forward(inputs[0])
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def jvp(ctx, tx, tk):
+            return tx * ctx.k
+
+    seen = []
     x = fw.make_dual(lib.tensor([1.0, 2.0]), lib.tensor([1.0, -1.0]))
     out = [_tangent(fw, Square.apply(x, 3.0)), NoJvp.apply(lib.ones(2))]
+    out += [_run(lib, lambda lib_, fw_: NonDifferentiable.apply(x)), _run(lib, lambda lib_, fw_: Identity.apply(x))]
+    out += [_tangent(fw, IdentityView.apply(x)), _tangent(fw, SetupContext.apply(x, 5.0)), seen]
     out.append(_run(lib, lambda lib_, fw_: NoJvp.apply(x)))
     out.append(_run(lib, lambda lib_, fw_: TwoTangents.apply(x)))
     out.append(_tangent(fw, InPlace.apply(x.clone())))

@@ -112,7 +112,7 @@ def tangent_of(t, lvl=None):
     """The tangent of tensor ``t`` at the open level (None when it has none). A view
     without one of its own takes the same view of its base's tangent, made on first ask."""
     lvl = lvl or _state.level
-    if lvl is None:
+    if lvl is None or _paused.depth:  # paused (a custom Function's forward): primals only
         return None
     extra = t._extra
     if extra is not None:
@@ -249,14 +249,23 @@ def attach(prim, args, params, result):
     tangent = _jvp(prim, args, params, tangents, result)
     outs = (result,) if single else result
     made = (tangent,) if single else tuple(tangent)
+    roots = None if prim.view else {id(_root(t)) for t in tangents if t is not None}
     for r, t in zip(outs, made):
         if t is not None and r._data.dtype.kind in "fc":
-            set_tangent(r, _as_tangent(t, r), lvl)
+            t = _as_tangent(t, r)
+            if roots and id(_root(t)) in roots:  # a jvp handing back an input's tangent (clone's
+                t = t.clone()                    # is the identity): not shared by a non-view
+            set_tangent(r, t, lvl)
     node = outs[0]._grad_fn if outs else None
     if node is not None and getattr(node, "_out", None) is not None:
         # the node saved its result for backward: a backward of it, run inside this level
         # with create_graph, needs the result's tangent too (forward-over-reverse)
         node._extras()["tangent_out"] = (lvl, tuple(tangent_of(r, lvl) for r in outs))
+
+
+def _root(t):
+    """The tensor whose storage ``t`` views (itself if it is not a view)."""
+    return t._base if isinstance(t, Tensor) and t._base is not None else t
 
 
 def saved_result_tangents(node, out):
@@ -352,9 +361,20 @@ def function_tangents(cls, ctx, args, results):
     if len(made) != len(outs):
         raise RuntimeError("Function's jvp returned an invalid number of forward gradients "
                            f"(expected {len(outs)} but got {len(made)})")
-    for r, t in zip(outs, made):
-        if isinstance(r, Tensor) and t is not None and r._data.dtype.kind in "fc":
-            own = r._extra.get("tangent") if r._extra is not None else None
-            if own is not None and own[0] is lvl and own[1] is t:
-                continue
-            set_tangent(r, _as_tangent(t, r), lvl)
+    inputs = [a for a in args if isinstance(a, Tensor)]
+    for k, (r, t) in enumerate(zip(outs, made)):
+        if t is None:
+            continue
+        if not (isinstance(r, Tensor) and r._data.dtype.kind in "fc") or any(r is n for n in ctx._non_differentiable):
+            raise RuntimeError(f"Function's jvp returned a gradient at position {k}, but  the "
+                               "corresponding forward output is not a differentiable Tensor.You "
+                               "should return None at that position instead.")
+        dirty = any(r is d for d in ctx._dirty)  # modified in place: its tangent is too
+        aliased = r._base is not None or any(r._data is a._data for a in inputs)
+        if aliased and not dirty and isinstance(t, Tensor) and t._base is None:
+            raise RuntimeError("A custom Function's forward is returning a view (or an input as-is) "
+                               "but the jvp is not returning a view.")
+        own = r._extra.get("tangent") if r._extra is not None else None
+        if own is not None and own[0] is lvl and own[1] is t:
+            continue
+        set_tangent(r, _as_tangent(t, r), lvl)
