@@ -289,6 +289,11 @@ def _views_and_in_place(lib, fw):
     out += [_tangent(fw, x.detach()), _tangent(fw, x.clone()), _tangent(fw, x.double())]
     with lib.no_grad():
         out.append(_tangent(fw, x * x))
+    written = lib.zeros(3)
+    earlier = written[1:]
+    written.copy_(x)
+    primal = fw.unpack_dual(written).primal  # views of an unpacked primal have no tangent
+    out += [_tangent(fw, earlier), _tangent(fw, primal[0]), _tangent(fw, primal.view(3)[1:]), _tangent(fw, written[0])]
     y = x.clone()
     y.mul_(2)  # the copy's tangent is its own: x's is unchanged
     z = x.clone().detach_()

@@ -243,11 +243,14 @@ def attach(prim, args, params, result):
         return
     lvl = _state.level
     tangents = _tangents(args, lvl)
-    if not any(t is not None for t in tangents) or not prim.differentiable:
-        return
     single = isinstance(result, Tensor)
-    tangent = _jvp(prim, args, params, tangents, result)
     outs = (result,) if single else result
+    if not any(t is not None for t in tangents) or not prim.differentiable:
+        if prim.view and isinstance(args[0], Tensor) and _without_tangent(args[0], lvl):
+            for r in outs:  # a view of an unpacked primal is one too (not its base's view)
+                set_tangent(r, None, lvl)
+        return
+    tangent = _jvp(prim, args, params, tangents, result)
     made = (tangent,) if single else tuple(tangent)
     roots = None if prim.view else {id(_root(t)) for t in tangents if t is not None}
     for r, t in zip(outs, made):
@@ -261,6 +264,12 @@ def attach(prim, args, params, result):
         # the node saved its result for backward: a backward of it, run inside this level
         # with create_graph, needs the result's tangent too (forward-over-reverse)
         node._extras()["tangent_out"] = (lvl, tuple(tangent_of(r, lvl) for r in outs))
+
+
+def _without_tangent(t, lvl):
+    """Whether ``t`` was marked as having no tangent at ``lvl`` (an unpacked primal)."""
+    entry = t._extra.get("tangent") if t._extra is not None else None
+    return entry is not None and entry[0] is lvl and entry[1] is None
 
 
 def _root(t):

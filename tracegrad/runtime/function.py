@@ -257,16 +257,14 @@ def _apply(cls, args, kwargs):
     record = grad_mode.state.mode == grad_mode.GRAD and any(node.needs_input_grad)
     prev = grad_mode.swap(False)
     dual = forward.ACTIVE[0] and forward.has_tangent(args)
-    paused = forward.suspended()  # forward runs on primals; jvp gives the outputs' tangents
-    paused.__enter__()
     try:
-        if _separate_setup(cls):
-            outputs = cls.forward(*args, **kwargs)
-            cls.setup_context(node, args, outputs)
-        else:
-            outputs = cls.forward(node, *args, **kwargs)
+        with forward.suspended():  # forward runs on primals; jvp gives the outputs' tangents
+            if _separate_setup(cls):
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, outputs)
+            else:
+                outputs = cls.forward(node, *args, **kwargs)
     finally:
-        paused.__exit__()
         grad_mode.restore(prev)
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
