@@ -289,6 +289,8 @@ def _views_and_in_place(lib, fw):
     out += [_tangent(fw, x.detach()), _tangent(fw, x.clone()), _tangent(fw, x.double())]
     with lib.no_grad():
         out.append(_tangent(fw, x * x))
+    with lib.inference_mode():
+        out.append(_tangent(fw, x * x))
     written = lib.zeros(3)
     earlier = written[1:]
     written.copy_(x)

@@ -22,6 +22,7 @@ import threading
 import weakref
 
 from ..rules.complex_ import complex_refusal, is_complex
+from . import grad_mode
 from .tensor import Tensor, wrap
 
 __all__ = ["ACTIVE", "Level", "enter", "exit", "level_at", "tangent_of", "set_tangent",
@@ -238,8 +239,9 @@ def _jvp(prim, args, params, tangents, out):
 
 
 def attach(prim, args, params, result):
-    """After ``prim`` ran on ``args`` giving ``result``: give the result its tangent(s)."""
-    if _paused.depth:
+    """After ``prim`` ran on ``args`` giving ``result``: give the result its tangent(s)
+    (none in inference mode, as in PyTorch)."""
+    if _paused.depth or grad_mode.state.mode == grad_mode.INFERENCE:
         return
     lvl = _state.level
     tangents = _tangents(args, lvl)
@@ -305,7 +307,7 @@ def inplace_rule(prim, args, params):
     """Before an in-place ``prim`` writes into ``args[0]``: None when no operand (self
     included) carries a tangent, else a function to call with the written tensor, which
     sets its tangent from the jvp evaluated at the operands' values before the write."""
-    if _paused.depth:
+    if _paused.depth or grad_mode.state.mode == grad_mode.INFERENCE:
         return None
     lvl = _state.level
     tangents = _tangents(args, lvl)
