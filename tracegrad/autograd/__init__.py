@@ -1,7 +1,7 @@
 """``tracegrad.autograd``: the engine's front doors, as in ``torch.autograd``."""
 from ..runtime.engine import backward, grad
 from ..runtime.function import Function, FunctionCtx, once_differentiable
-from . import function, functional, graph, profiler
+from . import forward_ad, function, functional, graph, profiler
 from ..runtime.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                set_detect_anomaly)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -26,7 +26,7 @@ class Variable(metaclass=_VariableMeta):
         return t
 
 
-__all__ = ["backward", "grad", "Variable", "graph", "function", "functional", "profiler", "Function", "FunctionCtx",
+__all__ = ["backward", "grad", "Variable", "graph", "forward_ad", "function", "functional", "profiler", "Function", "FunctionCtx",
            "once_differentiable", "gradcheck", "gradgradcheck", "GradcheckError", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode"]

@@ -123,7 +123,7 @@ def _as_tensors(value, what, fn):
         if not isinstance(item, Tensor):
             where = f"the value at index {i}" if was_tuple else f"the given {what}"
             raise TypeError(f"The {what} given to {fn} must be either a Tensor or a tuple of "
-                            f"Tensors but {where} has type {type(item).__name__}.")
+                            f"Tensors but {where} has type {type(item)}.")
     return was_tuple, items
 
 
@@ -214,8 +214,11 @@ def _first_gradient(func, inputs, v, create_graph, strict, fn):
     _check_scalar(out_tuple, ys, fn)
     gs = _pull(ys, xs, None, create_graph=True)
     if strict:
-        _require_graph(gs, "The jacobian of the user-provided function with respect to input {i} "
-                           "is independent of the input. This is not allowed in strict mode.")
+        _require_graph(gs, "While computing the hessian, found that the jacobian of the "
+                           "user-provided function with respect to input {i} is independent of the "
+                           "input. This is not allowed in strict mode. You should ensure that your "
+                           "function is twice differentiable and that the jacobian depends on the "
+                           "inputs (this would be violated by a linear function for example).")
     return in_tuple, xs, vs, out_tuple, ys, gs
 
 

@@ -18,10 +18,12 @@ from .tensor import PLAIN_SUBCLASSES as _PLAIN, Tensor, mark_inference, wrap
 from .saved_hooks import Packed, pack_hooks
 from .views import rebase_history, refresh_stale_view
 from .inplace_checks import check_inplace, forward_name
+from . import forward as _forward
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
 
 _state = grad_mode.state
+_DUAL = _forward.ACTIVE  # true while a forward AD level is open: ops then go through apply()
 _GRAD, _INFERENCE = grad_mode.GRAD, grad_mode.INFERENCE
 _NUMBER = (int, float, complex)
 _KIND_RANK = _dt.KIND_CATEGORY
@@ -71,7 +73,10 @@ def apply(prim, args, params, *, _observed=False):
         node = _record(prim, args, params, rmask)
         if node is not None and promoted:
             _remember_dtypes(node, args)
-    return _outputs(prim, args, params, out, node)
+    result = _outputs(prim, args, params, out, node)
+    if _DUAL[0]:  # forward AD: tangents from the rule's jvp
+        _forward.attach(prim, args, params, result)
+    return result
 
 
 def _remember_dtypes(node, args):
@@ -108,7 +113,7 @@ def eager_unary(prim):
         data = x._data
         if x._view is not None:
             refresh_stale_view(x)
-        if float_only and data.dtype.kind not in "fc":
+        if float_only and data.dtype.kind not in "fc" or _DUAL[0]:
             return apply(prim, (x,), _NO_PARAMS)
         out = impl(_NS_BY_TYPE[type(data)], data)
         mode = _state.mode
@@ -156,7 +161,7 @@ def eager_binary(prim):
             return apply(prim, (a, b), _NO_PARAMS)
         else:
             return NotImplemented
-        if float_only and ad.dtype.kind not in "fc":
+        if float_only and ad.dtype.kind not in "fc" or _DUAL[0]:
             return apply(prim, (a, b), _NO_PARAMS)
         try:
             out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
@@ -548,12 +553,15 @@ def apply_inplace(prim, args, params, *, _observed=False):
         node = _record(prim, args, params, rmask, node_args)
         if node is not None and promoted:
             _remember_dtypes(node, args)
+    dual = _DUAL[0] and _forward.inplace_rule(prim, args, params)
     _write(prim, xp, self, arrays, params)
     self._bump_version()
     if node is not None:
         rebase_history(self, node, 0 if node._pos[0] == 0 else None)
         if node._out is True:  # the result the vjps read is self, as it is now
             save_result(node, self)
+    if dual:
+        dual(self)
     return self
 
 

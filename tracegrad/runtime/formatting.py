@@ -208,7 +208,7 @@ def _add_suffixes(text, suffixes, indent):
 
 def tensor_repr(values, *, dtype_name, is_float, is_complex, is_bool,
                 default_dtype_name="float32", device="cpu", grad_fn_name=None,
-                requires_grad=False, prefix="tensor("):
+                requires_grad=False, prefix="tensor(", tangent=None):
     """The full ``repr`` of a tensor holding ``values``, e.g. ``tensor([1., 2.], requires_grad=True)``.
 
     The dtype is shown only when it cannot be inferred from the text: not the default float
@@ -239,4 +239,6 @@ def tensor_repr(values, *, dtype_name, is_float, is_complex, is_bool,
         suffixes.append(f"grad_fn=<{grad_fn_name}>")
     elif requires_grad:
         suffixes.append("requires_grad=True")
+    if tangent is not None:  # a dual tensor's forward gradient (its own repr)
+        suffixes.append(f"tangent={tangent}")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -12,7 +12,7 @@ import inspect
 import warnings
 
 from .. import backend
-from . import dispatch, grad_mode
+from . import dispatch, forward, grad_mode
 from .node import FREED, NOTHING_SAVED, SAVED, Node, _FREED_MESSAGE, output_of, version_message
 from .tensor import Tensor, wrap
 
@@ -36,6 +36,14 @@ class FunctionCtx:
     def mark_non_differentiable(self, *tensors):
         """Declare outputs that take no gradient (indices, masks...)."""
         self._non_differentiable = tensors
+
+    def save_for_forward(self, *tensors):
+        """Keep tensors for ``jvp`` (read there as ``ctx.saved_tensors``)."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_forward expects all arguments to be tensors; you should "
+                                "save non-tensors as attributes on ctx.")
+        self._saved_for_forward = tensors
 
     def set_materialize_grads(self, value):
         """With False, ``backward`` receives None (not zeros) for outputs without gradient."""
@@ -69,6 +77,8 @@ class BackwardCFunction(Node, FunctionCtx):
         """The tensors given to ``save_for_backward``, checked against in-place changes."""
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
+        if self._in_jvp:  # the user's jvp reads what save_for_forward kept
+            return self._saved_for_forward
         return tuple(_unpack(record, self) for record in self._saved_records)
 
     saved_variables = saved_tensors
@@ -185,6 +195,12 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
                                   "custom autograd.Function to use it with backward mode AD.")
 
     @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """The forward-mode derivative: tangents of the inputs in, of the outputs out."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function "
+                                  "to use it with forward mode AD.")
+
+    @staticmethod
     def setup_context(ctx, inputs, output):
         """Override to write ``forward(*args)`` without ``ctx`` (PyTorch 2 style)."""
         raise NotImplementedError
@@ -240,12 +256,14 @@ def _apply(cls, args, kwargs):
     node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     record = grad_mode.state.mode == grad_mode.GRAD and any(node.needs_input_grad)
     prev = grad_mode.swap(False)
+    dual = forward.ACTIVE[0] and forward.has_tangent(args)
     try:
-        if _separate_setup(cls):
-            outputs = cls.forward(*args, **kwargs)
-            cls.setup_context(node, args, outputs)
-        else:
-            outputs = cls.forward(node, *args, **kwargs)
+        with forward.suspended():  # forward runs on primals; jvp gives the outputs' tangents
+            if _separate_setup(cls):
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, outputs)
+            else:
+                outputs = cls.forward(node, *args, **kwargs)
     finally:
         grad_mode.restore(prev)
     single = not isinstance(outputs, tuple)
@@ -288,6 +306,12 @@ def _apply(cls, args, kwargs):
         node._out_meta = tuple(_meta_of(o) for o in outs)
         node._outs = node._out_meta if len(outs) > 1 else None
         _save(node, results)
+    if dual:
+        node._in_jvp = True
+        try:
+            forward.function_tangents(cls, node, args, results[0] if single else tuple(results))
+        finally:
+            node._in_jvp = False
     return results[0] if single else tuple(results)
 
 
@@ -367,6 +391,8 @@ def _save(node, results):
 
 
 BackwardCFunction._arg_kinds = ()
+BackwardCFunction._in_jvp = False
+BackwardCFunction._saved_for_forward = ()
 BackwardCFunction._out_meta = ()
 
 

@@ -14,6 +14,7 @@ import re
 
 from ..rules.complex_ import complex_refusal, conj_of, real_of
 from ..rules.core import Meta, meta  # noqa: F401  (meta: re-exported for the dispatcher)
+from . import forward as _forward
 from . import hooks as _hooks
 from . import tensor as _tensor
 
@@ -131,6 +132,8 @@ class FunctionNode(Node):
             if linked is not None:  # an in-place op on a view: see views.WrittenView
                 return linked
             out = tuple(o if o is None else _tensor.wrap(o, True, self, k) for k, o in enumerate(out))
+            if _forward.ACTIVE[0] and self._extra is not None:  # forward-over-reverse
+                _forward.saved_result_tangents(self, out)
         return out[0] if single else out
 
     def _release(self):

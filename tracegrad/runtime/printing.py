@@ -1,7 +1,7 @@
 """``repr`` of a Tensor: its values as PyTorch prints them, then its autograd suffixes."""
 from .. import backend
 from ..backend import dtypes as _dt
-from . import formatting
+from . import formatting, forward
 
 
 def tensor_repr(t, prefix="tensor("):
@@ -13,4 +13,13 @@ def tensor_repr(t, prefix="tensor("):
         is_float=d.is_floating_point, is_complex=d.is_complex, is_bool=d is _dt.bool_,
         default_dtype_name=_dt.get_default_dtype().name, device=str(t.device),
         grad_fn_name=None if fn is None else type(fn).__name__, requires_grad=t._requires_grad,
-        prefix=prefix)
+        prefix=prefix, tangent=_tangent_text(t))
+
+
+def _tangent_text(t):
+    """A dual tensor's tangent as PyTorch prints it (``f"{tangent}"``: a 0-d one as its
+    number), or None."""
+    tangent = forward.tangent_of(t) if forward.ACTIVE[0] else None
+    if tangent is None:
+        return None
+    return str(tangent.item()) if tangent.ndim == 0 else tensor_repr(tangent)

@@ -316,6 +316,8 @@ class Tensor:
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
+        if self._extra is not None:
+            self._extra.pop("tangent", None)  # a dual tensor loses its tangent too, as in PyTorch
         return self
 
     def retain_grad(self):

@@ -1,0 +1,1 @@
+from ._forward import jvp, jacfwd
