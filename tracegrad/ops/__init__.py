@@ -7,8 +7,10 @@ methods to :class:`~tracegrad.runtime.tensor.Tensor`.
 from ..runtime.tensor import Tensor
 from . import activation, arrays, complex_, conversion, indexing, linalg, pointwise, reduction, shape
 from . import special
+from . import histogram, sampling, sorting
 
 MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
+MODULES += (sorting, histogram, sampling)
 
 FUNCTIONS = {}
 for _m in MODULES:
