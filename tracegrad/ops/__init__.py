@@ -7,10 +7,10 @@ methods to :class:`~tracegrad.runtime.tensor.Tensor`.
 from ..runtime.tensor import Tensor
 from . import activation, arrays, complex_, conversion, indexing, linalg, pointwise, reduction, shape
 from . import special
-from . import histogram, sampling, sorting
+from . import distance, histogram, sampling, sorting
 
 MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
-MODULES += (sorting, histogram, sampling)
+MODULES += (sorting, histogram, sampling, distance)
 
 FUNCTIONS = {}
 for _m in MODULES:

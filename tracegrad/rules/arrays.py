@@ -75,7 +75,7 @@ def argpartition(xp, x, *, kth, dim=-1):
 
 
 def _ranked_node(args, params):
-    return params["op"].capitalize() + "Backward0"
+    return params.get("op", "sort").capitalize() + "Backward0"
 
 
 @primitive(_ranked_node, dtypes=KEEP, linear=True, saved_names=("self", "indices"))
