@@ -7,6 +7,8 @@ Tensors and on tape tracers, and a tape computes them again on new values. The e
 functions with PyTorch's signatures and checks are in :mod:`tracegrad.ops.sorting` and
 :mod:`tracegrad.ops.histogram`.
 """
+import math
+
 from .core import KEEP, primitive
 
 __all__ = ["searchsorted", "unique", "unique_consecutive", "bincount", "histogram_counts"]
@@ -52,7 +54,7 @@ def unique(xp, x, *, dim=None):
                                             equal_nan=False)
         return values, inverse.reshape(x.shape).astype(xp.int64), counts.astype(xp.int64)
     moved = xp.moveaxis(x, dim, 0)
-    rows = moved.reshape(moved.shape[0], -1)
+    rows = moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
     if rows.shape[0] == 0:
         return x.copy(), xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64)
     order = xp.lexsort(rows.T[::-1]) if rows.shape[1] else xp.arange(rows.shape[0])
@@ -66,7 +68,7 @@ def unique(xp, x, *, dim=None):
 def unique_consecutive(xp, x, *, dim=None):
     """``(values, inverse, counts)`` of the runs of equal elements (or slices along ``dim``)."""
     moved = x.reshape(-1) if dim is None else xp.moveaxis(x, dim, 0)
-    rows = moved.reshape(moved.shape[0], -1)
+    rows = moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
     starts = xp.ones(rows.shape[0], dtype=bool)
     starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
     values, inverse, counts = _runs(xp, moved, rows, xp.arange(rows.shape[0]), starts, 0)
