@@ -26,7 +26,7 @@ def _differences(x1, x2):
 @primitive("CdistBackward0", dtypes=KEEP)
 def cdist(xp, x1, x2, *, p=2.0):
     diff = x1[..., :, None, :] - x2[..., None, :, :]
-    if diff.shape[-1] == 0:
+    if diff.size == 0:  # no rows, or rows of no columns (at distance 0)
         return xp.zeros(diff.shape[:-1], dtype=diff.dtype)
     return vector_norm.impl(xp, diff, ord=p, dim=(diff.ndim - 1,))
 
