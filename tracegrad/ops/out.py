@@ -13,6 +13,7 @@ PyTorch:
   (``OUT_DTYPE_RULES``: most accept any dtype the result can be cast to; matrix
   products, sorts and indexing want the very dtype; each with PyTorch's message); every
   part of a tuple ``out`` is checked before anything is written;
+* sums and products (``IN_OUT_DTYPE``) compute in out's dtype, as if given ``dtype=``;
 * outputs given by ``out=`` are outside autograd: while grad mode is on, an argument
   that requires grad is an error (PyTorch's ``RuntimeError``), not a silently dropped
   graph.
@@ -49,14 +50,16 @@ def can_cast(src, dst):
     return _dt.KIND_CATEGORY[src.np.kind] <= _dt.KIND_CATEGORY[dst.np.kind]
 
 
+# A rule takes the result and out (Tensors) and returns the error to raise, or None.
+
 def _castable(template, error=RuntimeError):
     """A rule: the result's dtype must cast to out's (``torch.can_cast``)."""
-    return lambda r, o: None if can_cast(r, o) else error(_format(template, r, o))
+    return lambda r, o: None if can_cast(r.dtype, o.dtype) else error(_format(template, r.dtype, o.dtype))
 
 
 def _exact(template, error=RuntimeError):
     """A rule: out must have the result's very dtype."""
-    return lambda r, o: None if r == o else error(_format(template, r, o))
+    return lambda r, o: None if r.dtype == o.dtype else error(_format(template, r.dtype, o.dtype))
 
 
 def _format(template, r, o):
@@ -72,6 +75,12 @@ CAST = _castable("result type {r} can't be cast to the desired output type {o}")
 SAME = _exact("Expected out tensor to have dtype {rc}, but got {oc} instead")
 FOUND = _exact("Found dtype {o} but expected {r}")
 CAT = _castable("torch.cat(): input types can't be cast to the desired output type {o}", TypeError)
+_ADDMV = _exact("addmv input tensors must have the same dtype, but got {o}, {r}, and {r}")
+
+
+def _mv(r, o):
+    """PyTorch's ``mv`` checks the dtype after resizing out, and before when no resize is due."""
+    return (_ADDMV if tuple(r.shape) == tuple(o.shape) else SAME)(r, o)
 
 
 def _rules(rule, names):
@@ -89,7 +98,9 @@ OUT_DTYPE_RULES = {
                    "less_equal not_equal logical_and logical_or logical_xor logical_not"),
     **_rules(FOUND, "neg negative abs absolute sign sgn frac trunc fix floor ceil round clamp clip"),
     **_rules(SAME, "mm bmm matmul mv addmm baddbmm addmv diag tril triu gather take_along_dim cross "
-                   "argmax argmin norm sort msort topk kthvalue max min median aminmax matrix_power"),
+                   "argmax argmin norm sort msort topk max min median aminmax matrix_power"),
+    "kthvalue": (_exact("output values must be of same type as input"),  # a rule per part of the tuple
+                 _exact("output indices must be of scalar type Long")),
     **_rules(CAT, "cat concat concatenate stack hstack vstack row_stack dstack column_stack"),
     **_rules(_exact("Expected the dtype for input and out to match, but got {r} for input's dtype and "
                     "{o} for out's dtype."), "amax amin"),
@@ -99,6 +110,7 @@ OUT_DTYPE_RULES = {
     **_rules(_exact("torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
                     "Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
                     "dtype {o} and out_int32 flag is {int32}"), "searchsorted bucketize"),
+    **_rules(_mv, "mv addmv"),
     "where": _exact("Expected out type to be {r} but got {o}"),
     "index_select": _exact("index_select(): self and result must have the same scalar type"),
     "masked_select": _exact("masked_select(): self and result must have the same scalar type"),
@@ -115,6 +127,9 @@ OUT_DTYPE_RULES = {
 }
 
 
+IN_OUT_DTYPE = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod"})
+
+
 def _requires_grad(values):
     for v in values:
         if isinstance(v, Tensor):
@@ -125,9 +140,10 @@ def _requires_grad(values):
     return False
 
 
-def accepts_out(fn, name=None, rule=CAST):
+def accepts_out(fn, name=None, rule=CAST, in_out_dtype=False):
     """``fn`` taking PyTorch's keyword ``out=`` (a Tensor, or a tuple of them for a
-    function returning several): see the module docstring."""
+    function returning several): see the module docstring. ``in_out_dtype``: ``fn``
+    takes ``dtype=`` and computes in out's dtype."""
     name = name or fn.__name__
 
     @functools.wraps(fn)
@@ -141,13 +157,16 @@ def accepts_out(fn, name=None, rule=CAST):
                             f"not {type(out).__name__}")
         if is_grad_enabled() and _requires_grad(args + tuple(kwargs.values()) + outs):
             raise RuntimeError(_NO_GRAD.format(name=name))
+        if in_out_dtype and kwargs.get("dtype") is None:
+            kwargs["dtype"] = outs[0].dtype
         result = fn(*args, **kwargs)
         results = tuple(result) if several else (result,)
         if len(results) != len(outs):
             raise RuntimeError(f"{name}(): expected out to be a tuple of {len(results)} Tensors, "
                                f"but got {len(outs)}")
-        for r, o in zip(results, outs):
-            error = rule(r.dtype, o.dtype)
+        rules = rule if isinstance(rule, tuple) else (rule,) * len(outs)
+        for check, r, o in zip(rules, results, outs):
+            error = check(r, o)
             if error is not None:
                 raise error
         for r, o in zip(results, outs):
@@ -161,14 +180,14 @@ def accepts_out(fn, name=None, rule=CAST):
     return with_out
 
 
-def write_out(out, result, stacklevel=3):
+def write_out(out, result, warn=True):
     """Copy ``result`` into ``out`` in place (cast to out's dtype), resizing ``out`` first
-    when its shape differs; bump its version. Returns ``out``. (``stacklevel``: the
-    caller's frame for the resize warning.)"""
+    when its shape differs (with the warning unless ``warn`` is false: factories resize
+    silently); bump its version. Returns ``out``."""
     data = result._data
     if tuple(out.shape) != tuple(data.shape):
-        if out.numel():
-            warnings.warn(_RESIZED.format(old=list(out.shape), new=list(data.shape)), UserWarning, stacklevel=stacklevel)
+        if warn and out.numel():
+            warnings.warn(_RESIZED.format(old=list(out.shape), new=list(data.shape)), UserWarning, stacklevel=3)
         out._data = data.astype(out._data.dtype, copy=True)
     else:
         out._data[...] = data
@@ -182,4 +201,4 @@ def install(functions):
     for name, rule in OUT_DTYPE_RULES.items():
         fn = functions.get(name)
         if fn is not None and not getattr(fn, "accepts_out", False):
-            functions[name] = accepts_out(fn, name, rule)
+            functions[name] = accepts_out(fn, name, rule, name in IN_OUT_DTYPE)

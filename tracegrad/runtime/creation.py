@@ -289,7 +289,7 @@ def _into(out, t):
     if out is None:
         return t
     from ..ops.out import write_out
-    return write_out(out, t, stacklevel=5)  # warn at the factory's caller
+    return write_out(out, t, warn=False)  # PyTorch's factories resize out silently
 
 
 @_recorded
