@@ -185,7 +185,7 @@ PROBES = [0.0, 1.0, 2.0, 2.5, 3.0, 5.0, NAN]
 @pytest.mark.parametrize("out_int32", [False, True])
 def test_searchsorted_matches_torch(right, side, out_int32):
     (s, ts), (v, tv) = _pair(BOUNDS), _pair(PROBES)
-    kw = dict(right=right, side=side, out_int32=out_int32)
+    kw = {"right": right, "side": side, "out_int32": out_int32}
     _same(tg.searchsorted(s, v, **kw), torch.searchsorted(ts, tv, **kw))
     _same(tg.bucketize(v, s, right=right or side == "right", out_int32=out_int32),
           torch.bucketize(tv, ts, right=right or side == "right", out_int32=out_int32))

@@ -30,7 +30,7 @@ from ..runtime.grad_mode import is_grad_enabled
 from ..runtime.tensor import Tensor
 from . import return_types
 
-__all__ = ["accepts_out", "write_out", "install", "can_cast", "OUT_DTYPE_RULES"]
+__all__ = ["OUT_DTYPE_RULES", "accepts_out", "can_cast", "install", "write_out"]
 
 _RESIZED = ("An output with one or more elements was resized since it had shape {old}, which does not "
             "match the required output shape {new}. This behavior is deprecated, and in a future PyTorch "

@@ -11,10 +11,10 @@ are the same).
 """
 from ..rules import arrays as A
 from ..rules import counting as C
-from . import return_types
-from ._args import wrap_dim
 from ..runtime.creation import tensor
 from ..runtime.tensor import Tensor
+from . import return_types
+from ._args import wrap_dim
 from .devices import on_device_of
 
 

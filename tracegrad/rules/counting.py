@@ -11,7 +11,7 @@ import math
 
 from .core import KEEP, primitive
 
-__all__ = ["searchsorted", "unique", "unique_consecutive", "bincount", "histogram_counts"]
+__all__ = ["bincount", "histogram_counts", "searchsorted", "unique", "unique_consecutive"]
 
 
 @primitive(dtypes=KEEP)
