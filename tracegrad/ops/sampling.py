@@ -36,7 +36,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     _check(xp, rows, simple=not replacement or num_samples == 1)
     stream = _stream(generator, xp)
     if not replacement or num_samples == 1:
-        race = rows / stream.exponential(size=rows.shape)
+        race = rows / stream.standard_exponential(size=rows.shape)
         picked = xp.argsort(-race, axis=1, kind="stable")[:, :num_samples]
     else:
         cdf = xp.cumsum(rows, axis=1)
