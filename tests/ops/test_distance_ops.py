@@ -166,3 +166,33 @@ def test_einsum_trace_and_outer_without_torch():
     t.backward()
     assert t.item() == 5.0 and m.grad.tolist() == [[1.0, 0.0], [0.0, 1.0]]
     assert tg.einsum("i,j->ij", tg.tensor([1.0, 2.0]), tg.tensor([3.0])).tolist() == [[3.0], [6.0]]
+
+
+# -- the staged paths (tape and AST) run the same rules ----------------------------------------------
+
+_Y = _rng.standard_normal((4, 3))
+
+
+def _topk_sum(x):
+    return tg.topk(x, 2).values.sum()
+
+
+def _kth_scaled(x):
+    return (tg.kthvalue(x, 2).values * 3).sum()
+
+
+def _sort_weighted(x):
+    return (tg.sort(x, 1, descending=True).values * np.arange(3)).sum()
+
+
+def _cdist_sum(x):
+    return tg.cdist(x, _Y, 3.0).sum()
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast"])
+@pytest.mark.parametrize("fn", [_topk_sum, _kth_scaled, _sort_weighted, _cdist_sum])
+def test_staged_gradients_match_eager(fn, mode):
+    x = np.array([[3.0, 1.0, 2.0], [0.5, 4.0, 1.5]])
+    t = tg.tensor(x, requires_grad=True)
+    fn(t).backward()
+    np.testing.assert_allclose(np.asarray(tg.grad(fn, mode=mode)(x)), t.grad.numpy(), rtol=1e-12)
