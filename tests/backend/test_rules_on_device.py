@@ -36,6 +36,13 @@ OTHER_SAMPLES = {
                     S(np.array([1, 1]), index=(slice(None), ARRAY), shape=(2, 3))],
     "truncated_quotient": [S(r(3, 4), r(4) + 3.0)],
     "lapack_phases": [S(r(3, 3), kind="svd_u"), S(r(2, 3), kind="svd_vh")],
+    # searching and counting (tracegrad/rules/counting.py)
+    "searchsorted": [S(np.array([1.0, 2.0, 2.0, 3.0]), np.array([0.0, 2.0, 2.5, np.nan]), right=True),
+                     S(np.sort(r(2, 4)), r(2, 3)), S(r(3), r(2), np.array([2, 0, 1]), out_int32=True)],
+    "unique": [S(np.array([3, 1, 2, 3, 1])), S(_i, dim=1), S(np.array([1.0, np.nan, np.nan, 1.0]))],
+    "unique_consecutive": [S(np.array([1, 1, 2, 2, 1])), S(_i, dim=0)],
+    "bincount": [S(np.array([1, 1, 4])), S(np.array([0, 2]), r(2), minlength=4)],
+    "histogram_counts": [S(r(10), np.linspace(-1, 1, 5)), S(r(10), np.linspace(-1, 1, 5), r(10), linear=True)],
 }
 # (rules whose operands are complex only: their samples are the complex walker's)
 COMPLEX_ONLY_SAMPLES = {name: COMPLEX_SAMPLES[name] for name in COMPLEX_ONLY}

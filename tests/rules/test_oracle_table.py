@@ -462,6 +462,32 @@ TORCH.update({
 })
 
 
+# -- sorting and distances (tracegrad/rules/arrays.py take_ranked, distance.py) ------------------
+
+def _take_ranked(x, order, dim, keepdim=True, op="sort"):
+    out = torch.gather(x, dim, order) if x.ndim else x.clone()
+    return out if keepdim or not x.ndim else out.squeeze(dim)
+
+
+def _cdist(rng):
+    bx, by = _shapes(rng, 2)
+    p, r, m = (int(v) for v in rng.integers(1, 5, 3))
+    ord = [0.0, 0.5, 1.0, 2.0, 3.0, _INF][int(rng.integers(0, 6))]
+    return (_normal(rng, bx + (p, m)), _normal(rng, by + (r, m))), {"p": ord}
+
+
+TORCH.update({
+    "take_ranked": _take_ranked,
+    "cdist": lambda x1, x2, p=2.0: torch.cdist(x1, x2, p, compute_mode="donot_use_mm_for_euclid_dist"),
+})
+BROADCAST_INPUTS["cdist"] = _cdist
+_SAME = np.array([[0.0, 1.0], [2.0, 2.0]])
+EDGES += [  # zero distances, a zero coordinate difference (p < 1), ties of the inf-norm
+    ("cdist", (_SAME, _SAME), {"p": 2.0}), ("cdist", (_SAME, _SAME), {"p": 1.0}),
+    ("cdist", (_SAME, _SAME), {"p": 3.0}), ("cdist", (_SAME, _SAME + _a(0, 1)), {"p": 0.5}),
+    ("cdist", (_SAME, _SAME + 1), {"p": _INF}), ("cdist", (_SAME, _SAME), {"p": _INF}),
+]
+
 # -- running one call on both sides ---------------------------------------------------------------
 
 def _torch_operands(prim, args):

@@ -5,6 +5,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -239,10 +240,14 @@ def test_manual_seed_wraps_negative_seeds():
 
 def test_out_is_written_and_returned():
     o = tg.empty(5)
-    r = tg.ones(3, out=o)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PyTorch's factories resize out silently
+        r = tg.ones(3, out=o)
     assert r is o and o.shape == (3,) and arr(o).tolist() == [1, 1, 1]
-    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
-        tg.ones(3, out=tg.empty(3, dtype=tg.int64))
+    o = tg.ones(3, out=tg.empty(3, dtype=tg.int64))  # out's dtype when none is asked for, as PyTorch
+    assert o.dtype == tg.int64 and o.tolist() == [1, 1, 1]
+    with pytest.raises(RuntimeError, match=r"dtype Float does not match dtype of out parameter \(Long\)"):
+        tg.ones(3, dtype=tg.float32, out=tg.empty(3, dtype=tg.int64))
 
 
 # -- grad-mode decorators -------------------------------------------------------------------

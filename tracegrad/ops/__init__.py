@@ -7,13 +7,16 @@ methods to :class:`~tracegrad.runtime.tensor.Tensor`.
 from ..runtime.tensor import Tensor
 from . import activation, arrays, complex_, conversion, indexing, linalg, pointwise, reduction, shape
 from . import special
+from . import distance, histogram, out, sampling, sorting
 
 MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
+MODULES += (sorting, histogram, sampling, distance)
 
 FUNCTIONS = {}
 for _m in MODULES:
     FUNCTIONS.update(getattr(_m, "FUNCTIONS", {}))
     for _name, _fn in _m.METHODS.items():
         setattr(Tensor, _name, _fn)
+out.install(FUNCTIONS)
 
 __all__ = ["FUNCTIONS", "MODULES"]

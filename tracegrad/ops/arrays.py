@@ -1,7 +1,7 @@
 """PyTorch's array-building and rearranging functions: kron, cross, diff, rot90, diag,
 diag_embed, diagflat, trace, tile, repeat_interleave, block_diag, take, the
 ``atleast_*d`` family, the stacks (hstack, vstack, dstack, column_stack), the splits
-(tensor_split, hsplit, vsplit, dsplit), and sort / argsort / msort / topk.
+(tensor_split, hsplit, vsplit, dsplit). Sorting is in :mod:`tracegrad.ops.sorting`.
 
 The compositions themselves live in :mod:`tracegrad.rules.arrays`, shared with the NumPy
 map; here are PyTorch's signatures, defaults and error messages."""
@@ -12,7 +12,6 @@ from ..rules import arrays as A
 from ..rules import index as I
 from ..rules import reduce as R
 from ..rules import shape as S
-from . import return_types
 from ._args import shape_args, wrap_dim
 from .shape import cat, reshape, unsqueeze
 
@@ -217,38 +216,11 @@ def take(input, index):
     return I.index_select(flat, index, dim=0)
 
 
-def sort(input, dim=-1, descending=False, stable=False):
-    d = wrap_dim(dim, input.ndim) if input.ndim else 0
-    values, indices = A.sort(input, d, descending=descending, stable=bool(stable))
-    return return_types.sort(values, indices)
-
-
-def argsort(input, dim=-1, descending=False, stable=False):
-    return sort(input, dim, descending, stable).indices
-
-
-def msort(input):
-    return sort(input, 0).values
-
-
-def topk(input, k, dim=-1, largest=True, sorted=True):
-    d = wrap_dim(dim, input.ndim) if input.ndim else 0
-    n = input.shape[d] if input.ndim else 1
-    if not 0 <= k <= n:
-        raise RuntimeError("selected index k out of range")
-    values, indices = A.sort(input, d, descending=largest, stable=True)
-    if input.ndim:
-        values, indices = A.slice_along(values, d, 0, k), A.slice_along(indices, d, 0, k)
-    return return_types.topk(values, indices)
-
-
 FUNCTIONS = {n: globals()[n] for n in (
     "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "dstack", "column_stack",
     "tensor_split", "hsplit", "vsplit", "dsplit", "kron", "cross", "diff", "rot90", "diag",
-    "diag_embed", "diagflat", "tile", "repeat_interleave", "block_diag", "take", "sort", "argsort",
-    "msort", "topk")}
+    "diag_embed", "diagflat", "tile", "repeat_interleave", "block_diag", "take")}
 FUNCTIONS["row_stack"] = vstack
 METHODS = {n: globals()[n] for n in (
     "tensor_split", "hsplit", "vsplit", "dsplit", "kron", "cross", "diff", "rot90", "diag",
-    "diag_embed", "diagflat", "trace", "tile", "repeat_interleave", "take", "sort", "argsort",
-    "msort", "topk")}
+    "diag_embed", "diagflat", "trace", "tile", "repeat_interleave", "take")}

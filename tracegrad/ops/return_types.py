@@ -1,7 +1,7 @@
 """Named results such as ``max(x, dim)``'s ``(values, indices)``, printed like PyTorch's."""
 import collections
 
-__all__ = ["max", "min", "sort", "topk", "mode", "median", "kthvalue"]
+__all__ = ["max", "min", "sort", "topk", "mode", "median", "kthvalue", "histogram"]
 
 
 def _structseq(name, fields):
@@ -22,3 +22,14 @@ topk = _structseq("topk", ["values", "indices"])
 mode = _structseq("mode", ["values", "indices"])
 median = _structseq("median", ["values", "indices"])
 kthvalue = _structseq("kthvalue", ["values", "indices"])
+histogram = _structseq("histogram", ["hist", "bin_edges"])
+
+_OUT_TYPES = {}
+
+
+def out_type(name):
+    """The named result of ``name`` called with ``out=`` (PyTorch's ``max_out``, ``sort_out``...)."""
+    cls = _OUT_TYPES.get(name)
+    if cls is None:
+        cls = _OUT_TYPES[name] = _structseq(name + "_out", list(globals()[name]._fields))
+    return cls

@@ -3,11 +3,13 @@
 NumPy's names share (kron, cross, diff, rot90, diag_embed, sort, repeat_interleave,
 block_diag, take_along, unflat_take).
 
-Only the two orderings are primitives. They have no derivative (integers), but a sort's
+The two orderings are primitives. They have no derivative (integers), but a sort's
 order depends on the values, so it must be an operation of its own: recorded on a tape,
 it is computed again when the tape is replayed on new values, where an order worked out
-while tracing would be a stale constant. Everything else here is a plain function of
-other rules (gather, index_select, diagonal_scatter, flip, mul...), so it needs no
+while tracing would be a stale constant. ``take_ranked`` reads values at an ordering's
+positions: a ``gather`` under the node name of the PyTorch function it serves
+(``SortBackward0``, ``TopkBackward0``, ``KthvalueBackward0``), with gather's derivative.
+Everything else here is a plain function of other rules (gather, index_select, diagonal_scatter, flip, mul...), so it needs no
 derivative of its own, and it runs on arrays, eager Tensors and tape tracers alike: the
 eager functions (:mod:`tracegrad.ops.arrays`) and the NumPy map
 (:mod:`tracegrad.transform.tape.numpy_map`) call the same code with their own signatures.
@@ -23,7 +25,7 @@ from ..backend import cpu as host  # index arrays worked out on the host
 from .arith import mul, sub
 from .broadcast import broadcast_to, zeros_of
 from .core import KEEP, primitive
-from .index import basic_index, gather, index_select
+from .index import basic_index, gather, gather_vjp, index_select
 from .memory import clone
 from .shape import cat, diagonal_scatter, flip, reshape, stack, transpose, unsqueeze
 
@@ -42,6 +44,7 @@ __all__ = [
     "slice_along",
     "sort",
     "take_along",
+    "take_ranked",
     "unflat_take",
     "unsqueeze_to",
 ]
@@ -71,6 +74,27 @@ def argpartition(xp, x, *, kth, dim=-1):
     return xp.argpartition(x, kth, axis=dim).astype(xp.int64)
 
 
+def _ranked_node(args, params):
+    return params.get("op", "sort").capitalize() + "Backward0"
+
+
+@primitive(_ranked_node, dtypes=KEEP, linear=True, saved_names=("self", "indices"))
+def take_ranked(xp, x, order, *, dim, keepdim=True, op="sort"):
+    """``x``'s values at the positions ``order`` picks along ``dim`` (a sort's, a topk's or a
+    kthvalue's indices); ``keepdim=False`` drops ``dim`` (of size 1: kthvalue's)."""
+    out = xp.take_along_axis(x, order, axis=dim) if x.ndim else x.copy()
+    return out if keepdim else xp.squeeze(out, axis=dim)
+
+
+@take_ranked.vjp("x", uses="order")  # as PyTorch: the indices and x's size, not x itself
+def take_ranked_vjp(g, out, x, order, *, dim, keepdim=True, op="sort"):
+    if not x.ndim:
+        return g
+    if not keepdim:
+        g = unsqueeze(g, dim=dim)
+    return gather_vjp(g, None, x, order, dim=dim)
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 def index_like(like, values):
@@ -95,11 +119,9 @@ def slice_along(x, dim, start=None, stop=None, step=None):
 def sort(x, dim=-1, descending=False, stable=False):
     """``(values, indices)``: the values gathered in their sorted order, so the gradient
     flows back to where each value came from."""
-    if x.ndim == 0:
-        return clone(x), argsort(x)
-    dim %= x.ndim
+    dim = dim % x.ndim if x.ndim else 0
     order = argsort(x, dim=dim, descending=descending, stable=stable)
-    return gather(x, order, dim=dim), order
+    return take_ranked(x, order, dim=dim), order
 
 
 def take_along(x, indices, dim):

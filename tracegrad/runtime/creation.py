@@ -79,6 +79,8 @@ def _recorded(factory):
 
     @functools.wraps(factory)
     def recorded(*args, **kwargs):
+        if kwargs.get("out") is not None:
+            kwargs = _dtype_of_out(kwargs)
         observer = dispatch.observer
         if observer is None:
             return factory(*args, **kwargs)
@@ -271,18 +273,23 @@ def _stream(generator, xp):
     return (generator or default_generator).stream(xp)
 
 
+def _dtype_of_out(kwargs):
+    """A factory given ``out=`` makes ``out``'s dtype unless told another, which must match."""
+    out, dtype = kwargs["out"], kwargs.get("dtype")
+    if dtype is None:
+        return {**kwargs, "dtype": out.dtype}
+    if _dt.as_dtype(dtype) != out.dtype:
+        raise RuntimeError(f"dtype {_dt.as_dtype(dtype).scalar_name} does not match dtype of out parameter "
+                           f"({out.dtype.scalar_name})")
+    return kwargs
+
+
 def _into(out, t):
-    """Honour ``out=``: write result ``t`` into ``out`` (resized if its shape differs)."""
+    """Honour ``out=``: write result ``t`` into ``out`` (see :mod:`tracegrad.ops.out`)."""
     if out is None:
         return t
-    if out.dtype != t.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {t.dtype}, but got {out.dtype} instead")
-    if out.shape == t.shape:
-        out._data[...] = t._data
-    else:
-        out._data = t._data
-    out._bump_version()
-    return out
+    from ..ops.out import write_out
+    return write_out(out, t, warn=False)  # PyTorch's factories resize out silently
 
 
 @_recorded
