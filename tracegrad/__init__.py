@@ -28,6 +28,7 @@ from . import linalg  # noqa: F401
 from . import special  # noqa: F401  (torch.special; tracegrad.scipy.special is imported on demand)
 from . import datasets, models, nn, optim  # noqa: F401
 from .serialization import *  # noqa: F403
+from . import random, utils  # noqa: F401  (torch.random, torch.utils.checkpoint)
 
 globals().update(_ops.FUNCTIONS)
 from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, elementwise_grad,  # noqa: E402
