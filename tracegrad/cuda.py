@@ -68,3 +68,7 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+from .runtime.legacy_types import CUDA_LEGACY_TYPES as _LEGACY_TYPES  # noqa: E402
+globals().update(_LEGACY_TYPES)  # tracegrad.cuda.FloatTensor...
