@@ -7,8 +7,10 @@ methods to :class:`~tracegrad.runtime.tensor.Tensor`.
 from ..runtime.tensor import Tensor
 from . import activation, arrays, complex_, conversion, indexing, linalg, pointwise, reduction, shape
 from . import special
+from . import compat_functions, compat_tensor
 
-MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
+MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special,
+           compat_tensor, compat_functions)
 
 FUNCTIONS = {}
 for _m in MODULES:
