@@ -38,7 +38,7 @@ from .runtime.flags import *  # noqa: E402,F403  (deterministic algorithms, matm
 from .runtime.legacy_types import (LEGACY_TYPES as _LEGACY_TYPES, get_default_device,  # noqa: E402
                                    set_default_device, set_default_tensor_type)
 globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor...
-from .ops.compat_tensor import layout, strided  # noqa: E402
+globals().update(_ops.compat_tensor.CONSTANTS)  # pi, inf, strided, channels_last...
 from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, elementwise_grad,  # noqa: E402
                         fusion, fusion_enabled, grad, grad_of, hessian, hvp, jacfwd, jacobian, jacrev, jvp,
                         set_fusion, stop_gradient, trace, value_and_grad, vjp)

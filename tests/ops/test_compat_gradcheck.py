@@ -30,6 +30,11 @@ def leaf(*shape):
     (lambda x: (x * 1.0).addcmul_(x, x, value=0.5), [(2, 3)]),
     (lambda x: (x * 1.0).lerp_(x.exp(), 0.25), [(2, 3)]),
     (lambda x, y: tracegrad.dist(x, y, 3), [(4,), (4,)]),
+    (lambda x: tracegrad.renorm(x, 2, 0, 0.5), [(3, 4)]),
+    (lambda x: tracegrad.matrix_exp(x), [(3, 3)]),
+    (lambda x: tracegrad.matrix_exp(x * 3), [(2, 2)]),
+    (lambda x, s: tracegrad.slice_scatter(x, s, 1, 0, 4, 2), [(3, 4), (3, 2)]),
+    (lambda x: tracegrad.pdist(x), [(3, 2)]),
 ])
 def test_gradients_by_finite_differences(fn, shapes):
     assert gradcheck(fn, tuple(leaf(*s) for s in shapes))
@@ -51,3 +56,5 @@ def test_hand_formulas():
     rows, cols = tracegrad.unravel_index(tracegrad.tensor([5]), (2, 3))
     assert (rows.item(), cols.item()) == (1, 2)
     np.testing.assert_allclose(tracegrad.hann_window(4).numpy(), [0.0, 0.5, 1.0, 0.5], atol=1e-7)
+    rot = tracegrad.matrix_exp(tracegrad.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=tracegrad.float64))
+    np.testing.assert_allclose(rot.numpy(), [[np.cos(1), np.sin(1)], [-np.sin(1), np.cos(1)]], rtol=1e-14)

@@ -234,3 +234,50 @@ def test_names_are_attached():
         assert hasattr(tracegrad.Tensor, name), name
     for name in list(compat_tensor.FUNCTIONS) + list(compat_functions.FUNCTIONS):
         assert hasattr(tracegrad, name), name
+
+
+@pytest.mark.parametrize("name, args", [
+    ("renorm", (M, 2, 0, 1.5)), ("renorm", (M, 1, 1, 0.5)),
+    ("select_scatter", (M, V, 0, 1)), ("slice_scatter", (M, RNG.standard_normal((3, 2)), 1, 1, 4, 2)),
+    ("diagonal_scatter", (M, V[:3], 0)), ("matrix_exp", (RNG.standard_normal((2, 3, 3)),)),
+    ("matrix_exp", (RNG.standard_normal((3, 3)) * 4,)), ("pdist", (M,)), ("channel_shuffle", (RNG.standard_normal((1, 6, 2)), 3)),
+    ("constant_pad_nd", (M, (1, 2), 0.5)),
+])
+def test_more_values_and_gradients_match_torch(name, args):
+    test_values_and_gradients_match_torch(name, args)
+
+
+def test_int_reduction_twins_and_isin():
+    import torch
+    xo, xt = pair(M)
+    yo, yt = pair((M > 0).astype("float64"))
+    for r in (0, 1, 2):
+        close(tracegrad.binary_cross_entropy_with_logits(xo, yo, None, None, r),
+              torch.binary_cross_entropy_with_logits(xt, yt, None, None, r))
+        close(tracegrad.kl_div(xo, yo, r), torch.kl_div(xt, yt, r))
+    wo, wt = pair(RNG.standard_normal((5, 2)))
+    close(tracegrad.embedding(wo, tracegrad.tensor([4, 0])), torch.embedding(wt, torch.tensor([4, 0])))
+    for e, t in [([1, 2, 3], [2, 5]), ([1, 2], 2)]:
+        te = torch.tensor(t) if isinstance(t, list) else t
+        oe = tracegrad.tensor(t) if isinstance(t, list) else t
+        close(tracegrad.isin(tracegrad.tensor(e), oe), torch.isin(torch.tensor(e), te))
+        close(tracegrad.isin(tracegrad.tensor(e), oe, invert=True), torch.isin(torch.tensor(e), te, invert=True))
+    for a in ("bool", "int64", "float32", "complex64"):
+        for b in ("bool", "int64", "float32", "complex64"):
+            assert tracegrad.can_cast(getattr(tracegrad, a), getattr(tracegrad, b)) == \
+                torch.can_cast(getattr(torch, a), getattr(torch, b)), (a, b)
+
+
+def test_constants_and_small_methods():
+    import torch
+    for name in ("pi", "e", "inf"):
+        assert getattr(tracegrad, name) == getattr(torch, name)
+    assert tracegrad.newaxis is None and tracegrad.has_lapack
+    x = tracegrad.zeros(3)
+    assert x.apply_(lambda v: v + 2).tolist() == [2.0, 2.0, 2.0]
+    assert x.map_(tracegrad.tensor([1.0, 2.0, 3.0]), lambda a, b: a * b).tolist() == [2.0, 4.0, 6.0]
+    with pytest.raises(RuntimeError, match="the base given to float_power_ has dtype Float but the operation's result requires dtype Double"):
+        x.float_power_(2)
+    with pytest.warns(UserWarning, match="torch.chain_matmul is deprecated"):
+        tracegrad.chain_matmul(tracegrad.eye(2), tracegrad.eye(2))
+    assert [t.shape[0] for t in tracegrad.split_with_sizes(tracegrad.zeros(5), [2, 3])] == [2, 3]

@@ -395,6 +395,112 @@ def pixel_unshuffle(input, downscale_factor):
     return x.reshape(*batch, c * r * r, h // r, w // r)
 
 
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}  # the ints torch.X losses take (at::Reduction)
+
+
+def _reduction(r):
+    if r not in _REDUCTIONS:
+        raise RuntimeError(f"{r} is not a valid value for reduction")
+    return _REDUCTIONS[r]
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return _F().embedding(indices, weight, None if padding_idx == -1 else padding_idx,
+                          scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return _F().batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+    return _F().binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
+                                                 pos_weight=pos_weight)
+
+
+def kl_div(input, target, reduction=1, log_target=False):
+    with warnings.catch_warnings():  # torch.kl_div (unlike F.kl_div) does not warn about 'mean'
+        warnings.simplefilter("ignore", UserWarning)
+        return _F().kl_div(input, target, reduction=_reduction(reduction), log_target=log_target)
+
+
+def constant_pad_nd(input, pad, value=0):
+    return _F().pad(input, tuple(pad), "constant", value)
+
+
+def channel_shuffle(input, groups):
+    b, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    return input.reshape(b, groups, c // groups, *rest).transpose(1, 2).reshape(input.shape)
+
+
+def pdist(input, p=2):
+    """The ``p``-norm distances between the rows of a 2-D ``input``, pairs i < j in order."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    n = input.shape[0]
+    i, j = triu_indices(n, n, 1, device=input.device)
+    return (input[i] - input[j]).norm(p, dim=1)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element is among ``test_elements`` (compared all against all)."""
+    creation = _creation()
+    e = elements if isinstance(elements, Tensor) else creation.tensor(elements)
+    t = test_elements if isinstance(test_elements, Tensor) else creation.tensor(test_elements)
+    hit = (e.detach().unsqueeze(-1) == t.detach().reshape(-1)).any(-1) if t.numel() else e.new_zeros(e.shape, dtype=_dt.bool_)
+    return ~hit if invert else hit
+
+
+def can_cast(from_, to):
+    if to is _dt.bool_:
+        return from_ is _dt.bool_
+    return from_.category <= to.category
+
+
+def fill(input, value):
+    return input.clone().fill_(value) if not isinstance(value, Tensor) else value.expand(input.shape).clone()
+
+
+def is_inference(input):
+    return input.is_inference()
+
+
+def get_device(input):
+    return input.get_device()
+
+
+def chain_matmul(*matrices):
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
+                  "Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather "
+                  "than multiple parameters.", UserWarning, stacklevel=2)
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    from .. import linalg
+    return linalg.multi_dot(list(matrices))
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    from ..autograd import set_detect_anomaly
+    set_detect_anomaly(enabled, check_nan)
+
+
+def poisson(input, generator=None):
+    """Poisson draws with rates ``input`` (no gradient, as in PyTorch)."""
+    return _sampled(input, generator, lambda rng, rates: rng.poisson(rates))
+
+
+def binomial(count, prob, generator=None):
+    return _sampled(count, generator, lambda rng, n: rng.binomial(n.astype("int64"), prob._data))
+
+
+def _sampled(like, generator, draw):
+    from ..runtime.creation import _stream
+    xp = backend.namespace_of(like._data)
+    return wrap(xp.asarray(draw(_stream(generator, xp), like._data)).astype(like._data.dtype))
+
+
 # -- torch.X_ in-place aliases ----------------------------------------------------------------
 
 _INPLACE_ALIASES = (
@@ -403,7 +509,8 @@ _INPLACE_ALIASES = (
     "cos_", "cosh_", "deg2rad_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_",
     "floor_", "frac_", "i0_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "nan_to_num_", "neg_",
     "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "sin_", "sinc_", "sinh_", "sqrt_",
-    "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_", "detach_", "conj_physical_")
+    "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_", "detach_", "conj_physical_", "addmv_",
+    "logit_")
 
 
 def _alias(name):
@@ -423,7 +530,12 @@ FUNCTIONS = {n: globals()[n] for n in (
     "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout",
     "dropout_", "layer_norm", "group_norm", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "prelu", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
-    "pixel_unshuffle")}
+    "pixel_unshuffle", "embedding", "batch_norm", "binary_cross_entropy_with_logits", "kl_div",
+    "constant_pad_nd", "channel_shuffle", "pdist", "isin", "can_cast", "fill", "is_inference",
+    "get_device", "chain_matmul", "set_anomaly_enabled", "poisson", "binomial")}
+FUNCTIONS.update(unsafe_chunk=lambda input, chunks, dim=0: input.chunk(chunks, dim),
+                 unsafe_split=lambda input, split_size, dim=0: input.split(split_size, dim),
+                 split_with_sizes=lambda input, split_sizes, dim=0: input.split(list(split_sizes), dim))
 FUNCTIONS["range"] = _range
 FUNCTIONS.update({n: _alias(n) for n in _INPLACE_ALIASES})
 METHODS = {}

@@ -7,12 +7,14 @@ the out-of-place result and writes it back with ``copy_``, so the version counte
 leaf check and the gradient (through ``CopyBackwards``) behave as for any in-place write;
 its ``grad_fn`` is named ``CopyBackwards`` where PyTorch names the op.
 """
+import math
+
 from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor, wrap
 
-__all__ = ["METHODS", "FUNCTIONS", "layout", "strided"]
+__all__ = ["METHODS", "FUNCTIONS", "CONSTANTS", "layout", "strided", "memory_format"]
 
 # -- in-place twins ---------------------------------------------------------------------------
 _WRITE_BACK = ("addcdiv", "addcmul", "lerp", "eq", "ne", "lt", "le", "gt", "ge", "greater",
@@ -22,7 +24,8 @@ _WRITE_BACK = ("addcdiv", "addcmul", "lerp", "eq", "ne", "lt", "le", "gt", "ge",
                "arccos", "arcsin", "arctan", "arctan2", "atan2", "cumsum", "cumprod", "mvlgamma",
                "polygamma", "tril", "triu", "heaviside", "index_add", "index_copy", "index_fill",
                "negative", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "addmm",
-               "baddbmm", "addbmm", "addmv", "addr", "conj_physical", "masked_scatter", "absolute")
+               "baddbmm", "addbmm", "addmv", "addr", "conj_physical", "masked_scatter", "absolute",
+               "renorm")
 
 
 def _write_back(name):
@@ -152,6 +155,26 @@ class layout:
 
 
 strided = layout("strided")
+
+
+class memory_format:
+    """A requested memory layout. tracegrad's tensors are always row-major (C order): the
+    formats are accepted where PyTorch takes them and do not change the layout."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"tracegrad.{self.name}"
+
+
+CONSTANTS = {f.name: f for f in map(memory_format, ("contiguous_format", "channels_last", "channels_last_3d",
+                                                    "preserve_format"))}
+CONSTANTS.update(strided=strided, layout=layout, memory_format=memory_format, e=math.e, pi=math.pi,
+                 inf=math.inf, nan=math.nan, newaxis=None,
+                 has_lapack=True,  # tracegrad.linalg runs NumPy's LAPACK
+                 has_spectral=True,  # tracegrad.fft
+                 has_mkl=False, has_openmp=False)  # neither is called by tracegrad itself
 
 
 def type_as(self, other):
@@ -337,6 +360,85 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum(self, (batch1 @ batch2).sum(0), beta, alpha)
 
 
+def renorm(self, p, dim, maxnorm):
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to it."""
+    dim = dim % self.ndim
+    others = tuple(d for d in range(self.ndim) if d != dim)
+    norms = self.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p) if others else self.abs()
+    scale = (maxnorm / (norms + 1e-7)).where(norms > maxnorm, norms.new_ones(()))
+    return self * scale
+
+
+def _scatter_into(view_of):
+    """``x.<view>_scatter(src, ...)``: a copy of ``x`` with ``src`` written into the view."""
+    def scatter(self, src, *args, **kwargs):
+        out = self.clone()
+        target = view_of(out, *args, **kwargs)
+        if target.shape != src.shape:
+            raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                               f"{list(src.shape)}, slice size = {list(target.shape)}")
+        target.copy_(src)
+        return out
+    return scatter
+
+
+select_scatter = _scatter_into(lambda x, dim, index: x.select(dim, index))
+slice_scatter = _scatter_into(lambda x, dim=0, start=None, end=None, step=1:
+                              x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)])
+diagonal_scatter = _scatter_into(lambda x, offset=0, dim1=0, dim2=1: x.diagonal(offset, dim1, dim2))
+
+
+def matrix_exp(self):
+    """exp of square matrices: a degree-18 Taylor series after scaling by 2^-s, then s
+    squarings (accurate to float64 rounding; differentiable through its matmuls)."""
+    if self.ndim < 2 or self.shape[-1] != self.shape[-2]:
+        raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices, but they are "
+                           f"{self.shape[-2] if self.ndim > 1 else 1} by {self.shape[-1]} matrices")
+    norm = float(self.detach().abs().sum(-2).amax().item()) if self.numel() else 0.0
+    s = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0.5 else 0
+    a = self / (2 ** s)
+    eye = _identity(a)
+    term, total = eye, eye
+    for k in range(1, 19):
+        term = term @ a / k
+        total = total + term
+    for _ in range(s):
+        total = total @ total
+    return total
+
+
+def _identity(a):
+    n = a.shape[-1]
+    from ..runtime.creation import eye
+    return eye(n, dtype=a.dtype, device=a.device).expand(a.shape)
+
+
+def float_power_(self, exponent):
+    if self.dtype not in (_dt.float64, _dt.complex128):
+        wanted = "ComplexDouble" if self.is_complex() or getattr(exponent, "is_complex", lambda: False)() \
+            else "Double"
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.scalar_name} but the "
+                           f"operation's result requires dtype {wanted}")
+    return _write_back("float_power")(self, exponent)
+
+
+def apply_(self, callable):
+    """Replace every element by ``callable(element)`` (CPU only; not differentiable)."""
+    if self.device.type != "cpu":
+        raise TypeError("apply_ is only implemented on CPU tensors")
+    values = backend.cpu.vectorize(callable, otypes=[self._data.dtype])(self._data) if self.numel() else self._data
+    return self.copy_(wrap(backend.cpu.asarray(values, dtype=self._data.dtype)))
+
+
+def map_(self, tensor, callable):
+    """``self[i] = callable(self[i], tensor[i])`` (``tensor`` broadcast; CPU only)."""
+    if self.device.type != "cpu":
+        raise TypeError("map_ is only implemented on CPU tensors")
+    other = backend.cpu.broadcast_to(tensor._data, self._data.shape)
+    values = backend.cpu.vectorize(callable, otypes=[self._data.dtype])(self._data, other) if self.numel() else self._data
+    return self.copy_(wrap(backend.cpu.asarray(values, dtype=self._data.dtype)))
+
+
 def _bitwise(op):
     def fn(self, other):
         return getattr(self, op)(other)
@@ -349,11 +451,16 @@ _COMPOSED = {n: globals()[n] for n in (
     "type_as", "ndimension", "data_ptr", "get_device", "is_signed", "is_nonzero", "is_same_size",
     "new", "ravel", "signbit", "isposinf", "isneginf", "isreal", "heaviside", "dist",
     "logcumsumexp", "index_add", "index_copy", "index_fill", "masked_scatter", "cov", "corrcoef",
-    "bernoulli", "addmv", "addr", "addbmm", "uniform_", "normal_", "exponential_", "log_normal_", "cauchy_", "geometric_",
+    "bernoulli", "addmv", "addr", "addbmm", "renorm", "select_scatter", "slice_scatter",
+    "diagonal_scatter", "matrix_exp", "float_power_", "apply_", "map_", "uniform_", "normal_", "exponential_", "log_normal_", "cauchy_", "geometric_",
     "random_", "bernoulli_", "fill_diagonal_")}
 _COMPOSED.update(bitwise_and=_bitwise("__and__"), bitwise_or=_bitwise("__or__"),
                  bitwise_xor=_bitwise("__xor__"), is_neg=lambda self: False,
-                 resolve_neg=lambda self: self)
+                 resolve_neg=lambda self: self, is_pinned=lambda self: False, is_shared=lambda self: False,
+                 unsafe_chunk=lambda self, chunks, dim=0: self.chunk(chunks, dim),
+                 unsafe_split=lambda self, split_size, dim=0: self.split(split_size, dim),
+                 split_with_sizes=lambda self, split_sizes, dim=0: self.split(list(split_sizes), dim),
+                 prelu=lambda self, weight: _prelu(self, weight))
 
 METHODS = dict(_COMPOSED)
 METHODS.update({n + "_": _write_back(n) for n in _WRITE_BACK})
@@ -367,6 +474,11 @@ METHODS.update({n: property(f) for n, f in _FLAGS.items()})
 METHODS["adjoint"] = lambda self: self.mT.conj()
 
 
+def _prelu(self, weight):
+    from ..nn import functional
+    return functional.prelu(self, weight)
+
+
 def _h_error(self):
     raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
 
@@ -374,5 +486,6 @@ def _h_error(self):
 FUNCTIONS = {n: f for n, f in _COMPOSED.items()
              if n not in ("type_as", "ndimension", "data_ptr", "get_device", "new", "uniform_", "normal_",
                           "exponential_", "log_normal_", "cauchy_", "geometric_", "random_", "bernoulli_",
-                          "fill_diagonal_", "masked_scatter")}
+                          "fill_diagonal_", "masked_scatter", "float_power_", "apply_", "map_", "is_pinned",
+                          "is_shared", "prelu")}
 FUNCTIONS.update(masked_scatter=masked_scatter, adjoint=METHODS["adjoint"])
