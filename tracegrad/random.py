@@ -13,12 +13,12 @@ from .runtime.creation import initial_seed, manual_seed, seed
 from .runtime.tensor import Tensor, wrap
 
 __all__ = ["get_rng_state", "set_rng_state", "fork_rng", "manual_seed", "seed", "initial_seed",
-           "device_rng_state", "set_device_rng_state"]
+           "device_rng_state", "set_device_rng_state", "replay_point", "replaying"]
 
 
 def device_rng_state(ns):
     """The state of namespace ``ns``'s default generator (a plain dict), or an error naming
-    the device when its generator cannot report one."""
+    the device when its generator cannot report one (CuPy's cannot)."""
     bit_generator = getattr(ns.rng(), "bit_generator", None)
     state = getattr(bit_generator, "state", None)
     if not isinstance(state, dict):
@@ -29,6 +29,52 @@ def device_rng_state(ns):
 
 def set_device_rng_state(ns, state):
     ns.rng().bit_generator.state = state
+
+
+def _readable(ns):
+    return isinstance(getattr(getattr(ns.rng(), "bit_generator", None), "state", None), dict)
+
+
+def _use_generator(ns, generator):
+    """Make ``generator`` ``ns``'s default again (backends keep it in ``_rng``)."""
+    ns._rng = generator
+
+
+def _fresh_seed(ns):
+    return int(ns.rng().integers(0, 2 ** 62))
+
+
+def replay_point(ns):
+    """A token from which :func:`replaying` can draw ``ns``'s next random numbers again:
+    its state where the generator reports one (NumPy); otherwise (CuPy) the device is
+    reseeded now from its own stream and the token is that seed."""
+    if _readable(ns):
+        return ("state", device_rng_state(ns))
+    seed = _fresh_seed(ns)
+    ns.seed(seed)
+    return ("seed", seed)
+
+
+@contextlib.contextmanager
+def replaying(points):
+    """Run the body drawing, on each device, the numbers drawn after its ``points`` entry
+    (``(ns, token)`` pairs from :func:`replay_point`); the streams are as before afterwards."""
+    undo = []
+    for ns, (kind, value) in points:
+        if kind == "state":
+            undo.append((ns, kind, device_rng_state(ns)))
+            set_device_rng_state(ns, value)
+        else:
+            undo.append((ns, kind, ns.rng()))
+            ns.seed(value)
+    try:
+        yield
+    finally:
+        for ns, kind, value in undo:
+            if kind == "state":
+                set_device_rng_state(ns, value)
+            else:
+                _use_generator(ns, value)
 
 
 def get_rng_state():
@@ -53,13 +99,14 @@ def set_rng_state(new_state):
 def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"):
     """Run the body with the random states of the CPU and of every loaded device saved
     before and restored after (``devices`` is accepted for PyTorch's signature: each
-    device type has one default stream here, so all of them are forked)."""
+    device type has one default stream here, so all of them are forked). A device whose
+    generator cannot report its state (CuPy) runs the body on a stream seeded from its own,
+    which is one draw further on afterwards."""
     if not enabled:
         yield
         return
-    saved = [(ns, device_rng_state(ns)) for ns in backend.loaded()]
-    try:
+    points = []
+    for ns in backend.loaded():  # a device whose state cannot be read forks a seeded stream
+        points.append((ns, ("state", device_rng_state(ns)) if _readable(ns) else ("seed", _fresh_seed(ns))))
+    with replaying(points):
         yield
-    finally:
-        for ns, state in saved:
-            set_device_rng_state(ns, state)

@@ -212,3 +212,22 @@ def test_reached_through_the_package():
     import tracegrad.utils
     assert torch.utils.checkpoint.checkpoint is checkpoint
     assert tracegrad.utils.checkpoint.checkpoint_sequential is checkpoint_sequential
+
+
+@BOTH
+def test_dropout_is_replayed_on_a_generator_without_readable_state(reentrant, monkeypatch):
+    """CuPy's generators cannot report their state: the device is reseeded at the forward
+    from its own stream and the rerun reseeds the same way (simulated here on the CPU)."""
+    import tracegrad.random as tr
+    monkeypatch.setattr(tr, "_readable", lambda ns: False)
+    _dropout_replay(reentrant)
+
+
+def _dropout_replay(reentrant):
+    drop = nn.Dropout(0.5)
+    x = torch.ones(50, dtype=torch.float64, requires_grad=True)
+    y = checkpoint(lambda t: drop(t * 2.0), x, use_reentrant=reentrant)
+    mask = y.detach().numpy() != 0
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy() != 0, mask)
+    assert 0 < mask.sum() < 50

@@ -23,7 +23,7 @@ from ..autograd import Function
 from ..autograd import backward as _backward
 from ..autograd import _is_checkpoint_valid
 from ..autograd.graph import saved_tensors_hooks
-from ..random import device_rng_state, set_device_rng_state
+from ..random import replay_point, replaying
 from .. import backend
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor
@@ -75,25 +75,14 @@ def check_backward_validity(inputs):
 
 
 def _rng_states():
-    """Every loaded device's random state (what a rerun must start from)."""
-    return [(ns, device_rng_state(ns)) for ns in backend.loaded()]
+    """Where every loaded device's random stream stands (what a rerun must start from)."""
+    return [(ns, replay_point(ns)) for ns in backend.loaded()]
 
 
-@contextlib.contextmanager
 def _replaying(states):
     """Run the body from the random ``states`` of the forward (None: as things are), and
     give the surrounding states back afterwards."""
-    if states is None:
-        yield
-        return
-    outer = _rng_states()
-    for ns, state in states:
-        set_device_rng_state(ns, state)
-    try:
-        yield
-    finally:
-        for ns, state in outer:
-            set_device_rng_state(ns, state)
+    return replaying(states) if states is not None else contextlib.nullcontext()
 
 
 # -- use_reentrant=True ---------------------------------------------------------------------
