@@ -281,3 +281,20 @@ def test_constants_and_small_methods():
     with pytest.warns(UserWarning, match="torch.chain_matmul is deprecated"):
         tracegrad.chain_matmul(tracegrad.eye(2), tracegrad.eye(2))
     assert [t.shape[0] for t in tracegrad.split_with_sizes(tracegrad.zeros(5), [2, 3])] == [2, 3]
+
+
+def test_unfold_matches_torch():
+    import torch
+    x = RNG.standard_normal((2, 7, 6))
+    for dim, size, step in [(1, 3, 2), (2, 2, 2), (-1, 6, 1), (1, 1, 3)]:
+        xo, xt = pair(x, requires_grad=True)
+        ours, theirs = xo.unfold(dim, size, step), xt.unfold(dim, size, step)
+        close(ours, theirs)
+        w = RNG.standard_normal(tuple(theirs.shape))
+        (ours * tracegrad.tensor(w)).sum().backward()
+        (theirs * torch.tensor(w)).sum().backward()
+        close(xo.grad, xt.grad)
+    patches = tracegrad.arange(16.0).reshape(1, 1, 4, 4).unfold(2, 2, 2).unfold(3, 2, 2)
+    close(patches, torch.arange(16.0).reshape(1, 1, 4, 4).unfold(2, 2, 2).unfold(3, 2, 2))
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 1 is 7 but size is 8"):
+        tracegrad.zeros(2, 7).unfold(1, 8, 1)

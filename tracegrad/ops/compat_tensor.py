@@ -439,6 +439,27 @@ def map_(self, tensor, callable):
     return self.copy_(wrap(backend.cpu.asarray(values, dtype=self._data.dtype)))
 
 
+def unfold(self, dimension, size, step):
+    """The windows of ``size`` elements every ``step`` along ``dimension``, as a new last
+    dimension. A copy (gathered with index_select), where PyTorch returns a view: writing
+    into the result does not reach ``self``."""
+    dim = dimension % max(self.ndim, 1)
+    length = self.shape[dim] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    from ..runtime.creation import arange
+    count = (length - size) // step + 1
+    starts = arange(count, device=self.device) * step
+    index = (starts.unsqueeze(1) + arange(size, device=self.device)).reshape(-1)
+    source = self if self.ndim else self.reshape(1)
+    windows = source.index_select(dim, index)
+    shape = list(source.shape)
+    shape[dim:dim + 1] = [count, size]
+    return windows.reshape(shape).movedim(dim + 1, -1)
+
+
 def _bitwise(op):
     def fn(self, other):
         return getattr(self, op)(other)
@@ -452,7 +473,7 @@ _COMPOSED = {n: globals()[n] for n in (
     "new", "ravel", "signbit", "isposinf", "isneginf", "isreal", "heaviside", "dist",
     "logcumsumexp", "index_add", "index_copy", "index_fill", "masked_scatter", "cov", "corrcoef",
     "bernoulli", "addmv", "addr", "addbmm", "renorm", "select_scatter", "slice_scatter",
-    "diagonal_scatter", "matrix_exp", "float_power_", "apply_", "map_", "uniform_", "normal_", "exponential_", "log_normal_", "cauchy_", "geometric_",
+    "diagonal_scatter", "matrix_exp", "float_power_", "apply_", "map_", "unfold", "uniform_", "normal_", "exponential_", "log_normal_", "cauchy_", "geometric_",
     "random_", "bernoulli_", "fill_diagonal_")}
 _COMPOSED.update(bitwise_and=_bitwise("__and__"), bitwise_or=_bitwise("__or__"),
                  bitwise_xor=_bitwise("__xor__"), is_neg=lambda self: False,
@@ -487,5 +508,5 @@ FUNCTIONS = {n: f for n, f in _COMPOSED.items()
              if n not in ("type_as", "ndimension", "data_ptr", "get_device", "new", "uniform_", "normal_",
                           "exponential_", "log_normal_", "cauchy_", "geometric_", "random_", "bernoulli_",
                           "fill_diagonal_", "masked_scatter", "float_power_", "apply_", "map_", "is_pinned",
-                          "is_shared", "prelu")}
+                          "is_shared", "prelu", "unfold")}
 FUNCTIONS.update(masked_scatter=masked_scatter, adjoint=METHODS["adjoint"])

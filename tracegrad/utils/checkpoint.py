@@ -150,7 +150,6 @@ class _Frame:
 
         def collect(t):
             got.append(t.detach() if t.grad_fn is not None or t.requires_grad else t)
-            return None
 
         with _replaying(self.rng_states), grad_mode.enable_grad(), \
                 saved_tensors_hooks(collect, lambda _: None):
