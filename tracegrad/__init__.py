@@ -32,7 +32,7 @@ from . import random, utils  # noqa: F401  (torch.random, torch.utils.checkpoint
 from .random import get_rng_state, set_rng_state  # noqa: F401
 
 globals().update(_ops.FUNCTIONS)
-from . import accelerator, amp, backends, compiler, version  # noqa: E402,F401
+from . import accelerator, amp, backends, compiler, testing, version  # noqa: E402,F401
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,A001  (returns the model: see tracegrad.compiler)
 from .runtime.flags import *  # noqa: E402,F403  (deterministic algorithms, matmul precision)
