@@ -29,8 +29,18 @@ from . import special  # noqa: F401  (torch.special; tracegrad.scipy.special is 
 from . import datasets, models, nn, optim  # noqa: F401
 from . import utils  # noqa: F401  (torch.utils: data)
 from .serialization import *  # noqa: F403
+from . import random, utils  # noqa: F401  (torch.random, torch.utils.checkpoint)
+from .random import get_rng_state, set_rng_state  # noqa: F401
 
 globals().update(_ops.FUNCTIONS)
+from . import accelerator, amp, backends, compiler, testing, version  # noqa: E402,F401
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
+from .compiler import compile  # noqa: E402,A001  (returns the model: see tracegrad.compiler)
+from .runtime.flags import *  # noqa: E402,F403  (deterministic algorithms, matmul precision)
+from .runtime.legacy_types import (LEGACY_TYPES as _LEGACY_TYPES, get_default_device,  # noqa: E402
+                                   set_default_device, set_default_tensor_type)
+globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor...
+globals().update(_ops.compat_tensor.CONSTANTS)  # pi, inf, strided, channels_last...
 from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, elementwise_grad,  # noqa: E402
                         fusion, fusion_enabled, grad, grad_of, hessian, hvp, jacfwd, jacobian, jacrev, jvp,
                         set_fusion, stop_gradient, trace, value_and_grad, vjp)

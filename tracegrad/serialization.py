@@ -15,7 +15,10 @@ checked against the bytes it holds before anything is allocated.
 
 Saved and restored: ``dict``, ``OrderedDict``, ``list``, ``tuple``, ``tracegrad.Size``,
 ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, dtypes, devices and tensors
-(a module's ``state_dict``, an optimizer's, a checkpoint holding both). Tensors come back as
+(a module's ``state_dict``, an optimizer's, a checkpoint holding both), and the few types
+PyTorch's weights-only loader allows by default (``set``, ``bytes``, ``bytearray``,
+``collections.Counter``). Any other object is saved by the name of its class and its state
+and rebuilt on loading only from globals the user allowlisted (:mod:`tracegrad._weights_only`). Tensors come back as
 fresh, contiguous leaves, as in PyTorch: the graph and ``.grad`` are not saved. The same
 Tensor object saved twice comes back as one object, but storage shared between *different*
 tensors (a view and its base) is not preserved: each is saved as its own copy.
@@ -30,9 +33,12 @@ import shutil
 import struct
 import zipfile
 import zlib
-from collections import OrderedDict, namedtuple
+from base64 import b64decode, b64encode
+from collections import Counter, OrderedDict, namedtuple
 
 from . import backend
+from ._weights_only import (Unsaveable, add_safe_globals, clear_safe_globals, decode_object,  # noqa: F401
+                            encode_object, get_safe_globals, safe_globals)
 from .backend.device import device
 from .backend.dtypes import ALL as _DTYPES
 from .backend.dtypes import dtype
@@ -55,9 +61,10 @@ _CHUNK = 1 << 22  # bytes read, or checksummed, at a time: small enough to stay 
 _OWN_PAGES = 1 << 22  # arrays from this size are read into a mapping of their own (_empty)
 _PART = 1 << 22  # the least a thread reads of a large array (_fill)
 _DTYPE_BY_NAME = {d.name: d for d in _DTYPES}
-_CONTAINER_TAGS = {list: "list", tuple: "tuple", dict: "dict", OrderedDict: "odict"}
-_SUPPORTED = ("tensors, dict, OrderedDict, list, tuple and plain values (None, bool, int, "
-              "float, complex, str, dtype, device, Size)")
+_CONTAINER_TAGS = {list: "list", tuple: "tuple", dict: "dict", OrderedDict: "odict", set: "set",
+                   Counter: "counter"}
+_SUPPORTED = ("tensors, dict, OrderedDict, Counter, list, tuple, set and plain values (None, bool, "
+              "int, float, complex, str, bytes, bytearray, dtype, device, Size)")
 
 
 # -- save -----------------------------------------------------------------------------------
@@ -121,13 +128,30 @@ class _Encoder:
             return {"dtype": obj.name}
         if t is device:
             return {"device": str(obj)}
+        if t in (bytes, bytearray):
+            return {t.__name__: b64encode(obj).decode()}
         if isinstance(obj, Tensor) and not key:
             return {"tensor": self._tensor(obj)}
         if t in _CONTAINER_TAGS and (t is tuple or not key):
             return {_CONTAINER_TAGS[t]: self._items(obj, path, key)}
-        what = "a dict key" if key else "object"
-        raise TypeError(f"cannot save {what} of type {t.__name__} at {_where(path)}: "
+        if not key:
+            return self._object(obj, path)
+        raise TypeError(f"cannot save a dict key of type {t.__name__} at {_where(path)}: "
                         f"tracegrad.save stores {_SUPPORTED}")
+
+    def _object(self, obj, path):
+        """Any other object, by the name of what rebuilds it and its (encoded) state."""
+        if id(obj) in self._open:
+            raise ValueError(f"cannot save a {type(obj).__name__} that contains itself (at {_where(path)})")
+        self._open.add(id(obj))
+        try:
+            return encode_object(obj, lambda value, part: self.encode(value, path + part))
+        except Unsaveable as e:
+            raise TypeError(f"cannot save object of type {type(obj).__name__} at {_where(path)}: {e}; "
+                            f"tracegrad.save stores {_SUPPORTED}, and objects that pickle can "
+                            "reduce to an importable class or function") from None
+        finally:
+            self._open.discard(id(obj))
 
     def _items(self, obj, path, key):
         if id(obj) in self._open:
@@ -161,14 +185,17 @@ def _where(path):
 
 
 # -- load -----------------------------------------------------------------------------------
-def load(f, map_location=None, *, weights_only=True, mmap=None):
+def load(f, map_location=None, *, weights_only=None, mmap=None):
     """Load what :func:`save` wrote to ``f`` (a path or a binary file object).
 
     ``map_location`` is PyTorch's: None puts each tensor back on the device it was saved
     from; a device or string puts all of them there; a dict maps saved device names to new
     ones (``{'cuda:0': 'cpu'}``); a callable gets ``(cpu_tensor, saved_device_name)`` and
-    returns a tensor or None (for the default). ``weights_only`` is accepted for PyTorch
-    compatibility: these files never hold code, so both values load the same data.
+    returns a tensor or None (for the default). ``weights_only`` (None means True, as in
+    PyTorch): the file names the classes and functions that rebuild any object other than
+    tensors, containers and plain values; with True only those allowlisted with
+    :func:`add_safe_globals` / :func:`safe_globals` are used (else ``pickle.UnpicklingError``),
+    with False they are imported and called (only for a trusted file).
 
     By default each tensor gets memory of its own, read straight from the file (no second
     copy), and is independent of the file afterwards. ``mmap=True`` (PyTorch's option, for
@@ -195,7 +222,7 @@ def load(f, map_location=None, *, weights_only=True, mmap=None):
                                f"({type(e).__name__}: {e})") from e
     tensors = [_restore(entry, arrays[entry["key"]], map_location) for entry in entries]
     try:
-        return _decode(root, tensors)
+        return _decode(root, _Loading(tensors, weights_only is not False))
     except (_BadFile, RecursionError) as e:
         raise RuntimeError(f"cannot load {name}: its index is wrong ({e})") from None
 
@@ -485,6 +512,14 @@ def _decode(node, tensors, path="the top level"):
     raise _BadFile(f"unexpected entry {str(node)[:100]} at {path}")
 
 
+class _Loading:
+    """What decoding a file's index needs besides the index: its tensors, and whether
+    only allowlisted globals may be used."""
+
+    def __init__(self, tensors, weights_only):
+        self.tensors, self.weights_only = tensors, weights_only
+
+
 def _decode_items(value, tensors, path):
     if type(value) is not list:
         raise TypeError(value)
@@ -508,9 +543,15 @@ def _number_list(value, kinds):
 
 
 def _tensor_ref(value, tensors):
-    if type(value) is not int or not 0 <= value < len(tensors):
+    if type(value) is not int or not 0 <= value < len(tensors.tensors):
         raise IndexError(value)
-    return tensors[value]
+    return tensors.tensors[value]
+
+
+def _decode_bytes(value, kind):
+    if type(value) is not str:
+        raise TypeError(value)
+    return kind(b64decode(value, validate=True))
 
 
 _DECODERS = {
@@ -523,7 +564,21 @@ _DECODERS = {
     "complex": lambda v, ts, p: complex(*_number_list(v, (int, float))),
     "dtype": lambda v, ts, p: _DTYPE_BY_NAME[v],
     "device": lambda v, ts, p: device(v),
+    "set": lambda v, ts, p: set(_decode_items(v, ts, p)),
+    "counter": lambda v, ts, p: Counter(_decode_pairs(v, ts, p, dict)),
+    "bytes": lambda v, ts, p: _decode_bytes(v, bytes),
+    "bytearray": lambda v, ts, p: _decode_bytes(v, bytearray),
+    "global": lambda v, ts, p: _global(v, ts),
+    "object": lambda v, ts, p: decode_object(v, lambda child, part: _decode(child, ts, p + part),
+                                             ts.weights_only),
 }
+
+
+def _global(path, loading):
+    if type(path) is not str:
+        raise TypeError(path)
+    from ._weights_only import lookup
+    return lookup(path, loading.weights_only)
 
 
 # -- devices --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """``tracegrad.autograd``: the engine's front doors, as in ``torch.autograd``."""
 from ..runtime.engine import backward, grad
+from ..runtime.engine import is_checkpoint_valid as _is_checkpoint_valid
 from ..runtime.function import Function, FunctionCtx, once_differentiable
 from . import forward_ad, function, functional, graph, profiler
 from ..runtime.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,

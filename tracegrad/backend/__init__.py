@@ -102,10 +102,16 @@ def namespace_of(value):
         raise TypeError(f"no array backend for values of type {type(value).__name__}") from None
 
 
+_default_device = [None]  # set_default_device's device: where factories put tensors (None: CPU)
+
+
 def namespace_for(dev):
-    """The array namespace of a device (``'cpu'``, ``'cuda'``, a device object, or None)."""
+    """The array namespace of a device (``'cpu'``, ``'cuda'``, a device object, or None:
+    the default device, see ``tracegrad.set_default_device``)."""
     if dev is None:
-        return cpu
+        dev = _default_device[0]
+        if dev is None:
+            return cpu
     dev = dev if isinstance(dev, device) else device(dev)
     ns = _NS_BY_DEVICE_TYPE.get(dev.type)
     if ns is None:

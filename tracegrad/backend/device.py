@@ -2,6 +2,8 @@
 
 __all__ = ["device"]
 
+_outer_defaults = []  # default devices to restore, one per open `with device(...)` block
+
 
 class device:
     """Where a tensor's storage lives: ``device('cpu')``, ``device('cuda')``, ``device('cuda', 1)``."""
@@ -34,6 +36,18 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with tracegrad.device('cuda'):`` makes it the default device for the block."""
+        from . import _default_device
+        _outer_defaults.append(_default_device[0])
+        _default_device[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        from . import _default_device
+        _default_device[0] = _outer_defaults.pop()
+        return False
+
     def __repr__(self):
         if self.index is None:
             return f"device(type='{self.type}')"
@@ -41,3 +55,4 @@ class device:
 
 
 CPU = device("cpu")
+

@@ -170,10 +170,21 @@ def run(roots, root_grads, keep_graph, create_graph, targets=None):
     every reachable leaf accumulates; with ``targets`` (edges) only the graph leading to
     them runs and their gradients are returned, in order."""
     prev = grad_mode.swap(create_graph)
+    outer, _pass.targeted = getattr(_pass, "targeted", False), targets is not None
     try:
         return _run(roots, root_grads, keep_graph, create_graph, targets)
     finally:
+        _pass.targeted = outer
         grad_mode.restore(prev)
+
+
+_pass = threading.local()  # what the pass running in this thread was asked for
+
+
+def is_checkpoint_valid():
+    """False inside a pass that has ``inputs`` (``autograd.grad``, ``backward(inputs=)``):
+    reentrant checkpointing cannot run there (``torch.autograd._is_checkpoint_valid``)."""
+    return not getattr(_pass, "targeted", False)
 
 
 def _run(roots, root_grads, keep_graph, graph, targets):

@@ -194,7 +194,11 @@ class Tensor:
         on CUDA), or a copy cast to ``dtype``."""
         if dtype is None:
             return f"tracegrad.{'cuda.' if self.is_cuda else ''}{self.dtype._legacy}"
-        return self.to(_dt.as_dtype(dtype))
+        if isinstance(dtype, _dt.dtype):
+            return self.to(dtype)
+        from .legacy_types import legacy_type  # a legacy type, or its name
+        cls = legacy_type(dtype)
+        return self.to(device=cls._device_type, dtype=cls.dtype)
 
     def is_inference(self):
         return self._extra is not None and self._extra.get("inference", False)
