@@ -6,11 +6,20 @@ and version counters match PyTorch's.
 """
 # ruff: noqa: F401,F403 -- this package is a public namespace: its imports are re-exports
 from . import lr_scheduler
+from .adadelta import *
 from .adagrad import *
 from .adam import *
+from .adamax import *
+from .asgd import *
+from .lbfgs import *
+from .nadam import *
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from .radam import *
 from .rmsprop import *
+from .rprop import *
 from .sgd import *
+from .sparse_adam import *
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+           "ASGD", "Rprop", "SparseAdam", "LBFGS", "lr_scheduler",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]

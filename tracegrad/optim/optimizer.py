@@ -126,6 +126,13 @@ def check_non_negative(value, what, nan_ok=False):
         raise ValueError(f"Invalid {what}: {value}")
 
 
+def check_betas(betas):
+    """Each of ``betas`` (Adam-like optimizers' two decay rates) must lie in [0, 1)."""
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
 def check_impl_flags(differentiable, fused=None, foreach=None):
     """``foreach``/``fused``/``capturable`` select PyTorch kernels; tracegrad has one fused
     array path, so they are accepted (and kept in the groups) but change nothing. An update
