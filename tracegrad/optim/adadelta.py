@@ -5,7 +5,8 @@ PyTorch's single-tensor update, on the backend arrays in place:
 ``u = rho * u + (1 - rho) * delta * delta``; ``p -= lr * delta``.
 """
 from ._inplace import advance, bump, directed_grad, operands, real_view, step_counter, zeros_state
-from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
+from .optimizer import (Optimizer, as_float, check_capturable, check_impl_flags, check_lr, check_non_negative,
+                        closure_loss)
 
 __all__ = ["Adadelta"]
 
@@ -41,6 +42,7 @@ class Adadelta(Optimizer):
                     st["step"] = step_counter(p, group["capturable"])
                     st["square_avg"] = zeros_state(p)
                     st["acc_delta"] = zeros_state(p)
+                check_capturable(group, p, xla=(False, False))
                 advance(st["step"])
                 ops = operands(p._data, *values)
                 _update(p, p._data, p.grad._data, st, ops, weight_decay != 0, group["maximize"])

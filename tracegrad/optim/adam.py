@@ -8,7 +8,8 @@ shrinks ``p *= 1 - lr * wd`` first (AdamW).
 """
 from ..runtime.tensor import Tensor
 from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
-from .optimizer import Optimizer, as_float, check_betas, check_impl_flags, check_lr, check_non_negative, closure_loss
+from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
+                        check_non_negative, closure_loss)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -64,6 +65,7 @@ class Adam(Optimizer):
                     if amsgrad:
                         st["max_exp_avg_sq"] = zeros_state(p)
                 data = p._data
+                check_capturable(group, p)
                 step = advance(st["step"])
                 if data.dtype != dtype or type(data) is not kind:
                     dtype, kind, last_step = data.dtype, type(data), None

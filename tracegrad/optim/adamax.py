@@ -4,8 +4,8 @@ PyTorch's single-tensor update, on the backend arrays in place:
 ``m.lerp_(g, 1 - beta1)``; ``u = max(beta2 * u, |g| + eps)``; ``p -= lr / (1 - beta1**t) * m / u``.
 """
 from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
-from .optimizer import (Optimizer, as_float, check_betas, check_impl_flags, check_lr, check_non_negative,
-                        closure_loss)
+from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
+                        check_non_negative, closure_loss)
 
 __all__ = ["Adamax"]
 
@@ -42,6 +42,7 @@ class Adamax(Optimizer):
                     st["step"] = step_counter(p, group["capturable"])
                     st["exp_avg"] = zeros_state(p)
                     st["exp_inf"] = zeros_state(p)
+                check_capturable(group, p)
                 step = advance(st["step"])
                 ops = operands(p._data, *values, lr / (1 - beta1 ** step))
                 _update(p, p._data, p.grad._data, st, ops, small, weight_decay != 0, group["maximize"])

@@ -7,7 +7,8 @@ PyTorch's single-tensor update, on the backend arrays in place: ``p *= 1 - lambd
 0-d tensors in the ``step`` counter's precision.
 """
 from ._inplace import advance, bump, directed_grad, operands, real_view, scalar_state, step_counter, zeros_state
-from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
+from .optimizer import (Optimizer, as_float, check_capturable, check_impl_flags, check_lr, check_non_negative,
+                        closure_loss)
 
 __all__ = ["ASGD"]
 
@@ -42,6 +43,7 @@ class ASGD(Optimizer):
                     st["eta"] = scalar_state(p, lr, on_param_device=True)
                     st["mu"] = scalar_state(p, 1.0, on_param_device=True)
                     st["ax"] = zeros_state(p)
+                check_capturable(group, p, "params, mus, etas, and state_steps")
                 step = advance(st["step"])
                 eta, mu = float(st["eta"]._data), float(st["mu"]._data)
                 ops = operands(p._data, weight_decay, 1 - lambd * eta, eta, real=True)

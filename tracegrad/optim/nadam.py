@@ -9,8 +9,8 @@ from .. import backend
 from ..runtime.tensor import wrap
 from ._inplace import advance, bump, operands, real_view, scalar_dtype, scalar_state, step_counter, zeros_state
 from .adam import decay, update_moments
-from .optimizer import (Optimizer, as_float, check_betas, check_impl_flags, check_lr, check_non_negative,
-                        closure_loss)
+from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
+                        check_non_negative, closure_loss)
 
 __all__ = ["NAdam"]
 
@@ -61,6 +61,8 @@ class NAdam(Optimizer):
                     st["mu_product"] = scalar_state(p, 1.0, on_device)
                     st["exp_avg"] = zeros_state(p)
                     st["exp_avg_sq"] = zeros_state(p)
+                check_capturable(group, p, "params, mu_products and state_steps",
+                                 what_foreach="params, mu_products, and state_steps")
                 step = advance(st["step"])
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))

@@ -147,6 +147,21 @@ def check_impl_flags(differentiable, fused=None, foreach=None):
                                   "update parameters in place outside autograd")
 
 
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone"]
+
+
+def check_capturable(group, param, what="params and state_steps", xla=(True, False), what_foreach=None):
+    """``capturable=True`` keeps the step counters on the parameters' device for CUDA graphs:
+    PyTorch refuses a step with it on the CPU (unless ``fused``), naming the devices it
+    supports; ``xla`` says whether its single-tensor and foreach paths list XLA."""
+    if not group.get("capturable") or group.get("fused") or param.device.type == "cuda":
+        return
+    foreach = bool(group.get("foreach"))
+    devices = _CAPTURABLE_DEVICES + ["xla"] * xla[foreach]
+    names = (what_foreach or what) if foreach else what
+    raise AssertionError(f"If capturable=True, {names} must be on supported devices: {devices}.")
+
+
 def closure_loss(closure):
     """Evaluate the closure (if any) with grad mode on, as ``step`` does in PyTorch."""
     if closure is None:

@@ -8,8 +8,8 @@ PyTorch's single-tensor update, on the backend arrays in place: Adam's moments, 
 """
 from ._inplace import advance, bump, operands, real_view, step_counter, zeros_state
 from .adam import decay, update_moments
-from .optimizer import (Optimizer, as_float, check_betas, check_impl_flags, check_lr, check_non_negative,
-                        closure_loss)
+from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
+                        check_non_negative, closure_loss)
 
 __all__ = ["RAdam"]
 
@@ -50,6 +50,7 @@ class RAdam(Optimizer):
                     st["step"] = step_counter(p, group["capturable"])
                     st["exp_avg"] = zeros_state(p)
                     st["exp_avg_sq"] = zeros_state(p)
+                check_capturable(group, p)
                 step = advance(st["step"])
                 bias_correction1, bias_correction2 = 1 - beta1 ** step, 1 - beta2 ** step
                 rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2

@@ -8,7 +8,7 @@ where the sign flipped, ``g = 0``; ``p -= sign(g) * step_size``; ``prev = g``.
 from .. import backend
 from ..runtime.tensor import wrap
 from ._inplace import advance, bump, operands, real_view, step_counter, zeros_state
-from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, closure_loss
+from .optimizer import Optimizer, as_float, check_capturable, check_impl_flags, check_lr, closure_loss
 
 __all__ = ["Rprop"]
 
@@ -45,6 +45,7 @@ class Rprop(Optimizer):
                     data = p.grad._data
                     fill = complex(lr, lr) if data.dtype.kind == "c" else lr
                     st["step_size"] = wrap(backend.namespace_of(data).full_like(data, fill))
+                check_capturable(group, p, xla=(True, True))
                 advance(st["step"])
                 ops = operands(p._data, etaminus, etaplus, step_size_min, step_size_max)
                 _update(p, p._data, p.grad._data, st, ops, group["maximize"])
