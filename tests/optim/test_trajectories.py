@@ -38,6 +38,26 @@ CONFIGS = [
     ("Adagrad", {"lr": 0.1, "lr_decay": 0.05}, None),
     ("Adagrad", {"lr": 0.1, "weight_decay": 0.1, "initial_accumulator_value": 0.5}, None),
     ("Adagrad", {"lr": 0.05, "maximize": True, "eps": 1e-3}, {"lr": 0.2}),
+    ("Adadelta", {}, None),
+    ("Adadelta", {"lr": 0.5, "rho": 0.5, "eps": 1e-4, "weight_decay": 0.1}, None),
+    ("Adadelta", {"maximize": True}, {"lr": 0.3, "rho": 0.95}),
+    ("Adamax", {"lr": 0.05}, None),
+    ("Adamax", {"lr": 0.05, "betas": (0.3, 0.9), "eps": 1e-3, "weight_decay": 0.1}, None),
+    ("Adamax", {"lr": 0.02, "maximize": True}, {"betas": (0.8, 0.99)}),
+    ("NAdam", {"lr": 0.05}, None),
+    ("NAdam", {"lr": 0.05, "momentum_decay": 0.01, "weight_decay": 0.1}, None),
+    ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True, "betas": (0.8, 0.9)}, None),
+    ("NAdam", {"lr": 0.02, "maximize": True}, {"lr": 0.05, "momentum_decay": 0.0}),
+    ("RAdam", {"lr": 0.05}, None),
+    ("RAdam", {"lr": 0.05, "betas": (0.9, 0.5), "weight_decay": 0.1}, None),
+    ("RAdam", {"lr": 0.05, "betas": (0.8, 0.6), "weight_decay": 0.1, "decoupled_weight_decay": True}, None),
+    ("RAdam", {"lr": 0.02, "maximize": True, "eps": 1e-3}, {"betas": (0.5, 0.7)}),
+    ("ASGD", {"lr": 0.05}, None),
+    ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 5, "weight_decay": 0.1}, None),
+    ("ASGD", {"lr": 0.02, "maximize": True, "t0": 0}, {"lr": 0.1}),
+    ("Rprop", {"lr": 0.05}, None),
+    ("Rprop", {"lr": 0.01, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.05)}, None),
+    ("Rprop", {"lr": 0.001, "maximize": True}, {"lr": 0.02, "etas": (0.4, 1.1)}),
 ]
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}{'-groups' if g else ''}"
        for name, kw, g in CONFIGS]
@@ -93,7 +113,10 @@ def test_matches_torch(name, kwargs, group_options):
 @pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9}), ("Adam", {"lr": 0.05}),
                                           ("AdamW", {"lr": 0.05, "amsgrad": True}),
                                           ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}),
-                                          ("Adagrad", {"lr": 0.1})])
+                                          ("Adagrad", {"lr": 0.1}), ("Adadelta", {}),
+                                          ("Adamax", {"lr": 0.05}), ("NAdam", {"lr": 0.05}),
+                                          ("RAdam", {"lr": 0.05, "betas": (0.9, 0.5)}), ("ASGD", {"lr": 0.05}),
+                                          ("Rprop", {"lr": 0.01})])
 def test_float32_matches_torch(name, kwargs):
     torch = pytest.importorskip("torch")
     got, _, params = _problem.train(tg, lambda p: getattr(tg.optim, name)(p, **kwargs), 10, dtype="float32")
@@ -107,7 +130,12 @@ def test_float32_matches_torch(name, kwargs):
                                           ("Adam", {"lr": 0.05, "amsgrad": True, "weight_decay": 0.1}),
                                           ("AdamW", {"lr": 0.05}),
                                           ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True}),
-                                          ("Adagrad", {"lr": 0.1, "weight_decay": 0.1})])
+                                          ("Adagrad", {"lr": 0.1, "weight_decay": 0.1}),
+                                          ("Adadelta", {"weight_decay": 0.1}),
+                                          ("Adamax", {"lr": 0.05, "weight_decay": 0.1}),
+                                          ("NAdam", {"lr": 0.05, "weight_decay": 0.1}),
+                                          ("RAdam", {"lr": 0.05, "betas": (0.9, 0.5)}),
+                                          ("ASGD", {"lr": 0.05, "t0": 2}), ("Rprop", {"lr": 0.01})])
 def test_complex_parameters_match_torch(name, kwargs):
     """Complex parameters are updated as their (real, imag) pairs, as in PyTorch."""
     torch = pytest.importorskip("torch")
