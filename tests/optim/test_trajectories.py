@@ -1,6 +1,8 @@
 """20-step trajectories of every optimizer and option set on the same small problem:
 against textbook NumPy formulas, and (marked ``torch``) against PyTorch itself, where the
 state (names, order, values, ``step`` dtype) and the parameters' versions must match too."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -151,3 +153,34 @@ def test_complex_parameters_match_torch(name, kwargs):
             opt.step()
         results.append(p.detach().numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+
+
+NAMES = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"]
+FLAGS = [{"foreach": True}, {"foreach": False}, {"fused": True}, {"fused": False}, {"tensor_lr": True},
+         {"tensor_lr": True, "foreach": True}, {"tensor_lr": True, "fused": True}, {"fused": True, "foreach": True}]
+FLAG_CASES = [(name, flags) for name in NAMES for flags in FLAGS
+              if all(k == "tensor_lr" or k in inspect.signature(getattr(tg.optim, name)).parameters for k in flags)]
+
+
+def _flagged(lib, name, flags):
+    kwargs = {k: v for k, v in flags.items() if k != "tensor_lr"}
+    kwargs["lr"] = lib.tensor(0.02, dtype=lib.float64) if flags.get("tensor_lr") else 0.02
+    if name == "SGD":
+        kwargs["momentum"] = 0.9
+    try:
+        return _problem.train(lib, lambda params: getattr(lib.optim, name)(params, **kwargs), 5)[0]
+    except (ValueError, RuntimeError) as exc:
+        return type(exc), str(exc)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name, flags", FLAG_CASES, ids=[f"{n}-{f}" for n, f in FLAG_CASES])
+def test_implementation_flags_and_tensor_lr_as_torch(name, flags):
+    """``foreach``/``fused`` pick PyTorch kernels: accepted (or refused) as there, and the
+    trajectory is the same; a Tensor ``lr`` is read at each step."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = _flagged(tg, name, flags), _flagged(torch, name, flags)
+    if isinstance(theirs, tuple):
+        assert ours == theirs
+    else:
+        _assert_trajectories_close(ours, theirs, rtol=1e-12)

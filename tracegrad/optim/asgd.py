@@ -6,6 +6,7 @@ PyTorch's single-tensor update, on the backend arrays in place: ``p *= 1 - lambd
 ``eta = lr / (1 + lambd * lr * t)**alpha`` and ``mu = 1 / max(1, t - t0)``, both kept as
 0-d tensors in the ``step`` counter's precision.
 """
+from ..runtime.tensor import Tensor
 from ._inplace import advance, bump, directed_grad, operands, real_view, scalar_state, step_counter, zeros_state
 from .optimizer import (Optimizer, as_float, check_capturable, check_impl_flags, check_lr, check_non_negative,
                         closure_loss)
@@ -48,7 +49,10 @@ class ASGD(Optimizer):
                 eta, mu = float(st["eta"]._data), float(st["mu"]._data)
                 ops = operands(p._data, weight_decay, 1 - lambd * eta, eta, real=True)
                 _update(p, p._data, p.grad._data, st, ops, mu, weight_decay != 0, group["maximize"])
-                _set(st["eta"], lr / ((1 + lambd * lr * step) ** alpha))
+                # PyTorch's foreach kernel computes eta from the step tensor, in its (float32)
+                # precision unless a Tensor lr (float64 here) promotes it
+                counted = st["step"]._data if group["foreach"] and not isinstance(group["lr"], Tensor) else step
+                _set(st["eta"], lr / ((1 + lambd * lr * counted) ** alpha))
                 _set(st["mu"], 1 / max(1, step - t0))
         return loss
 
