@@ -19,7 +19,8 @@ from .rmsprop import *
 from .rprop import *
 from .sgd import *
 from .sparse_adam import *
+from . import swa_utils  # noqa: E402 -- after the schedulers it builds on
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "ASGD", "Rprop", "SparseAdam", "LBFGS", "lr_scheduler",
+           "ASGD", "Rprop", "SparseAdam", "LBFGS", "lr_scheduler", "swa_utils",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
