@@ -134,8 +134,26 @@ def rprop(p, g, st, t, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), maximize
     return p - np.sign(g) * st["size"]
 
 
+def adafactor(p, g, st, t, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, maximize=False):
+    eps1 = np.finfo(p.dtype).eps if eps[0] is None else eps[0]
+    g = -g if maximize else g
+    w = t ** beta2_decay  # 1 - beta2_t
+    alpha = max(eps[1], np.sqrt(np.mean(p * p))) * min(lr, t ** -0.5)
+    p = p * (1 - lr * weight_decay)
+    if g.ndim > 1:  # the factored second moment: row and column means of g * g
+        st["r"] = (1 - w) * st.get("r", 0) + w * (g * g).mean(-1, keepdims=True)
+        st["c"] = (1 - w) * st.get("c", 0) + w * (g * g).mean(-2, keepdims=True)
+        v = st["r"] @ st["c"] / np.maximum(st["r"].mean(-2, keepdims=True), eps1)
+    else:
+        st["v"] = (1 - w) * st.get("v", 0) + w * g * g
+        v = st["v"]
+    u = g / np.sqrt(np.maximum(v, eps1 ** 2))
+    return p - alpha * u / max(1.0, np.sqrt(np.mean(u * u)) / d)
+
+
 RULES = {"SGD": sgd, "Adam": adam, "AdamW": adamw, "RMSprop": rmsprop, "Adagrad": adagrad, "Adadelta": adadelta,
-         "Adamax": adamax, "NAdam": nadam, "RAdam": radam, "ASGD": asgd, "Rprop": rprop}
+         "Adamax": adamax, "NAdam": nadam, "RAdam": radam, "ASGD": asgd, "Rprop": rprop,
+         "Adafactor": adafactor}
 
 
 def trajectory(name, kwargs, group_options=None, steps=20):

@@ -98,6 +98,17 @@ CASES = {
     "capturable-on-cpu-asgd": (lambda lib, p, q: _stepped(lib.optim.ASGD([p], capturable=True), p),
                                AssertionError, "If capturable=True, params, mus, etas, and state_steps must be on "
                                "supported devices: ['cuda', 'xpu', 'hpu', 'privateuseone', 'xla']."),
+    "adafactor-lr": (lambda lib, p, q: lib.optim.Adafactor([p], lr=-1), ValueError,
+                     "Learning rate should be >= 0 but is: -1"),
+    "adafactor-beta2-decay": (lambda lib, p, q: lib.optim.Adafactor([p], beta2_decay=0.5), ValueError,
+                              "beta2_decay should be <= 0 but is: 0.5"),
+    "adafactor-eps1": (lambda lib, p, q: lib.optim.Adafactor([p], eps=(-1, 1e-3)), ValueError,
+                       "epsilon1 should be >= 0 but is: -1"),
+    "adafactor-d": (lambda lib, p, q: lib.optim.Adafactor([p], d=0.5), ValueError,
+                    "Clipping threshold d should be >= 1 but is: 0.5"),
+    "adafactor-complex": (lambda lib, p, q: _stepped(lib.optim.Adafactor([lib.zeros(2, dtype=lib.complex64,
+                                                                                    requires_grad=True)]), None),
+                          RuntimeError, "Adafactor does not support complex parameters"),
     "add-group-list": (lambda lib, p, q: lib.optim.SGD([p]).add_param_group([q]), TypeError,
                        "param_group must be a dict, but got <class 'list'>"),
     "add-group-again": (lambda lib, p, q: lib.optim.SGD([p]).add_param_group({"params": p}), ValueError,
@@ -110,8 +121,9 @@ CASES = {
 }
 
 
-def _stepped(opt, p):
-    """One step of ``opt`` with a gradient on ``p``."""
+def _stepped(opt, p=None):
+    """One step of ``opt`` with a gradient on ``p`` (default: its first parameter)."""
+    p = opt.param_groups[0]["params"][0] if p is None else p
     p.grad = p.detach() * 0 + 1
     opt.step()
 

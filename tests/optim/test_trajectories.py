@@ -60,6 +60,9 @@ CONFIGS = [
     ("Rprop", {"lr": 0.05}, None),
     ("Rprop", {"lr": 0.01, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.05)}, None),
     ("Rprop", {"lr": 0.001, "maximize": True}, {"lr": 0.02, "etas": (0.4, 1.1)}),
+    ("Adafactor", {}, None),
+    ("Adafactor", {"lr": 0.05, "weight_decay": 0.1}, None),
+    ("Adafactor", {"maximize": True, "d": 2.0, "eps": (1e-6, 1e-2), "beta2_decay": -0.5}, {"lr": 0.3}),
 ]
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}{'-groups' if g else ''}"
        for name, kw, g in CONFIGS]
@@ -118,7 +121,7 @@ def test_matches_torch(name, kwargs, group_options):
                                           ("Adagrad", {"lr": 0.1}), ("Adadelta", {}),
                                           ("Adamax", {"lr": 0.05}), ("NAdam", {"lr": 0.05}),
                                           ("RAdam", {"lr": 0.05, "betas": (0.9, 0.5)}), ("ASGD", {"lr": 0.05}),
-                                          ("Rprop", {"lr": 0.01})])
+                                          ("Rprop", {"lr": 0.01}), ("Adafactor", {"lr": 0.05})])
 def test_float32_matches_torch(name, kwargs):
     torch = pytest.importorskip("torch")
     got, _, params = _problem.train(tg, lambda p: getattr(tg.optim, name)(p, **kwargs), 10, dtype="float32")
@@ -155,7 +158,8 @@ def test_complex_parameters_match_torch(name, kwargs):
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
 
 
-NAMES = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"]
+NAMES = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop",
+         "Adafactor"]
 FLAGS = [{"foreach": True}, {"foreach": False}, {"fused": True}, {"fused": False}, {"tensor_lr": True},
          {"tensor_lr": True, "foreach": True}, {"tensor_lr": True, "fused": True}, {"fused": True, "foreach": True}]
 FLAG_CASES = [(name, flags) for name in NAMES for flags in FLAGS

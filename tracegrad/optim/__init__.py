@@ -7,6 +7,7 @@ and version counters match PyTorch's.
 # ruff: noqa: F401,F403 -- this package is a public namespace: its imports are re-exports
 from . import lr_scheduler
 from .adadelta import *
+from .adafactor import *
 from .adagrad import *
 from .adam import *
 from .adamax import *
@@ -22,5 +23,5 @@ from .sparse_adam import *
 from . import swa_utils  # noqa: E402 -- after the schedulers it builds on
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "ASGD", "Rprop", "SparseAdam", "LBFGS", "lr_scheduler", "swa_utils",
+           "ASGD", "Rprop", "SparseAdam", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]

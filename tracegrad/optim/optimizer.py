@@ -218,11 +218,11 @@ class Optimizer:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._init_hooks()
-        self.defaults.setdefault("differentiable", False)
         for group in self.param_groups:  # groups saved by an older version miss newer options
             for name, default in self.defaults.items():
                 if default is not required:
                     group.setdefault(name, default)
+        self.defaults.setdefault("differentiable", False)  # (not in the groups, as in PyTorch)
         if self._tensor_step:  # old state dicts hold the step count as a number
             for st in self.state.values():
                 if isinstance(st, dict) and "step" in st and not isinstance(st["step"], Tensor):
