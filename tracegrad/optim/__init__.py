@@ -13,6 +13,7 @@ from .adam import *
 from .adamax import *
 from .asgd import *
 from .lbfgs import *
+from .muon import *
 from .nadam import *
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from .radam import *
@@ -23,5 +24,5 @@ from .sparse_adam import *
 from . import swa_utils  # noqa: E402 -- after the schedulers it builds on
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "ASGD", "Rprop", "SparseAdam", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils",
+           "ASGD", "Rprop", "SparseAdam", "LBFGS", "Adafactor", "Muon", "lr_scheduler", "swa_utils",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
