@@ -6,6 +6,7 @@ and version counters match PyTorch's.
 """
 # ruff: noqa: F401,F403 -- this package is a public namespace: its imports are re-exports
 from . import lr_scheduler
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import *
 from .adafactor import *
 from .adagrad import *
@@ -21,8 +22,8 @@ from .rmsprop import *
 from .rprop import *
 from .sgd import *
 from .sparse_adam import *
-from . import swa_utils  # noqa: E402 -- after the schedulers it builds on
+from . import swa_utils  # after the schedulers it builds on
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
            "ASGD", "Rprop", "SparseAdam", "LBFGS", "Adafactor", "Muon", "lr_scheduler", "swa_utils",
-           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "swap_in_optimizer_params_and_state"]
