@@ -95,7 +95,8 @@ def nadam(p, g, st, t, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, mo
     st["m"] = b1 * st.get("m", 0) + (1 - b1) * g
     st["v"] = b2 * st.get("v", 0) + (1 - b2) * g * g
     denom = np.sqrt(st["v"] / (1 - b2 ** t)) + eps
-    return p - lr * (1 - mu) / (1 - st["prod"]) * g / denom - lr * mu_next / (1 - st["prod"] * mu_next) * st["m"] / denom
+    return (p - lr * (1 - mu) / (1 - st["prod"]) * g / denom
+            - lr * mu_next / (1 - st["prod"] * mu_next) * st["m"] / denom)
 
 
 def radam(p, g, st, t, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled=False, maximize=False):

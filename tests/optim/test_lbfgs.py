@@ -144,12 +144,15 @@ def test_stops_at_once_at_an_optimum():
 def test_cubic_interpolate_finds_a_cubics_minimum(x1, x2):
     """Values and slopes of a true cubic determine it: the interpolant's minimiser is the
     cubic's own local minimum (x = 1 for x^3 - 3x), clamped to the bounds when given."""
-    f = lambda x: x ** 3 - 3 * x  # noqa: E731
-    df = lambda x: 3 * x ** 2 - 3  # noqa: E731
-    as_t = lambda v: tg.tensor(v, dtype=tg.float64)  # noqa: E731 -- slopes are 0-d tensors, as in LBFGS
-    got = cubic_interpolate(x1, f(x1), as_t(df(x1)), x2, f(x2), as_t(df(x2)))
+    def f(x):
+        return x ** 3 - 3 * x
+
+    def df(x):  # slopes are 0-d tensors, as in LBFGS
+        return as_tensor(3 * x ** 2 - 3)
+
+    got = cubic_interpolate(x1, f(x1), df(x1), x2, f(x2), df(x2))
     assert float(got) == pytest.approx(1.0, rel=1e-12)
-    assert float(cubic_interpolate(x1, f(x1), as_t(df(x1)), x2, f(x2), as_t(df(x2)), bounds=(1.5, 4.0))) == 1.5
+    assert float(cubic_interpolate(x1, f(x1), df(x1), x2, f(x2), df(x2), bounds=(1.5, 4.0))) == 1.5
 
 
 def test_cubic_interpolate_without_a_minimum_takes_the_midpoint():

@@ -13,7 +13,8 @@ LRS = [0.5, 0.1]  # two parameter groups
 
 
 def _optimizer(lib, kind="SGD"):
-    groups = [{"params": [lib.ones(2, requires_grad=True)]}, {"params": [lib.ones(1, requires_grad=True)], "lr": LRS[1]}]
+    groups = [{"params": [lib.ones(2, requires_grad=True)]},
+              {"params": [lib.ones(1, requires_grad=True)], "lr": LRS[1]}]
     if kind == "Adam":
         return lib.optim.Adam(groups, lr=LRS[0])
     return lib.optim.SGD(groups, lr=LRS[0], momentum=0.9)
@@ -89,7 +90,8 @@ CLOSED = {
     "linear": lambda g, lr, e: lr * (0.2 + 0.7 * min(e, 7) / 7),
     "polynomial": lambda g, lr, e: lr * (1 - min(e, 12) / 12) ** 2,
     "sequential": lambda g, lr, e: (lr * (0.1 + 0.9 * e / 5) if e < 5 else
-                                    lr * (1 + math.cos(math.pi * (e - 5) / 10)) / 2 if e < 15 else lr * 0.9 ** (e - 15)),
+                                    lr * (1 + math.cos(math.pi * (e - 5) / 10)) / 2 if e < 15 else
+                                    lr * 0.9 ** (e - 15)),
     "chained": lambda g, lr, e: lr * (0.5 if e < 6 else 1.0) * 0.93 ** e * 0.7 ** (e // 4),
     "cyclic": lambda g, lr, e: _cyclic(0.01, [0.5, 0.3][g], e, 4, 3),
     "cyclic-triangular2": lambda g, lr, e: _cyclic(0.01, 0.5, e, 3, 3, lambda c, e: 0.5 ** (c - 1)),

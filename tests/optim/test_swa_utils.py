@@ -84,7 +84,8 @@ def test_errors():
     model = _model(tg)
     with pytest.raises(AssertionError, match="^Only one of avg_fn and multi_avg_fn should be provided$"):
         tg.optim.swa_utils.AveragedModel(model, avg_fn=lambda *a: 0, multi_avg_fn=lambda *a: 0)
-    with pytest.raises(ValueError, match=r"^Invalid decay value 1.5 provided. Please provide a value in \[0,1\] range.$"):
+    with pytest.raises(ValueError, match=r"^Invalid decay value 1.5 provided. Please provide a value in "
+                                         r"\[0,1\] range.$"):
         tg.optim.swa_utils.get_ema_avg_fn(1.5)
     opt = tg.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(ValueError, match="^anneal_strategy must be one of 'cos' or 'linear', instead got exp$"):

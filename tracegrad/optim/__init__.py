@@ -5,7 +5,7 @@ PyTorch's formulas (single-tensor variants) and state names, so trajectories, st
 and version counters match PyTorch's.
 """
 # ruff: noqa: F401,F403 -- this package is a public namespace: its imports are re-exports
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import *
 from .adafactor import *
@@ -22,7 +22,6 @@ from .rmsprop import *
 from .rprop import *
 from .sgd import *
 from .sparse_adam import *
-from . import swa_utils  # after the schedulers it builds on
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
            "ASGD", "Rprop", "SparseAdam", "LBFGS", "Adafactor", "Muon", "lr_scheduler", "swa_utils",
