@@ -1,6 +1,8 @@
 """LBFGS on a Rosenbrock problem: step by step against PyTorch (losses, parameters, the
 state and its counters), and without PyTorch against the method's own definition (the
 first step, convergence, the cubic interpolation) plus its errors."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -184,3 +186,42 @@ def test_errors():
     with pytest.raises(RuntimeError, match="^only 'strong_wolfe' is supported$"):
         opt.step(closure)
     assert tg.optim.LBFGS([x], max_iter=8).defaults["max_eval"] == 10
+
+
+def _complex_run(lib, resume):
+    """LBFGS over a complex and a real parameter; optionally saved (pickled) and resumed."""
+    z = lib.tensor([1.0 + 2.0j, -0.5 + 0.3j], dtype=lib.complex128, requires_grad=True)
+    r = lib.tensor([0.3, -0.7], dtype=lib.float64, requires_grad=True)
+
+    def make():
+        return lib.optim.LBFGS([z, r], line_search_fn="strong_wolfe", max_iter=4, history_size=3)
+
+    opt = make()
+
+    def closure():
+        opt.zero_grad()
+        loss = ((z - (1 - 1j)).abs() ** 2).sum() + ((r - z.real) ** 4).sum() + (z.imag * r).sum() ** 2
+        loss.backward()
+        return loss
+
+    losses = []
+    for i in range(4):
+        losses.append(opt.step(closure).item())
+        if resume and i == 1:
+            saved = pickle.loads(pickle.dumps(opt.state_dict()))
+            opt = make()
+            opt.load_state_dict(saved)
+    return losses, z.detach().numpy(), r.detach().numpy()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("resume", [False, True])
+def test_complex_parameters_and_resuming_match_torch(resume):
+    """Complex parameters enter the flat vector as (real, imag) pairs; a resumed optimizer
+    (its history loaded from a state dict) continues as the uninterrupted one."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = _complex_run(tg, resume), _complex_run(torch, resume)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10)
+    for a, b in zip(ours[1:], theirs[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
+    assert ours[0] == _complex_run(tg, not resume)[0]  # resuming changes nothing
