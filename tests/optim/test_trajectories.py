@@ -161,6 +161,7 @@ def test_complex_parameters_match_torch(name, kwargs):
 NAMES = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop",
          "Adafactor"]
 FLAGS = [{"foreach": True}, {"foreach": False}, {"fused": True}, {"fused": False}, {"tensor_lr": True},
+         {"tensor_lr": "float32"},
          {"tensor_lr": True, "foreach": True}, {"tensor_lr": True, "fused": True}, {"fused": True, "foreach": True}]
 FLAG_CASES = [(name, flags) for name in NAMES for flags in FLAGS
               if all(k == "tensor_lr" or k in inspect.signature(getattr(tg.optim, name)).parameters for k in flags)]
@@ -168,7 +169,10 @@ FLAG_CASES = [(name, flags) for name in NAMES for flags in FLAGS
 
 def _flagged(lib, name, flags):
     kwargs = {k: v for k, v in flags.items() if k != "tensor_lr"}
-    kwargs["lr"] = lib.tensor(0.02, dtype=lib.float64) if flags.get("tensor_lr") else 0.02
+    tensor_lr = flags.get("tensor_lr")  # True: a float64 Tensor; "float32": the default dtype's, whose
+    # rounding enters what PyTorch computes from it (lr / bias_correction, 1 - lr * wd)
+    kwargs["lr"] = lib.tensor(0.02, dtype=getattr(lib, "float32" if tensor_lr == "float32" else "float64")) \
+        if tensor_lr else 0.02
     if name == "SGD":
         kwargs["momentum"] = 0.9
     try:

@@ -8,10 +8,10 @@ ones as their real pairs). Parameters are read and written through their arrays.
 """
 from .. import backend
 from ..runtime import grad_mode
-from ..runtime.tensor import wrap
+from ..runtime.tensor import Tensor, wrap
 from ._inplace import bump, real_view
 from ._line_search import strong_wolfe
-from .optimizer import Optimizer, as_float, check_lr
+from .optimizer import Optimizer, check_lr
 
 __all__ = ["LBFGS"]
 
@@ -82,7 +82,9 @@ class LBFGS(Optimizer):
         re-evaluating ``closure`` (which must clear the gradients, compute the loss,
         backpropagate it and return it). Returns the loss before the step."""
         group = self.param_groups[0]
-        lr = as_float(group["lr"])
+        lr = group["lr"]  # a Tensor lr stays one (0-d), as in PyTorch: the steps computed from it are tensors
+        if isinstance(lr, Tensor) and lr.dim() != 0:
+            lr = lr.squeeze()
         max_iter, max_eval = group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]

@@ -110,8 +110,14 @@ def _run_step(self, step, args, kwargs):
 
 # -- argument handling the optimizers share -------------------------------------------
 def as_float(value):
-    """A hyperparameter as a Python number (a 1-element Tensor lr is read each step)."""
-    return value.item() if isinstance(value, Tensor) else value
+    """A hyperparameter as a number for the update's arithmetic, read at each step: a Python
+    number as is, a 1-element Tensor as a NumPy scalar of its dtype. PyTorch keeps a Tensor
+    ``lr`` a tensor, so what it computes from one (``lr / bias_correction``, ``1 - lr *
+    wd``) is rounded to the tensor's precision (float32 by default); NumPy scalars round so
+    too."""
+    if isinstance(value, Tensor):
+        return value.dtype.np.type(value.item())
+    return value
 
 
 def check_lr(lr, nan_ok=False):
