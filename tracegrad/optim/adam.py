@@ -49,7 +49,8 @@ class Adam(Optimizer):
             beta1, beta2 = (as_float(b) for b in group["betas"])
             lr, weight_decay, amsgrad = as_float(group["lr"]), group["weight_decay"], group["amsgrad"]
             small = abs(1 - beta1) < 0.5  # which of lerp's two formulas PyTorch takes
-            values = (1 - beta1 if small else beta1, beta2, 1 - beta2, group["eps"], weight_decay,
+            w1 = 1 - float(beta1)  # torch moves a Tensor beta1 to the param's dtype for the lerp only
+            values = (w1 if small else float(beta1), beta2, 1 - beta2, group["eps"], weight_decay,
                       1 - lr * weight_decay)
             flags = (small, weight_decay != 0, group["decoupled_weight_decay"], amsgrad, group["maximize"])
             ops = dtype = kind = last_step = None
