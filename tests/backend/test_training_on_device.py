@@ -29,12 +29,53 @@ OPTIMIZERS = {
     "rmsprop": (optim.RMSprop, dict(lr=0.01)),
     "rmsprop-centered": (optim.RMSprop, dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
     "adagrad": (optim.Adagrad, dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1)),
+    "adadelta": (optim.Adadelta, dict(lr=0.5, weight_decay=0.1)),
+    "adamax": (optim.Adamax, dict(lr=0.01)),
+    "nadam": (optim.NAdam, dict(lr=0.01, decoupled_weight_decay=True, weight_decay=0.1)),
+    "radam": (optim.RAdam, dict(lr=0.01, betas=(0.9, 0.5))),
+    "asgd": (optim.ASGD, dict(lr=0.05, t0=2)),
+    "rprop": (optim.Rprop, dict(lr=0.01)),
+    "adafactor": (optim.Adafactor, dict(lr=0.05, weight_decay=0.1)),
 }
+# stepped differently: LBFGS needs a closure (test_lbfgs_on_device), Muon takes only 2-D
+# parameters (test_muon_on_device), SparseAdam only sparse gradients (tracegrad has none)
+SPECIAL = {optim.LBFGS, optim.Muon, optim.SparseAdam}
 
 
 def test_every_optimizer_is_compared():
-    assert {cls for cls, _ in OPTIMIZERS.values()} == {getattr(optim, n) for n in optim.__all__
-                                                       if n[0].isupper() and n != "Optimizer"}
+    assert {cls for cls, _ in OPTIMIZERS.values()} | SPECIAL == {getattr(optim, n) for n in optim.__all__
+                                                                 if n[0].isupper() and n != "Optimizer"}
+
+
+def test_lbfgs_on_device(xp):
+    model, x, y = small_problem()
+    dev = copy.deepcopy(model).cuda()
+    for m, inputs, target in ((model, x, y), (dev, x.cuda(), y.cuda())):
+        opt = optim.LBFGS(m.parameters(), line_search_fn="strong_wolfe", max_iter=5)
+
+        def closure():
+            opt.zero_grad()
+            loss = F.mse_loss(m(inputs), target)
+            loss.backward()
+            return loss
+
+        for _ in range(2):
+            opt.step(closure)
+    assert_same_params(dev, model, "after LBFGS")
+
+
+def test_muon_on_device(xp):
+    model, x, y = small_problem()
+    dev = copy.deepcopy(model).cuda()
+    for m, inputs, target in ((model, x, y), (dev, x.cuda(), y.cuda())):
+        opt = optim.Muon([p for p in m.parameters() if p.dim() == 2], lr=0.02)
+        _steps(m, opt, inputs, target, 3)
+    assert_same_params(dev, model, "after Muon")
+
+
+def _on_cpu(kwargs):
+    """The CPU twin's options: capturable=True refuses CPU parameters, as in PyTorch."""
+    return {k: v for k, v in kwargs.items() if k != "capturable"}
 
 
 def _steps(model, opt, x, y, n, scheduler=None, loss_fn=F.mse_loss):
@@ -51,12 +92,21 @@ def _steps(model, opt, x, y, n, scheduler=None, loss_fn=F.mse_loss):
     return losses
 
 
-def _assert_state_placed(opt, device_type, kwargs):
-    """State tensors live on the params' device; ``step`` on the CPU unless capturable."""
+def _assert_state_placed(opt, device_type, loaded=False):
+    """State tensors live on the params' device; the scalar ``step`` (and NAdam's
+    ``mu_product``) on the CPU unless the group is capturable, as in PyTorch (ASGD keeps
+    all its state on the device). Loading, as PyTorch's, moves all but ``step`` to the
+    params' device, and ``step`` only for a capturable group."""
+    if opt.param_groups[0].get("capturable"):
+        hosted = set()
+    elif loaded:
+        hosted = {"step"}
+    else:
+        hosted = set() if isinstance(opt, optim.ASGD) else {"step", "mu_product"}
     for st in opt.state.values():
         for key, value in st.items():
             if isinstance(value, tg.Tensor):
-                want = device_type if key != "step" or kwargs.get("capturable") else "cpu"
+                want = "cpu" if key in hosted else device_type
                 assert value.device.type == want, f"state {key} on {value.device}"
 
 
@@ -65,12 +115,12 @@ def test_optimizer_on_device_follows_the_cpu_trajectory(xp, name):
     cls, kwargs = OPTIMIZERS[name]
     model, x, y = small_problem()
     dev = copy.deepcopy(model).cuda()
-    opt, dev_opt = cls(model.parameters(), **kwargs), cls(dev.parameters(), **kwargs)
+    opt, dev_opt = cls(model.parameters(), **_on_cpu(kwargs)), cls(dev.parameters(), **kwargs)
     for step in range(5):
         _steps(model, opt, x, y, 1)
         _steps(dev, dev_opt, x.cuda(), y.cuda(), 1)
         assert_same_params(dev, model, f"step {step + 1}")
-    _assert_state_placed(dev_opt, "cuda", kwargs)
+    _assert_state_placed(dev_opt, "cuda")
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
@@ -79,7 +129,7 @@ def test_optimizer_state_dict_crosses_devices(xp, name):
     continues the CPU's trajectory; a device-saved state loaded over CPU params comes back."""
     cls, kwargs = OPTIMIZERS[name]
     model, x, y = small_problem()
-    opt = cls(model.parameters(), **kwargs)
+    opt = cls(model.parameters(), **_on_cpu(kwargs))
     _steps(model, opt, x, y, 3)
     buffer = io.BytesIO()
     tg.save(opt.state_dict(), buffer)
@@ -87,13 +137,13 @@ def test_optimizer_state_dict_crosses_devices(xp, name):
     dev = copy.deepcopy(model).cuda()
     dev_opt = cls(dev.parameters(), **kwargs)
     dev_opt.load_state_dict(tg.load(buffer))
-    _assert_state_placed(dev_opt, "cuda", kwargs)
+    _assert_state_placed(dev_opt, "cuda", loaded=True)
     _steps(model, opt, x, y, 2)
     _steps(dev, dev_opt, x.cuda(), y.cuda(), 2)
     assert_same_params(dev, model, "after loading")
     back = cls(model.parameters(), **kwargs)
     back.load_state_dict(dev_opt.state_dict())
-    _assert_state_placed(back, "cpu", kwargs)
+    _assert_state_placed(back, "cpu", loaded=True)
     for key, value in opt.state[next(model.parameters())].items():
         if isinstance(value, tg.Tensor):
             assert tg.allclose(back.state[next(model.parameters())][key], value, **TOL), key

@@ -56,6 +56,62 @@ CASES = {
                         "Invalid initial_accumulator_value value: -1"),
     "fused-foreach": (lambda lib, p, q: lib.optim.Adam([p], fused=True, foreach=True), RuntimeError,
                       "`fused` and `foreach` cannot be `True` together."),
+    "adadelta-lr": (lambda lib, p, q: lib.optim.Adadelta([p], lr=-1), ValueError, "Invalid learning rate: -1"),
+    "adadelta-rho": (lambda lib, p, q: lib.optim.Adadelta([p], rho=1.5), ValueError, "Invalid rho value: 1.5"),
+    "adadelta-eps": (lambda lib, p, q: lib.optim.Adadelta([p], eps=-0.1), ValueError, "Invalid epsilon value: -0.1"),
+    "adamax-beta": (lambda lib, p, q: lib.optim.Adamax([p], betas=(0.9, 1.0)), ValueError,
+                    "Invalid beta parameter at index 1: 1.0"),
+    "adamax-weight-decay": (lambda lib, p, q: lib.optim.Adamax([p], weight_decay=-1), ValueError,
+                            "Invalid weight_decay value: -1"),
+    "nadam-momentum-decay": (lambda lib, p, q: lib.optim.NAdam([p], momentum_decay=-1), ValueError,
+                             "Invalid momentum_decay value: -1"),
+    "nadam-lr": (lambda lib, p, q: lib.optim.NAdam([p], lr=-0.5), ValueError, "Invalid learning rate: -0.5"),
+    "radam-beta": (lambda lib, p, q: lib.optim.RAdam([p], betas=(-0.1, 0.9)), ValueError,
+                   "Invalid beta parameter at index 0: -0.1"),
+    "radam-eps": (lambda lib, p, q: lib.optim.RAdam([p], eps=-1e-8), ValueError, "Invalid epsilon value: -1e-08"),
+    "asgd-lr": (lambda lib, p, q: lib.optim.ASGD([p], lr=-1), ValueError, "Invalid learning rate: -1"),
+    "asgd-weight-decay": (lambda lib, p, q: lib.optim.ASGD([p], weight_decay=-1), ValueError,
+                          "Invalid weight_decay value: -1"),
+    "rprop-etas": (lambda lib, p, q: lib.optim.Rprop([p], etas=(1.2, 0.5)), ValueError, "Invalid eta values: 1.2, 0.5"),
+    "rprop-tensor-lr": (lambda lib, p, q: lib.optim.Rprop([p], lr=lib.ones(2)), ValueError,
+                        "Tensor lr must be 1-element"),
+    "sparse-adam-lr": (lambda lib, p, q: lib.optim.SparseAdam([p], lr=0), ValueError, "Invalid learning rate: 0"),
+    "sparse-adam-eps": (lambda lib, p, q: lib.optim.SparseAdam([p], eps=0.0), ValueError,
+                        "Invalid epsilon value: 0.0"),
+    "sparse-adam-complex": (lambda lib, p, q: lib.optim.SparseAdam([p, lib.zeros(2, dtype=lib.complex64,
+                                                                                  requires_grad=True)]),
+                            ValueError, "Complex params at indices [[0, 1]]: SparseAdam does not support complex "
+                            "parameters"),
+    "sparse-adam-dense-grad": (lambda lib, p, q: _stepped(lib.optim.SparseAdam([p]), p), RuntimeError,
+                               "SparseAdam does not support dense gradients, please consider Adam instead"),
+    "lbfgs-groups": (lambda lib, p, q: lib.optim.LBFGS([{"params": [p]}, {"params": [q]}]), ValueError,
+                     "LBFGS doesn't support per-parameter options (parameter groups)"),
+    "capturable-on-cpu": (lambda lib, p, q: _stepped(lib.optim.Adam([p], capturable=True), p), AssertionError,
+                          "If capturable=True, params and state_steps must be on supported devices: ['cuda', 'xpu', "
+                          "'hpu', 'privateuseone', 'xla']."),
+    "capturable-on-cpu-foreach": (lambda lib, p, q: _stepped(lib.optim.NAdam([p], capturable=True, foreach=True), p),
+                                  AssertionError, "If capturable=True, params, mu_products, and state_steps must be "
+                                  "on supported devices: ['cuda', 'xpu', 'hpu', 'privateuseone']."),
+    "capturable-on-cpu-adadelta": (lambda lib, p, q: _stepped(lib.optim.Adadelta([p], capturable=True), p),
+                                   AssertionError, "If capturable=True, params and state_steps must be on supported "
+                                   "devices: ['cuda', 'xpu', 'hpu', 'privateuseone']."),
+    "capturable-on-cpu-asgd": (lambda lib, p, q: _stepped(lib.optim.ASGD([p], capturable=True), p),
+                               AssertionError, "If capturable=True, params, mus, etas, and state_steps must be on "
+                               "supported devices: ['cuda', 'xpu', 'hpu', 'privateuseone', 'xla']."),
+    "adafactor-lr": (lambda lib, p, q: lib.optim.Adafactor([p], lr=-1), ValueError,
+                     "Learning rate should be >= 0 but is: -1"),
+    "adafactor-beta2-decay": (lambda lib, p, q: lib.optim.Adafactor([p], beta2_decay=0.5), ValueError,
+                              "beta2_decay should be <= 0 but is: 0.5"),
+    "adafactor-eps1": (lambda lib, p, q: lib.optim.Adafactor([p], eps=(-1, 1e-3)), ValueError,
+                       "epsilon1 should be >= 0 but is: -1"),
+    "adafactor-d": (lambda lib, p, q: lib.optim.Adafactor([p], d=0.5), ValueError,
+                    "Clipping threshold d should be >= 1 but is: 0.5"),
+    "adafactor-complex": (lambda lib, p, q: _stepped(lib.optim.Adafactor([lib.zeros(2, dtype=lib.complex64,
+                                                                                    requires_grad=True)]), None),
+                          RuntimeError, "Adafactor does not support complex parameters"),
+    "muon-1d": (lambda lib, p, q: lib.optim.Muon([p]), ValueError,
+                "Muon only supports 2D parameters whereas we found a parameter with size: LIB.Size([2])"),
+    "muon-lr": (lambda lib, p, q: lib.optim.Muon([p], lr=-1), ValueError, "Learning rate should be >= 0 but is: -1"),
     "add-group-list": (lambda lib, p, q: lib.optim.SGD([p]).add_param_group([q]), TypeError,
                        "param_group must be a dict, but got <class 'list'>"),
     "add-group-again": (lambda lib, p, q: lib.optim.SGD([p]).add_param_group({"params": p}), ValueError,
@@ -66,6 +122,13 @@ CASES = {
         {"state": {}, "param_groups": [{"params": [0, 1], "lr": 0.1}]}), ValueError,
         "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"),
 }
+
+
+def _stepped(opt, p=None):
+    """One step of ``opt`` with a gradient on ``p`` (default: its first parameter)."""
+    p = opt.param_groups[0]["params"][0] if p is None else p
+    p.grad = p.detach() * 0 + 1
+    opt.step()
 
 
 def _leaves(lib):
@@ -132,6 +195,13 @@ def test_required_option():
                                          "parameter lr"):
         Needy([p])
     assert Needy([{"params": [p], "lr": 1.0}]).param_groups[0]["lr"] == 1.0
+
+
+def test_capturable_with_fused_steps_on_cpu():
+    p, _ = _leaves(tg)
+    p.grad = tg.ones(2)
+    tg.optim.Adam([p], capturable=True, fused=True).step()  # fused ignores capturable, as in PyTorch
+    assert p.tolist() == pytest.approx([0.999, 0.999], rel=1e-6)
 
 
 def test_differentiable_is_refused():

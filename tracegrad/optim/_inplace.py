@@ -8,7 +8,7 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime.tensor import wrap
 
-__all__ = ["scalar_dtype", "step_counter", "advance", "zeros_state", "bump", "real_view", "operands", "lerp_",
+__all__ = ["scalar_dtype", "step_counter", "scalar_state", "advance", "zeros_state", "bump", "real_view", "operands", "lerp_",
            "directed_grad"]
 
 
@@ -21,8 +21,15 @@ def scalar_dtype(fused=False):
 
 def step_counter(param, on_param_device=False, fused=False):
     """A new 0-d ``step`` tensor (on the CPU unless capturable/fused ask for the param's device)."""
+    return scalar_state(param, 0.0, on_param_device, fused)
+
+
+def scalar_state(param, value, on_param_device=False, fused=False):
+    """A new 0-d state tensor holding ``value`` in the ``step`` counters' dtype (NAdam's
+    ``mu_product``, ASGD's ``eta`` and ``mu``): PyTorch keeps them in that precision, and
+    rounding them is part of the trajectory."""
     xp = backend.namespace_of(param._data) if on_param_device else backend.cpu
-    return wrap(xp.zeros((), dtype=scalar_dtype(fused).np))
+    return wrap(xp.full((), value, dtype=scalar_dtype(fused).np))
 
 
 def advance(step_t):

@@ -8,7 +8,8 @@ shrinks ``p *= 1 - lr * wd`` first (AdamW).
 """
 from ..runtime.tensor import Tensor
 from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
-from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
+from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
+                        check_non_negative, closure_loss)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -25,9 +26,7 @@ class Adam(Optimizer):
             raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
         check_lr(lr)
         check_non_negative(eps, "epsilon value")
-        for i in (0, 1):
-            if not 0.0 <= betas[i] < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+        check_betas(betas)
         check_non_negative(weight_decay, "weight_decay value")
         if not (all(isinstance(b, float) for b in betas) or all(isinstance(b, Tensor) for b in betas)):
             raise ValueError("betas must be either both floats or both Tensors")
@@ -50,7 +49,8 @@ class Adam(Optimizer):
             beta1, beta2 = (as_float(b) for b in group["betas"])
             lr, weight_decay, amsgrad = as_float(group["lr"]), group["weight_decay"], group["amsgrad"]
             small = abs(1 - beta1) < 0.5  # which of lerp's two formulas PyTorch takes
-            values = (1 - beta1 if small else beta1, beta2, 1 - beta2, group["eps"], weight_decay,
+            w1 = 1 - float(beta1)  # torch moves a Tensor beta1 to the param's dtype for the lerp only
+            values = (w1 if small else float(beta1), beta2, 1 - beta2, group["eps"], weight_decay,
                       1 - lr * weight_decay)
             flags = (small, weight_decay != 0, group["decoupled_weight_decay"], amsgrad, group["maximize"])
             ops = dtype = kind = last_step = None
@@ -66,6 +66,7 @@ class Adam(Optimizer):
                     if amsgrad:
                         st["max_exp_avg_sq"] = zeros_state(p)
                 data = p._data
+                check_capturable(group, p)
                 step = advance(st["step"])
                 if data.dtype != dtype or type(data) is not kind:
                     dtype, kind, last_step = data.dtype, type(data), None
@@ -97,25 +98,39 @@ def _update(p, param, grad, st, ops, per_step, small, decayed, decoupled, amsgra
     """One parameter's Adam step on its arrays (``grad`` is only read)."""
     xp, w1, beta2, one_minus_beta2, eps, weight_decay, shrink = ops
     step_size, bias_correction2_sqrt = per_step
-    mul, add, sub = xp.multiply, xp.add, xp.subtract
     param, grad = real_view(param), real_view(grad)
-    if decayed and decoupled:
-        mul(param, shrink, out=param)
-        bump(p)
-    grad = directed_grad(xp, param, grad, weight_decay, decayed and not decoupled, maximize)
-    m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
-    m, v = real_view(m_t._data), real_view(v_t._data)
-    tmp = lerp_(xp, m, grad, w1, small)
-    mul(v, beta2, out=v)
-    add(v, mul(mul(grad, one_minus_beta2, out=tmp), grad, out=tmp), out=v)
-    bump(m_t)
-    bump(v_t, 2)
+    grad = decay(xp, p, param, grad, weight_decay, shrink, decayed, decoupled, maximize)
+    m, v, tmp = update_moments(xp, grad, st, w1, small, beta2, one_minus_beta2)
     if amsgrad:
         vmax_t = st["max_exp_avg_sq"]
         vmax = real_view(vmax_t._data)
         v = xp.maximum(vmax, v, out=vmax)
         bump(vmax_t)
-    denom = add(xp.divide(xp.sqrt(v, out=tmp), bias_correction2_sqrt, out=tmp), eps, out=tmp)
-    update = mul(m, step_size)
-    sub(param, xp.divide(update, denom, out=update), out=param)
+    denom = xp.add(xp.divide(xp.sqrt(v, out=tmp), bias_correction2_sqrt, out=tmp), eps, out=tmp)
+    update = xp.multiply(m, step_size)
+    xp.subtract(param, xp.divide(update, denom, out=update), out=param)
     bump(p)
+
+
+def decay(xp, p, param, grad, weight_decay, shrink, decayed, decoupled, maximize):
+    """The Adam family's weight decay: ``param *= shrink`` (``1 - lr * wd``, decoupled, as
+    AdamW) or ``wd * param`` added to the gradient (L2); returns the gradient to descend
+    along (negated under ``maximize``). ``param``/``grad`` are real views."""
+    if decayed and decoupled:
+        xp.multiply(param, shrink, out=param)
+        bump(p)
+    return directed_grad(xp, param, grad, weight_decay, decayed and not decoupled, maximize)
+
+
+def update_moments(xp, grad, st, w1, small, beta2, one_minus_beta2):
+    """``exp_avg.lerp_(g, 1 - beta1)`` and ``exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) *
+    g * g`` in place, as the Adam family does; returns both moments' real views and a
+    scratch array shaped like them."""
+    m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
+    m, v = real_view(m_t._data), real_view(v_t._data)
+    tmp = lerp_(xp, m, grad, w1, small)
+    xp.multiply(v, beta2, out=v)
+    xp.add(v, xp.multiply(xp.multiply(grad, one_minus_beta2, out=tmp), grad, out=tmp), out=v)
+    bump(m_t)
+    bump(v_t, 2)
+    return m, v, tmp

@@ -110,8 +110,14 @@ def _run_step(self, step, args, kwargs):
 
 # -- argument handling the optimizers share -------------------------------------------
 def as_float(value):
-    """A hyperparameter as a Python number (a 1-element Tensor lr is read each step)."""
-    return value.item() if isinstance(value, Tensor) else value
+    """A hyperparameter as a number for the update's arithmetic, read at each step: a Python
+    number as is, a 1-element Tensor as a NumPy scalar of its dtype. PyTorch keeps a Tensor
+    ``lr`` a tensor, so what it computes from one (``lr / bias_correction``, ``1 - lr *
+    wd``) is rounded to the tensor's precision (float32 by default); NumPy scalars round so
+    too."""
+    if isinstance(value, Tensor):
+        return value.dtype.np.type(value.item())
+    return value
 
 
 def check_lr(lr, nan_ok=False):
@@ -126,6 +132,13 @@ def check_non_negative(value, what, nan_ok=False):
         raise ValueError(f"Invalid {what}: {value}")
 
 
+def check_betas(betas):
+    """Each of ``betas`` (Adam-like optimizers' two decay rates) must lie in [0, 1)."""
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
 def check_impl_flags(differentiable, fused=None, foreach=None):
     """``foreach``/``fused``/``capturable`` select PyTorch kernels; tracegrad has one fused
     array path, so they are accepted (and kept in the groups) but change nothing. An update
@@ -138,6 +151,21 @@ def check_impl_flags(differentiable, fused=None, foreach=None):
     if differentiable:
         raise NotImplementedError("differentiable=True is not supported: tracegrad's optimizers "
                                   "update parameters in place outside autograd")
+
+
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone"]
+
+
+def check_capturable(group, param, what="params and state_steps", xla=(True, False), what_foreach=None):
+    """``capturable=True`` keeps the step counters on the parameters' device for CUDA graphs:
+    PyTorch refuses a step with it on the CPU (unless ``fused``), naming the devices it
+    supports; ``xla`` says whether its single-tensor and foreach paths list XLA."""
+    if not group.get("capturable") or group.get("fused") or param.device.type == "cuda":
+        return
+    foreach = bool(group.get("foreach"))
+    devices = _CAPTURABLE_DEVICES + ["xla"] * xla[foreach]
+    names = (what_foreach or what) if foreach else what
+    raise AssertionError(f"If capturable=True, {names} must be on supported devices: {devices}.")
 
 
 def closure_loss(closure):
@@ -196,11 +224,11 @@ class Optimizer:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._init_hooks()
-        self.defaults.setdefault("differentiable", False)
         for group in self.param_groups:  # groups saved by an older version miss newer options
             for name, default in self.defaults.items():
                 if default is not required:
                     group.setdefault(name, default)
+        self.defaults.setdefault("differentiable", False)  # (not in the groups, as in PyTorch)
         if self._tensor_step:  # old state dicts hold the step count as a number
             for st in self.state.values():
                 if isinstance(st, dict) and "step" in st and not isinstance(st["step"], Tensor):

@@ -6,7 +6,8 @@ PyTorch's single-tensor update, on the backend arrays in place:
 ``p -= lr * b``, else ``p -= lr * g / avg``.
 """
 from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
-from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
+from .optimizer import (Optimizer, as_float, check_capturable, check_impl_flags, check_lr, check_non_negative,
+                        closure_loss)
 
 __all__ = ["RMSprop"]
 
@@ -52,6 +53,7 @@ class RMSprop(Optimizer):
                         st["momentum_buffer"] = zeros_state(p)
                     if centered:
                         st["grad_avg"] = zeros_state(p)
+                check_capturable(group, p, xla=(True, True))
                 data = p._data
                 if data.dtype != dtype or type(data) is not kind:
                     dtype, kind = data.dtype, type(data)
