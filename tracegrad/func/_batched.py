@@ -1,0 +1,212 @@
+"""``BatchedTensor``: what a function under ``vmap`` sees -- one sample of a batch.
+
+A BatchedTensor of vmap level ``L`` holds a *physical* value (``_phys``: a Tensor, or a
+BatchedTensor of an outer vmap) whose dim 0 is the batch. Everything about its shape
+answers per sample: ``_data`` is sample 0 of the physical array (the same memory, so
+shapes, strides and dtype are those of one sample), and every operation on it goes
+through :func:`run_batched`, installed as ``dispatch.batching`` while a vmap runs: the
+primitive's batching rule (:mod:`tracegrad.rules.batching`) runs on the physical values.
+
+Autograd has two levels here, as in functorch. The physical values record as usual, so a
+transform *outside* the vmap (``grad(vmap(f))``) differentiates through the batched
+computation. A transform *inside* (``vmap(grad(f))``) differentiates per sample: its
+inputs are BatchedTensors that are leaves of their own (logical) graph, recorded here
+from the BatchedTensors' own ``_requires_grad``/``_grad_fn`` with the rule table's
+nodes, so the backward pass runs the vjps on BatchedTensors -- batched as well.
+"""
+from ..runtime import dispatch, grad_mode
+from ..runtime.node import meta  # noqa: F401  (re-exported for the rules' readers)
+from ..runtime.tensor import Tensor
+from ..rules.batching import rule_for
+
+__all__ = ["BatchedTensor", "batched", "unbatched", "run_batched", "run_batched_inplace", "LEVELS"]
+
+LEVELS = []  # the active transforms, innermost last: ("vmap", size, randomness) or ("grad",)
+_new = object.__new__
+_ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+         "calling .item() on a Tensor, please try to rewrite what you're doing with other "
+         "operations. If error is occurring somewhere inside PyTorch internals, please file a bug report.")
+_CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
+                 "control flow. We don't support that yet, please file an issue at "
+                 "https://github.com/pytorch/pytorch/issues .")
+
+
+class BatchedTensor(Tensor):
+    """One sample of a batch, as a function under vmap sees it (see the module docstring)."""
+
+    __slots__ = ("_phys", "_level")
+
+    def item(self):
+        raise RuntimeError(_ITEM)
+
+    def tolist(self):
+        raise RuntimeError(_ITEM)
+
+    def numpy(self, *, force=False):
+        raise RuntimeError("vmap: numpy() is not supported on a Tensor inside vmap: it has one value "
+                           "per sample. Return the Tensor from the function instead.")
+
+    __array__ = numpy
+
+    def __bool__(self):
+        raise RuntimeError(_CONTROL_FLOW)
+
+    def __float__(self):
+        raise RuntimeError(_ITEM)
+
+    __int__ = __complex__ = __float__
+
+    def __index__(self):
+        raise RuntimeError(_ITEM)
+
+    @property
+    def data(self):
+        return batched(self._phys.detach(), self._level)
+
+    def detach(self):
+        return batched(self._phys.detach(), self._level)
+
+    def __repr__(self):
+        return f"BatchedTensor(lvl={self._level}, bdim=0, value=\n{_indent(repr(self._phys))}\n)"
+
+    __str__ = __repr__
+
+
+def _indent(text):
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _stand_in(phys):
+    """Sample 0 of the physical array (zeros of one sample's shape for an empty batch)."""
+    d = phys._data
+    if d.shape[0]:
+        return d[0]
+    from ..backend import namespace_of
+    return namespace_of(d).zeros(d.shape[1:], dtype=d.dtype)
+
+
+def batched(phys, level):
+    """A BatchedTensor of ``level`` over physical Tensor ``phys`` (batch dim 0)."""
+    t = _new(BatchedTensor)
+    t._data = _stand_in(phys)
+    t._requires_grad = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._grad = None
+    t._vc = None
+    t._base = None
+    t._view = None
+    t._acc = None
+    t._extra = None
+    t._phys = phys
+    t._level = level
+    return t
+
+
+def unbatched(t, level):
+    """The physical value of ``t`` at ``level`` (batch dim 0), or None if ``t`` is not batched there."""
+    if type(t) is BatchedTensor and t._level == level:
+        return t._phys
+    return None
+
+
+def _top_level(args):
+    level = -1
+    for a in args:
+        if type(a) is BatchedTensor and a._level > level:
+            level = a._level
+    return level
+
+
+def _size_of(level):
+    for entry in LEVELS:
+        if entry[0] == "vmap" and entry[3] == level:
+            return entry[1]
+    raise RuntimeError("vmap: a Tensor from a vmap that has already returned was used "
+                       "(a batched value escaped its vmap, e.g. through a global or a closure)")
+
+
+def _split(args, level):
+    phys, flags = [], []
+    for a in args:
+        if type(a) is BatchedTensor and a._level == level:
+            phys.append(a._phys)
+            flags.append(True)
+        else:
+            phys.append(a)
+            flags.append(False)
+    return phys, flags
+
+
+def run_batched(prim, args, params):
+    """``dispatch.batching``: run ``prim`` through its batching rule if an operand is a
+    BatchedTensor (NotImplemented otherwise), and record it on the logical graph."""
+    level = _top_level(args)
+    if level < 0:
+        return NotImplemented
+    size = _size_of(level)
+    phys, flags = _split(args, level)
+    out = rule_for(prim)(prim, phys, tuple(flags), params, size)
+    single = prim.nout == 1 and not isinstance(out, (tuple, list))
+    outs = tuple(batched(o, level) for o in ((out,) if single else out))
+    _record(prim, args, params, outs, level)
+    return outs[0] if single else outs
+
+
+def _record(prim, args, params, outs, level):
+    """The logical node: the rule table's node over the BatchedTensors of ``level``, with
+    edges only to them (other operands are constants here: an outer transform sees them
+    through the physical computation)."""
+    if grad_mode.state.mode != grad_mode.GRAD or not prim.differentiable:
+        return
+    rmask = 0
+    for i, a in enumerate(args):
+        if type(a) is BatchedTensor and a._level == level and a._requires_grad:
+            rmask |= 1 << i
+    if not rmask:
+        return
+    node = dispatch._record(prim, args, params, rmask)
+    if node is None:
+        return
+    node._next_functions = tuple(e if type(args[p]) is BatchedTensor and args[p]._level == level else (None, 0)
+                                 for e, p in zip(node._next_functions, node._pos))
+    if len(outs) > 1 or prim.nout != 1:
+        from ..backend import namespace_of
+        node._outs = tuple((o._data.shape, o._data.dtype, namespace_of(o._data)) for o in outs)
+    for k, o in enumerate(outs):
+        if o._data.dtype.kind in "fc":
+            o._requires_grad = True
+            o._grad_fn = node
+            o._output_nr = k
+    if node._out is True:
+        dispatch.save_result(node, outs[0] if prim.nout == 1 else outs)
+
+
+def run_batched_inplace(prim, args, params):
+    """``dispatch.batching_inplace``: an in-place primitive on a batched tensor: the
+    out-of-place result through the batching rule, copied into the physical storage."""
+    level = _top_level(args)
+    if level < 0:
+        return NotImplemented
+    self = args[0]
+    if not (type(self) is BatchedTensor and self._level == level):
+        raise RuntimeError(_INPLACE)
+    result = run_batched(prim, args, params)
+    dispatch.apply_inplace(_copy(), (self._phys, result._phys), {})
+    self._data = _stand_in(self._phys)
+    self._bump_version()
+    if result._grad_fn is not None:
+        self._grad_fn, self._output_nr, self._requires_grad = result._grad_fn, 0, True
+    return self
+
+
+def _copy():
+    from ..rules.core import TABLE
+    return TABLE["copy"]
+
+
+_INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
+            "Tensor `other` in extra_args that has more elements than `self`. This happened due to "
+            "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try to use "
+            "out-of-place operators instead of inplace arithmetic. If said operator is being called "
+            "inside the PyTorch framework, please file a bug report instead.")
