@@ -59,6 +59,14 @@ class BatchedTensor(Tensor):
     def __index__(self):
         raise RuntimeError(_ITEM)
 
+    def requires_grad_(self, requires_grad=True):
+        raise RuntimeError("vmap: requires_grad_() on a Tensor inside vmap is not supported in tracegrad: "
+                           "differentiate per sample with tracegrad.func.grad (or vjp, jacrev) inside vmap")
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        raise RuntimeError("vmap: backward() inside vmap is not supported in tracegrad: differentiate per "
+                           "sample with tracegrad.func.grad (or vjp, jacrev) inside vmap")
+
     @property
     def data(self):
         return batched(self._phys.detach(), self._level)
@@ -178,8 +186,24 @@ def _record(prim, args, params, outs, level):
             o._requires_grad = True
             o._grad_fn = node
             o._output_nr = k
-    if node._out is True:
-        dispatch.save_result(node, outs[0] if prim.nout == 1 else outs)
+    if node._out is True:  # kept as the BatchedTensors themselves (see _Kept)
+        keep = prim.saved_outputs
+        node._out = (_Kept(outs[0]) if prim.nout == 1 and len(outs) == 1 else
+                     tuple(_Kept(o) if keep is None or k in keep else None for k, o in enumerate(outs)),
+                     None, None)
+
+
+class _Kept:
+    """A saved result as the node reads it back (the protocol of saved-tensor hooks'
+    packed values): the BatchedTensor itself, whose stored ``_data`` is one sample only."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def tensor(self, graph):
+        return self.value
 
 
 def run_batched_inplace(prim, args, params):

@@ -14,6 +14,11 @@ def _only(args, batched):
     return idx[0] if len(idx) == 1 else None
 
 
+def _default(prim, name):
+    import inspect
+    return inspect.signature(prim.impl).parameters[name].default
+
+
 def _dims(dim, n):
     """A reduction's ``dim`` (None: all, int or tuple) as physical dims."""
     if dim is None:
@@ -30,8 +35,16 @@ def _dims(dim, n):
 def reduce_over_dim(prim, args, batched, params, size):
     x = args[0]
     n = x.ndim - 1
+    if "dim" not in params:
+        params = dict(params, dim=_default(prim, "dim"))
     if prim.name in ("prod",) and params.get("dim") is None and n > 1:
         return per_sample(prim, args, batched, params, size)
+    if n == 0:  # a 0-d sample (dim 0 or -1 names it): as a 1-element dim, dropped again
+        dim = params.get("dim")
+        params = dict(params, dim=1 if isinstance(dim, int) else (1,))
+        out = prim(_P["unsqueeze"](x, dim=1), **params)
+        drop = (lambda o: _P["reshape"](o, shape=(o.shape[0],)))
+        return tuple(drop(o) for o in out) if isinstance(out, tuple) else drop(out)
     params = dict(params, dim=_dims(params.get("dim"), n))
     return prim(x, **params)
 
