@@ -136,6 +136,11 @@ def test_randomness_same_and_different():
     assert not np.allclose(diff_rows.numpy()[0], diff_rows.numpy()[1])
     dropped = F.vmap(lambda t: tg.nn.functional.dropout(t, 0.5), randomness="same")(tg.ones(8, 16))
     assert np.allclose(dropped.numpy(), dropped.numpy()[0])
+    dropped = F.vmap(lambda t: tg.nn.functional.dropout(t, 0.5), randomness="different")(tg.ones(8, 16))
+    assert not np.allclose(dropped.numpy(), dropped.numpy()[0])
+    assert set(np.unique(dropped.numpy())) == {0.0, 2.0}
+    with pytest.raises(NotImplementedError, match="randomness='different'"):
+        F.vmap(lambda t: tg.nn.init.normal_(t.clone()), randomness="different")(tg.ones(3, 4))
 
 
 def test_chunk_size_gives_the_same_result():

@@ -188,7 +188,7 @@ _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. 
 def _random(factory, args, kwargs):
     """``creation.random_hook``: a random draw under vmap. 'error' refuses it; 'same' draws
     once for the whole batch; 'different' draws once per sample (a factory called B times,
-    stacked) -- a draw not made by a factory (dropout's mask) is refused there, rather than
+    stacked) -- a draw not made by a factory (an in-place fill) is refused there, rather than
     silently shared."""
     if getattr(_local, "drawing", False):
         return factory(*args, **kwargs) if factory is not None else None
@@ -198,8 +198,8 @@ def _random(factory, args, kwargs):
     innermost = vmaps[-1]
     if factory is None:
         if innermost[2] == "different":
-            raise NotImplementedError("vmap(randomness='different'): this random operation (dropout, an "
-                                      "in-place random fill...) has no per-sample version in tracegrad; "
+            raise NotImplementedError("vmap(randomness='different'): this random operation (an in-place "
+                                      "random fill, alpha dropout...) has no per-sample version in tracegrad; "
                                       "use randomness='same', or draw the noise with rand/randn inside vmap")
         return None
     _local.drawing = True
