@@ -28,6 +28,7 @@ from . import linalg  # noqa: F401
 from . import special  # noqa: F401  (torch.special; tracegrad.scipy.special is imported on demand)
 from . import datasets, models, nn, optim  # noqa: F401
 from . import func  # noqa: F401  (torch.func: grad, vmap, functional_call...)
+from .func import vmap  # noqa: F401  (torch.vmap)
 from .serialization import *  # noqa: F403
 
 globals().update(_ops.FUNCTIONS)

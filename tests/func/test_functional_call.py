@@ -7,7 +7,7 @@ import tracegrad as tg
 from tracegrad.func import functional_call, grad, jacrev
 
 
-def Tied(lib=tg):  # noqa: N802
+def Tied(lib=tg):
     """Two layers sharing one weight."""
     class Tied(lib.nn.Module):
         def __init__(self):

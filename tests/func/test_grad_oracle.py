@@ -86,10 +86,12 @@ def test_grad_of_a_pytree_input():
 def test_second_and_third_order_grad():
     for order in (2, 3):
         def make(lib, fn, order=order):
-            g = lambda x: (x ** 4).sum()  # noqa: E731
+            g = lambda x: (x ** 4).sum()
+            def summed_grad(inner):
+                return lambda x: fn.grad(inner)(x).sum()
             h = g
             for _ in range(order):
-                h = (lambda inner: lambda x: fn.grad(inner)(x).sum())(h)
+                h = summed_grad(h)
             return h
         # d^order/dx^order of sum(x^4), summed: a chain of grads of sums
         ours = make(tg, F)(tg.tensor(X))
@@ -124,7 +126,7 @@ def test_jacrev_of_jacrev_and_hessian():
 
 def test_vjp_values_and_pullback():
     for lib, fn, xs in ((tg, F, pair(X)[0]), (torch, torch.func, pair(X)[1])):
-        out, pull = fn.vjp(lambda x: (lib.exp(x), x.sum()), xs)
+        out, pull = fn.vjp(lambda x, lib=lib: (lib.exp(x), x.sum()), xs)
         ct = (lib.ones_like(out[0]) * 2, lib.tensor(3.0, dtype=out[1].dtype))
         if lib is tg:
             ours = (out, pull(ct))

@@ -10,5 +10,15 @@ from ._functional_call import functional_call, stack_module_state
 from ._grad import grad, grad_and_value, hessian, jacrev, vjp
 from ._vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "jvp", "jacfwd", "vmap",
-           "functional_call", "stack_module_state"]
+__all__ = [
+           "functional_call",
+           "grad",
+           "grad_and_value",
+           "hessian",
+           "jacfwd",
+           "jacrev",
+           "jvp",
+           "stack_module_state",
+           "vjp",
+           "vmap",
+]

@@ -14,14 +14,30 @@ inputs are BatchedTensors that are leaves of their own (logical) graph, recorded
 from the BatchedTensors' own ``_requires_grad``/``_grad_fn`` with the rule table's
 nodes, so the backward pass runs the vjps on BatchedTensors -- batched as well.
 """
-from ..runtime import dispatch, grad_mode
-from ..runtime.node import meta  # noqa: F401  (re-exported for the rules' readers)
-from ..runtime.tensor import Tensor
+import threading
+
 from ..rules.batching import rule_for
+from ..runtime import dispatch, grad_mode
+from ..runtime.tensor import Tensor
 
-__all__ = ["BatchedTensor", "batched", "unbatched", "run_batched", "run_batched_inplace", "LEVELS"]
+__all__ = ["BatchedTensor", "batched", "levels", "run_batched", "run_batched_inplace", "unbatched"]
 
-LEVELS = []  # the active transforms, innermost last: ("vmap", size, randomness) or ("grad",)
+
+
+class _Levels(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_levels = _Levels()
+
+
+def levels():
+    """This thread's active transforms, innermost last: ("vmap", size, randomness, level)
+    or ("grad",)."""
+    return _levels.stack
+
+
 _new = object.__new__
 _ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
          "calling .item() on a Tensor, please try to rewrite what you're doing with other "
@@ -34,7 +50,7 @@ _CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some 
 class BatchedTensor(Tensor):
     """One sample of a batch, as a function under vmap sees it (see the module docstring)."""
 
-    __slots__ = ("_phys", "_level")
+    __slots__ = ("_level", "_phys")
 
     def item(self):
         raise RuntimeError(_ITEM)
@@ -127,7 +143,7 @@ def _top_level(args):
 
 
 def _size_of(level):
-    for entry in LEVELS:
+    for entry in _levels.stack:
         if entry[0] == "vmap" and entry[3] == level:
             return entry[1]
     raise RuntimeError("vmap: a Tensor from a vmap that has already returned was used "

@@ -1,7 +1,7 @@
 """Forward mode (``jvp``, ``jacfwd``): a placeholder in this branch -- another branch
 builds them on ``tracegrad.autograd.forward_ad`` and replaces this file."""
 
-__all__ = ["jvp", "jacfwd"]
+__all__ = ["jacfwd", "jvp"]
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):

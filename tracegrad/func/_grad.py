@@ -21,15 +21,15 @@ from .. import autograd
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor
 from ..transform.tree import flatten, unflatten
-from ._batched import LEVELS, BatchedTensor, batched
+from ._batched import BatchedTensor, batched, levels
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian"]
+__all__ = ["grad", "grad_and_value", "hessian", "jacrev", "vjp"]
 
 
 # -- lifting inputs ---------------------------------------------------------------------------
 
 def _innermost_vmap():
-    for entry in reversed(LEVELS):
+    for entry in reversed(levels()):
         if entry[0] == "vmap":
             return entry
     return None
@@ -38,7 +38,7 @@ def _innermost_vmap():
 def _lift(x):
     """A leaf (or an attached alias) standing for input ``x`` in this transform's graph."""
     if not isinstance(x, Tensor):
-        raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+        raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")  # noqa: TRY004
     if x.dtype.is_floating_point is False and not x.is_complex():
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
     vm = _innermost_vmap()
@@ -63,18 +63,18 @@ def _lift_tree(tree):
 
 
 class _Level:
-    """One transform's entry in LEVELS while its function runs."""
+    """One transform's entry in levels() while its function runs."""
 
     def __enter__(self):
-        self.outer = bool(LEVELS)
-        LEVELS.append(("grad",))
+        self.outer = bool(levels())
+        levels().append(("grad",))
         self.mode = grad_mode.enable_grad()
         self.mode.__enter__()
         return self
 
     def __exit__(self, *exc):
         self.mode.__exit__(*exc)
-        LEVELS.pop()
+        levels().pop()
         return False
 
 
@@ -106,7 +106,7 @@ def _zeros_like(x):
 def _check_argnums(argnums, nargs):
     def one(a):
         if not isinstance(a, int) or isinstance(a, bool):
-            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(a)}")
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(a)}")  # noqa: TRY004
         if not -nargs <= a < nargs:
             raise RuntimeError(f"Got argnum={a}, but only {nargs} positional inputs")
         return a % nargs
@@ -156,7 +156,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             out = func(*_replace(args, nums, tree), **kwargs)
             out, aux = _split_aux(out, has_aux, "grad_and_value")
             if not isinstance(out, Tensor):
-                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "  # noqa: TRY004
                                    f"{type(out)}")
             if out.dim() != 0:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, "
@@ -193,7 +193,7 @@ def vjp(func, *primals, has_aux=False):
         outs, out_spec = flatten(out)
         for o in outs:
             if not isinstance(o, Tensor):
-                raise RuntimeError("Expected f to be a function that has non-empty output; (either "
+                raise RuntimeError("Expected f to be a function that has non-empty output; (either "  # noqa: TRY004
                                    f"Tensor or a tuple of Tensors), got {type(o)}")
     keep = level.outer or tracked
     primal_spec = flatten(primals)[1]
@@ -204,7 +204,7 @@ def vjp(func, *primals, has_aux=False):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure "
                                f"of outputs to the function. cotangents: {ct_spec}, primal output: {out_spec}")
         graph = create_graph if create_graph is not None else (
-            keep or bool(LEVELS) or any(isinstance(c, Tensor) and c.requires_grad for c in cts))
+            keep or bool(levels()) or any(isinstance(c, Tensor) and c.requires_grad for c in cts))
         with grad_mode.enable_grad():
             grads = _gradients(outs, lifted, cts, create_graph=graph, retain_graph=retain_graph)
         return _plain(unflatten(primal_spec, grads), graph)
@@ -231,7 +231,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
             outs, out_spec = flatten(out)
             for o in outs:
                 if not isinstance(o, Tensor):
-                    raise RuntimeError("jacrev(f, ...)(*args): expected f(*args) to return only tensors, got "
+                    raise RuntimeError("jacrev(f, ...)(*args): expected f(*args) to return only tensors, got "  # noqa: TRY004
                                        f"unsupported type {type(o)}")
             keep = level.outer or tracked
             per_output = [unflatten(spec, _jacobian_rows(o, lifted, keep)) for o in outs]
@@ -242,8 +242,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 def _jacobian_rows(o, inputs, create_graph):
     """[d o / d x for x in inputs], each shaped ``o.shape + x.shape``."""
-    from ..runtime.creation import zeros
     from ..ops.shape import stack
+    from ..runtime.creation import zeros
     n = o.numel()
     rows = [[] for _ in inputs]
     for j in range(n):

@@ -14,7 +14,7 @@ from ..runtime import creation, dispatch
 from ..runtime.tensor import Tensor
 from ..transform.tree import flatten, unflatten
 from . import _batched
-from ._batched import LEVELS, BatchedTensor, batched
+from ._batched import BatchedTensor, batched, levels
 
 __all__ = ["vmap"]
 
@@ -46,7 +46,7 @@ def _where(func, in_dims):
 
 def _call(func, in_dims, out_dims, randomness, chunk_size, args, kwargs):
     if not isinstance(in_dims, (int, tuple)) or isinstance(in_dims, bool):
-        raise ValueError(f"{_where(func, in_dims)}: expected `in_dims` to be int or a (potentially nested) "
+        raise ValueError(f"{_where(func, in_dims)}: expected `in_dims` to be int or a (potentially nested) "  # noqa: TRY004
                          f"tuple matching the structure of inputs, got: {type(in_dims)}.")
     if not args:
         raise ValueError(f"vmap({_name(func)})(<inputs>): got no inputs. Maybe you forgot to add inputs, or "
@@ -115,7 +115,7 @@ def _batch_size(func, in_dims, leaves, dims):
         if d is None:
             continue
         if not isinstance(x, Tensor):
-            raise ValueError(f"{_where(func, in_dims)}: Got in_dim={d} for an input but the input is of type "
+            raise ValueError(f"{_where(func, in_dims)}: Got in_dim={d} for an input but the input is of type "  # noqa: TRY004
                              f"{type(x)}. We cannot vmap over non-Tensor arguments, please use None as the "
                              "respective in_dim")
         n = x.dim()
@@ -135,19 +135,26 @@ def _batch_size(func, in_dims, leaves, dims):
 def _run(func, out_dims, randomness, size, leaves, dims, spec, kwargs):
     level = next(_LEVEL_IDS)
     inputs = [batched(x.movedim(d, 0), level) if d is not None else x for x, d in zip(leaves, dims)]
-    LEVELS.append(("vmap", size, randomness, level))
-    _install()
+    levels().append(("vmap", size, randomness, level))
+    _install(+1)
     try:
         outputs = func(*unflatten(spec, inputs), **kwargs)
     finally:
-        LEVELS.pop()
-        _install()
+        levels().pop()
+        _install(-1)
     return _unwrap_outputs(func, outputs, out_dims, level, size)
 
 
-def _install():
-    """Hooks in while any vmap runs; none (no cost) otherwise."""
-    active = any(e[0] == "vmap" for e in LEVELS)
+_RUNNING = [0]  # vmaps running, in all threads
+_RUNNING_LOCK = threading.Lock()
+
+
+def _install(change):
+    """Hooks in while any vmap runs (in any thread: they pass on operations without batched
+    operands); none, at no cost, otherwise."""
+    with _RUNNING_LOCK:
+        _RUNNING[0] += change
+        active = _RUNNING[0] > 0
     dispatch.batching = _batched.run_batched if active else None
     dispatch.batching_inplace = _batched.run_batched_inplace if active else None
     creation.random_hook = _random if active else None
@@ -156,7 +163,7 @@ def _install():
 def _unwrap_outputs(func, outputs, out_dims, level, size):
     leaves, spec = flatten(outputs)
     if not isinstance(out_dims, (int, tuple, list, dict, type(None))) or isinstance(out_dims, bool):
-        raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims}): expected `out_dims` to be int or a "
+        raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims}): expected `out_dims` to be int or a "  # noqa: TRY004
                          f"(potentially nested) tuple matching the structure of outputs, got: {type(out_dims)}.")
     dims = _broadcast(out_dims, outputs, lambda: ValueError(
         f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
@@ -172,7 +179,7 @@ def _unwrap_outputs(func, outputs, out_dims, level, size):
             result.append(y)
             continue
         if not isinstance(y, Tensor):
-            raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
+            raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "  # noqa: TRY004
                              f"{type(y)}. Did you mean to set out_dims= to None for output?")
         phys = y._phys if is_batched else y.unsqueeze(0).expand((size,) + tuple(y.shape))
         result.append(phys.movedim(0, d))
@@ -192,7 +199,9 @@ def _random(factory, args, kwargs):
     silently shared."""
     if getattr(_local, "drawing", False):
         return factory(*args, **kwargs) if factory is not None else None
-    vmaps = [e for e in LEVELS if e[0] == "vmap"]
+    vmaps = [e for e in levels() if e[0] == "vmap"]
+    if not vmaps:  # (a vmap runs in another thread)
+        return factory(*args, **kwargs) if factory is not None else None
     if any(e[2] == "error" for e in vmaps):
         raise RuntimeError(_RANDOM_ERROR)
     innermost = vmaps[-1]

@@ -18,11 +18,18 @@ Three kinds cover the table (see :func:`rule_for`):
 import warnings
 
 from . import arith, bessel, complex_, gamma, special, unary
-from . import activation, memory
 from .core import TABLE
 
-__all__ = ["RULES", "batch_rule", "rule_for", "ELEMENTWISE", "sample_ndim", "pad_to", "materialize",
-           "per_sample"]
+__all__ = [
+    "ELEMENTWISE",
+    "RULES",
+    "batch_rule",
+    "materialize",
+    "pad_to",
+    "per_sample",
+    "rule_for",
+    "sample_ndim",
+]
 
 RULES = {}          # primitive name -> explicit rule
 
@@ -129,4 +136,4 @@ def per_sample(prim, args, batched, params, size):
     return stack(*outs, dim=0)
 
 
-from . import batching_rules  # noqa: E402,F401  (registers the explicit rules)
+from . import batching_rules  # noqa: F401  (registers the explicit rules)

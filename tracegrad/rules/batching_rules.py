@@ -2,7 +2,16 @@
 dims, shapes or layouts. Most shift the per-sample dims they are given past the batch dim
 (dim 0) and call the primitive once; the rest fold the batch into an existing batch-like
 dim (conv, pooling) or rewrite the call (matmul, losses)."""
-from .batching import batch_rule, elementwise, front_dim, is_array, materialize, pad_to, per_sample, sample_ndim
+from .batching import (
+    batch_rule,
+    elementwise,
+    front_dim,
+    is_array,
+    materialize,
+    pad_to,
+    per_sample,
+    sample_ndim,
+)
 from .core import TABLE
 
 _P = TABLE  # primitives by name: call them as _P["sum"](x, dim=...)
@@ -210,8 +219,9 @@ def copy_slices_rule(prim, args, batched, params, size):
 
 
 def _replay_shape(base, chain):
-    from .views import replay_view
     import numpy as np
+
+    from .views import replay_view
     return replay_view(chain, np.empty(tuple(base.shape), dtype=bool)).shape
 
 
