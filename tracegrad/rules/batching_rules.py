@@ -257,6 +257,23 @@ def matmul_rule(prim, args, batched, params, size):
     return materialize(out, True, size)
 
 
+@batch_rule("addmm", "baddbmm")
+def fused_matmul_rule(prim, args, batched, params, size):
+    """``beta * input + alpha * (x @ y)`` from the matmul rule and elementwise primitives."""
+    input, x, y = args
+    beta, alpha = params.get("beta", 1), params.get("alpha", 1)
+    out = matmul_rule(_P["matmul"], (x, y), batched[1:], {}, size)
+    out_batched = batched[1] or batched[2]
+    if alpha != 1:
+        out = _P["mul"](out, alpha)
+    if beta == 0:
+        return materialize(out, out_batched, size) if is_array(input) else out
+    if beta != 1:
+        input = _P["mul"](input, beta)
+    out = elementwise(_P["add"], (input, out), (batched[0], out_batched), {}, size)
+    return materialize(out, batched[0] or out_batched, size)
+
+
 @batch_rule("dot", "vdot")
 def dot_rule(prim, args, batched, params, size):
     x, y = args
