@@ -314,10 +314,27 @@ def _unfold(a, size):
 
 @batch_rule("convolution", "convolution_backward_input")
 def conv_rule(prim, args, batched, params, size):
-    """Only the input batched: the batch joins the conv's own batch dim N."""
-    if any(batched[1:]) or size == 0:
+    """Only the input batched: the batch joins the conv's own batch dim N. A batched weight
+    (per-sample weights, as ``vmap(grad)`` makes): the batch joins the channels and the
+    groups -- one grouped convolution, as functorch does it."""
+    if size == 0:
         return per_sample(prim, args, batched, params, size)
-    return _unfold(prim(_fold(args[0]), *args[1:], **params), size)
+    if not any(batched[1:]):
+        return _unfold(prim(_fold(args[0]), *args[1:], **params), size)
+    if params["transposed"]:
+        return per_sample(prim, args, batched, params, size)
+    x, w, bias = args
+    x = materialize(x, batched[0], size)                       # (B, N, C, *sp)
+    w = materialize(w, batched[1], size)                       # (B, O, C/g, *k)
+    n, c = x.shape[1], x.shape[2]
+    x = _P["reshape"](_P["transpose"](x, dim0=0, dim1=1), shape=(n, size * c) + tuple(x.shape[3:]))
+    w = _fold(w)
+    if bias is not None:
+        bias = _fold(materialize(bias, batched[2], size)) if batched[2] else _P["reshape"](
+            materialize(bias, False, size), shape=(size * bias.shape[0],))
+    y = prim(x, w, bias, **dict(params, groups=params["groups"] * size))   # (N, B*O, *sp')
+    y = _P["reshape"](y, shape=(n, size, y.shape[1] // size) + tuple(y.shape[2:]))
+    return _P["transpose"](y, dim0=0, dim1=1)
 
 
 @batch_rule("max_pool2d", "max_pool2d_indices", "avg_pool2d", "adaptive_avg_pool2d", "max_pool2d_backward",
