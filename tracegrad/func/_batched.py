@@ -19,6 +19,7 @@ import threading
 from ..rules.batching import rule_for
 from ..runtime import dispatch, grad_mode
 from ..runtime.tensor import Tensor
+from ..runtime.views import rebase_history
 
 __all__ = ["BatchedTensor", "batched", "levels", "run_batched", "run_batched_inplace", "unbatched"]
 
@@ -173,6 +174,8 @@ def run_batched(prim, args, params):
     out = rule_for(prim)(prim, phys, tuple(flags), params, size)
     single = prim.nout == 1 and not isinstance(out, (tuple, list))
     outs = tuple(batched(o, level) for o in ((out,) if single else out))
+    if prim.view and type(args[0]) is BatchedTensor and args[0]._level == level:
+        dispatch._link_views(prim, args[0], params, list(outs))  # (for in-place writes into views)
     _record(prim, args, params, outs, level)
     return outs[0] if single else outs
 
@@ -183,17 +186,9 @@ def _record(prim, args, params, outs, level):
     through the physical computation)."""
     if grad_mode.state.mode != grad_mode.GRAD or not prim.differentiable:
         return
-    rmask = 0
-    for i, a in enumerate(args):
-        if type(a) is BatchedTensor and a._level == level and a._requires_grad:
-            rmask |= 1 << i
-    if not rmask:
-        return
-    node = dispatch._record(prim, args, params, rmask)
+    node = _logical_node(prim, args, params, level)
     if node is None:
         return
-    node._next_functions = tuple(e if type(args[p]) is BatchedTensor and args[p]._level == level else (None, 0)
-                                 for e, p in zip(node._next_functions, node._pos))
     if len(outs) > 1 or prim.nout != 1:
         from ..backend import namespace_of
         node._outs = tuple((o._data.shape, o._data.dtype, namespace_of(o._data)) for o in outs)
@@ -222,6 +217,22 @@ class _Kept:
         return self.value
 
 
+def _logical_node(prim, args, params, level, node_args=None):
+    """The rule table's node for ``prim`` over the BatchedTensors of ``level`` that require
+    grad (None if none does), with edges to them only."""
+    rmask = 0
+    for i, a in enumerate(args):
+        if type(a) is BatchedTensor and a._level == level and a.requires_grad:
+            rmask |= 1 << i
+    if not rmask:
+        return None
+    node = dispatch._record(prim, args, params, rmask, node_args)
+    if node is not None:
+        node._next_functions = tuple(e if type(args[p]) is BatchedTensor and args[p]._level == level
+                                     else (None, 0) for e, p in zip(node._next_functions, node._pos))
+    return node
+
+
 def run_batched_inplace(prim, args, params):
     """``dispatch.batching_inplace``: an in-place primitive on a batched tensor: the
     out-of-place result through the batching rule, copied into the physical storage."""
@@ -231,12 +242,23 @@ def run_batched_inplace(prim, args, params):
     self = args[0]
     if not (type(self) is BatchedTensor and self._level == level):
         raise RuntimeError(_INPLACE)
-    result = run_batched(prim, args, params)
-    dispatch.apply_inplace(_copy(), (self._phys, result._phys), {})
+    node = None
+    if grad_mode.state.mode == grad_mode.GRAD and prim.differentiable:
+        node_args = None  # the vjps read self as it was: a copy of it, with its history
+        if any(a.requires_grad for a in args if type(a) is BatchedTensor and a._level == level):
+            old = batched(self._phys.clone(), level)
+            old._requires_grad, old._grad_fn, old._output_nr = self.requires_grad, self.grad_fn, self._output_nr
+            node_args = (old,) + tuple(args[1:])
+        node = _logical_node(prim, args, params, level, node_args)
+    phys, flags = _split(args, level)
+    out = rule_for(prim)(prim, phys, tuple(flags), params, _size_of(level))
+    dispatch.apply_inplace(_copy(), (self._phys, out), {})
     self._data = _stand_in(self._phys)
     self._bump_version()
-    if result._grad_fn is not None:
-        self._grad_fn, self._output_nr, self._requires_grad = result._grad_fn, 0, True
+    if node is not None:
+        rebase_history(self, node, 0 if node._pos[0] == 0 else None)
+        if node._out is True or "result_link" in (node._extra or ()):
+            node._out = (_Kept(self), None, None)
     return self
 
 
