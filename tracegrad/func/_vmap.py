@@ -124,8 +124,7 @@ def _batch_size(func, in_dims, leaves, dims):
                              f"of dimensionality {n} so expected in_dim to satisfy -{n} <= in_dim < {n}.")
         sizes.append(x.shape[d])
     if not sizes:
-        raise ValueError(f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>): All inputs have in_dim=None "
-                         "(no inputs are batched). Please give at least one input a non-None in_dim.")
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
     if any(s != sizes[0] for s in sizes):
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                          f"{sizes} for the mapped dimension")
@@ -163,8 +162,9 @@ def _install(change):
 def _unwrap_outputs(func, outputs, out_dims, level, size):
     leaves, spec = flatten(outputs)
     if not isinstance(out_dims, (int, tuple, list, dict, type(None))) or isinstance(out_dims, bool):
-        raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims}): expected `out_dims` to be int or a "  # noqa: TRY004
-                         f"(potentially nested) tuple matching the structure of outputs, got: {type(out_dims)}.")
+        raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims}): `out_dims` must be an int, None or a "  # noqa: TRY004
+                         "python collection of ints representing where in the outputs the vmapped dimension "
+                         "should appear.")
     dims = _broadcast(out_dims, outputs, lambda: ValueError(
         f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
         f"structure of `outputs`. out_dims has structure {_treespec(out_dims)} but outputs has structure "
@@ -174,8 +174,8 @@ def _unwrap_outputs(func, outputs, out_dims, level, size):
         is_batched = type(y) is BatchedTensor and y._level == level
         if d is None:
             if is_batched:
-                raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): Can not return a "
-                                 "BatchedTensor when out_dim is None")
+                raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` can not return a BatchedTensor "
+                                 "when out_dim is None")
             result.append(y)
             continue
         if not isinstance(y, Tensor):
