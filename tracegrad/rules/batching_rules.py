@@ -387,3 +387,59 @@ def pointwise_loss_rule(prim, args, batched, params, size):
         return out
     return _P["mean" if reduction == "mean" else "sum"](out, dim=dims, keepdim=False,
                                                         **({} if reduction == "mean" else {"dtype": None}))
+
+
+def _nll_fold(x, target, size):
+    """(B, N, C, ...) inputs and (B, N, ...) targets as one batch of B * N (a (B, C) input
+    and (B,) targets -- one unbatched sample each -- already are)."""
+    if x.ndim == 2:
+        return x, target
+    return _fold(x), _fold(target)
+
+
+def _nll_denominator(fx, ft, weight, ignore_index, target_shape):
+    """Each sample's total weight (what its mean divides by): the loss of an input of -1s
+    (``fx``, ``ft``: the folded input and targets)."""
+    ones = _P["neg"](_P["add"](_P["zeros_like"](fx), 1))
+    per = _P["nll_loss"](ones, ft, weight, reduction="none", ignore_index=ignore_index)
+    per = _P["reshape"](per, shape=target_shape)
+    return per if per.ndim == 1 else _P["sum"](per, dim=tuple(range(1, per.ndim)), keepdim=False, dtype=None)
+
+
+@batch_rule("nll_loss")
+def nll_loss_rule(prim, args, batched, params, size):
+    """The unreduced loss of all B * N rows at once, then each sample's own sum or mean."""
+    x, target, weight = args
+    if (weight is not None and batched[2]) or size == 0:
+        return per_sample(prim, args, batched, params, size)
+    x, target = materialize(x, batched[0], size), materialize(target, batched[1], size)
+    fx, ft = _nll_fold(x, target, size)
+    none = prim(fx, ft, weight, reduction="none", ignore_index=params.get("ignore_index", -100))
+    none = _P["reshape"](none, shape=tuple(target.shape))
+    reduction = params.get("reduction", "mean")
+    if reduction == "none":
+        return none
+    total = none if none.ndim == 1 else _P["sum"](none, dim=tuple(range(1, none.ndim)), keepdim=False, dtype=None)
+    if reduction == "sum":
+        return total
+    return _P["div"](total, _nll_denominator(fx, ft, weight, params.get("ignore_index", -100), tuple(target.shape)))
+
+
+@batch_rule("nll_loss_backward")
+def nll_loss_backward_rule(prim, args, batched, params, size):
+    """Each sample's (scaled) gradient spread over its rows, then one unreduced backward."""
+    g, target, weight = args
+    if (weight is not None and batched[2]) or size == 0:
+        return per_sample(prim, args, batched, params, size)
+    g, target = materialize(g, batched[0], size), materialize(target, batched[1], size)
+    shape = tuple(params["shape"])
+    reduction = params.get("reduction", "mean")
+    if reduction != "none":
+        if reduction == "mean":
+            fx, ft = _nll_fold(_P["zeros_of"](g, shape=(size,) + shape), target, size)
+            g = _P["div"](g, _nll_denominator(fx, ft, weight, params.get("ignore_index", -100), tuple(target.shape)))
+        g = _P["broadcast_to"](pad_to(g, target.ndim - 1), shape=tuple(target.shape))
+    fg, ft = (g, target) if len(shape) == 1 else (_fold(g), _fold(target))
+    full = (size,) + shape if len(shape) == 1 else (size * shape[0],) + shape[1:]
+    out = prim(fg, ft, weight, shape=full, reduction="none", ignore_index=params.get("ignore_index", -100))
+    return _P["reshape"](out, shape=(size,) + shape)
