@@ -337,6 +337,23 @@ def conv_rule(prim, args, batched, params, size):
     return _P["transpose"](y, dim0=0, dim1=1)
 
 
+def _channels_of_n(a):
+    """(B, N, C, ...) -> (N, B * C, ...): the batch joins the channels."""
+    a = _P["transpose"](a, dim0=0, dim1=1)
+    return _P["reshape"](a, shape=(a.shape[0], a.shape[1] * a.shape[2]) + tuple(a.shape[3:]))
+
+
+@batch_rule("convolution_backward_weight")
+def conv_weight_rule(prim, args, batched, params, size):
+    """Per-sample weight gradients: the batch joins the channels and the groups of one
+    grouped correlation."""
+    if size == 0:
+        return per_sample(prim, args, batched, params, size)
+    x, g = (_channels_of_n(materialize(a, b, size)) for a, b in zip(args, batched))
+    w = prim(x, g, **dict(params, groups=params["groups"] * size))     # (B * O, C / groups, *k)
+    return _P["reshape"](w, shape=(size, w.shape[0] // size) + tuple(w.shape[1:]))
+
+
 @batch_rule("max_pool2d", "max_pool2d_indices", "avg_pool2d", "adaptive_avg_pool2d", "max_pool2d_backward",
             "avg_pool2d_backward", "adaptive_avg_pool2d_backward")
 def pool_rule(prim, args, batched, params, size):
