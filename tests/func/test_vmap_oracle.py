@@ -188,3 +188,27 @@ def test_vmap_of_vjp():
             return fn.vmap(pull)(lib.eye(4, dtype=x.dtype))[0]
         return rows
     both(make, V)
+
+
+IDX = np.array([[0, 2], [3, 3], [1, 0]])
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0), (None, 0)])
+def test_indexing_with_batched_index_tensors(in_dims):
+    data = A if in_dims[0] == 0 else V
+    both(lambda lib, fn: fn.vmap(lambda a, k: (a[k], a[k[0]]), in_dims=in_dims), data, IDX)
+
+    def write(lib, fn):
+        def f(a, k):
+            b = a.clone()
+            b[k] = 0
+            return b
+        return fn.vmap(f, in_dims=in_dims)
+    if in_dims[0] == 0:
+        both(write, data, IDX)
+    else:  # (writing per-sample positions into one shared tensor)
+        same_error(write, data, IDX)
+
+
+def test_per_sample_gradient_through_batched_indices():
+    both(lambda lib, fn: fn.vmap(fn.grad(lambda a, k: (a[k] ** 2).sum())), A, IDX)

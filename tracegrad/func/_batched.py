@@ -16,7 +16,7 @@ nodes, so the backward pass runs the vjps on BatchedTensors -- batched as well.
 """
 import threading
 
-from ..rules.batching import rule_for
+from ..rules.batching import ELEMENTWISE, rule_for
 from ..runtime import dispatch, grad_mode
 from ..runtime.tensor import Tensor
 from ..runtime.views import rebase_history
@@ -241,7 +241,7 @@ def run_batched_inplace(prim, args, params):
         return NotImplemented
     self = args[0]
     if not (type(self) is BatchedTensor and self._level == level):
-        raise RuntimeError(_INPLACE)
+        raise RuntimeError(_INPLACE.format(op="inplace arithmetic" if prim.name in ELEMENTWISE else prim.name + "_"))
     node = None
     if grad_mode.state.mode == grad_mode.GRAD and prim.differentiable:
         node_args = None  # the vjps read self as it was: a copy of it, with its history
@@ -267,8 +267,8 @@ def _copy():
     return TABLE["copy"]
 
 
-_INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
-            "Tensor `other` in extra_args that has more elements than `self`. This happened due to "
-            "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try to use "
-            "out-of-place operators instead of inplace arithmetic. If said operator is being called "
-            "inside the PyTorch framework, please file a bug report instead.")
+_INPLACE = ("vmap: {op}(self, *extra_args) is not possible because there exists a Tensor `other` in "
+            "extra_args that has more elements than `self`. This happened due to `other` being vmapped "
+            "over but `self` not being vmapped over in a vmap. Please try to use out-of-place operators "
+            "instead of {op}. If said operator is being called inside the PyTorch framework, please file "
+            "a bug report instead.")
