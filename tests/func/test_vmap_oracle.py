@@ -210,5 +210,11 @@ def test_indexing_with_batched_index_tensors(in_dims):
         same_error(write, data, IDX)
 
 
+def test_one_hot_and_batch_norm_under_vmap():
+    both(lambda lib, fn: fn.vmap(lambda t: lib.nn.functional.one_hot(t, 4)), IDX)
+    same_error(lambda lib, fn: fn.vmap(lambda t: lib.nn.functional.one_hot(t)), IDX)
+    same_error(lambda lib, fn: fn.vmap(lib.nn.BatchNorm1d(4)), C.transpose(0, 2, 1).astype(np.float32))
+
+
 def test_per_sample_gradient_through_batched_indices():
     both(lambda lib, fn: fn.vmap(fn.grad(lambda a, k: (a[k] ** 2).sum())), A, IDX)

@@ -13,7 +13,8 @@ from ..rules.memory import copy
 from ..runtime import grad_mode
 from ..runtime.dispatch import apply_inplace
 from ..runtime.shapes import broadcast_shapes
-from ..runtime.tensor import PLAIN_SUBCLASSES, Tensor
+from ..runtime.tensor import Tensor
+from ._args import per_sample as _per_sample
 from ._args import scalar, wrap_dim
 from .devices import on_device_of
 
@@ -81,12 +82,6 @@ def split_index(x, index):
 def _is_mask(p):
     return (isinstance(p, Tensor) and p.dtype.name == "bool") or (
         hasattr(p, "dtype") and not isinstance(p, Tensor) and getattr(p.dtype, "kind", "") == "b")
-
-
-def _per_sample(p):
-    """Whether index ``p`` is a batched Tensor of a running vmap (tracegrad.func): it stays
-    an operand of the indexing primitive, so that each sample uses its own index."""
-    return isinstance(p, Tensor) and type(p) is not Tensor and type(p) not in PLAIN_SUBCLASSES
 
 
 def _index_array(p, x, xp):

@@ -9,6 +9,7 @@ import math
 from ... import backend
 from ...backend.dtypes import float32, float64
 from ...ops import linalg as _linalg
+from ...ops._args import per_sample
 from ...ops.linalg import addmm, einsum, matmul
 from ...ops.pointwise import where
 from ...rules import nn as _rules
@@ -278,6 +279,11 @@ def one_hot(tensor, num_classes=-1):
     """int64 tensor with a trailing dim of ``num_classes``, 1 at each value's position."""
     if not isinstance(tensor, Tensor) or tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if per_sample(tensor):  # under vmap: compared through primitives, each sample its own
+        if num_classes == -1:
+            raise RuntimeError("When vmap-ing torch.nn.functional.one_hot, please provide an explicit "
+                               "positive num_classes argument.")
+        return (tensor.unsqueeze(-1) == creation.arange(num_classes, device=tensor.device)).long()
     x = tensor._data
     xp = backend.namespace_of(x)
     if num_classes == -1:
