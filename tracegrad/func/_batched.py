@@ -21,7 +21,7 @@ from ..runtime import dispatch, grad_mode
 from ..runtime.tensor import Tensor
 from ..runtime.views import rebase_history
 
-__all__ = ["BatchedTensor", "batched", "levels", "run_batched", "run_batched_inplace", "unbatched"]
+__all__ = ["BatchedTensor", "batched", "levels", "run_batched", "run_batched_inplace"]
 
 
 
@@ -126,13 +126,6 @@ def batched(phys, level):
     t._phys = phys
     t._level = level
     return t
-
-
-def unbatched(t, level):
-    """The physical value of ``t`` at ``level`` (batch dim 0), or None if ``t`` is not batched there."""
-    if type(t) is BatchedTensor and t._level == level:
-        return t._phys
-    return None
 
 
 def _top_level(args):
