@@ -2,7 +2,7 @@
 from ..runtime.shapes import shape_args
 from ..runtime.tensor import PLAIN_SUBCLASSES, Tensor, wrap_dim
 
-__all__ = ["is_number", "per_sample", "result_type", "scalar", "shape_args", "wrap_dim", "wrap_dims"]
+__all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type", "per_sample"]
 
 
 def per_sample(t):

@@ -12,38 +12,11 @@ from . import dispatch, grad_mode
 from .shapes import shape_args
 from .tensor import Size, Tensor, mark_inference, wrap
 
-__all__ = [
-    "Generator",
-    "arange",
-    "as_tensor",
-    "default_generator",
-    "empty",
-    "empty_like",
-    "eye",
-    "from_numpy",
-    "full",
-    "full_like",
-    "initial_seed",
-    "legacy_tensor_data",
-    "linspace",
-    "logspace",
-    "manual_seed",
-    "normal",
-    "ones",
-    "ones_like",
-    "parse_size",
-    "rand",
-    "rand_like",
-    "randint",
-    "randint_like",
-    "randn",
-    "randn_like",
-    "randperm",
-    "seed",
-    "tensor",
-    "zeros",
-    "zeros_like",
-]
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
+           "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
+           "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+           "randint_like", "manual_seed", "seed", "initial_seed", "Generator", "default_generator",
+           "legacy_tensor_data", "parse_size"]
 
 
 def _finish(data, requires_grad):

@@ -12,13 +12,12 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, KEEP, register_handler
 from . import grad_mode
-from .inplace_checks import check_inplace, forward_name
 from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, meta, node_class
-from .saved_hooks import Packed, pack_hooks
 from .shapes import broadcast_shapes, expand_shape
-from .tensor import PLAIN_SUBCLASSES as _PLAIN
-from .tensor import Tensor, mark_inference, wrap
+from .tensor import PLAIN_SUBCLASSES as _PLAIN, Tensor, mark_inference, wrap
+from .saved_hooks import Packed, pack_hooks
 from .views import rebase_history, refresh_stale_view
+from .inplace_checks import check_inplace, forward_name
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
 

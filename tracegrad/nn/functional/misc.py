@@ -18,20 +18,8 @@ from ...runtime.creation import _stream
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
 
-__all__ = [
-    "alpha_dropout",
-    "bilinear",
-    "dropout",
-    "dropout1d",
-    "dropout2d",
-    "dropout3d",
-    "embedding",
-    "feature_alpha_dropout",
-    "linear",
-    "one_hot",
-    "pad",
-    "prelu",
-]
+__all__ = ["linear", "bilinear", "prelu", "dropout", "dropout1d", "dropout2d", "dropout3d",
+           "feature_alpha_dropout", "alpha_dropout", "embedding", "one_hot", "pad"]
 
 # -- linear maps ------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ _VMAP_RUNNING_STATS = (
     "`track_running_stats` to be False.If you are using a prebuilt module and do not need eval mode, please "
     "see the functorch website for resources on how to patch your module to work with vmap")
 
+
 def _same_dtype(input, *params):
     """PyTorch's CPU kernels take the parameters in the input's dtype only."""
     for t in params:
