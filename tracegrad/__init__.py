@@ -27,7 +27,8 @@ from . import fft  # noqa: F401
 from . import linalg  # noqa: F401
 from . import special  # noqa: F401  (torch.special; tracegrad.scipy.special is imported on demand)
 from . import datasets, models, nn, optim  # noqa: F401
-from . import utils  # noqa: F401  (torch.utils: data)
+from . import func  # noqa: F401  (torch.func: grad, vmap, functional_call...)
+from .func import vmap  # noqa: F401  (torch.vmap)
 from .serialization import *  # noqa: F403
 from . import random, utils  # noqa: F401  (torch.random, torch.utils.checkpoint)
 from .random import get_rng_state, set_rng_state  # noqa: F401

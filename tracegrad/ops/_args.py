@@ -1,8 +1,15 @@
 """Argument normalisation shared by the torch-style functions: dims, shapes, scalars."""
 from ..runtime.shapes import shape_args
-from ..runtime.tensor import Tensor, wrap_dim
+from ..runtime.tensor import PLAIN_SUBCLASSES, Tensor, wrap_dim
 
-__all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type"]
+__all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type", "per_sample"]
+
+
+def per_sample(t):
+    """Whether ``t`` is one sample of a batch under ``vmap`` (a BatchedTensor of
+    tracegrad.func): its ``_data`` holds sample 0 only, so code that reads values must go
+    through primitives (which batch) instead."""
+    return isinstance(t, Tensor) and type(t) is not Tensor and type(t) not in PLAIN_SUBCLASSES
 
 
 def wrap_dims(dim, ndim):

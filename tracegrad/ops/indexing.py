@@ -14,6 +14,7 @@ from ..runtime import grad_mode
 from ..runtime.dispatch import apply_inplace
 from ..runtime.shapes import broadcast_shapes
 from ..runtime.tensor import Tensor
+from ._args import per_sample as _per_sample
 from ._args import scalar, wrap_dim
 from .devices import on_device_of
 
@@ -32,7 +33,7 @@ def split_index(x, index):
     consumed = sum(1 for p in index if p is not None and p is not Ellipsis and not _is_mask(p))
     consumed += sum(p.ndim for p in index if _is_mask(p))
     for p in index:
-        if isinstance(p, Tensor) and p.ndim == 0 and p.dtype.category == 1:
+        if isinstance(p, Tensor) and p.ndim == 0 and p.dtype.category == 1 and not _per_sample(p):
             p = p.item()
         if p is None:
             parts.append(None)
@@ -58,7 +59,9 @@ def split_index(x, index):
             dim += 1
         else:
             arr = _index_array(p, x, xp)
-            if arr.dtype.kind == "b":
+            if _per_sample(arr):  # (its bounds are checked by the kernel, sample by sample)
+                dim += arr.ndim if arr._data.dtype.kind == "b" else 1
+            elif arr.dtype.kind == "b":
                 _check_mask(x, arr, dim)
                 dim += arr.ndim
             else:
@@ -83,6 +86,10 @@ def _is_mask(p):
 
 def _index_array(p, x, xp):
     """Index ``p`` as an array of ``x``'s namespace ``xp``."""
+    if _per_sample(p):
+        if p._data.dtype.kind not in _INDEX_KINDS:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return p
     if isinstance(p, Tensor):
         ns = backend.namespace_of(p._data)
         if ns is not xp and ns is not backend.cpu:

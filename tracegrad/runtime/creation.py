@@ -71,16 +71,26 @@ def _unwrap_nested(data):
     return data
 
 
+# While a vmap runs (tracegrad/func/_vmap.py): what a random draw does under it, called
+# with the factory (rand, randn...) or with None for a draw made elsewhere (dropout).
+random_hook = None
+_RANDOM_FACTORIES = {"rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
+                     "randint_like"}
+
+
 def _recorded(factory):
     """A factory that shows up in a running profile as ``tracegrad::<name>`` (so the
     memory it allocates is counted). With no profiler the cost is one extra Python call
     and a test (about 0.3 us), small next to building a tensor."""
     name = "tracegrad::" + factory.__name__
+    random = factory.__name__ in _RANDOM_FACTORIES
 
     @functools.wraps(factory)
     def recorded(*args, **kwargs):
         if kwargs.get("out") is not None:
             kwargs = _dtype_of_out(kwargs)
+        if random and random_hook is not None:  # under vmap: its randomness= decides
+            return random_hook(factory, args, kwargs)
         observer = dispatch.observer
         if observer is None:
             return factory(*args, **kwargs)
@@ -270,6 +280,8 @@ def initial_seed():
 
 
 def _stream(generator, xp):
+    if random_hook is not None:
+        random_hook(None, (), {})
     return (generator or default_generator).stream(xp)
 
 

@@ -59,6 +59,10 @@ def apply(prim, args, params, *, _observed=False):
     """Run ``prim`` on ``args`` (Tensors, numbers, None) eagerly; return Tensor(s)."""
     if observer is not None and not _observed:
         return observer.call(prim.name, apply, (prim, args, params), args + tuple(params.values()))
+    if batching is not None:  # a vmap runs: a batched operand takes its batching rule
+        out = batching(prim, args, params)
+        if out is not NotImplemented:
+            return out
     arrays, rmask = unwrap(args)
     xp = _namespace(arrays)
     if xp is None:
@@ -110,6 +114,8 @@ def eager_unary(prim):
     def op(x, *, _observed=False):
         if observer is not None and not _observed:
             return observer.call(prim.name, op, (x,), (x,))
+        if batching is not None:
+            return apply(prim, (x,), _NO_PARAMS, _observed=True)
         data = x._data
         if x._view is not None:
             refresh_stale_view(x)
@@ -139,6 +145,10 @@ def eager_binary(prim):
     def op(a, b, *, _observed=False):
         if observer is not None and not _observed:
             return observer.call(prim.name, op, (a, b), (a, b))
+        if batching is not None:
+            r = batching(prim, (a, b), _NO_PARAMS)
+            if r is not NotImplemented:
+                return r
         ad = a._data
         tb = type(b)
         if a._view is not None:
@@ -183,6 +193,12 @@ _ABSENT = object()  # marks "no second operand" for _record_fast
 # A profiler, while one is active (see autograd/profiler.py): it times each operation by
 # calling it back with _observed=True. None costs one test per operation.
 observer = None
+
+# While a vmap runs (see tracegrad/func/_batched.py): run an operation that has a batched
+# operand (an out-of-place one, and one writing into its first operand) and answer
+# NotImplemented for any other. None costs one test per operation.
+batching = None
+batching_inplace = None
 
 
 def _untracked(out, mode):
@@ -530,6 +546,10 @@ def apply_inplace(prim, args, params, *, _observed=False):
     self = args[0]
     mode = _state.mode
     check_inplace(self, mode)
+    if batching_inplace is not None:
+        out = batching_inplace(prim, args, params)
+        if out is not NotImplemented:
+            return out
     arrays, rmask = unwrap(args)
     xp = _namespace(arrays)
     if xp is None:

@@ -7,10 +7,13 @@ one node is faster and matches PyTorch's graph, a rule of :mod:`tracegrad.rules.
 import math
 
 from ... import backend
+from ...backend.dtypes import float32, float64
 from ...ops import linalg as _linalg
+from ...ops._args import per_sample
 from ...ops.linalg import addmm, einsum, matmul
 from ...ops.pointwise import where
 from ...rules import nn as _rules
+from ...runtime import creation
 from ...runtime.creation import _stream
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
@@ -84,6 +87,9 @@ def _noise(input, shape, p):
     """Bernoulli(1 - p) keep-mask scaled by 1 / (1 - p), in ``input``'s dtype and device."""
     xp = backend.namespace_of(input._data)
     keep = 1.0 - p
+    if creation.random_hook is not None:  # under vmap: drawn by a factory, as its randomness= says
+        u = creation.rand(shape, dtype=float64 if input.dtype.itemsize == 8 else float32, device=input.device)
+        return (u < keep).to(input.dtype) * (1.0 / keep)
     u = _stream(None, xp).random(shape, dtype="float64" if input.dtype.itemsize == 8 else "float32")
     noise = xp.asarray(u < keep).astype(input._data.dtype)
     noise *= 1.0 / keep
@@ -261,6 +267,11 @@ def one_hot(tensor, num_classes=-1):
     """int64 tensor with a trailing dim of ``num_classes``, 1 at each value's position."""
     if not isinstance(tensor, Tensor) or tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if per_sample(tensor):  # under vmap: compared through primitives, each sample its own
+        if num_classes == -1:
+            raise RuntimeError("When vmap-ing torch.nn.functional.one_hot, please provide an explicit "
+                               "positive num_classes argument.")
+        return (tensor.unsqueeze(-1) == creation.arange(num_classes, device=tensor.device)).long()
     x = tensor._data
     xp = backend.namespace_of(x)
     if num_classes == -1:

@@ -6,11 +6,20 @@ also folds the batch statistics into the running averages, in place, with the un
 variance, as PyTorch does.
 """
 from ... import backend
+from ...ops._args import per_sample
 from ...rules import nn as _rules
 from ...runtime import grad_mode
 from ...runtime.tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm", "normalize"]
+
+
+# torch's refusal (under vmap) to update shared running statistics from per-sample ones
+_VMAP_RUNNING_STATS = (
+    "Batch norm got a batched tensor as input while the running_mean or running_var, which will be "
+    "updated in place, were not batched.\nIf you are using a module and do not need eval mode, please set "
+    "`track_running_stats` to be False.If you are using a prebuilt module and do not need eval mode, please "
+    "see the functorch website for resources on how to patch your module to work with vmap")
 
 
 def _same_dtype(input, *params):
@@ -62,6 +71,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         return _rules.batch_norm_eval(input, weight, bias, running_mean, running_var, eps=eps)
     out, mean, invstd = _rules.batch_norm(input, weight, bias, eps=eps)
     if running_mean is not None or running_var is not None:
+        if per_sample(input) and not (per_sample(running_mean) or per_sample(running_var)):
+            raise RuntimeError(_VMAP_RUNNING_STATS)
         _update_running_stats(input, running_mean, running_var, mean._data, invstd._data, momentum, eps)
     return out
 

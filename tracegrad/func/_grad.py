@@ -1,0 +1,270 @@
+"""The reverse-mode transforms of torch.func: ``grad``, ``grad_and_value``, ``vjp``,
+``jacrev`` and ``hessian``, on eager Tensors.
+
+Each transform runs the function on *lifted* copies of the chosen inputs -- leaves of a
+graph of its own -- and asks the eager engine for their gradients, so it never touches
+anybody's ``.grad``. Lifting is what makes transforms compose:
+
+* an input that already requires grad (an outer ``grad``, or the caller's tensor) is
+  lifted as an alias (a view), still attached to the outer graph, and the gradient is
+  computed with ``create_graph=True``, so the outer transform differentiates through it;
+* under a ``vmap`` the lifted input is a BatchedTensor that is a leaf of the per-sample
+  (logical) graph -- an input that is the same for every sample is expanded first -- so
+  the backward pass runs batched and gives one gradient per sample.
+
+Results of the outermost transform are plain tensors unless an input required grad (then
+they stay differentiable, as in torch.func).
+"""
+import functools
+
+from .. import autograd
+from ..runtime import grad_mode
+from ..runtime.tensor import Tensor
+from ..transform.tree import flatten, unflatten
+from ._batched import BatchedTensor, batched, levels
+
+__all__ = ["grad", "grad_and_value", "hessian", "jacrev", "vjp"]
+
+
+# -- lifting inputs ---------------------------------------------------------------------------
+
+def _innermost_vmap():
+    for entry in reversed(levels()):
+        if entry[0] == "vmap":
+            return entry
+    return None
+
+
+def _lift(x):
+    """A leaf (or an attached alias) standing for input ``x`` in this transform's graph."""
+    if not isinstance(x, Tensor):
+        raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")  # noqa: TRY004
+    if x.dtype.is_floating_point is False and not x.is_complex():
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
+    vm = _innermost_vmap()
+    if vm is not None:
+        _, size, _, level = vm
+        if x.requires_grad and type(x) is BatchedTensor and x._level == level:
+            return x.view_as(x)
+        phys = x._phys if type(x) is BatchedTensor and x._level == level else \
+            x.unsqueeze(0).expand((size,) + tuple(x.shape))
+        t = batched(phys, level)
+        t._requires_grad = True
+        return t
+    if x.requires_grad:
+        return x.view_as(x)
+    return x.detach().requires_grad_(True)
+
+
+def _lift_tree(tree):
+    leaves, spec = flatten(tree)
+    lifted = [_lift(x) for x in leaves]
+    return lifted, unflatten(spec, lifted), spec, any(x.requires_grad for x in leaves)
+
+
+class _Level:
+    """One transform's entry in levels() while its function runs."""
+
+    def __enter__(self):
+        self.outer = bool(levels())
+        levels().append(("grad",))
+        self.mode = grad_mode.enable_grad()
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.mode.__exit__(*exc)
+        levels().pop()
+        return False
+
+
+def _plain(tree, keep):
+    """``tree`` with its tensors detached, unless the results must stay differentiable."""
+    if keep:
+        return tree
+    leaves, spec = flatten(tree)
+    return unflatten(spec, [x.detach() if isinstance(x, Tensor) else x for x in leaves])
+
+
+def _gradients(outputs, inputs, cotangents, create_graph, retain_graph=None):
+    """d(outputs . cotangents)/d(inputs); zeros for an input the outputs do not use."""
+    pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
+    found = [None] * len(inputs)
+    if pairs:
+        found = autograd.grad([o for o, _ in pairs], inputs, [c for _, c in pairs], retain_graph=retain_graph,
+                              create_graph=create_graph, allow_unused=True)
+    return [g if g is not None else _zeros_like(x) for g, x in zip(found, inputs)]
+
+
+def _zeros_like(x):
+    from ..runtime.creation import zeros
+    return zeros(tuple(x.shape), dtype=x.dtype, device=x.device)
+
+
+# -- argnums ------------------------------------------------------------------------------------
+
+def _check_argnums(argnums, nargs):
+    def one(a):
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(a)}")  # noqa: TRY004
+        if not -nargs <= a < nargs:
+            raise RuntimeError(f"Got argnum={a}, but only {nargs} positional inputs")
+        return a % nargs
+    if isinstance(argnums, tuple):
+        if not argnums:
+            raise RuntimeError("argnums must be non-empty")
+        norm = tuple(one(a) for a in argnums)
+        if len(set(norm)) != len(norm):
+            raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+        return norm
+    return one(argnums)
+
+
+def _chosen(args, argnums):
+    return tuple(args[i] for i in argnums) if isinstance(argnums, tuple) else args[argnums]
+
+
+def _replace(args, argnums, new):
+    args = list(args)
+    if isinstance(argnums, tuple):
+        for i, v in zip(argnums, new):
+            args[i] = v
+    else:
+        args[argnums] = new
+    return tuple(args)
+
+
+def _split_aux(out, has_aux, api):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{api}(f)(*args): output of function f should be a tuple: (output, aux) "
+                           "if has_aux is True")
+    return out
+
+
+# -- grad -----------------------------------------------------------------------------------------
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """``(gradient, value)`` of scalar-valued ``func`` w.r.t. the inputs ``argnums``;
+    ``((gradient, (value, aux)))`` with ``has_aux``, as in torch.func."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args))
+        with _Level() as level:
+            lifted, tree, spec, tracked = _lift_tree(_chosen(args, nums))
+            out = func(*_replace(args, nums, tree), **kwargs)
+            out, aux = _split_aux(out, has_aux, "grad_and_value")
+            if not isinstance(out, Tensor):
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "  # noqa: TRY004
+                                   f"{type(out)}")
+            if out.dim() != 0:
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, "
+                                   f"got tensor with {out.dim()} dims. Maybe you wanted to use the vjp or "
+                                   "jacrev APIs instead?")
+            keep = level.outer or tracked
+            grads = _gradients([out], lifted, [None], create_graph=keep)
+        value = (out, aux) if has_aux else out
+        return _plain(unflatten(spec, grads), keep), _plain(value, keep)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The gradient of scalar-valued ``func`` w.r.t. its inputs ``argnums`` (with its aux
+    output too when ``has_aux``)."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+# -- vjp --------------------------------------------------------------------------------------------
+
+def vjp(func, *primals, has_aux=False):
+    """``(func(*primals), vjp_fn)`` (and aux): ``vjp_fn(cotangents)`` gives one gradient per
+    primal, the cotangents shaped like the output."""
+    with _Level() as level:
+        lifted, tree, _, tracked = _lift_tree(primals)
+        out = func(*tree)
+        out, aux = _split_aux(out, has_aux, "vjp")
+        outs, out_spec = flatten(out)
+        for o in outs:
+            if not isinstance(o, Tensor):
+                raise RuntimeError("Expected f to be a function that has non-empty output; (either "  # noqa: TRY004
+                                   f"Tensor or a tuple of Tensors), got {type(o)}")
+    keep = level.outer or tracked
+    primal_spec = flatten(primals)[1]
+
+    def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
+        cts, ct_spec = flatten(cotangents)
+        if len(cts) != len(outs) or (ct_spec != out_spec and len(cts) > 1):
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure "
+                               f"of outputs to the function. cotangents: {ct_spec}, primal output: {out_spec}")
+        graph = create_graph if create_graph is not None else (
+            keep or bool(levels()) or any(isinstance(c, Tensor) and c.requires_grad for c in cts))
+        with grad_mode.enable_grad():
+            grads = _gradients(outs, lifted, cts, create_graph=graph, retain_graph=retain_graph)
+        return _plain(unflatten(primal_spec, grads), graph)
+
+    result = (_plain(out, keep), vjp_fn)
+    return result + (_plain(aux, keep),) if has_aux else result
+
+
+# -- jacrev and hessian -----------------------------------------------------------------------------
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of ``func`` w.r.t. the inputs ``argnums`` by reverse mode: one vjp per
+    output element (``chunk_size`` is accepted; the rows are computed one at a time)."""
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args))
+        with _Level() as level:
+            lifted, tree, spec, tracked = _lift_tree(_chosen(args, nums))
+            out = func(*_replace(args, nums, tree), **kwargs)
+            out, aux = _split_aux(out, has_aux, "jacrev")
+            outs, out_spec = flatten(out)
+            for o in outs:
+                if not isinstance(o, Tensor):
+                    raise RuntimeError("jacrev(f, ...)(*args): expected f(*args) to return only tensors, got "  # noqa: TRY004
+                                       f"unsupported type {type(o)}")
+            keep = level.outer or tracked
+            per_output = [unflatten(spec, _jacobian_rows(o, lifted, keep)) for o in outs]
+        jac = unflatten(out_spec, per_output)
+        return (_plain(jac, keep), _plain(aux, keep)) if has_aux else _plain(jac, keep)
+    return wrapper
+
+
+def _jacobian_rows(o, inputs, create_graph):
+    """[d o / d x for x in inputs], each shaped ``o.shape + x.shape``."""
+    from ..ops.shape import stack
+    from ..runtime.creation import zeros
+    n = o.numel()
+    rows = [[] for _ in inputs]
+    for j in range(n):
+        basis = zeros(n, dtype=o.dtype, device=o.device)
+        basis[j] = 1
+        for acc, g in zip(rows, _gradients([o], inputs, [basis.reshape(tuple(o.shape))], create_graph,
+                                           retain_graph=True)):
+            acc.append(g)
+    result = []
+    for x, acc in zip(inputs, rows):
+        shape = tuple(o.shape) + tuple(x.shape)
+        result.append(stack(acc, 0).reshape(shape) if acc else _zeros_like_shape(x, shape))
+    return result
+
+
+def _zeros_like_shape(x, shape):
+    from ..runtime.creation import zeros
+    return zeros(shape, dtype=x.dtype, device=x.device)
+
+
+def hessian(func, argnums=0):
+    """The Hessian of scalar-valued ``func``: ``jacrev(jacrev(func))`` (torch.func uses
+    ``jacfwd(jacrev)``; the values are the same)."""
+    return jacrev(jacrev(func, argnums), argnums)
