@@ -5,5 +5,6 @@ from .conv import *
 from .norm import *
 from .loss import *
 from .misc import *
+from .attention import *
 
 globals().update(_ACTIVATIONS)
