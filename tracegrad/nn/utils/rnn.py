@@ -115,7 +115,8 @@ def _steps_index(batch_sizes, batch):
         else np.zeros(0, dtype=np.int64)
 
 
-def _lengths_array(lengths):
+def lengths_array(lengths):
+    """Lengths or batch sizes (a tensor or a sequence) as a 1-D int64 NumPy array."""
     if isinstance(lengths, Tensor):
         return np.asarray(lengths.cpu().numpy()).astype(np.int64).reshape(-1)
     return np.asarray(lengths, dtype=np.int64).reshape(-1)
@@ -125,7 +126,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     """Pack a padded (T, B, *) batch (B, T, * with ``batch_first``) of sequences whose true
     lengths are ``lengths``. With ``enforce_sorted`` the lengths must be decreasing;
     otherwise the batch is sorted here and the permutation kept in the result."""
-    lens = _lengths_array(lengths)
+    lens = lengths_array(lengths)
     sorted_indices = None
     if not enforce_sorted:
         order = np.argsort(-lens, kind="stable")
@@ -150,15 +151,32 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
                            f"({input.shape[0]})")
     steps = int(lens[0]) if lens.size else 0
     batch_sizes = (lens[None, :] > np.arange(steps)[:, None]).sum(1).astype(np.int64)
+    return PackedSequence(packed_rows(input, batch_sizes), tensor(batch_sizes), sorted_indices, None)
+
+
+def packed_rows(input, batch_sizes):
+    """The rows of a time-major (T, B, *) batch that a packing with ``batch_sizes`` (a
+    NumPy array) keeps, step by step: the packed ``data``."""
+    batch = input.shape[1]
     flat = input.reshape((input.shape[0] * batch,) + tuple(input.shape[2:]))
-    data = flat[tensor(_steps_index(batch_sizes, batch))]
-    return PackedSequence(data, tensor(batch_sizes), sorted_indices, None)
+    return flat[tensor(_steps_index(batch_sizes, batch), device=input.device)]
+
+
+def padded_steps(data, batch_sizes, max_len=None, padding_value=0.0):
+    """Packed ``data`` laid out time-major, (max_len, B, *), with ``padding_value`` past
+    each sequence's end (``batch_sizes``: a NumPy array)."""
+    max_len = batch_sizes.size if max_len is None else max_len
+    batch = int(batch_sizes[0]) if batch_sizes.size else 0
+    pad_row = full((1,) + tuple(data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
+    where = np.full(max_len * batch, data.shape[0], dtype=np.int64)  # default: the padding row
+    where[_steps_index(batch_sizes, batch)] = np.arange(data.shape[0])
+    return cat([data, pad_row])[tensor(where, device=data.device)].reshape((max_len, batch) + tuple(data.shape[1:]))
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """The inverse of :func:`pack_padded_sequence`: (padded batch, lengths), in the batch's
     original order, padded with ``padding_value`` to ``total_length`` steps if given."""
-    batch_sizes = _lengths_array(sequence.batch_sizes)
+    batch_sizes = lengths_array(sequence.batch_sizes)
     max_len = batch_sizes.size
     if total_length is not None:
         if total_length < max_len:
@@ -166,11 +184,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
                              f"but got total_length={total_length} and max sequence length being {max_len}")
         max_len = total_length
     batch = int(batch_sizes[0]) if batch_sizes.size else 0
-    data = sequence.data
-    pad_row = full((1,) + tuple(data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
-    where = np.full(max_len * batch, data.shape[0], dtype=np.int64)  # default: the padding row
-    where[_steps_index(batch_sizes, batch)] = np.arange(data.shape[0])
-    padded = cat([data, pad_row])[tensor(where)].reshape((max_len, batch) + tuple(data.shape[1:]))
+    padded = padded_steps(sequence.data, batch_sizes, max_len, padding_value)
     lengths = (batch_sizes[None, :] > np.arange(batch)[:, None]).sum(1).astype(np.int64)
     if batch_first:
         padded = padded.transpose(0, 1)
