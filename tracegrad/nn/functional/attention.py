@@ -19,13 +19,13 @@ import math
 
 from ...ops.activation import softmax
 from ...ops.linalg import _c as _c_name
+from ...ops.linalg import _tensor
 from ...ops.linalg import matmul
 from ...backend.dtypes import bool_ as _bool
 from ...rules.attention import attention as _attention
 from ...runtime.creation import ones, zeros
 from ...runtime.grad_mode import no_grad
 from ...runtime.shapes import broadcast_shapes
-from ...runtime.tensor import Tensor
 from .misc import dropout
 
 __all__ = ["scaled_dot_product_attention"]
@@ -33,9 +33,9 @@ __all__ = ["scaled_dot_product_attention"]
 
 def _check(query, key, value, attn_mask, dropout_p, is_causal):
     for name, t, pos in (("query", query, 1), ("key", key, 2), ("value", value, 3)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"scaled_dot_product_attention(): argument '{name}' (position {pos}) must be "
-                            f"Tensor, not {type(t).__name__}")
+        _tensor(t, "scaled_dot_product_attention", name, pos)
+    if attn_mask is not None:
+        _tensor(attn_mask, "scaled_dot_product_attention", "attn_mask", 4)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, but got "
                            f"query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
