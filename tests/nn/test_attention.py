@@ -15,6 +15,7 @@ from tracegrad.nn import functional as F
 from ._oracle import assert_close, copy_weights
 
 RNG = np.random.default_rng(7)
+pytestmark = pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning")
 
 
 def randn(*shape):
