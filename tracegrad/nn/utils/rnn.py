@@ -235,10 +235,11 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
-    """The sequences of a padded batch, cut to their lengths. Like PyTorch, transposes a
-    time-major ``padded_sequences`` in place."""
+    """The sequences of a padded batch, cut to their lengths. (PyTorch also transposes a
+    time-major ``padded_sequences`` in place, as a side effect; tracegrad has no
+    ``transpose_``, so the caller's tensor is left as it was.)"""
     if not batch_first:
-        padded_sequences.transpose_(0, 1)
+        padded_sequences = padded_sequences.transpose(0, 1)
     idx = arange(padded_sequences.shape[1], device=lengths.device)
     return [seq[idx < length] for seq, length in zip(padded_sequences, lengths, strict=True)]
 
