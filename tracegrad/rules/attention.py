@@ -15,6 +15,8 @@ broadcast against the scores; it is differentiable, as PyTorch's float ``attn_ma
 """
 import functools
 
+import numpy as np
+
 from .broadcast import sum_to, unbroadcast
 from .core import KEEP, primitive
 from .linalg import _mT, matmul
@@ -25,11 +27,9 @@ __all__ = ["attention"]
 
 @functools.lru_cache(maxsize=64)
 def _causal_bias(xp, L, S, dtype):
-    """0 where key j <= query i, -inf above the diagonal; read-only, shared across calls."""
-    bias = xp.triu(xp.full((L, S), -xp.inf, dtype=dtype), 1)
-    if hasattr(bias, "flags"):
-        bias.flags.writeable = False
-    return bias
+    """0 where key j <= query i, -inf above the diagonal; shared across calls (only ever
+    read: it is added to the scores)."""
+    return xp.triu(xp.full((L, S), -xp.inf, dtype=dtype), 1)
 
 
 def _safe_softmax_(xp, s):
@@ -55,7 +55,7 @@ def attention(xp, q, k, v, bias, *, scale, causal=False):
     if causal:
         s += _causal_bias(xp, s.shape[-2], s.shape[-1], s.dtype)
     if bias is not None:
-        s = s + bias if xp.broadcast_shapes(s.shape, bias.shape) != s.shape else xp.add(s, bias, out=s)
+        s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else xp.add(s, bias, out=s)
     p = _safe_softmax_(xp, s)
     return xp.matmul(p, v), p
 
