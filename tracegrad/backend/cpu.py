@@ -79,27 +79,11 @@ def randperm(generator, n):
 _erf_scalar = _np.frompyfunc(_math.erf, 1, 1)
 
 
-def _scipy_erf():
-    try:
-        from scipy.special import erf as scipy_erf
-    except ImportError:
-        return None
-    return scipy_erf
-
-
-_ERF = []  # [SciPy's erf or None], looked up on first use (SciPy is optional)
-
-
 def erf(x):
-    """The error function, elementwise, exact to float64.
+    """The error function, elementwise, exact to float64 (the C library's ``erf``).
 
-    NumPy has no ``erf``: SciPy's vectorised one is used when SciPy is installed (exact GELU
-    in a transformer calls this on every activation); otherwise ``math.erf`` element by
-    element, which is exact but slow (about 0.1 us per element)."""
+    NumPy has no ``erf``; this vectorises ``math.erf`` element by element, which is exact
+    but slow (about 0.1 us per element)."""
     x = _np.asarray(x)
-    if not _ERF:
-        _ERF.append(_scipy_erf())
-    if _ERF[0] is not None and x.dtype.kind == "f":
-        return _ERF[0](x)
     out = _erf_scalar(x)
     return _np.asarray(out, dtype=x.dtype if x.dtype.kind in "fc" else _np.float64)
