@@ -2,9 +2,9 @@
 
 One primitive instead of five (mul, matmul, mask, softmax, matmul) because attention is
 the hot loop of every transformer: the kernel works in place on the score matrix and the
-backward is four matrix products and three passes over P, which made a causal block's
-forward and backward ~2.5x faster than the composition (the timing is in the helper's
-report; ``tests/nn/test_attention.py`` holds the comparison). PyTorch records the same
+backward is four matrix products and a few passes over P: causal attention's forward and
+backward ran ~2.4x faster than the composition (9.7 -> 4.0 ms at B, H, T, D = 8, 4, 64,
+16 in float32; benchmarks/attention.py compares with torch). PyTorch records the same
 fused node on the CPU (``ScaledDotProductFlashAttentionForCpuBackward0``).
 
 Outputs are ``(O, P)``: the vjp reads ``P`` instead of recomputing it. Rows whose every

@@ -2,8 +2,8 @@
 argument checks and messages.
 
 Without dropout it is one fused rule-table primitive (:mod:`tracegrad.rules.attention`,
-the node PyTorch records on the CPU too), measured ~2.5x faster in a causal block than
-the five-node composition; with dropout it is that composition (mul, matmul, masking,
+the node PyTorch records on the CPU too), whose causal forward + backward measured ~2.4x
+faster than the five-node composition (benchmarks/attention.py has the shapes); with dropout it is that composition (mul, matmul, masking,
 softmax, dropout, matmul), as PyTorch's math path is. Gradients reach the query, key,
 value and a float mask either way.
 
