@@ -394,7 +394,7 @@ def test_mha_is_causal_hint_and_functional_form_match_torch():
     out_t = theirs(x_t, x_t, x_t, attn_mask=torch.tensor(mask), is_causal=True, need_weights=False)[0]
     out_o = ours(x_o, x_o, x_o, attn_mask=tg.tensor(mask), is_causal=True, need_weights=False)[0]
     assert_close(out_o, out_t, what="causal output")
-    args = lambda mod, x: (x, x, x, 6, 3, mod.in_proj_weight, mod.in_proj_bias, None, None, False, 0.0,  # noqa: E731
+    args = lambda mod, x: (x, x, x, 6, 3, mod.in_proj_weight, mod.in_proj_bias, None, None, False, 0.0,
                            mod.out_proj.weight, mod.out_proj.bias)
     f_t = torch.nn.functional.multi_head_attention_forward(*args(theirs, x_t), training=False)
     f_o = F.multi_head_attention_forward(*args(ours, x_o), training=False)

@@ -6,8 +6,16 @@ import pytest
 
 import tracegrad as tg
 from tracegrad import nn
-from tracegrad.nn.utils.rnn import (PackedSequence, invert_permutation, pack_padded_sequence, pack_sequence,
-                                    pad_packed_sequence, pad_sequence, unpack_sequence, unpad_sequence)
+from tracegrad.nn.utils.rnn import (
+    PackedSequence,
+    invert_permutation,
+    pack_padded_sequence,
+    pack_sequence,
+    pad_packed_sequence,
+    pad_sequence,
+    unpack_sequence,
+    unpad_sequence,
+)
 
 from ._oracle import assert_close, copy_weights
 
@@ -88,7 +96,7 @@ def test_round_trips():
 
 def test_packed_sequence_is_a_named_tuple_with_conversions():
     packed = pack_sequence([tg.ones(2), tg.ones(1)])
-    data, batch_sizes, sorted_indices, unsorted_indices = packed
+    data, batch_sizes, _, _ = packed
     assert isinstance(packed, tuple) and data is packed.data
     assert repr(packed) == ("PackedSequence(data=tensor([1., 1., 1.]), batch_sizes=tensor([2, 1]), "
                             "sorted_indices=None, unsorted_indices=None)")

@@ -17,11 +17,10 @@ for a group of query heads; dropout on the attention weights is always applied w
 import functools
 import math
 
+from ...backend.dtypes import bool_ as _bool
 from ...ops.activation import softmax
 from ...ops.linalg import _c as _c_name
-from ...ops.linalg import _tensor
-from ...ops.linalg import matmul
-from ...backend.dtypes import bool_ as _bool
+from ...ops.linalg import _tensor, matmul
 from ...rules.attention import attention as _attention
 from ...runtime.creation import ones, zeros
 from ...runtime.grad_mode import no_grad

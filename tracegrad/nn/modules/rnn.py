@@ -10,11 +10,11 @@ import math
 import numbers
 import warnings
 
+from ...runtime.creation import empty, zeros
 from .. import init
 from ..functional import rnn as R
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, lengths_array, packed_rows, padded_steps
-from ...runtime.creation import empty, zeros
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
