@@ -18,7 +18,8 @@ RNG = np.random.default_rng(11)
 # both libraries warn about mixing bool padding masks with float attention masks, and about
 # nested tensors for layouts that cannot use them (tested once below)
 pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched:UserWarning"),
-              pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning")]
+              pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning"),
+              pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")]
 
 
 def randn(*shape):
@@ -162,6 +163,22 @@ def test_deepcopy_of_a_whole_model_trains_independently():
     np.testing.assert_allclose(clone(src, tgt).detach().numpy(), model(src, tgt).detach().numpy(), rtol=1e-6)
 
 
+def test_inference_with_end_padding_zeroes_padded_positions_as_torchs_nested_path():
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2).eval()
+    x = tg.randn(2, 5, 8)
+    end_padding = tg.tensor([[False, False, False, True, True], [False] * 5])
+    with tg.no_grad():
+        fast = encoder(x, src_key_padding_mask=end_padding).numpy()
+    slow = encoder(x, src_key_padding_mask=end_padding).detach().numpy()  # grad enabled: no nested path
+    assert np.all(fast[0, 3:] == 0) and not np.any(slow[0, 3:] == 0)
+    np.testing.assert_allclose(fast[0, :3], slow[0, :3], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fast[1], slow[1], rtol=1e-5, atol=1e-6)
+    middle = tg.tensor([[False, True, False, False, False], [False] * 5])
+    with tg.no_grad():  # not left-aligned: PyTorch keeps the padded path
+        assert not np.any(encoder(x, src_key_padding_mask=middle).numpy()[0, 1] == 0)
+
+
 # -- against PyTorch ---------------------------------------------------------------------------------
 
 def _run_both(theirs, ours, arrays, masks=None):
@@ -249,6 +266,29 @@ def test_transformer_matches_torch(norm_first, batch_first):
     src, tgt = randn(*_shape(batch_first, 6)), randn(*_shape(batch_first, 4))
     _run_both(theirs, ours, [src, tgt], {"tgt_mask": nn.Transformer.generate_square_subsequent_mask(
         4, dtype=tg.float64).numpy(), "src_key_padding_mask": _padding(3, 6), "memory_key_padding_mask": _padding(3, 6)})
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("padding", [[[0, 0, 0, 1, 1], [0, 0, 0, 0, 0]], [[0, 1, 0, 0, 1], [0, 0, 0, 0, 1]]],
+                         ids=["end", "middle"])
+@pytest.mark.parametrize("final_norm", [False, True])
+def test_inference_fast_path_values_match_torch(padding, final_norm):
+    import torch
+    t_layer = torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    o_layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    t_enc = torch.nn.TransformerEncoder(t_layer, 2, norm=torch.nn.LayerNorm(8) if final_norm else None).eval()
+    o_enc = nn.TransformerEncoder(o_layer, 2, norm=nn.LayerNorm(8) if final_norm else None).eval()
+    copy_weights(t_enc, o_enc)
+    with torch.no_grad():  # PyTorch's C++ inference path: trust it to float32 rounding
+        if final_norm:  # a non-zero bias: padded positions come out as norm(0) = bias
+            t_enc.norm.bias.normal_()
+            copy_weights(t_enc, o_enc)
+        x = randn(2, 5, 8).astype(np.float32)
+        mask = np.array(padding, bool)
+        theirs = t_enc(torch.tensor(x), src_key_padding_mask=torch.tensor(mask))
+    with tg.no_grad():
+        ours = o_enc(tg.tensor(x), src_key_padding_mask=tg.tensor(mask))
+    assert_close(ours, theirs, rtol=1e-4, atol=1e-5, what="inference output")
 
 
 @pytest.mark.torch

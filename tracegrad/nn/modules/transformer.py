@@ -11,6 +11,7 @@ import copy
 import warnings
 
 from ...runtime.creation import full
+from ...runtime.grad_mode import is_grad_enabled
 from .. import functional as F
 from ..init import xavier_uniform_
 from .activation import GELU, ReLU
@@ -223,7 +224,30 @@ class TransformerEncoder(Module):
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if self._takes_nested_path(src, mask, src_key_padding_mask):
+            # PyTorch's inference path runs the unpadded sequences as a nested tensor and pads
+            # the result with zeros: the same values, but 0 where the input was padding
+            output = output.masked_fill(src_key_padding_mask.unsqueeze(-1) != 0, 0.0)
         return output if self.norm is None else self.norm(output)
+
+    def _takes_nested_path(self, src, mask, padding):
+        """Whether PyTorch would run this call on nested tensors (its "sparsity fast path":
+        inference with a padding mask that only pads the ends of sequences, and no mask)."""
+        if not getattr(self, "use_nested_tensor", False) or self.layers[0].training or src.dim() != 3:
+            return False
+        if padding is None or mask is not None:
+            return False
+        layer = self.layers[0]
+        params = (layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias, layer.self_attn.out_proj.weight,
+                  layer.self_attn.out_proj.bias, layer.norm1.weight, layer.norm1.bias, layer.norm2.weight,
+                  layer.norm2.bias, layer.linear1.weight, layer.linear1.bias, layer.linear2.weight, layer.linear2.bias)
+        if is_grad_enabled() and any(t is not None and t.requires_grad for t in (src, *params)):
+            return False
+        if getattr(self, "mask_check", True):
+            valid = (padding == 0).cpu().numpy()
+            if (valid[:, 1:] & ~valid[:, :-1]).any():  # a kept position after a padded one
+                return False
+        return True
 
 
 class TransformerDecoder(Module):
