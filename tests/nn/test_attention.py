@@ -401,3 +401,17 @@ def test_mha_is_causal_hint_and_functional_form_match_torch():
     assert_close(f_o[0], f_t[0], what="functional output")
     assert_close(f_o[1], f_t[1], what="functional weights")
     assert repr(ours) == repr(theirs)
+
+
+def test_sdpa_kernel_accepts_backends_and_changes_nothing():
+    from tracegrad.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v = randn(2, 3, 4), randn(2, 5, 4), randn(2, 5, 3)
+    with sdpa_kernel(SDPBackend.MATH):
+        inside = sdpa(q, k, v, is_causal=True)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION], set_priority=True):
+        np.testing.assert_array_equal(sdpa(q, k, v, is_causal=True), inside)
+    assert int(SDPBackend.CUDNN_ATTENTION) == 3 and str(SDPBackend.MATH) == "SDPBackend.MATH"
+    with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend or a list of SDPBackend "
+                                             "instances, got str"):
+        with sdpa_kernel("math"):
+            pass
