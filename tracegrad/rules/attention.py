@@ -50,8 +50,11 @@ def _safe_softmax_(xp, s):
 @primitive("ScaledDotProductFlashAttentionForCpuBackward0", dtypes=KEEP, nout=2,
            result_names=("output", "attn_weight"), saved_outputs=(1,), saved_names=("query", "key", "value", "attn_mask"))
 def attention(xp, q, k, v, bias, *, scale, causal=False):
-    s = xp.matmul(q, xp.swapaxes(k, -1, -2))
-    s *= scale
+    if q.shape[-1] < k.shape[-2]:  # scale the smaller of q (L, E) and the scores (L, S)
+        s = xp.matmul(q * scale, xp.swapaxes(k, -1, -2))
+    else:
+        s = xp.matmul(q, xp.swapaxes(k, -1, -2))
+        s *= scale
     if causal:
         s += _causal_bias(xp, s.shape[-2], s.shape[-1], s.dtype)
     if bias is not None:
