@@ -11,9 +11,10 @@
   blocks with causal self-attention and a GELU MLP, tied head, cross-entropy), written
   once and run by both libraries from the same weights.
 
-Each figure is the best of several timed rounds after a warm-up; torch runs on one thread
-(``torch.set_num_threads(1)``) in a block of its own, and NumPy's BLAS should be one
-thread too (``OPENBLAS_NUM_THREADS=1``) for a like-for-like comparison.
+Each figure is the best of several timed rounds after a warm-up, in CPU time of this
+process (``time.process_time``: steadier than wall time on a shared machine); so torch runs
+on one thread (``torch.set_num_threads(1)``) and NumPy's BLAS must be one thread too
+(``OPENBLAS_NUM_THREADS=1``), else the figures count every thread's time.
 """
 import argparse
 import math
@@ -105,10 +106,10 @@ def best_of(step, rounds, repeat):
     step()
     best = math.inf
     for _ in range(rounds):
-        t = time.perf_counter()
+        t = time.process_time()
         for _ in range(repeat):
             step()
-        best = min(best, (time.perf_counter() - t) / repeat)
+        best = min(best, (time.process_time() - t) / repeat)
     return best * 1e3
 
 
