@@ -44,9 +44,9 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
+        # PyTorch copies the values only: a copy starts without .grad (so that layers
+        # deep-copied into a TransformerEncoder do not inherit accumulated gradients)
         result = type(self)(self.detach().clone(), self._requires_grad)
-        if self._grad is not None:
-            result._grad = self._grad.detach().clone()
         memo[id(self)] = result
         return result
 

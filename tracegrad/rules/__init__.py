@@ -11,7 +11,7 @@ without them).
 from . import core, broadcast, unary, arith, views, memory, shape, index, reduce  # noqa: F401
 from . import linalg, activation, conv, pool, loss, nn, complex_, arrays  # noqa: F401
 from . import fft  # noqa: F401
-from . import counting, distance  # noqa: F401
+from . import attention, counting, distance  # noqa: F401
 from . import special, gamma, bessel  # noqa: F401
 from . import decomp, spectral, matrix_functions  # noqa: F401
 from . import scipy_linalg, scipy_signal, scipy_stats  # noqa: F401  (SciPy kernels, imported lazily)

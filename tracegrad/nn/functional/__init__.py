@@ -5,5 +5,8 @@ from .conv import *
 from .norm import *
 from .loss import *
 from .misc import *
+from .attention import *
+from .mha import *
+from .mha import _canonical_mask, _in_projection, _in_projection_packed, _mha_shape_check, _none_or_dtype
 
 globals().update(_ACTIVATIONS)

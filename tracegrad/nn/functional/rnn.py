@@ -12,10 +12,13 @@ Gate order and formulas are PyTorch's: LSTM (i, f, g, o); GRU (r, z, n) with
 Nothing here is public (``torch.nn.functional`` has no recurrent functions); the modules
 in :mod:`tracegrad.nn.modules.rnn` check arguments and call these.
 """
+import numpy as np
+
 from ...ops.activation import relu, sigmoid
 from ...ops.linalg import addmm
-from ...ops.pointwise import tanh
+from ...ops.pointwise import tanh, where
 from ...ops.shape import cat, stack
+from ...runtime.creation import tensor
 from .misc import dropout as _dropout
 
 __all__ = []
@@ -94,34 +97,47 @@ def _prepare(mode, x, weights):
     return inputs, _rnn_step(w_hh.t(), "tanh" if mode == "RNN_TANH" else "relu")
 
 
-def _scan(step, inputs, state, reverse):
+def _scan(step, inputs, state, reverse, running=None):
     """Run ``step`` over ``inputs`` (backwards in time if ``reverse``): the hidden states
-    stacked in time order, and the final state."""
+    stacked in time order, and the final state. ``running[t]`` (packed batches: a (B, 1)
+    bool mask of the sequences still running at step t) freezes the state of the others,
+    so each sequence ends with the state of its own last step -- and, run backwards,
+    starts from the initial state at its own last step."""
     hs = [None] * len(inputs)
     for t in (range(len(inputs) - 1, -1, -1) if reverse else range(len(inputs))):
-        state = step(inputs[t], state)
+        new = step(inputs[t], state)
+        state = new if running is None else tuple(where(running[t], n, s) for n, s in zip(new, state))
         hs[t] = state[0]
     return stack(hs, 0), state
 
 
-def recurrent(mode, input, hx, weights, num_layers, bidirectional, dropout, training):
+def _running(batch_sizes, batch, device):
+    """Per step, which rows of a packed batch (sorted by decreasing length) still run."""
+    return [tensor(np.arange(batch)[:, None] < n, device=device) for n in batch_sizes]
+
+
+def recurrent(mode, input, hx, weights, num_layers, bidirectional, dropout, training, batch_sizes=None):
     """A whole multi-layer recurrence over a time-major (T, B, I) ``input``.
 
     ``hx`` is the (layers * directions, B, H) initial state, or the pair (h0, c0) for an
     LSTM; ``weights`` holds one tuple (w_ih, w_hh, b_ih, b_hh, w_hr) per layer and
-    direction (None for absent ones). Returns (output (T, B, D * H), h_n or (h_n, c_n))."""
+    direction (None for absent ones); ``batch_sizes`` (a NumPy array, for a padded packed
+    batch) says how many sequences run at each step. Returns (output (T, B, D * H),
+    h_n or (h_n, c_n)); outputs past a sequence's end are meaningless."""
     directions = 2 if bidirectional else 1
     lstm = mode == "LSTM"
     h0 = (hx[0] if lstm else hx).unbind(0)
     c0 = hx[1].unbind(0) if lstm else None
     finals = []
     x = input
+    running = None if batch_sizes is None else _running(batch_sizes, input.shape[1], input.device)
     for layer in range(num_layers):
         outs = []
         for d in range(directions):
             k = layer * directions + d
             inputs, step = _prepare(mode, x, weights[k])
-            out, state = _scan(step, inputs, (h0[k], c0[k]) if lstm else (h0[k],), reverse=d == 1)
+            out, state = _scan(step, inputs, (h0[k], c0[k]) if lstm else (h0[k],), reverse=d == 1,
+                                running=running)
             outs.append(out)
             finals.append(state)
         x = outs[0] if directions == 1 else cat(outs, 2)

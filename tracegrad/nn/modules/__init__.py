@@ -14,6 +14,8 @@ from .conv import *
 from .pooling import *
 from .loss import *
 from .rnn import *
+from .attention import *
+from .transformer import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).

@@ -2,17 +2,19 @@
 parameter names, shapes, initialisation, argument checks and messages.
 
 The modules check arguments and shape the states (unbatched inputs, ``batch_first``,
-absent initial states); the recurrences themselves are in :mod:`..functional.rnn`.
-Packed sequences are not supported.
+absent initial states, packed sequences); the recurrences themselves are in
+:mod:`..functional.rnn`. A :class:`PackedSequence` input is laid out padded and run with
+the finished sequences' states frozen; its output is packed the same way.
 """
 import math
 import numbers
 import warnings
 
+from ...runtime.creation import empty, zeros
 from .. import init
 from ..functional import rnn as R
 from ..parameter import Parameter
-from ...runtime.creation import empty, zeros
+from ..utils.rnn import PackedSequence, lengths_array, packed_rows, padded_steps
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -125,14 +127,20 @@ class RNNBase(Module):
         if input.dtype != w.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). Convert "
                              f"input: input.to({w.dtype}), or convert model: model.to({input.dtype})")
-        if input.dim() != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        want = 2 if batch_sizes is not None else 3
+        if input.dim() != want:
+            raise RuntimeError(f"input must have {want} dimensions, got {input.dim()}")
         if self.input_size != input.size(-1):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.size(-1)}")
 
+    def _mini_batch(self, input, batch_sizes):
+        if batch_sizes is not None:
+            return int(batch_sizes[0])
+        return input.size(0) if self.batch_first else input.size(1)
+
     def get_expected_hidden_size(self, input, batch_sizes=None):
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        mini_batch = self._mini_batch(input, batch_sizes)
         directions = 2 if self.bidirectional else 1
         size = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * directions, mini_batch, size)
@@ -144,6 +152,10 @@ class RNNBase(Module):
     def check_forward_args(self, input, hidden, batch_sizes=None):
         self.check_input(input, batch_sizes)
         self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+
+    def permute_hidden(self, hx, permutation):
+        """The states reordered along the batch dim (packed batches are sorted by length)."""
+        return hx if permutation is None else hx.index_select(1, permutation)
 
     # -- running -------------------------------------------------------------------------------
     def _batched(self, input, name, suffix):
@@ -165,15 +177,42 @@ class RNNBase(Module):
         if input.size(1 if self.batch_first else 0) == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         x = input.transpose(0, 1) if self.batch_first else input
-        weights = [tuple(getattr(self, n.format(k, s), None) for n in
-                         ("weight_ih_l{}{}", "weight_hh_l{}{}", "bias_ih_l{}{}", "bias_hh_l{}{}", "weight_hr_l{}{}"))
-                   for k in range(self.num_layers) for s in (("", "_reverse") if self.bidirectional else ("",))]
-        out, hidden = R.recurrent(self.mode, x, hx, weights, self.num_layers, self.bidirectional,
+        out, hidden = R.recurrent(self.mode, x, hx, self._weights(), self.num_layers, self.bidirectional,
                                   self.dropout, self.training)
         return (out.transpose(0, 1) if self.batch_first else out), hidden
 
+    def _weights(self):
+        return [tuple(getattr(self, n.format(k, s), None) for n in
+                      ("weight_ih_l{}{}", "weight_hh_l{}{}", "bias_ih_l{}{}", "bias_hh_l{}{}", "weight_hr_l{}{}"))
+                for k in range(self.num_layers) for s in (("", "_reverse") if self.bidirectional else ("",))]
+
+    def _forward_packed(self, input, hx):
+        """A PackedSequence in, a PackedSequence out; ``hx`` and the final states in the
+        caller's batch order (PyTorch's permute_hidden on the way in and out)."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        sizes = lengths_array(batch_sizes)
+        lstm = self.mode == "LSTM"
+        out_size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if hx is None:
+            hx = _ZeroStates(self, int(sizes[0]), data)
+            hx = (hx(out_size), hx(self.hidden_size)) if lstm else hx(self.hidden_size)
+        elif lstm:
+            hx = (self.permute_hidden(hx[0], sorted_indices), self.permute_hidden(hx[1], sorted_indices))
+        else:
+            hx = self.permute_hidden(hx, sorted_indices)
+        self.check_forward_args(data, hx, batch_sizes)
+        x = padded_steps(data, sizes)
+        out, hidden = R.recurrent(self.mode, x, hx, self._weights(), self.num_layers, self.bidirectional,
+                                  self.dropout, self.training, batch_sizes=sizes)
+        output = PackedSequence(packed_rows(out, sizes), batch_sizes, sorted_indices, unsorted_indices)
+        if lstm:
+            return output, tuple(self.permute_hidden(h, unsorted_indices) for h in hidden)
+        return output, self.permute_hidden(hidden, unsorted_indices)
+
     def _forward_single_state(self, input, hx, name, suffix):
         """RNN and GRU: one state tensor ``hx`` of shape (layers * directions, batch, hidden)."""
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         input, batched, batch_dim = self._batched(input, name, suffix)
         if hx is not None:
             want = 3 if batched else 2
@@ -189,6 +228,17 @@ class RNNBase(Module):
         if not batched:
             return output.squeeze(batch_dim), hidden.squeeze(1)
         return output, hidden
+
+
+class _ZeroStates:
+    """Zero initial states for a packed batch of ``batch`` sequences."""
+
+    def __init__(self, module, batch, data):
+        self.shape = (module.num_layers * (2 if module.bidirectional else 1), batch)
+        self.data = data
+
+    def __call__(self, size):
+        return zeros(*self.shape, size, dtype=self.data.dtype, device=self.data.device)
 
 
 class RNN(RNNBase):
@@ -235,7 +285,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input, batch_sizes=None):
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        mini_batch = self._mini_batch(input, batch_sizes)
         return (self.num_layers * (2 if self.bidirectional else 1), mini_batch, self.hidden_size)
 
     def check_forward_args(self, input, hidden, batch_sizes=None):
@@ -246,6 +296,8 @@ class LSTM(RNNBase):
                                "Expected hidden[1] size {}, got {}")
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         input, batched, batch_dim = self._batched(input, "LSTM", "")
         if hx is None:
             hx = (self._zeros(input, self.proj_size if self.proj_size > 0 else self.hidden_size),
