@@ -44,7 +44,8 @@ globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor...
 globals().update(_ops.compat_tensor.CONSTANTS)  # pi, inf, strided, channels_last...
 from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_vjp, elementwise_grad,  # noqa: E402
                         fusion, fusion_enabled, grad, grad_of, hessian, hvp, jacfwd, jacobian, jacrev, jvp,
-                        set_fusion, stop_gradient, trace, value_and_grad, vjp)
+                        set_fusion, stop_gradient, value_and_grad, vjp)
+from .transform import trace as _trace_function  # noqa: E402
 
 float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
 double = float64
@@ -54,6 +55,15 @@ int = int32  # noqa: A001
 short = int16
 cfloat = complex64
 cdouble = complex128
+
+
+def trace(f):
+    """Two meanings, told apart by the argument: ``trace(matrix)`` is torch.trace, the sum of
+    a 2-D Tensor's diagonal; ``trace(function)`` is tracegrad's tape tracer, which returns a
+    function recording a :class:`Tape` (see :mod:`tracegrad.transform`)."""
+    if isinstance(f, Tensor):
+        return _ops.arrays.trace(f)
+    return _trace_function(f)
 
 
 def result_type(tensor1, tensor2):
