@@ -9,7 +9,7 @@ import numpy as _np
 from numpy import where  # noqa: F401 -- NumPy's own (the CUDA namespace wraps CuPy's)
 from numpy.lib.stride_tricks import as_strided, sliding_window_view  # noqa: F401
 
-from .cpu_erf import erf  # noqa: F401 -- NumPy has none
+from . import cpu_erf as _cpu_erf
 
 name = "cpu"
 ndarray = _np.ndarray
@@ -75,3 +75,20 @@ def new_rng(value):
 def randperm(generator, n):
     """A random permutation of ``0..n-1`` drawn from ``generator``."""
     return generator.permutation(n)
+
+
+_erf_kernel = []
+
+
+def erf(x):
+    """The error function (NumPy has none). SciPy's C ufunc when SciPy is installed (about
+    5x faster: GELU calls it twice per step), else fdlibm's algorithm vectorised in NumPy
+    (:mod:`.cpu_erf`, within 1 ulp). SciPy's is within 3 ulp in float64 and exact in float32.
+    SciPy is looked for on first use, so importing tracegrad does not import it."""
+    if not _erf_kernel:
+        try:
+            from scipy.special import erf as kernel
+        except ImportError:
+            kernel = _cpu_erf.erf
+        _erf_kernel.append(kernel)
+    return _erf_kernel[0](x)
