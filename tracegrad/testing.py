@@ -7,12 +7,11 @@ exactly. Python numbers compare as numbers, sequences and mappings item by item.
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
+from .backend import cpu as host  # host-side (NumPy) arithmetic, never on device arrays
 from .backend import dtypes as _dt
 from .runtime.tensor import Tensor
 
-__all__ = ["assert_close", "assert_allclose"]
+__all__ = ["assert_allclose", "assert_close"]
 
 _TOLERANCES = {_dt.float16: (1e-3, 1e-5), _dt.float32: (1.3e-6, 1e-5), _dt.float64: (1e-7, 1e-7),
                _dt.complex64: (1.3e-6, 1e-5), _dt.complex128: (1e-7, 1e-7)}
@@ -84,19 +83,19 @@ def _tensors(actual, expected, rtol, atol, equal_nan, check_device, check_dtype,
     if exact:
         close = a == e
     else:
-        close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        close = host.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if close.all():
         return
     if a.ndim == 0:  # a 0-d tensor is reported as a scalar
         return _scalar_failure(a.item(), e.item(), exact, rtol, atol, msg, path)
     total = close.size
     wrong = int(total - close.sum())
-    work = np.float32 if exact and dtype is not _dt.bool_ else a.dtype
+    work = host.float32 if exact and dtype is not _dt.bool_ else a.dtype
     if dtype is _dt.bool_:
-        a, e = a.astype(np.int64), e.astype(np.int64)
-    with np.errstate(all="ignore"):
-        abs_diff = np.abs(a - e) if exact else np.abs(a - e).astype(np.abs(a).dtype)
-        rel_diff = (np.abs(a - e).astype(work) / np.abs(e).astype(work))
+        a, e = a.astype(host.int64), e.astype(host.int64)
+    with host.errstate(all="ignore"):
+        abs_diff = host.abs(a - e) if exact else host.abs(a - e).astype(host.abs(a).dtype)
+        rel_diff = (host.abs(a - e).astype(work) / host.abs(e).astype(work))
     what = "equal" if exact else "close"
     lines = [f"Tensor-likes are not {what}!", "", f"Mismatched elements: {wrong} / {total} ({100 * wrong / total:.1f}%)"]
     for name, diff, allowed in (("absolute", abs_diff, atol), ("relative", rel_diff, rtol)):
@@ -111,14 +110,14 @@ def _tensors(actual, expected, rtol, atol, equal_nan, check_device, check_dtype,
 def _argmax(diff):
     """The index of the largest difference (the first NaN, if any, as PyTorch reports)."""
     flat = diff.reshape(-1)
-    nan = np.isnan(flat)
-    i = int(np.argmax(nan)) if nan.any() else int(np.argmax(flat))
-    return np.unravel_index(i, diff.shape) if diff.ndim else ()
+    nan = host.isnan(flat)
+    i = int(host.argmax(nan)) if nan.any() else int(host.argmax(flat))
+    return host.unravel_index(i, diff.shape) if diff.ndim else ()
 
 
 def _host(t):
     from . import backend
-    return np.asarray(backend.namespace_of(t._data).to_host(t.detach()._data))
+    return host.asarray(backend.namespace_of(t._data).to_host(t.detach()._data))
 
 
 def _scalars(actual, expected, rtol, atol, equal_nan, msg, path):

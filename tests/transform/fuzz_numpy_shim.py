@@ -632,7 +632,7 @@ _NS = {
     "power": _binary("power", lambda a, b: _t(a) ** b),
     "maximum": _binary("maximum", lambda a, b: tg.maximum(_t(a), _t(b))),
     "minimum": _binary("minimum", lambda a, b: tg.minimum(_t(a), _t(b))),
-    "hypot": _binary("hypot", lambda a, b: tg.sqrt(_t(a) * a + _t(b) * b)),
+    "hypot": _binary("hypot", lambda a, b: tg.hypot(_t(a), _t(b))),  # (its rule: 0 at the origin, as the staged paths)
     "arctan2": _binary("arctan2", lambda a, b: tg.arctan2(_t(a), _t(b))),
     # reductions
     "sum": _reduction("sum", _sum), "mean": _reduction("mean", _mean),

@@ -8,9 +8,10 @@ the row/column means of ``g * g`` (or ``g * g`` itself for vectors) lerped in wi
 ``t**beta2_decay``; ``V = R C / max(mean(R), eps1)``; ``U = g / sqrt(max(V, eps1**2))``;
 ``p -= alpha * U / max(1, RMS(U) / d)``.
 """
-import numpy as np
-
 from .. import backend
+from ..backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from ..runtime.tensor import wrap
 from ._inplace import advance, bump, lerp_, real_view, step_counter, zeros_state
 from .optimizer import Optimizer, as_float, check_impl_flags, closure_loss
@@ -65,7 +66,7 @@ class Adafactor(Optimizer):
                     else:
                         st["variance"] = zeros_state(p.grad)
                 if eps1 is None:  # PyTorch fixes it from the first parameter it steps
-                    eps1 = float(np.finfo(p._data.dtype).eps)
+                    eps1 = float(host.finfo(p._data.dtype).eps)
                 step = advance(st["step"])
                 _update(p, p._data, p.grad._data, st, step, lr, weight_decay, group["beta2_decay"], eps1, eps2,
                         group["d"], group["maximize"])

@@ -8,9 +8,10 @@ with ``G = X X^T``, ``ns_steps`` times, on the wide orientation); ``p *= 1 - lr 
 """
 import math
 
-import numpy as np
-
 from .. import backend
+from ..backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from ._inplace import bump, lerp_, zeros_state
 from .optimizer import Optimizer, as_float, closure_loss
 
@@ -98,10 +99,10 @@ def _adjust_lr(lr, adjust_lr_fn, shape):
 def bfloat16(a):
     """``a`` rounded (to nearest, ties to even) to bfloat16, held in a float32 array: what
     PyTorch's bfloat16 kernels store after each operation (they compute in float32)."""
-    a = np.asarray(a, dtype=np.float32)
-    bits = a.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return np.where(np.isnan(a), a, rounded.view(np.float32))
+    a = host.asarray(a, dtype=host.float32)
+    bits = a.view(host.uint32)
+    rounded = (bits + host.uint32(0x7FFF) + ((bits >> 16) & host.uint32(1))) & host.uint32(0xFFFF0000)
+    return host.where(host.isnan(a), a, rounded.view(host.float32))
 
 
 def zeropower_via_newtonschulz(xp, grad, ns_coefficients, ns_steps, eps):
@@ -114,13 +115,13 @@ def zeropower_via_newtonschulz(xp, grad, ns_coefficients, ns_steps, eps):
         raise ValueError("Input tensor gradient must be a 2D matrix")
     if len(ns_coefficients) != 3:
         raise ValueError("Coefficients must be a tuple of exactly 3 values")
-    a, b, c = (np.float32(v) for v in ns_coefficients)
+    a, b, c = (host.float32(v) for v in ns_coefficients)
     x = bfloat16(backend.move(grad, backend.cpu))  # rounded on the host (NumPy has no bfloat16)
     tall = grad.shape[0] > grad.shape[1]
     if tall:
         x = x.T
-    norm = bfloat16(np.sqrt(np.sum(x * x, dtype=np.float32)))
-    x = bfloat16(x / np.maximum(norm, bfloat16(eps)))
+    norm = bfloat16(host.sqrt(host.sum(x * x, dtype=host.float32)))
+    x = bfloat16(x / host.maximum(norm, bfloat16(eps)))
     for _ in range(ns_steps):
         gram = bfloat16(x @ x.T)
         gram_update = bfloat16(b * gram + c * (gram @ gram))

@@ -15,8 +15,9 @@ broadcast against the scores; it is differentiable, as PyTorch's float ``attn_ma
 """
 import functools
 
-import numpy as np
-
+from ..backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from .broadcast import sum_to, unbroadcast
 from .core import KEEP, primitive
 from .linalg import _mT, matmul
@@ -58,7 +59,7 @@ def attention(xp, q, k, v, bias, *, scale, causal=False):
     if causal:
         s += _causal_bias(xp, s.shape[-2], s.shape[-1], s.dtype)
     if bias is not None:
-        s = s + bias if np.broadcast_shapes(s.shape, bias.shape) != s.shape else xp.add(s, bias, out=s)
+        s = s + bias if host.broadcast_shapes(s.shape, bias.shape) != s.shape else xp.add(s, bias, out=s)
     p = _safe_softmax_(xp, s)
     return xp.matmul(p, v), p
 

@@ -12,8 +12,9 @@ Gate order and formulas are PyTorch's: LSTM (i, f, g, o); GRU (r, z, n) with
 Nothing here is public (``torch.nn.functional`` has no recurrent functions); the modules
 in :mod:`tracegrad.nn.modules.rnn` check arguments and call these.
 """
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from ...ops.activation import relu, sigmoid
 from ...ops.linalg import addmm
 from ...ops.pointwise import tanh, where
@@ -113,7 +114,7 @@ def _scan(step, inputs, state, reverse, running=None):
 
 def _running(batch_sizes, batch, device):
     """Per step, which rows of a packed batch (sorted by decreasing length) still run."""
-    return [tensor(np.arange(batch)[:, None] < n, device=device) for n in batch_sizes]
+    return [tensor(host.arange(batch)[:, None] < n, device=device) for n in batch_sizes]
 
 
 def recurrent(mode, input, hx, weights, num_layers, bidirectional, dropout, training, batch_sizes=None):

@@ -9,16 +9,25 @@ data. ``batch_sizes`` and the index permutations are int64 CPU tensors, as in Py
 from collections.abc import Iterable
 from typing import NamedTuple
 
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from ...backend import dtypes
 from ...ops.shape import cat
 from ...runtime.creation import arange, as_tensor, full, tensor
 from ...runtime.shapes import broadcast_shapes
 from ...runtime.tensor import Tensor
 
-__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
-           "unpad_sequence", "pack_sequence", "unpack_sequence"]
+__all__ = [
+    "PackedSequence",
+    "invert_permutation",
+    "pack_padded_sequence",
+    "pack_sequence",
+    "pad_packed_sequence",
+    "pad_sequence",
+    "unpack_sequence",
+    "unpad_sequence",
+]
 
 
 class PackedSequence_(NamedTuple):
@@ -103,23 +112,23 @@ def invert_permutation(permutation):
     """The permutation that undoes ``permutation`` (None for None)."""
     if permutation is None:
         return None
-    p = np.asarray(permutation.cpu().numpy())
-    inverse = np.empty_like(p)
-    inverse[p] = np.arange(p.size)
+    p = host.asarray(permutation.cpu().numpy())
+    inverse = host.empty_like(p)
+    inverse[p] = host.arange(p.size)
     return tensor(inverse, device=permutation.device)
 
 
 def _steps_index(batch_sizes, batch):
     """Flat (time * batch + b) positions of the packed rows, step by step."""
-    return np.concatenate([t * batch + np.arange(n) for t, n in enumerate(batch_sizes)]) if len(batch_sizes) \
-        else np.zeros(0, dtype=np.int64)
+    return host.concatenate([t * batch + host.arange(n) for t, n in enumerate(batch_sizes)]) if len(batch_sizes) \
+        else host.zeros(0, dtype=host.int64)
 
 
 def lengths_array(lengths):
     """Lengths or batch sizes (a tensor or a sequence) as a 1-D int64 NumPy array."""
     if isinstance(lengths, Tensor):
-        return np.asarray(lengths.cpu().numpy()).astype(np.int64).reshape(-1)
-    return np.asarray(lengths, dtype=np.int64).reshape(-1)
+        return host.asarray(lengths.cpu().numpy()).astype(host.int64).reshape(-1)
+    return host.asarray(lengths, dtype=host.int64).reshape(-1)
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
@@ -129,7 +138,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     lens = lengths_array(lengths)
     sorted_indices = None
     if not enforce_sorted:
-        order = np.argsort(-lens, kind="stable")
+        order = host.argsort(-lens, kind="stable")
         lens = lens[order]
         sorted_indices = tensor(order, device=input.device)
         input = input.index_select(0 if batch_first else 1, sorted_indices)
@@ -142,7 +151,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     if lens.size and lens.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
                            "that is <= 0")
-    if np.any(np.diff(lens) > 0):
+    if host.any(host.diff(lens) > 0):
         raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You "
                            "can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
                            "sidestep this requirement if you do not need ONNX exportability.")
@@ -150,7 +159,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         raise RuntimeError(f"pack_padded_sequence: a length ({lens[0]}) exceeds the padded sequence length "
                            f"({input.shape[0]})")
     steps = int(lens[0]) if lens.size else 0
-    batch_sizes = (lens[None, :] > np.arange(steps)[:, None]).sum(1).astype(np.int64)
+    batch_sizes = (lens[None, :] > host.arange(steps)[:, None]).sum(1).astype(host.int64)
     return PackedSequence(packed_rows(input, batch_sizes), tensor(batch_sizes), sorted_indices, None)
 
 
@@ -168,8 +177,8 @@ def padded_steps(data, batch_sizes, max_len=None, padding_value=0.0):
     max_len = batch_sizes.size if max_len is None else max_len
     batch = int(batch_sizes[0]) if batch_sizes.size else 0
     pad_row = full((1,) + tuple(data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
-    where = np.full(max_len * batch, data.shape[0], dtype=np.int64)  # default: the padding row
-    where[_steps_index(batch_sizes, batch)] = np.arange(data.shape[0])
+    where = host.full(max_len * batch, data.shape[0], dtype=host.int64)  # default: the padding row
+    where[_steps_index(batch_sizes, batch)] = host.arange(data.shape[0])
     return cat([data, pad_row])[tensor(where, device=data.device)].reshape((max_len, batch) + tuple(data.shape[1:]))
 
 
@@ -185,7 +194,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         max_len = total_length
     batch = int(batch_sizes[0]) if batch_sizes.size else 0
     padded = padded_steps(sequence.data, batch_sizes, max_len, padding_value)
-    lengths = (batch_sizes[None, :] > np.arange(batch)[:, None]).sum(1).astype(np.int64)
+    lengths = (batch_sizes[None, :] > host.arange(batch)[:, None]).sum(1).astype(host.int64)
     if batch_first:
         padded = padded.transpose(0, 1)
     if sequence.unsorted_indices is not None:
@@ -222,14 +231,14 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     first = sequences[0]
     trailing = tuple(first.shape[1:])
     sequences = [_fitted(s, trailing, first.dtype) for s in sequences]
-    lens = np.array([s.shape[0] for s in sequences], dtype=np.int64)
+    lens = host.array([s.shape[0] for s in sequences], dtype=host.int64)
     max_len = int(lens.max())
     data = cat(sequences + [full((1,) + trailing, padding_value, dtype=first.dtype, device=first.device)])
-    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
-    pos = np.arange(max_len)[None, :]
+    starts = host.concatenate([[0], host.cumsum(lens)[:-1]])
+    pos = host.arange(max_len)[None, :]
     shift = (max_len - lens)[:, None] if padding_side == "left" else 0
     step = pos - shift  # (B, max_len): which row of each sequence goes there
-    where = np.where((step >= 0) & (step < lens[:, None]), starts[:, None] + step, data.shape[0] - 1)
+    where = host.where((step >= 0) & (step < lens[:, None]), starts[:, None] + step, data.shape[0] - 1)
     out = data[tensor(where if batch_first else where.T.copy())]
     return out
 

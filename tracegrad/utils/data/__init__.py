@@ -3,11 +3,25 @@
 ``torch.utils.data.DataLoader(...)`` runs PyTorch input pipelines unchanged."""
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
-                      random_split)
+from .dataset import (
+                      ChainDataset,
+                      ConcatDataset,
+                      Dataset,
+                      IterableDataset,
+                      StackDataset,
+                      Subset,
+                      TensorDataset,
+                      random_split,
+)
 from .distributed import DistributedSampler
-from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
-                      WeightedRandomSampler)
+from .sampler import (
+                      BatchSampler,
+                      RandomSampler,
+                      Sampler,
+                      SequentialSampler,
+                      SubsetRandomSampler,
+                      WeightedRandomSampler,
+)
 from .worker import get_worker_info
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",

@@ -11,8 +11,9 @@ import collections
 import copy
 import re
 
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from ...runtime.tensor import Tensor
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert", "pin_memory"]
@@ -132,8 +133,8 @@ def collate_str_fn(batch, *, collate_fn_map=None):
 
 default_collate_fn_map = {
     Tensor: collate_tensor_fn,
-    np.ndarray: collate_numpy_array_fn,
-    (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,
+    host.ndarray: collate_numpy_array_fn,
+    (host.bool_, host.number, host.object_): collate_numpy_scalar_fn,
     float: collate_float_fn,
     int: collate_int_fn,
     str: collate_str_fn,

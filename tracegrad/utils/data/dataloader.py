@@ -22,7 +22,13 @@ from . import worker as _worker
 from .collate import default_collate, default_convert, pin_memory
 from .dataset import IterableDataset
 from .fetch import create_fetcher
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _random_seed
+from .sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    _random_seed,
+)
 from .worker import ExceptionWrapper, get_worker_info
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]

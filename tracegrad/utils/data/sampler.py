@@ -8,11 +8,18 @@ order, as in torch (the permutations themselves are NumPy's, not torch's)."""
 import itertools
 from typing import Generic, TypeVar
 
-import numpy as np
-
 from ... import backend
+from ...backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from ...backend import dtypes
-from ...runtime.creation import Generator, as_tensor, default_generator, randint, randperm
+from ...runtime.creation import (
+    Generator,
+    as_tensor,
+    default_generator,
+    randint,
+    randperm,
+)
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
            "WeightedRandomSampler"]
@@ -105,9 +112,9 @@ def _multinomial(weights, num_samples, replacement, generator):
     drawn with probability proportional to their weight. Without replacement it is
     torch's own algorithm (the ``num_samples`` largest of ``w / Exp(1)``), which draws one
     key after another, each in proportion to the weights of those left."""
-    if np.any(~(weights >= 0)):  # nan included, as in torch
+    if host.any(~(weights >= 0)):  # nan included, as in torch
         raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
-    if np.any(np.isinf(weights)):
+    if host.any(host.isinf(weights)):
         raise RuntimeError("invalid multinomial distribution (encountering probability entry = infinity or NaN)")
     if weights.sum() <= 0:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
@@ -117,7 +124,7 @@ def _multinomial(weights, num_samples, replacement, generator):
     if replacement:
         return rng.choice(weights.size, size=num_samples, p=weights / weights.sum())
     keys = weights / rng.exponential(size=weights.size)
-    return np.argsort(-keys, kind="stable")[:num_samples]
+    return host.argsort(-keys, kind="stable")[:num_samples]
 
 
 class WeightedRandomSampler(Sampler):

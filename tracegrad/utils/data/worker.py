@@ -14,8 +14,9 @@ import sys
 import traceback
 from dataclasses import dataclass
 
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
+)
 from .fetch import create_fetcher
 
 __all__ = ["WorkerInfo", "get_worker_info"]
@@ -146,7 +147,7 @@ def _seed_worker(base_seed, worker_id):
     seed = base_seed + worker_id
     random.seed(seed)
     tracegrad.manual_seed(seed)
-    np.random.seed(_generate_state(base_seed, worker_id))
+    host.random.seed(_generate_state(base_seed, worker_id))
     return seed
 
 
