@@ -303,6 +303,10 @@ def test_randint_shapes_dtypes_and_bounds():
     assert tuple(b.shape) == (2, 3) and 0 <= b.min().item() and b.max().item() < 4
     c = tg.randint(0, 5, (3,), dtype=tg.int32)
     assert c.dtype == tg.int32
+    d = tg.randint(6, size=(40,), dtype=tg.long)  # minGPT's spelling: high by position, size by name
+    assert tuple(d.shape) == (40,) and 0 <= d.min().item() and d.max().item() < 6
+    with pytest.raises(TypeError, match=r"randint\(\) expects \(high, size\) or \(low, high, size\)"):
+        tg.randint(5)
 
 
 def test_randperm_is_a_permutation():

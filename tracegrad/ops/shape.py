@@ -283,6 +283,29 @@ def contiguous(input, memory_format=None):
     return input if input.is_contiguous() else M.clone(input)
 
 
+# -- in-place shape changes (x.unsqueeze_(0)): the tensor itself takes the view's shape ---------
+
+def _restrides_in_place(view_op, name):
+    """``x.<name>()``: x becomes ``view_op(x)``'s view of the same memory, as in PyTorch.
+
+    Only for tensors outside autograd: PyTorch records a view node into the tensor's own
+    history there, which tracegrad does not do, so it refuses rather than lose gradients."""
+    def method(self, *args, **kwargs):
+        if self.requires_grad:
+            raise RuntimeError(f"{name}(): changing the shape of a tensor that requires grad in "
+                               f"place is not supported by tracegrad; use {name[:-1]}() instead")
+        viewed = view_op(self, *args, **kwargs)
+        self._data = viewed._data
+        return self
+    method.__name__ = name
+    return method
+
+
+_IN_PLACE_VIEWS = {n + "_": _restrides_in_place(globals()[n], n + "_")
+                   for n in ("squeeze", "unsqueeze", "transpose", "t")}
+_IN_PLACE_VIEWS.update(swapaxes_=_IN_PLACE_VIEWS["transpose_"], swapdims_=_IN_PLACE_VIEWS["transpose_"])
+
+
 FUNCTIONS = {n: globals()[n] for n in (
     "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "t", "permute",
     "movedim", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "flip", "fliplr",
@@ -295,5 +318,6 @@ METHODS = {n: globals()[n] for n in (
     "transpose", "t", "permute", "movedim", "expand", "expand_as", "broadcast_to", "repeat",
     "flip", "fliplr", "flipud", "roll", "tril", "triu", "split", "chunk", "unbind", "diagonal",
     "clone", "contiguous", "sum_to_size")}
+METHODS.update(_IN_PLACE_VIEWS)
 METHODS.update(swapaxes=transpose, swapdims=transpose, moveaxis=movedim,
                T=property(_T), mT=property(_mT))

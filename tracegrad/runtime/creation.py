@@ -330,8 +330,10 @@ def _sampling_dtype(d):
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False, out=None):
     """``randint(high, size)`` or ``randint(low, high, size)``: ints in [low, high)."""
-    if size is None:
+    if size is None:  # randint(high, size) by position
         low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=...)
+        low, high = 0, low
     if high is None or size is None:
         raise TypeError("randint() expects (high, size) or (low, high, size)")
     xp = backend.namespace_for(device)
