@@ -9,7 +9,7 @@ from . import backend, rules
 from .backend import device
 from .backend.dtypes import (bool_ as bool, complex64, complex128, float16, float32, float64,  # noqa: A001
                              get_default_dtype, int8, int16, int32, int64, set_default_dtype, uint8)
-from .backend.dtypes import dtype, promote_types
+from .backend.dtypes import bfloat16, dtype, promote_types
 from .runtime.creation import (Generator, arange, default_generator, as_tensor, empty, empty_like, eye, from_numpy, full,
                                full_like, initial_seed, linspace, logspace, manual_seed, normal, ones,
                                ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
@@ -34,7 +34,7 @@ from . import random, utils  # noqa: F401  (torch.random, torch.utils.checkpoint
 from .random import get_rng_state, set_rng_state  # noqa: F401
 
 globals().update(_ops.FUNCTIONS)
-from . import accelerator, amp, backends, compiler, testing, version  # noqa: E402,F401
+from . import accelerator, amp, backends, compiler, testing, version, xpu  # noqa: E402,F401
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,A001  (returns the model: see tracegrad.compiler)
 from .runtime.flags import *  # noqa: E402,F403  (deterministic algorithms, matmul precision)

@@ -5,7 +5,7 @@ without a GPU answers False instead of failing.
 """
 import importlib.util
 
-__all__ = ["is_available", "device_count", "current_device", "synchronize", "manual_seed",
+__all__ = ["is_available", "is_bf16_supported", "device_count", "current_device", "synchronize", "manual_seed",
            "manual_seed_all", "get_device_name"]
 
 
@@ -22,6 +22,11 @@ def device_count():
 
 def is_available():
     return device_count() > 0
+
+
+def is_bf16_supported(including_emulation=True):
+    """False: tracegrad's arrays (NumPy, CuPy) have no bfloat16, whatever the GPU can do."""
+    return False
 
 
 def _namespace():

@@ -10,7 +10,7 @@ float adopts the default dtype.
 import numpy as np
 
 __all__ = ["dtype", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16",
-           "float32", "float64", "complex64", "complex128", "as_dtype", "from_numpy_dtype",
+           "float32", "float64", "complex64", "complex128", "bfloat16", "as_dtype", "from_numpy_dtype",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
 
 # Categories order the promotion lattice: a higher category always wins.
@@ -67,6 +67,28 @@ float64 = dtype("float64", np.float64, "DoubleTensor")
 complex64 = dtype("complex64", np.complex64, "ComplexFloatTensor")
 complex128 = dtype("complex128", np.complex128, "ComplexDoubleTensor")
 
+
+
+class unavailable_dtype:
+    """A PyTorch dtype that NumPy and CuPy cannot store (bfloat16): the name exists, so
+    programs that only mention it (a table of dtypes, an autocast argument) run, but a
+    tensor of it cannot be made -- :func:`as_dtype` refuses it by name."""
+
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_complex", "is_signed")
+
+    def __init__(self, name, itemsize):
+        self.name, self.itemsize = name, itemsize
+        self.is_floating_point, self.is_complex, self.is_signed = True, False, True
+
+    def __repr__(self):
+        return f"tracegrad.{self.name}"
+
+    def __reduce__(self):
+        return self.name  # pickled by reference to this module's global of that name
+
+
+bfloat16 = unavailable_dtype("bfloat16", 2)
+
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
@@ -87,6 +109,9 @@ def as_dtype(spec):
     """Accept a tracegrad dtype, a NumPy dtype/type, Python ``float``/``int``/``bool`` or a name."""
     if isinstance(spec, dtype):
         return spec
+    if isinstance(spec, unavailable_dtype):
+        raise TypeError(f"tracegrad has no {spec.name} tensors: NumPy and CuPy cannot store "
+                        f"{spec.name}; use tracegrad.float32 (or float16)")
     if spec is float:
         return get_default_dtype()
     if spec is int:

@@ -18,7 +18,7 @@ def _parse_to(args, kwargs):
     for a in args:
         if isinstance(a, Tensor):
             other = a
-        elif isinstance(a, (_dt.dtype,)) or a in (float, int, bool, complex):
+        elif isinstance(a, (_dt.dtype, _dt.unavailable_dtype)) or a in (float, int, bool, complex):
             dtype = a
         elif isinstance(a, (str, backend.device)):
             device = a
