@@ -425,3 +425,28 @@ def test_argument_errors_and_warnings_same_as_pytorch():
             lib.autograd.gradcheck(lambda a: a * 2, (_f(lib=lib, dtype=np.float32),), atol=1e-2, rtol=1e-2)
         texts.append([(w.category, str(w.message).strip()) for w in caught])
     assert texts[0] == texts[1]
+
+
+def test_gradcheck_checks_forward_mode_when_asked():
+    x = tg.randn(3, dtype=tg.float64, requires_grad=True)
+    y = tg.randn(3, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(lambda a, b: (a.sin() * b, a + b), (x, y), check_forward_ad=True)
+
+    class WrongJvp(tg.autograd.Function):  # backward right, jvp twice too large
+        @staticmethod
+        def forward(ctx, a):
+            ctx.result = a.exp()
+            return ctx.result
+
+        @staticmethod
+        def jvp(ctx, ga):
+            return ga * ctx.result * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.result
+
+    assert tg.autograd.gradcheck(WrongJvp.apply, (x,))  # forward mode not asked for
+    with pytest.raises(tg.autograd.GradcheckError,
+                       match="Jacobian computed with forward mode mismatch for output 0 with respect to input 0"):
+        tg.autograd.gradcheck(WrongJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False)

@@ -64,6 +64,25 @@ def _analytical(func, inputs, i, out_index):
     return jac
 
 
+def _forward(func, inputs, i, out_index):
+    """The same Jacobian by forward mode: one tangent per element of input ``i`` (a unit
+    vector; the other inputs carry none) gives one row, the output's tangent."""
+    from . import forward_ad as fwAD
+    x = inputs[i]
+    n_out = _outputs(func, inputs)[out_index].numel()
+    jac = zeros(x.numel(), n_out, dtype=x.dtype, device=x.device)
+    for k in range(x.numel()):
+        tangent = zeros(x.numel(), dtype=x.dtype, device=x.device)
+        tangent[k] = 1.0
+        with fwAD.dual_level():
+            duals = tuple(fwAD.make_dual(a.detach(), tangent.reshape(a.shape)) if j == i else a
+                          for j, a in enumerate(inputs))
+            t = fwAD.unpack_dual(_outputs(func, duals)[out_index]).tangent
+            if t is not None:
+                jac[k] = t.reshape(-1)
+    return jac
+
+
 def _report(numerical, analytical, rtol, atol, limit=10):
     """The mismatching Jacobian entries, largest difference first."""
     diff = (numerical - analytical).abs()
@@ -80,9 +99,12 @@ def _report(numerical, analytical, rtol, atol, limit=10):
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-              check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None):
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
     """True if ``func``'s analytical gradients match finite differences for ``inputs``
-    (use float64 inputs: float32 differences are too coarse to compare)."""
+    (use float64 inputs: float32 differences are too coarse to compare): reverse mode's
+    (``check_backward_ad``) and forward mode's (``check_forward_ad``, through
+    :mod:`tracegrad.autograd.forward_ad`)."""
     inputs = _as_tuple(inputs)
     checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     for i in checked:
@@ -108,11 +130,14 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                     return fail(f"Numerical gradient for function expected to be zero: output "
                                 f"{o_index} does not require grad, yet it changes with input {i}")
                 continue
-            analytical = _analytical(func, inputs, i, o_index)
-            if not bool(((numerical - analytical).abs() <= atol + rtol * numerical.abs()).all()):
-                return fail(f"Jacobian mismatch for output {o_index} with respect to input {i},\n"
-                            f"numerical:{numerical}\nanalytical:{analytical}\n\n"
-                            + _report(numerical, analytical, rtol, atol))
+            modes = ((("", _analytical),) if check_backward_ad else ()) + (
+                (("computed with forward mode ", _forward),) if check_forward_ad else ())
+            for how, jacobian in modes:
+                analytical = jacobian(func, inputs, i, o_index)
+                if not bool(((numerical - analytical).abs() <= atol + rtol * numerical.abs()).all()):
+                    return fail(f"Jacobian {how}mismatch for output {o_index} with respect to input {i},\n"
+                                f"numerical:{numerical}\nanalytical:{analytical}\n\n"
+                                + _report(numerical, analytical, rtol, atol))
     return True
 
 
