@@ -108,8 +108,18 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                     raise RuntimeError(f"Expected tensors, got unsupported type {type(a)}")
             aux = tree_unflatten([fwAD.unpack_dual(a).primal for a in aux_leaves], aux_spec)
         primals_out = [fwAD.unpack_dual(o).primal for o in outs]
+    if not _stays_differentiable(primal_leaves):  # (a tangent from a gradient has a graph)
+        primals_out = [o.detach() for o in primals_out]
+        tangents_out = [t.detach() for t in tangents_out]
     answer = (tree_unflatten(primals_out, out_spec), tree_unflatten(tangents_out, out_spec))
     return answer + (aux,) if has_aux else answer
+
+
+def _stays_differentiable(primals):
+    """Results stay attached to a graph when a primal requires grad (the caller's tensor, or
+    an outer transform's) or another func transform encloses this one, as in torch.func."""
+    from ._batched import levels
+    return bool(levels()) or any(p.requires_grad for p in primals)
 
 
 def _tangent_or_zeros(out):
@@ -156,6 +166,12 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         if randomness not in _RANDOMNESS:  # checked at the call, as torch.func does
             raise RuntimeError("Only allowed values for randomness are 'error', 'different', or "
                                f"'same'. Got {randomness}")
+        if fwAD._current_level >= 0:
+            # inside an outer forward transform (jacfwd(jacfwd(f))): forward AD has one level,
+            # so this Jacobian is taken in reverse mode -- the same matrix, in the same layout
+            # -- and the outer tangents flow through its create_graph backward
+            from ._grad import jacrev
+            return jacrev(func, argnums, has_aux=has_aux)(*args)
         positions = _positions(argnums, len(args))
         inputs = tuple(args[i] for i in positions)
         leaves, spec = tree_flatten(inputs)

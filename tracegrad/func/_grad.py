@@ -18,6 +18,7 @@ they stay differentiable, as in torch.func).
 import functools
 
 from .. import autograd
+from ..runtime import forward as _forward
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor
 from ..transform.tree import flatten, unflatten
@@ -53,13 +54,26 @@ def _lift(x):
         return t
     if x.requires_grad:
         return x.view_as(x)
-    return x.detach().requires_grad_(True)
+    tangent = _forward.tangent_of(x) if _forward.ACTIVE[0] else None
+    leaf = x.detach().requires_grad_(True)
+    if tangent is None:
+        return leaf
+    # a dual input (an outer jvp/jacfwd): the lifted input keeps its tangent, so the
+    # gradient, computed with create_graph, carries the tangent out (forward over reverse)
+    from ..autograd import forward_ad
+    return forward_ad.make_dual(leaf, tangent)
+
+
+def _is_dual(x):
+    return _forward.ACTIVE[0] and isinstance(x, Tensor) and _forward.tangent_of(x) is not None
 
 
 def _lift_tree(tree):
+    """(lifted leaves, lifted tree, spec, whether the results must stay differentiable:
+    an input requires grad or carries a tangent)."""
     leaves, spec = flatten(tree)
     lifted = [_lift(x) for x in leaves]
-    return lifted, unflatten(spec, lifted), spec, any(x.requires_grad for x in leaves)
+    return lifted, unflatten(spec, lifted), spec, any(x.requires_grad or _is_dual(x) for x in leaves)
 
 
 class _Level:
