@@ -2,6 +2,7 @@
 dims, shapes or layouts. Most shift the per-sample dims they are given past the batch dim
 (dim 0) and call the primitive once; the rest fold the batch into an existing batch-like
 dim (conv, pooling) or rewrite the call (matmul, losses)."""
+import math
 from .batching import (
     batch_rule,
     elementwise,
@@ -239,6 +240,12 @@ def matmul_rule(prim, args, batched, params, size):
     padded to the same sample rank, one matmul, the added dims dropped again."""
     x, y = args
     xs, ys = sample_ndim(x, batched[0]), sample_ndim(y, batched[1])
+    if batched[0] and not batched[1] and ys == 2:
+        # samples (vectors or stacks of rows) times one shared matrix: the batch folded into
+        # the rows makes one matrix product (NumPy would loop over the batch), the same
+        # product the unbatched program computes on a stacked input
+        rows = _P["reshape"](x, shape=(math.prod(x.shape[:-1]), x.shape[-1]))
+        return _P["reshape"](_P["matmul"](rows, y), shape=tuple(x.shape[:-1]) + (y.shape[-1],))
     if xs == 1:
         x = _P["unsqueeze"](x, dim=x.ndim - 1)
     if ys == 1:
