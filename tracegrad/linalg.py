@@ -241,9 +241,17 @@ for _cls in (linalg_slogdet, linalg_eigh, linalg_eig, linalg_svd, linalg_qr, _so
              _solvers.linalg_cholesky_ex, _solvers.linalg_solve_ex):
     setattr(_return_types, _cls.__name__, _cls)
 
-# PyTorch's linalg functions want out of the result's very dtype; det says so in its own words.
+# PyTorch's linalg functions want out of the result's very dtype. Its errors for out= with
+# grad name the ATen operator (``linalg_inv_ex``); its composite functions accept grad there.
 _NOT_OUT = {"LinAlgError", "diagonal", "vander", "matrix_exp", "lstsq"}
-_OUT_RULES = {"det": _out._exact("expected scalar type {r} but found {o}")}
+_COMPOSITE = {"matrix_norm", "norm", "cond", "matrix_rank", "tensorinv", "tensorsolve", "eigvals"}
+_ATEN = {"inv": "linalg_inv_ex", "inv_ex": "linalg_inv_ex", "solve": "_linalg_solve_ex",
+         "solve_ex": "_linalg_solve_ex", "cholesky": "linalg_cholesky_ex", "cholesky_ex": "linalg_cholesky_ex",
+         "det": "_linalg_det", "slogdet": "_linalg_slogdet", "lu_factor": "linalg_lu_factor_ex",
+         "lu_factor_ex": "linalg_lu_factor_ex", "eigh": "_linalg_eigh", "eigvalsh": "_linalg_eigh",
+         "svd": "_linalg_svd", "svdvals": "_linalg_svd", "matrix_power": "matmul", "multi_dot": "mm",
+         "vecdot": "sum", "matmul": "matmul"}
 for _name in __all__:
     if _name not in _NOT_OUT:
-        globals()[_name] = _out.accepts_out(globals()[_name], "linalg." + _name, _OUT_RULES.get(_name, _out.SAME))
+        globals()[_name] = _out.accepts_out(globals()[_name], _ATEN.get(_name, "linalg_" + _name), _out.SAME,
+                                            refuse_grad=_name not in _COMPOSITE)

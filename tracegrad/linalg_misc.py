@@ -109,12 +109,15 @@ def cond(A, p=None):
         big, small = s[..., 0], s[..., -1]
         return small / big if p == -2 else big / small
     linalg._check(A, f"linalg.cond(ord={p})")
+    if p == "nuc":  # sum(s) * sum(1 / s), as PyTorch (finite for a numerically singular A)
+        s = SP.singular_values(A)
+        return s.sum(-1) * (1 / s).sum(-1)
     from .linalg_solvers import inv_ex
-    inverse, info = inv_ex(A)
     from .rules.arith import where
-    value = linalg.matrix_norm(A, p) * linalg.matrix_norm(where(info.unsqueeze(-1).unsqueeze(-1) != 0,
-                                                                A.new_zeros(()), inverse), p)
-    return where(info != 0, math.inf, value)
+    inverse, info = inv_ex(A)
+    singular = info != 0
+    inverse = where(singular.unsqueeze(-1).unsqueeze(-1), A.new_zeros(()), inverse)
+    return where(singular, math.inf, linalg.matrix_norm(A, p) * linalg.matrix_norm(inverse, p))
 
 
 def tensorinv(A, ind=2):

@@ -95,7 +95,8 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     _float_matrix(A, "torch.triangular_solve", square=True)
     _check_rhs("torch.triangular_solve", A, b)
     x = _st(A, b, lower=not upper, trans=1 if transpose else 0, unit_diagonal=unitriangular)
-    return triangular_solve_result(x, A.clone())
+    batch = tuple(x.shape[:-2])
+    return triangular_solve_result(x, A.expand(batch + tuple(A.shape[-2:])).clone())
 
 
 # -- lu ------------------------------------------------------------------------------------------
@@ -118,13 +119,13 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     LU, pivots = TR.lu_factor(A)
     info = _lu_info(LU)
     if check_errors:
-        lapack.raise_for(namespace_of(info), info, "torch.linalg.lu_factor_ex", _LU_SINGULAR)
+        lapack.raise_for(namespace_of(info), info, "torch.linalg.lu_factor_ex", _LU_SINGULAR, plain=True)
     return linalg_lu_factor_ex(LU, pivots, _info(info))
 
 
 def lu_factor(A, *, pivot=True):
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
-    lapack.raise_for(namespace_of(info._data), info._data, "torch.linalg.lu_factor", _LU_SINGULAR)
+    lapack.raise_for(namespace_of(info._data), info._data, "torch.linalg.lu_factor", _LU_SINGULAR, plain=True)
     return linalg_lu_factor(LU, pivots)
 
 
@@ -184,20 +185,24 @@ def lu_legacy(A, pivot=True, get_infos=False):
 
 # -- cholesky_solve, cholesky_inverse ----------------------------------------------------------------
 
+def _from_factor(L, upper):
+    """``L L^H`` (``upper``: ``U^H U``) with every entry of the factor taking part: PyTorch
+    differentiates its Cholesky solves so, not only through the triangle LAPACK reads."""
+    return L.mH @ L if upper else L @ L.mH
+
+
 def cholesky_solve(B, L, upper=False):
     """``A X = B`` for ``A = L L^H`` (``upper``: ``A = U^H U``) given the factor."""
     _float_matrix(L, "linalg.cholesky_solve", square=True)
     _same_dtype("cholesky_solve", B, L, "b", "A")
     _check_rhs("linalg.cholesky_solve", L, B)
-    if upper:
-        return _st(L, _st(L, B, lower=False, trans=2), lower=False)
-    return _st(L, _st(L, B, lower=True), lower=True, trans=2)
+    return D.solve(_from_factor(L, upper), B)
 
 
 def cholesky_inverse(L, upper=False):
     """``A^{-1}`` for ``A = L L^H`` (``upper``: ``U^H U``) given the factor."""
     _float_matrix(L, "cholesky_inverse", square=True)
-    return cholesky_solve(_eye_like(L.detach(), L.shape[-1]), L, upper)
+    return D.inv(_from_factor(L, upper))
 
 
 # -- the _ex variants ------------------------------------------------------------------------------

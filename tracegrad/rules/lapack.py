@@ -106,16 +106,17 @@ def permutation(xp, pivots, m):
     return perm.reshape(pivots.shape[:-1] + (m,))
 
 
-def raise_for(xp, info, function, detail):
+def raise_for(xp, info, function, detail, plain=False):
     """Raise ``LinAlgError(function, detail)`` for the first matrix whose ``info`` is
     nonzero, naming its batch element when there is a batch (``detail`` is formatted
-    with ``info``)."""
+    with ``info``); ``plain``: a RuntimeError with that message (lu_factor's)."""
     info = np.asarray(info.get() if hasattr(info, "get") else info)
     bad = np.flatnonzero(info.reshape(-1))
     if bad.size:
         first = int(bad[0])
         text = detail.format(info=int(info.reshape(-1)[first]))
-        raise LinAlgError(function, f"(Batch element {first}): {text}" if info.ndim else text)
+        error = LinAlgError(function, f"(Batch element {first}): {text}" if info.ndim else text)
+        raise RuntimeError(str(error)) if plain else error
 
 
 def is_lapack_error(e):
