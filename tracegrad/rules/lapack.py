@@ -38,7 +38,14 @@ def reporting_as(function):
 def _batched(xp, a):
     """``a`` as a stack ``(B, m, n)`` of copies in a floating dtype."""
     a = xp.asarray(a)
-    return xp.array(a.reshape((-1,) + a.shape[-2:]), copy=True)
+    return xp.array(a.reshape((_count(a.shape[:-2]),) + a.shape[-2:]), copy=True)
+
+
+def _count(batch):
+    n = 1
+    for s in batch:
+        n *= s
+    return n
 
 
 def lu_factor(xp, a):
@@ -95,7 +102,7 @@ def cholesky_info(xp, a, upper=False):
 def permutation(xp, pivots, m):
     """The row order ``perm`` (int64, ``(..., m)``) the pivots' swaps make: ``A[perm] = L U``."""
     pivots = xp.asarray(pivots)
-    flat = pivots.reshape((-1, pivots.shape[-1]))
+    flat = pivots.reshape((_count(pivots.shape[:-1]), pivots.shape[-1]))
     perm = xp.broadcast_to(xp.arange(m), (flat.shape[0], m)).copy()
     rows = xp.arange(flat.shape[0])
     for j in range(flat.shape[-1]):
