@@ -229,6 +229,17 @@ from .ops import out as _out  # noqa: E402
 from .ops import return_types as _return_types  # noqa: E402
 
 LinAlgError = _solvers.LinAlgError
+
+
+def _unsupported(name):
+    def unsupported(*args, **kwargs):
+        raise NotImplementedError(f"torch.linalg.{name} is not supported by tracegrad (no Bunch-Kaufman LDL "
+                                  "factorisation yet); use linalg.lu_factor / linalg.lu_solve, or linalg.eigh")
+    unsupported.__name__ = name
+    return unsupported
+
+
+ldl_factor, ldl_factor_ex, ldl_solve = (_unsupported(n) for n in ("ldl_factor", "ldl_factor_ex", "ldl_solve"))
 for _name in ("solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "inv_ex",
               "cholesky_ex", "solve_ex"):
     globals()[_name] = getattr(_solvers, _name)

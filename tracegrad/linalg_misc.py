@@ -169,11 +169,46 @@ def householder_product(A, tau):
     if tau.dtype is not A.dtype:
         raise RuntimeError(f"{fn}: tau dtype {tau.dtype.scalar_name} does not match input dtype "
                            f"{A.dtype.scalar_name}")
+    return householder_q(A, tau)[..., :, :n]
+
+
+def householder_q(A, tau):
+    """The full ``m x m`` product ``H_1 ... H_k`` of the reflectors stored in ``A`` and ``tau``."""
     from .runtime.creation import eye
+    m, k = A.shape[-2], tau.shape[-1]
     identity = eye(m, dtype=A.dtype, device=A.device)
     v = A[..., :, :k].tril(-1) + identity[:, :k]
     q = identity.expand(tuple(A.shape[:-2]) + (m, m))
     for i in range(k):
         vi = v[..., :, i:i + 1]
         q = q - (q @ vi) * tau[..., i:i + 1].unsqueeze(-1) @ vi.mH
-    return q[..., :, :n]
+    return q
+
+
+def ormqr(input, tau, other, left=True, transpose=False):
+    """``op(Q) other`` (``left=False``: ``other op(Q)``) for the full ``Q`` of a geqrf
+    result; ``transpose``: ``op(Q) = Q^H``."""
+    fn = "torch.ormqr"
+    if input.ndim < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
+    if other.ndim < 2:
+        raise RuntimeError(f"{fn}: other must have at least 2 dimensions.")
+    q = householder_q(input, tau)
+    q = q.mH if transpose else q
+    return q @ other if left else other @ q
+
+
+def geqrf(input):
+    """``(a, tau)``: LAPACK's Householder QR (R on and above the diagonal of ``a``, the
+    reflectors below it). Not differentiable, as in PyTorch."""
+    from .runtime.tensor import wrap
+    from .backend import namespace_of
+    if input.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    xp = namespace_of(input._data)
+    m, n = input.shape[-2:]
+    if input.numel() == 0:
+        return wrap(xp.array(input._data, copy=True)), wrap(xp.zeros(tuple(input.shape[:-2]) + (min(m, n),),
+                                                                       dtype=input._data.dtype))
+    h, tau = xp.linalg.qr(input._data, mode="raw")
+    return wrap(xp.ascontiguousarray(xp.swapaxes(h, -1, -2))), wrap(tau)

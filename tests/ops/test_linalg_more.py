@@ -408,3 +408,35 @@ def test_gradcheck_composed_functions():
     assert gradcheck(lambda A, t: tg.linalg.householder_product(A, t),
                      (tall, tg.tensor(rand(3), requires_grad=True)))
     assert gradcheck(lambda x: tg.linalg.vander(x), (tg.tensor(rand(3), requires_grad=True),))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 3), (2, 3, 4)])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_geqrf_orgqr_ormqr(shape, complex_):
+    a = rand(*shape, complex_=complex_)
+    oracle(lambda T, A: T.geqrf(A.detach()), a, grad=False, fields=["a", "tau"])
+    torch = _torch()
+    h, tau = torch.geqrf(torch.tensor(a))
+    m = shape[-2]
+    other = rand(*shape[:-2], m, 2, complex_=complex_)
+    for left in (True, False):
+        for transpose in (False, True):
+            o = other if left else np.swapaxes(other, -1, -2).copy()
+            oracle(lambda T, H, t, O: T.ormqr(H, t, O, left=left, transpose=transpose), h.numpy(), tau.numpy(), o)
+    if shape[-2] >= shape[-1]:
+        oracle(lambda T, H, t: T.orgqr(H, t), h.numpy(), tau.numpy())
+        oracle(lambda T, H, t: H.orgqr(t), h.numpy(), tau.numpy())
+
+
+@pytest.mark.torch
+def test_removed_functions_raise_torch_errors():
+    for name in ("eig", "matrix_rank", "symeig"):
+        raises(lambda T: getattr(T, name)(T.ones(2, 2)))
+    raises(lambda T: T.lstsq(T.ones(2, 2), T.ones(2, 2)))
+
+
+def test_ldl_is_refused_by_name():
+    for name in ("ldl_factor", "ldl_factor_ex", "ldl_solve"):
+        with pytest.raises(NotImplementedError, match=f"torch.linalg.{name} is not supported"):
+            getattr(tg.linalg, name)(tg.eye(2))

@@ -1,8 +1,51 @@
-"""torch's older top-level names for the lu family and triangular / Cholesky solves
-(``torch.triangular_solve``, ``torch.lu``, ``torch.lu_unpack``, ``torch.lu_solve``,
-``torch.cholesky_solve``, ``torch.cholesky_inverse``) and their Tensor methods, over
-:mod:`tracegrad.linalg_solvers`."""
+"""torch's older top-level names for the lu family, triangular / Cholesky solves and
+Householder products (``torch.triangular_solve``, ``torch.lu``, ``torch.lu_unpack``,
+``torch.lu_solve``, ``torch.cholesky_solve``, ``torch.cholesky_inverse``, ``torch.geqrf``,
+``torch.orgqr``, ``torch.ormqr``) and their Tensor methods, over
+:mod:`tracegrad.linalg_solvers` and :mod:`tracegrad.linalg_misc`; and the functions
+PyTorch removed (``torch.lstsq``, ``eig``, ``symeig``, ``matrix_rank``), which raise its
+errors."""
+from .. import linalg_misc as _M
 from .. import linalg_solvers as _S
+from .return_types import _structseq
+
+_geqrf_result = _structseq("geqrf", ["a", "tau"])
+
+_REMOVED = "This function was deprecated since version 1.9 and is now removed. "
+_REMOVED_MESSAGES = {
+    "lstsq": _REMOVED + (
+        "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n`torch.linalg.lstsq` has reversed "
+        "arguments and does not return the QR decomposition in the returned tuple (although it returns other "
+        "information about the problem).\n\nTo get the QR decomposition consider using `torch.linalg.qr`.\n\n"
+        "The returned solution in `torch.lstsq` stored the residuals of the solution in the last m - n columns "
+        "of the returned value whenever m > n. In torch.linalg.lstsq, the residuals are in the field 'residuals' "
+        "of the returned named tuple.\n\nThe unpacking of the solution, as in\nX, _ = torch.lstsq(B, A)."
+        "solution[:A.size(1)]\nshould be replaced with:\nX = torch.linalg.lstsq(A, B).solution"),
+    "eig": _REMOVED + (
+        "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than real tensors "
+        "mimicking complex tensors.\n\nL, _ = torch.eig(A) should be replaced with:\nL_complex = "
+        "torch.linalg.eigvals(A)\n\nand\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\n"
+        "L_complex, V_complex = torch.linalg.eig(A)"),
+    "matrix_rank": "This function was deprecated since version 1.9 and is now removed.\nPlease use the "
+                   "`torch.linalg.matrix_rank` function instead. The parameter 'symmetric' was renamed in "
+                   "`torch.linalg.matrix_rank()` to 'hermitian'.",
+    "symeig": _REMOVED + (
+        "The default behavior has changed from using the upper triangular portion of the matrix by default to "
+        "using the lower triangular portion.\n\nL, _ = torch.symeig(A, upper=upper) should be replaced with:\n"
+        "L = torch.linalg.eigvalsh(A, UPLO='U' if upper else 'L')\n\nand\n\nL, V = torch.symeig(A, "
+        "eigenvectors=True) should be replaced with:\nL, V = torch.linalg.eigh(A, UPLO='U' if upper else 'L')"),
+}
+
+
+def _removed(name):
+    def removed(*args, **kwargs):
+        raise RuntimeError(_REMOVED_MESSAGES[name])
+    removed.__name__ = name
+    return removed
+
+
+def geqrf(input):
+    return _geqrf_result(*_M.geqrf(input))
 
 FUNCTIONS = {
     "triangular_solve": _S.triangular_solve,
@@ -11,7 +54,12 @@ FUNCTIONS = {
     "lu_solve": _S.lu_solve_legacy,
     "cholesky_solve": _S.cholesky_solve,
     "cholesky_inverse": _S.cholesky_inverse,
+    "geqrf": geqrf,
+    "orgqr": _M.householder_product,
+    "ormqr": _M.ormqr,
+    **{name: _removed(name) for name in _REMOVED_MESSAGES},
 }
 
 METHODS = {name: FUNCTIONS[name] for name in
-           ("triangular_solve", "lu", "lu_solve", "cholesky_solve", "cholesky_inverse")}
+           ("triangular_solve", "lu", "lu_solve", "cholesky_solve", "cholesky_inverse", "geqrf", "orgqr", "ormqr",
+            "lstsq", "eig", "symeig")}
