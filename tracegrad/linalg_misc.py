@@ -65,10 +65,11 @@ def matrix_exp(A):
     return _compat.matrix_exp(A)
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
     """The number of singular values (``hermitian``: |eigenvalues|) above
     ``max(atol, rtol * largest)``; ``rtol`` defaults to ``eps * max(m, n)`` unless only a
-    positive ``atol`` is given (then 0)."""
+    positive ``atol`` is given (then 0). The older overload's ``tol`` is ``atol`` with
+    ``rtol = 0``."""
     from .linalg import _check
     if tol is not None:
         atol, rtol = tol, 0.0

@@ -14,10 +14,11 @@ from ..backend import cpu as np
 __all__ = ["LinAlgError", "cholesky_info", "lu_factor", "lu_info", "permutation", "raise_for", "reporting_as"]
 
 
-class LinAlgError(RuntimeError):
+class LinAlgError(RuntimeError, np.linalg.LinAlgError):
     """``torch.linalg.LinAlgError``: a matrix had no inverse, factorisation or solution
     (singular, not positive-definite). ``function`` is the name the message starts with,
-    ``detail`` the rest, so that a caller may report it under its own name."""
+    ``detail`` the rest, so that a caller may report it under its own name. It is also
+    NumPy's LinAlgError, which the NumPy front end (the same kernels) promises."""
 
     def __init__(self, function, detail):
         super().__init__(f"{function}: {detail}")
