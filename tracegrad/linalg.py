@@ -1,5 +1,9 @@
 """``torch.linalg``: PyTorch's signatures, checks and named results over the table's
 decomposition rules (:mod:`tracegrad.rules.decomp`, :mod:`tracegrad.rules.spectral`).
+The lu family, triangular solves, lstsq and the ``_ex`` variants are in
+:mod:`tracegrad.linalg_solvers`, the remaining functions in :mod:`tracegrad.linalg_misc`;
+all are re-exported here, and take ``out=`` through :mod:`tracegrad.ops.out`. Singular or
+indefinite operands raise :class:`LinAlgError` (a RuntimeError) with PyTorch's messages.
 
 Gradients of the functions that read one triangle of a symmetric operand (``eigh``,
 ``eigvalsh``, ``cholesky``, ``pinv(hermitian=True)``) are the derivatives of what they

@@ -256,6 +256,7 @@ def test_matrix_rank(shape):
     oracle(lambda T, A: T.linalg.matrix_rank(A, tol=0.5), full, grad=False)
     sym = full[..., :2, :2] + np.swapaxes(full[..., :2, :2], -1, -2)
     oracle(lambda T, A: T.linalg.matrix_rank(A, hermitian=True), sym, grad=False)
+    oracle(lambda T, A: T.linalg.matrix_rank(A), rand(*shape, complex_=True), grad=False)
 
 
 @pytest.mark.torch
@@ -267,6 +268,9 @@ def test_cond(p):
         oracle(lambda T, A: T.linalg.cond(A, p), np.array([[1.0, 2.0], [2.0, 4.0]]), grad=False)
     if p in (None, 2, -2):
         oracle(lambda T, A: T.linalg.cond(A, p), rand(2, 3, 4))
+        oracle(lambda T, A: T.linalg.cond(A, p), invertible(2, 3, 3, complex_=True))
+    else:
+        oracle(lambda T, A: T.linalg.cond(A, p), invertible(3, 3, complex_=True), grad=False)
 
 
 @pytest.mark.torch

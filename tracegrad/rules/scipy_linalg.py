@@ -88,7 +88,7 @@ def _triangle(xp, a, lower, unit):
     return t
 
 
-@primitive(dtypes=FLOAT, complex=True)
+@primitive("LinalgSolveTriangularBackward0", dtypes=FLOAT, complex=True)
 def solve_triangular(xp, a, b, *, lower=False, trans=0, unit_diagonal=False):
     """``op(T)^{-1} b`` for the triangle ``T`` of ``a`` (its lower one when ``lower``; ones
     on its diagonal when ``unit_diagonal``) and ``op`` the identity, the transpose or the
