@@ -34,6 +34,9 @@ __all__ = [
     "diagonal",
     "householder_product",
     "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
     "lstsq",
     "lu",
     "lu_factor",
@@ -228,6 +231,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 # -- the rest of torch.linalg, and out= -------------------------------------------------------------
 
 from . import linalg_solvers as _solvers  # noqa: E402  (they call back into this module)
+from . import linalg_ldl as _ldl  # noqa: E402
 from . import linalg_misc as _misc  # noqa: E402
 from .ops import out as _out  # noqa: E402
 from .ops import return_types as _return_types  # noqa: E402
@@ -235,15 +239,7 @@ from .ops import return_types as _return_types  # noqa: E402
 LinAlgError = _solvers.LinAlgError
 
 
-def _unsupported(name):
-    def unsupported(*args, **kwargs):
-        raise NotImplementedError(f"torch.linalg.{name} is not supported by tracegrad (no Bunch-Kaufman LDL "
-                                  "factorisation yet); use linalg.lu_factor / linalg.lu_solve, or linalg.eigh")
-    unsupported.__name__ = name
-    return unsupported
-
-
-ldl_factor, ldl_factor_ex, ldl_solve = (_unsupported(n) for n in ("ldl_factor", "ldl_factor_ex", "ldl_solve"))
+from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402
 for _name in ("solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "inv_ex",
               "cholesky_ex", "solve_ex"):
     globals()[_name] = getattr(_solvers, _name)
@@ -253,7 +249,8 @@ for _name in _misc.__all__:
 # Named results, known to ``out=`` (which answers ``linalg_qr_out`` and the like).
 for _cls in (linalg_slogdet, linalg_eigh, linalg_eig, linalg_svd, linalg_qr, _solvers.linalg_lu_factor,
              _solvers.linalg_lu_factor_ex, _solvers.linalg_lu, _solvers.linalg_inv_ex,
-             _solvers.linalg_cholesky_ex, _solvers.linalg_solve_ex):
+             _solvers.linalg_cholesky_ex, _solvers.linalg_solve_ex, _ldl.linalg_ldl_factor,
+             _ldl.linalg_ldl_factor_ex):
     setattr(_return_types, _cls.__name__, _cls)
 
 # PyTorch's linalg functions want out of the result's very dtype. Its errors for out= with
@@ -265,7 +262,7 @@ _ATEN = {"inv": "linalg_inv_ex", "inv_ex": "linalg_inv_ex", "solve": "_linalg_so
          "det": "_linalg_det", "slogdet": "_linalg_slogdet", "lu_factor": "linalg_lu_factor_ex",
          "lu_factor_ex": "linalg_lu_factor_ex", "eigh": "_linalg_eigh", "eigvalsh": "_linalg_eigh",
          "svd": "_linalg_svd", "svdvals": "_linalg_svd", "matrix_power": "matmul", "multi_dot": "mm",
-         "vecdot": "sum", "matmul": "matmul"}
+         "vecdot": "sum", "matmul": "matmul", "ldl_factor": "linalg_ldl_factor_ex"}
 for _name in __all__:
     if _name not in _NOT_OUT:
         globals()[_name] = _out.accepts_out(globals()[_name], _ATEN.get(_name, "linalg_" + _name), _out.SAME,

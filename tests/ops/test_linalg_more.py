@@ -447,7 +447,18 @@ def test_removed_functions_raise_torch_errors():
     raises(lambda T: T.lstsq(T.ones(2, 2), T.ones(2, 2)))
 
 
-def test_ldl_is_refused_by_name():
-    for name in ("ldl_factor", "ldl_factor_ex", "ldl_solve"):
-        with pytest.raises(NotImplementedError, match=f"torch.linalg.{name} is not supported"):
-            getattr(tg.linalg, name)(tg.eye(2))
+@pytest.mark.torch
+@pytest.mark.parametrize("hermitian", [False, True])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_ldl_factor_and_solve(hermitian, complex_):
+    pytest.importorskip("scipy")
+    x = rand(2, 4, 4, complex_=complex_)
+    a = x + (np.conj(np.swapaxes(x, -1, -2)) if hermitian else np.swapaxes(x, -1, -2))
+    b = rand(2, 4, 2, complex_=complex_)
+    oracle(lambda T, A: T.linalg.ldl_factor(A.detach(), hermitian=hermitian), a, grad=False, fields=["LD", "pivots"])
+    oracle(lambda T, A: T.linalg.ldl_factor_ex(A.detach(), hermitian=hermitian), a, grad=False,
+           fields=["LD", "pivots", "info"])
+    oracle(lambda T, A, B: T.linalg.ldl_solve(*T.linalg.ldl_factor(A.detach(), hermitian=hermitian), B.detach(),
+                                              hermitian=hermitian), a, b, grad=False)
+    raises(lambda T: T.linalg.ldl_factor(T.ones(2, 3)))
+    raises(lambda T: T.linalg.ldl_solve(*T.linalg.ldl_factor(T.eye(2, dtype=T.float64)), T.ones(2, 1)))
