@@ -250,7 +250,7 @@ for _name in _misc.__all__:
 for _cls in (linalg_slogdet, linalg_eigh, linalg_eig, linalg_svd, linalg_qr, _solvers.linalg_lu_factor,
              _solvers.linalg_lu_factor_ex, _solvers.linalg_lu, _solvers.linalg_inv_ex,
              _solvers.linalg_cholesky_ex, _solvers.linalg_solve_ex, _ldl.linalg_ldl_factor,
-             _ldl.linalg_ldl_factor_ex):
+             _ldl.linalg_ldl_factor_ex, _solvers.triangular_solve_result, _solvers.lu_unpack_result):
     setattr(_return_types, _cls.__name__, _cls)
 
 # PyTorch's linalg functions want out of the result's very dtype. Its errors for out= with

@@ -462,3 +462,20 @@ def test_ldl_factor_and_solve(hermitian, complex_):
                                               hermitian=hermitian), a, b, grad=False)
     raises(lambda T: T.linalg.ldl_factor(T.ones(2, 3)))
     raises(lambda T: T.linalg.ldl_solve(*T.linalg.ldl_factor(T.eye(2, dtype=T.float64)), T.ones(2, 1)))
+
+
+@pytest.mark.torch
+def test_legacy_out_gives_named_out_results():
+    torch = _torch()
+    a, b = invertible(3, 3), rand(3, 2)
+    names = []
+    for T in (tg, torch):
+        two = (T.empty(0, dtype=T.float64), T.empty(0, dtype=T.float64))
+        r = T.triangular_solve(T.tensor(b), T.tensor(a), out=two)
+        assert r[0] is two[0] and r.cloned_coefficient is two[1]
+        three = tuple(T.empty(0, dtype=T.float64) for _ in range(3))
+        u = T.lu_unpack(*T.linalg.lu_factor(T.tensor(a)), out=three)
+        g = T.geqrf(T.tensor(a), out=(T.empty(0, dtype=T.float64), T.empty(0, dtype=T.float64)))
+        names.append((type(r).__name__, type(u).__name__, type(g).__name__))
+        np.testing.assert_allclose(three[1].numpy() @ three[2].numpy(), three[0].numpy().T @ a, atol=1e-12)
+    assert names[0] == names[1]

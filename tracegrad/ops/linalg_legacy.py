@@ -7,9 +7,11 @@ PyTorch removed (``torch.lstsq``, ``eig``, ``symeig``, ``matrix_rank``), which r
 errors."""
 from .. import linalg_misc as _M
 from .. import linalg_solvers as _S
+from . import return_types
 from .return_types import _structseq
 
 _geqrf_result = _structseq("geqrf", ["a", "tau"])
+setattr(return_types, "geqrf", _geqrf_result)  # (out= answers geqrf_out)
 
 _REMOVED = "This function was deprecated since version 1.9 and is now removed. "
 _REMOVED_MESSAGES = {

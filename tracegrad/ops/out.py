@@ -99,7 +99,7 @@ OUT_DTYPE_RULES = {
     **_rules(FOUND, "neg negative abs absolute sign sgn frac trunc fix floor ceil round clamp clip"),
     **_rules(SAME, "mm bmm matmul mv addmm baddbmm addmv diag tril triu gather take_along_dim cross "
                    "argmax argmin norm sort msort topk max min median aminmax matrix_power "
-                   "triangular_solve lu_unpack lu_solve cholesky_solve cholesky_inverse"),
+                   "triangular_solve lu_unpack lu_solve cholesky_solve cholesky_inverse geqrf orgqr ormqr"),
     "kthvalue": (_exact("output values must be of same type as input"),  # a rule per part of the tuple
                  _exact("output indices must be of scalar type Long")),
     **_rules(CAT, "cat concat concatenate stack hstack vstack row_stack dstack column_stack"),
