@@ -40,6 +40,9 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def vecdot(x, y, *, dim=-1):
     """``sum(conj(x) * y, dim)``, broadcasting ``x`` and ``y``."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {x.dtype.scalar_name}")
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{x.dtype.scalar_name} and y of type {y.dtype.scalar_name} instead")
@@ -71,6 +74,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
     positive ``atol`` is given (then 0). The older overload's ``tol`` is ``atol`` with
     ``rtol = 0``."""
     from .linalg import _check
+    if A.dtype not in (_dt.float32, _dt.float64, _dt.complex64, _dt.complex128):
+        raise RuntimeError("This function doesn't handle types other than float and double")
     if tol is not None:
         atol, rtol = tol, 0.0
     _check(A, "linalg.matrix_rank", square=hermitian)
@@ -105,7 +110,7 @@ def cond(A, p=None):
     if p not in _COND_ORDERS:
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     if p in (None, 2, -2):
-        linalg._check(A, "linalg.cond", square=False)
+        linalg._check(A, "linalg.svd", square=False)
         s = SP.singular_values(A)
         big, small = s[..., 0], s[..., -1]
         return small / big if p == -2 else big / small
@@ -156,6 +161,8 @@ def householder_product(A, tau):
     """The first ``n`` columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with ``v_i``
     the i-th column of ``A`` below the diagonal and a 1 on it (LAPACK's orgqr)."""
     fn = "torch.linalg.householder_product"
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise NotImplementedError(f'"orgqr_cpu" not implemented for \'{A.dtype.scalar_name}\'')
     if A.ndim < 2:
         raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
     m, n = A.shape[-2:]

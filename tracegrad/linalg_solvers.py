@@ -52,6 +52,12 @@ def _float_matrix(A, fn, name="A", square=False):
     return A
 
 
+def _kernel_dtype(A, kernel):
+    """PyTorch's refusal of integer operands by kernels that take no other type."""
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{A.dtype.scalar_name}\'')
+
+
 def _same_dtype(fn, A, B, a="A", b="B"):
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{fn}: Expected {a} and {b} to have the same dtype, but found {a} of type "
@@ -83,6 +89,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """``A X = B`` (``left=False``: ``X A = B``) for triangular ``A`` (its upper or lower
     triangle is read; ``unitriangular``: its diagonal is taken as ones)."""
     fn = "linalg.solve_triangular"
+    _kernel_dtype(A, "triangular_solve_cpu")
     _float_matrix(A, fn, square=True)
     _check_rhs(fn, A, B, left)
     if left:
@@ -92,6 +99,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """The legacy ``torch.triangular_solve``: ``(solution, cloned_coefficient)``."""
+    _kernel_dtype(A, "triangular_solve_cpu")
     _float_matrix(A, "torch.triangular_solve", square=True)
     _check_rhs("torch.triangular_solve", A, b)
     x = _st(A, b, lower=not upper, trans=1 if transpose else 0, unit_diagonal=unitriangular)
@@ -116,6 +124,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
     _no_pivot(pivot, "linalg.lu_factor")
+    _kernel_dtype(A, "lu_cpu")
     LU, pivots = TR.lu_factor(A)
     info = _lu_info(LU)
     if check_errors:
@@ -193,6 +202,7 @@ def _from_factor(L, upper):
 
 def cholesky_solve(B, L, upper=False):
     """``A X = B`` for ``A = L L^H`` (``upper``: ``A = U^H U``) given the factor."""
+    _kernel_dtype(L, "cholesky_solve_cpu")
     _float_matrix(L, "linalg.cholesky_solve", square=True)
     _same_dtype("cholesky_solve", B, L, "b", "A")
     _check_rhs("linalg.cholesky_solve", L, B)
@@ -201,6 +211,7 @@ def cholesky_solve(B, L, upper=False):
 
 def cholesky_inverse(L, upper=False):
     """``A^{-1}`` for ``A = L L^H`` (``upper``: ``U^H U``) given the factor."""
+    _kernel_dtype(L, "cholesky_inverse_out_cpu")
     _float_matrix(L, "cholesky_inverse", square=True)
     return D.inv(_from_factor(L, upper))
 
@@ -225,7 +236,7 @@ def _guarded(A, compute, info_of, fn, detail, check_errors):
 
 
 def inv_ex(A, *, check_errors=False):
-    _float_matrix(A, "linalg.inv_ex", square=True)
+    _float_matrix(A, "linalg.inv", square=True)
     xp = namespace_of(A._data)
     inv, info = _guarded(A, D.inv, lambda a: lapack.lu_info(xp, lapack.lu_factor(xp, a)[0]),
                          "linalg.inv_ex", lapack.SINGULAR_INV, check_errors)
@@ -233,7 +244,7 @@ def inv_ex(A, *, check_errors=False):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
-    _float_matrix(A, "linalg.cholesky_ex", square=True)
+    _float_matrix(A, "linalg.cholesky", square=True)
     xp = namespace_of(A._data)
     L, info = _guarded(A, lambda a: D.cholesky(a, upper=upper), lambda a: lapack.cholesky_info(xp, a, upper),
                        "linalg.cholesky_ex", lapack.NOT_PD, check_errors)
@@ -268,6 +279,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     gelss). Differentiable in A and B through the pseudo-inverse, as PyTorch."""
     fn = "torch.linalg.lstsq"
     from .runtime.creation import empty
+    if A.dtype not in (_dt.float32, _dt.float64, _dt.complex64, _dt.complex128):
+        raise RuntimeError("This function doesn't handle types other than float and double")
     _float_matrix(A, fn, "input")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{fn}: Expected input and other to have the same dtype, but got input's dtype "

@@ -479,3 +479,17 @@ def test_legacy_out_gives_named_out_results():
         names.append((type(r).__name__, type(u).__name__, type(g).__name__))
         np.testing.assert_allclose(three[1].numpy() @ three[2].numpy(), three[0].numpy().T @ a, atol=1e-12)
     assert names[0] == names[1]
+
+
+@pytest.mark.torch
+def test_integer_operands_are_refused_as_torch():
+    cases = [lambda T, I: T.linalg.solve_triangular(I, I, upper=True), lambda T, I: T.linalg.lu_factor(I),
+             lambda T, I: T.linalg.lu(I), lambda T, I: T.linalg.householder_product(I, I[0]),
+             lambda T, I: T.linalg.matrix_exp(I), lambda T, I: T.linalg.cond(I), lambda T, I: T.linalg.matrix_rank(I),
+             lambda T, I: T.linalg.vecdot(I, I), lambda T, I: T.linalg.inv_ex(I), lambda T, I: T.linalg.cholesky_ex(I),
+             lambda T, I: T.linalg.lstsq(I, I), lambda T, I: T.linalg.tensorinv(I, ind=1),
+             lambda T, I: T.cholesky_solve(I, I), lambda T, I: T.cholesky_inverse(I),
+             lambda T, I: T.triangular_solve(I, I)]
+    for case in cases:
+        got, want = raises(lambda T: case(T, T.ones(3, 3, dtype=T.int64)))
+        assert type(got).__name__ == type(want).__name__

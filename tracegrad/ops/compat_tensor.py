@@ -389,6 +389,9 @@ slice_scatter = _scatter_into(lambda x, dim=0, start=None, end=None, step=1:
 
 def matrix_exp(self):
     """exp of square matrices (the table's ``matrix_exp`` rule)."""
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError("linalg.matrix_exp: Expected a floating point or complex tensor as input. "
+                           f"Got {self.dtype.scalar_name}")
     if self.ndim < 2 or self.shape[-1] != self.shape[-2]:
         raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices, but they are "
                            f"{self.shape[-2] if self.ndim > 1 else 1} by {self.shape[-1]} matrices")
