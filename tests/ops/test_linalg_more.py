@@ -493,3 +493,22 @@ def test_integer_operands_are_refused_as_torch():
     for case in cases:
         got, want = raises(lambda T: case(T, T.ones(3, 3, dtype=T.int64)))
         assert type(got).__name__ == type(want).__name__
+
+
+@pytest.mark.torch
+def test_legacy_names_warn_as_torch():
+    import warnings
+    torch = _torch()
+    from tracegrad.ops import linalg_legacy
+    linalg_legacy._WARNED.clear()
+    calls = [lambda T, A, b: T.triangular_solve(b, A), lambda T, A, b: T.lu(A),
+             lambda T, A, b: T.lu_solve(b, *T.linalg.lu_factor(A))]
+    for call in calls:
+        texts = []
+        for T in (tg, torch):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                call(T, T.eye(3, dtype=T.float64), T.ones(3, 1, dtype=T.float64))
+            texts.append([str(w.message).split(" (Triggered internally")[0] for w in caught])
+        if texts[1]:  # (torch's C++ warnings come once per process)
+            assert texts[0] == texts[1]

@@ -5,6 +5,8 @@ Householder products (``torch.triangular_solve``, ``torch.lu``, ``torch.lu_unpac
 :mod:`tracegrad.linalg_solvers` and :mod:`tracegrad.linalg_misc`; and the functions
 PyTorch removed (``torch.lstsq``, ``eig``, ``symeig``, ``matrix_rank``), which raise its
 errors."""
+import warnings
+
 from .. import linalg_misc as _M
 from .. import linalg_solvers as _S
 from . import return_types
@@ -46,14 +48,43 @@ def _removed(name):
     return removed
 
 
+_DEPRECATED = {
+    "triangular_solve": "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will be "
+                        "removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments "
+                        "reversed and does not return a copy of one of the inputs.\nX = torch.triangular_solve(B, A)"
+                        ".solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).",
+    "lu": "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+          "removed in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould be replaced "
+          "with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = torch.lu(A, "
+          "compute_pivots, get_infos=True)\nshould be replaced with\nLU, pivots, info = "
+          "torch.linalg.lu_factor_ex(A, compute_pivots)",
+    "lu_solve": "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a future "
+                "PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
+                "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)",
+}
+_WARNED = set()
+
+
+def _deprecated(name, fn, once):
+    """``fn`` warning as PyTorch does: ``once`` per process (its C++ TORCH_WARN_ONCE) or
+    at every call (its Python warning, which Python's filters show once per place)."""
+    def warned(*args, **kwargs):
+        if not (once and name in _WARNED):
+            _WARNED.add(name)
+            warnings.warn(_DEPRECATED[name], UserWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+    warned.__name__ = name
+    return warned
+
+
 def geqrf(input):
     return _geqrf_result(*_M.geqrf(input))
 
 FUNCTIONS = {
-    "triangular_solve": _S.triangular_solve,
-    "lu": _S.lu_legacy,
+    "triangular_solve": _deprecated("triangular_solve", _S.triangular_solve, once=True),
+    "lu": _deprecated("lu", _S.lu_legacy, once=False),
     "lu_unpack": _S.lu_unpack,
-    "lu_solve": _S.lu_solve_legacy,
+    "lu_solve": _deprecated("lu_solve", _S.lu_solve_legacy, once=True),
     "cholesky_solve": _S.cholesky_solve,
     "cholesky_inverse": _S.cholesky_inverse,
     "geqrf": geqrf,
@@ -63,5 +94,6 @@ FUNCTIONS = {
 }
 
 METHODS = {name: FUNCTIONS[name] for name in
-           ("triangular_solve", "lu", "lu_solve", "cholesky_solve", "cholesky_inverse", "geqrf", "orgqr", "ormqr",
+           ("triangular_solve", "lu_solve", "cholesky_solve", "cholesky_inverse", "geqrf", "orgqr", "ormqr",
             "lstsq", "eig", "symeig")}
+METHODS["lu"] = _S.lu_legacy  # (Tensor.lu does not warn)
