@@ -1,5 +1,9 @@
 """``torch.linalg``: PyTorch's signatures, checks and named results over the table's
 decomposition rules (:mod:`tracegrad.rules.decomp`, :mod:`tracegrad.rules.spectral`).
+The lu family, triangular solves, lstsq and the ``_ex`` variants are in
+:mod:`tracegrad.linalg_solvers`, the remaining functions in :mod:`tracegrad.linalg_misc`;
+all are re-exported here, and take ``out=`` through :mod:`tracegrad.ops.out`. Singular or
+indefinite operands raise :class:`LinAlgError` (a RuntimeError) with PyTorch's messages.
 
 Gradients of the functions that read one triangle of a symmetric operand (``eigh``,
 ``eigvalsh``, ``cholesky``, ``pinv(hermitian=True)``) are the derivatives of what they
@@ -22,7 +26,31 @@ from .rules.complex_ import is_complex
 from .rules.unary import abs as _abs
 
 __all__ = [
+    "LinAlgError",
     "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "diagonal",
+    "householder_product",
+    "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
+    "matmul",
+    "matrix_exp",
+    "matrix_rank",
+    "solve_ex",
+    "solve_triangular",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
+    "vecdot",
     "det",
     "eig",
     "eigh",
@@ -63,30 +91,21 @@ def _check(A, fn, square=True, name="A"):
     return A
 
 
-def _no_out(out, fn):
-    if out is not None:
-        raise NotImplementedError(f"{fn}(out=...) is not supported")
-
-
-def inv(A, *, out=None):
-    _no_out(out, "linalg.inv")
+def inv(A):
     return D.inv(_check(A, "linalg.inv"))
 
 
-def det(A, *, out=None):
-    _no_out(out, "linalg.det")
+def det(A):
     return D.det(_check(A, "linalg.det"))
 
 
-def slogdet(A, *, out=None):
-    _no_out(out, "linalg.slogdet")
+def slogdet(A):
     return linalg_slogdet(*D.slogdet(_check(A, "linalg.slogdet")))
 
 
-def solve(A, B, *, left=True, out=None):
+def solve(A, B, *, left=True):
     """``A X = B`` (``left=False``: ``X A = B``); ``B`` is a (batch of) vector(s) when it is
     1-D or shaped ``A.shape[:-1]``, as PyTorch decides."""
-    _no_out(out, "linalg.solve")
     _check(A, "linalg.solve")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
@@ -98,8 +117,7 @@ def solve(A, B, *, left=True, out=None):
     return D.solve(A, B) if left else D.solve_right(B, A)
 
 
-def cholesky(A, *, upper=False, out=None):
-    _no_out(out, "linalg.cholesky")
+def cholesky(A, *, upper=False):
     return D.cholesky(_check(A, "linalg.cholesky"), upper=upper)
 
 
@@ -109,45 +127,37 @@ def _uplo(UPLO):
     return UPLO == "U"
 
 
-def eigh(A, UPLO="L", *, out=None):
-    _no_out(out, "linalg.eigh")
+def eigh(A, UPLO="L"):
     return linalg_eigh(*SP.eigh_as_lapack(_check(A, "linalg.eigh"), upper=_uplo(UPLO)))
 
 
-def eigvalsh(A, UPLO="L", *, out=None):
-    _no_out(out, "linalg.eigvalsh")
+def eigvalsh(A, UPLO="L"):
     return SP.eigh(_check(A, "linalg.eigvalsh"), upper=_uplo(UPLO))[0]
 
 
-def eig(A, *, out=None):
-    _no_out(out, "linalg.eig")
+def eig(A):
     return linalg_eig(*SP.eig(_check(A, "linalg.eig")))
 
 
-def eigvals(A, *, out=None):
-    _no_out(out, "linalg.eigvals")
+def eigvals(A):
     return SP.eig(_check(A, "linalg.eigvals"))[0]
 
 
-def svd(A, full_matrices=True, *, driver=None, out=None):
-    _no_out(out, "linalg.svd")
+def svd(A, full_matrices=True, *, driver=None):
     return linalg_svd(*SP.svd_as_lapack(_check(A, "linalg.svd", square=False), full_matrices=full_matrices))
 
 
-def svdvals(A, *, driver=None, out=None):
-    _no_out(out, "linalg.svdvals")
+def svdvals(A, *, driver=None):
     return SP.singular_values(_check(A, "linalg.svdvals", square=False))
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
-    _no_out(out, "linalg.pinv")
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
     _check(A, "linalg.pinv", square=hermitian)
     return MF.pinv(A, rtol=rtol, atol=0.0 if atol is None else float(atol), hermitian=hermitian)
 
 
-def qr(A, mode="reduced", *, out=None):
+def qr(A, mode="reduced"):
     """``(Q, R)``; ``mode="r"`` gives an empty Q, as PyTorch."""
-    _no_out(out, "linalg.qr")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
                            "(default), 'r', or 'complete'")
@@ -158,13 +168,11 @@ def qr(A, mode="reduced", *, out=None):
     return linalg_qr(q, r)
 
 
-def matrix_power(A, n, *, out=None):
-    _no_out(out, "linalg.matrix_power")
+def matrix_power(A, n):
     return MF.matrix_power(_check(A, "linalg.matrix_power"), int(n))
 
 
-def multi_dot(tensors, *, out=None):
-    _no_out(out, "linalg.multi_dot")
+def multi_dot(tensors):
     tensors = list(tensors)
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
@@ -177,8 +185,7 @@ def _cast(x, dtype):
     return x if dtype is None else x.to(dtype)
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    _no_out(out, "linalg.vector_norm")
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     x = _cast(x, dtype)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -192,8 +199,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return R.vector_norm(mag, ord=p, dim=dims, keepdim=keepdim)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
-    _no_out(out, "linalg.matrix_norm")
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     A = _check(_cast(A, dtype), "linalg.matrix_norm", square=False)
     if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
@@ -203,11 +209,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return MF.matrix_norm(A, ord, dims, keepdim)
 
 
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """A vector norm (``dim`` an int, or a 1-D ``A`` ...) or a matrix norm (``dim`` a pair,
     or a 2-D ``A`` with ``ord`` given); with neither ``ord`` nor ``dim``, the 2-norm of
     every element."""
-    _no_out(out, "linalg.norm")
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         if len(dims) == 2:
@@ -221,3 +226,44 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
         return vector_norm(A, ord, None, keepdim, dtype=dtype)
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
                        f"Got {A.ndim}D.")
+
+
+# -- the rest of torch.linalg, and out= -------------------------------------------------------------
+
+from . import linalg_solvers as _solvers  # noqa: E402  (they call back into this module)
+from . import linalg_ldl as _ldl  # noqa: E402
+from . import linalg_misc as _misc  # noqa: E402
+from .ops import out as _out  # noqa: E402
+from .ops import return_types as _return_types  # noqa: E402
+
+LinAlgError = _solvers.LinAlgError
+
+
+from .linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402
+for _name in ("solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "lstsq", "inv_ex",
+              "cholesky_ex", "solve_ex"):
+    globals()[_name] = getattr(_solvers, _name)
+for _name in _misc.__all__:
+    globals()[_name] = getattr(_misc, _name)
+
+# Named results, known to ``out=`` (which answers ``linalg_qr_out`` and the like).
+for _cls in (linalg_slogdet, linalg_eigh, linalg_eig, linalg_svd, linalg_qr, _solvers.linalg_lu_factor,
+             _solvers.linalg_lu_factor_ex, _solvers.linalg_lu, _solvers.linalg_inv_ex,
+             _solvers.linalg_cholesky_ex, _solvers.linalg_solve_ex, _ldl.linalg_ldl_factor,
+             _ldl.linalg_ldl_factor_ex, _solvers.triangular_solve_result, _solvers.lu_unpack_result):
+    setattr(_return_types, _cls.__name__, _cls)
+
+# PyTorch's linalg functions want out of the result's very dtype. Its errors for out= with
+# grad name the ATen operator (``linalg_inv_ex``); its composite functions accept grad there.
+_NOT_OUT = {"LinAlgError", "diagonal", "vander", "matrix_exp", "lstsq"}
+_COMPOSITE = {"matrix_norm", "norm", "cond", "matrix_rank", "tensorinv", "tensorsolve", "eigvals"}
+_ATEN = {"inv": "linalg_inv_ex", "inv_ex": "linalg_inv_ex", "solve": "_linalg_solve_ex",
+         "solve_ex": "_linalg_solve_ex", "cholesky": "linalg_cholesky_ex", "cholesky_ex": "linalg_cholesky_ex",
+         "det": "_linalg_det", "slogdet": "_linalg_slogdet", "lu_factor": "linalg_lu_factor_ex",
+         "lu_factor_ex": "linalg_lu_factor_ex", "eigh": "_linalg_eigh", "eigvalsh": "_linalg_eigh",
+         "svd": "_linalg_svd", "svdvals": "_linalg_svd", "matrix_power": "matmul", "multi_dot": "mm",
+         "vecdot": "sum", "matmul": "matmul", "ldl_factor": "linalg_ldl_factor_ex"}
+for _name in __all__:
+    if _name not in _NOT_OUT:
+        globals()[_name] = _out.accepts_out(globals()[_name], _ATEN.get(_name, "linalg_" + _name), _out.SAME,
+                                            refuse_grad=_name not in _COMPOSITE)

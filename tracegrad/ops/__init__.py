@@ -11,6 +11,8 @@ from . import compat_functions, compat_tensor, distance, histogram, out, samplin
 
 MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
 MODULES += (sorting, histogram, sampling, distance)
+from . import linalg_legacy  # noqa: E402  (over tracegrad.linalg, which needs the modules above)
+MODULES += (linalg_legacy,)
 MODULES += (compat_tensor, compat_functions)  # composed from the above: last, and must not shadow them
 
 FUNCTIONS = {}

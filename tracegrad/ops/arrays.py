@@ -103,7 +103,9 @@ def cross(input, other, dim=None):
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.", UserWarning)
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
     return linalg_cross(input, other, dim)
 
 

@@ -388,28 +388,15 @@ slice_scatter = _scatter_into(lambda x, dim=0, start=None, end=None, step=1:
 
 
 def matrix_exp(self):
-    """exp of square matrices: a degree-18 Taylor series after scaling by 2^-s, then s
-    squarings (accurate to float64 rounding; differentiable through its matmuls)."""
+    """exp of square matrices (the table's ``matrix_exp`` rule)."""
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError("linalg.matrix_exp: Expected a floating point or complex tensor as input. "
+                           f"Got {self.dtype.scalar_name}")
     if self.ndim < 2 or self.shape[-1] != self.shape[-2]:
         raise RuntimeError("linalg.matrix_exp: A must be batches of square matrices, but they are "
                            f"{self.shape[-2] if self.ndim > 1 else 1} by {self.shape[-1]} matrices")
-    norm = float(self.detach().abs().sum(-2).amax().item()) if self.numel() else 0.0
-    s = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0.5 else 0
-    a = self / (2 ** s)
-    eye = _identity(a)
-    term, total = eye, eye
-    for k in range(1, 19):
-        term = term @ a / k
-        total = total + term
-    for _ in range(s):
-        total = total @ total
-    return total
-
-
-def _identity(a):
-    n = a.shape[-1]
-    from ..runtime.creation import eye
-    return eye(n, dtype=a.dtype, device=a.device).expand(a.shape)
+    from ..rules.matrix_exp import matrix_exp as rule
+    return rule(self)
 
 
 def float_power_(self, exponent):

@@ -98,7 +98,8 @@ OUT_DTYPE_RULES = {
                    "less_equal not_equal logical_and logical_or logical_xor logical_not"),
     **_rules(FOUND, "neg negative abs absolute sign sgn frac trunc fix floor ceil round clamp clip"),
     **_rules(SAME, "mm bmm matmul mv addmm baddbmm addmv diag tril triu gather take_along_dim cross "
-                   "argmax argmin norm sort msort topk max min median aminmax matrix_power"),
+                   "argmax argmin norm sort msort topk max min median aminmax matrix_power "
+                   "triangular_solve lu_unpack lu_solve cholesky_solve cholesky_inverse geqrf orgqr ormqr"),
     "kthvalue": (_exact("output values must be of same type as input"),  # a rule per part of the tuple
                  _exact("output indices must be of scalar type Long")),
     **_rules(CAT, "cat concat concatenate stack hstack vstack row_stack dstack column_stack"),
@@ -140,10 +141,12 @@ def _requires_grad(values):
     return False
 
 
-def accepts_out(fn, name=None, rule=CAST, in_out_dtype=False):
+def accepts_out(fn, name=None, rule=CAST, in_out_dtype=False, refuse_grad=True):
     """``fn`` taking PyTorch's keyword ``out=`` (a Tensor, or a tuple of them for a
     function returning several): see the module docstring. ``in_out_dtype``: ``fn``
-    takes ``dtype=`` and computes in out's dtype."""
+    takes ``dtype=`` and computes in out's dtype. ``refuse_grad=False``: arguments that
+    require grad are accepted (PyTorch's composite functions, such as ``linalg.cond``,
+    copy their result into out, recorded)."""
     name = name or fn.__name__
 
     @functools.wraps(fn)
@@ -155,7 +158,7 @@ def accepts_out(fn, name=None, rule=CAST, in_out_dtype=False):
         if not all(isinstance(o, Tensor) for o in outs):
             raise TypeError(f"{name}(): argument 'out' must be {'tuple of Tensors' if several else 'Tensor'}, "
                             f"not {type(out).__name__}")
-        if is_grad_enabled() and _requires_grad(args + tuple(kwargs.values()) + outs):
+        if refuse_grad and is_grad_enabled() and _requires_grad(args + tuple(kwargs.values()) + outs):
             raise RuntimeError(_NO_GRAD.format(name=name))
         if in_out_dtype and kwargs.get("dtype") is None:
             kwargs["dtype"] = outs[0].dtype
@@ -171,6 +174,8 @@ def accepts_out(fn, name=None, rule=CAST, in_out_dtype=False):
                 raise error
         for r, o in zip(results, outs):
             write_out(o, r)
+            if r.requires_grad:  # (refuse_grad=False) a recorded copy, as PyTorch's composites
+                o.copy_(r)
         if not several:
             return out
         kind = type(result).__name__

@@ -20,6 +20,7 @@ Complex values (JAX's convention, see :mod:`tracegrad.rules.core`): inv, det and
 are holomorphic, so their real formulas hold as written; slogdet, cholesky (Hermitian)
 and qr write their conjugates.
 """
+from . import lapack
 from .broadcast import sum_to
 from .complex_ import conj_of, imag, is_complex, real_of
 from .core import FLOAT, primitive
@@ -111,7 +112,21 @@ def rows(m, start, stop=None):
 
 @primitive("LinalgInvExBackward0", dtypes=FLOAT, complex=True)
 def inv(xp, x):
-    return xp.linalg.inv(x)
+    try:
+        return xp.linalg.inv(x)
+    except Exception as e:
+        _reraise(xp, e, x, "linalg.inv", lapack.SINGULAR_INV)
+
+
+def _reraise(xp, e, a, function, detail):
+    """Turn NumPy's LinAlgError for ``a`` into PyTorch's (naming the matrix's info)."""
+    if not lapack.is_lapack_error(e):
+        raise e
+    if detail is lapack.NOT_PD:
+        lapack.raise_for(xp, lapack.cholesky_info(xp, a), function, detail)
+    else:
+        lapack.raise_for(xp, lapack.lu_info(xp, lapack.lu_factor(xp, a)[0]), function, detail)
+    raise e
 
 
 @inv.vjp("x", uses="out")
@@ -181,7 +196,10 @@ def solve(xp, a, b):
         a = xp.broadcast_to(a, batch + a.shape[-2:])
     if b.shape[:-2] != batch:
         b = xp.broadcast_to(b, batch + b.shape[-2:])
-    return xp.linalg.solve(a, b)
+    try:
+        return xp.linalg.solve(a, b)
+    except Exception as e:
+        _reraise(xp, e, a, "torch.linalg.solve", lapack.SINGULAR_SOLVE)
 
 
 @solve.vjp("a", uses="a out")
@@ -211,9 +229,12 @@ def cholesky(xp, x, *, upper=False):
     """The Cholesky factor of the Hermitian matrix held in the lower (``upper``: upper)
     triangle of ``x`` (the imaginary parts of its diagonal are ignored, as LAPACK does):
     ``L`` with ``L L^H = A``, or ``U = L^H`` when ``upper``."""
-    if upper:
-        return _h(xp, xp.linalg.cholesky(_h(xp, x)))
-    return xp.linalg.cholesky(x)
+    try:
+        if upper:
+            return _h(xp, xp.linalg.cholesky(_h(xp, x)))
+        return xp.linalg.cholesky(x)
+    except Exception as e:
+        _reraise(xp, e, _h(xp, x) if upper else x, "linalg.cholesky", lapack.NOT_PD)
 
 
 def _h(xp, a):

@@ -88,7 +88,7 @@ def _triangle(xp, a, lower, unit):
     return t
 
 
-@primitive(dtypes=FLOAT, complex=True)
+@primitive("LinalgSolveTriangularBackward0", dtypes=FLOAT, complex=True)
 def solve_triangular(xp, a, b, *, lower=False, trans=0, unit_diagonal=False):
     """``op(T)^{-1} b`` for the triangle ``T`` of ``a`` (its lower one when ``lower``; ones
     on its diagonal when ``unit_diagonal``) and ``op`` the identity, the transpose or the
@@ -100,7 +100,23 @@ def solve_triangular(xp, a, b, *, lower=False, trans=0, unit_diagonal=False):
         t = xp.swapaxes(t, -1, -2)
         t = xp.conj(t) if trans == 2 else t
     batch = xp.broadcast_shapes(t.shape[:-2], b.shape[:-2])  # (CuPy's solve does not broadcast)
-    return xp.linalg.solve(xp.broadcast_to(t, batch + t.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
+    t, b = xp.broadcast_to(t, batch + t.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:])
+    try:
+        return xp.linalg.solve(t, b)
+    except Exception as e:  # a zero on the diagonal: inf/nan, as LAPACK's trtrs (and torch) give
+        if type(e).__name__ != "LinAlgError":
+            raise
+        return _substitute(xp, t, b, upper=(not lower) != bool(trans))
+
+
+def _substitute(xp, t, b, upper):
+    """Back (forward, for lower ``t``) substitution, letting a zero pivot give inf/nan."""
+    x = xp.zeros(b.shape, dtype=xp.result_type(t, b))
+    with cpu.errstate(all="ignore"):
+        for i in (range(t.shape[-1] - 1, -1, -1) if upper else range(t.shape[-1])):
+            rest = xp.sum(t[..., i, :, None] * x, axis=-2)
+            x[..., i, :] = (b[..., i, :] - rest) / t[..., i, i, None]
+    return x
 
 
 def _on_triangle(m, lower, unit):

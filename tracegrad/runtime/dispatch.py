@@ -240,6 +240,8 @@ def save_result(node, result):
 
 def _kernel_error(exc, arrays):
     """PyTorch's message for operands that do not broadcast (NumPy raises ValueError)."""
+    if isinstance(exc, RuntimeError):  # already PyTorch's (linalg.LinAlgError is NumPy's too)
+        return exc
     if "broadcast" in str(exc):
         broadcast_shapes(*[a.shape for a in arrays if hasattr(a, "shape")])  # raises PyTorch's
     return RuntimeError(str(exc))
