@@ -18,7 +18,7 @@ they stay differentiable, as in torch.func).
 import functools
 
 from .. import autograd
-from ..runtime import grad_mode
+from ..runtime import forward, grad_mode
 from ..runtime.tensor import Tensor
 from ..transform.tree import flatten, unflatten
 from ._batched import BatchedTensor, batched, levels
@@ -50,6 +50,9 @@ def _lift(x):
             x.unsqueeze(0).expand((size,) + tuple(x.shape))
         t = batched(phys, level)
         t._requires_grad = True
+        tangent = forward.tangent_of(x) if forward.ACTIVE[0] else None
+        if tangent is not None:  # (jvp of grad inside vmap: forward over reverse per sample)
+            forward.set_tangent(t, tangent)
         return t
     if x.requires_grad:
         return x.view_as(x)

@@ -283,6 +283,10 @@ def masked_fill_(input, mask, value):
 def masked_select(input, mask):
     _mask_check(mask)
     from .shape import broadcast_tensors
+    if _per_sample(mask):  # (each sample's own mask: results of different sizes)
+        raise RuntimeError("vmap: masked_select (and x[mask]) with a mask batched by vmap is not supported: "
+                           "its result has a different size for each sample. Use torch.where(mask, x, 0) "
+                           "instead")
     input, mask = broadcast_tensors(input, mask)
     return I.advanced_index(input, mask._data, index=(I.ARRAY,))
 

@@ -65,6 +65,9 @@ def _infer_dtype(data):
 
 def _unwrap_nested(data):
     if isinstance(data, Tensor):
+        if getattr(type(data), "_vmap_batched", False):
+            raise RuntimeError("vmap: tensor() of a list holding a Tensor inside vmap is not supported "
+                               "(it has one value per sample): use tracegrad.stack instead")
         return backend.namespace_of(data._data).to_host(data._data)
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(x) for x in data]
@@ -101,6 +104,8 @@ def _recorded(factory):
 @_recorded
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, Tensors)."""
+    if getattr(type(data), "_vmap_batched", False):  # inside vmap: a copy of every sample
+        return _batched_copy(data, dtype, device, requires_grad)
     xp = backend.namespace_for(device)
     if isinstance(data, Tensor) or backend.is_array(data):  # stays on its device unless told
         arr = data._data if isinstance(data, Tensor) else backend.namespace_of(data).asarray(data)
@@ -117,6 +122,15 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     except ValueError as e:
         raise ValueError(f"tensor(): could not build a tensor from the data given: {e}") from None
     return _finish(xp.asarray(host), requires_grad)
+
+
+def _batched_copy(data, dtype, device, requires_grad):
+    """``tensor(x)`` for ``x`` batched by vmap: its values copied (through the batching
+    rules, since its ``_data`` is one sample), without history or tangent."""
+    from . import forward, grad_mode
+    with grad_mode.no_grad(), forward.suspended():
+        out = data.to(device=device, dtype=dtype, copy=True)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def as_tensor(data, dtype=None, device=None):
