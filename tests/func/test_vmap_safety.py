@@ -287,3 +287,31 @@ def test_batch_norm_updates_batched_running_stats_per_sample():
         _close(out[i], one(inputs[i]))
         _close(stats["running_mean"][i], one.running_mean)
         _close(stats["running_var"][i], one.running_var)
+
+
+def test_saving_and_assert_close_are_refused():
+    import io
+    with pytest.raises(NotImplementedError, match="cannot save a Tensor inside vmap"):
+        vmap(lambda v: tg.save(v, io.BytesIO()))(_x())
+    x = _x(14)
+    with pytest.raises(RuntimeError, match="assert_close compares values in Python"):
+        vmap(lambda v: tg.testing.assert_close(v, x[0]))(x)
+
+
+def test_indices_batched_by_vmap_are_checked_and_used_per_sample():
+    src = _x(15, (5,))
+    idx = tg.tensor([[0, 4], [2, 2], [3, 1]])
+    for fn in (lambda i: src.gather(0, i), lambda i: src.index_select(0, i), lambda i: src.take(i),
+               lambda i: tg.zeros(5, dtype=tg.float64).scatter_add(0, i, src[:2])):
+        _close(vmap(fn)(idx), _loop(fn, idx))
+    bad = tg.tensor([[0, 4], [2, 5]])
+    with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        vmap(lambda i: src.gather(0, i))(bad)
+    with pytest.raises(IndexError, match="tried to access index 5"):
+        vmap(lambda i: src.take(i))(bad)
+
+
+def test_scalar_samples_mix_with_python_rules():
+    x = _x(16)
+    _close(vmap(lambda v: v.clamp(min=v[0]))(x), _loop(lambda v: v.clamp(min=v[0]), x))
+    _close(vmap(lambda v: v * v[1])(x), x * x[:, 1:2])

@@ -125,7 +125,7 @@ def _stand_in(phys):
     """Sample 0 of the physical array (zeros of one sample's shape for an empty batch)."""
     d = phys._data
     if d.shape[0]:
-        return d[0]
+        return d[0, ...]  # (an array, 0-d for a scalar sample: d[0] would be a NumPy scalar)
     from ..backend import namespace_of
     return namespace_of(d).zeros(d.shape[1:], dtype=d.dtype)
 
