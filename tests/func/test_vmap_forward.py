@@ -208,3 +208,42 @@ def test_forward_over_reverse_against_torch():
     ours = jacfwd(jacrev(_f))(tg.tensor(xn[0]))
     theirs = tf.jacfwd(tf.jacrev(lambda v: (v.sin() * v).sum()))(torch.tensor(xn[0]))
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# -- randomness in jacfwd (torch vmaps its jvps; tracegrad loops over them) --------------------
+
+def _noisy(v):
+    return v * tg.rand(3, dtype=tg.float64)
+
+
+def test_jacfwd_refuses_random_operations_by_default():
+    x = tg.ones(3, dtype=tg.float64)
+    with pytest.raises(RuntimeError, match="called random operation while in randomness error mode"):
+        jacfwd(_noisy)(x)
+    with pytest.raises(RuntimeError, match="called random operation while in randomness error mode"):
+        jacfwd(lambda v: v * tg.empty(3, dtype=tg.float64).uniform_())(x)
+    # (and nothing stays refused afterwards)
+    assert tg.rand(2).shape == (2,)
+
+
+def test_jacfwd_randomness_same_uses_one_draw_for_every_column():
+    x = tg.ones(3, dtype=tg.float64)
+    tg.manual_seed(0)
+    jac = jacfwd(_noisy, randomness="same")(x)
+    tg.manual_seed(0)
+    _close(jac, tg.diag(tg.rand(3, dtype=tg.float64)))
+
+
+def test_jacfwd_randomness_different_draws_per_column():
+    x = tg.ones(3, dtype=tg.float64)
+    tg.manual_seed(0)
+    jac = jacfwd(_noisy, randomness="different")(x)
+    tg.manual_seed(0)
+    draws = [tg.rand(3, dtype=tg.float64) for _ in range(3)]
+    _close(jac, tg.diag(tg.stack([draws[j][j] for j in range(3)])))
+
+
+def test_jacfwd_inside_vmap_with_random_operations():
+    x = tg.ones(2, 3, dtype=tg.float64)
+    with pytest.raises(RuntimeError, match="called random operation while in randomness error mode"):
+        vmap(jacfwd(_noisy), randomness="same")(x)

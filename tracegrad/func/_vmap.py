@@ -16,7 +16,7 @@ from ..transform.tree import flatten, unflatten
 from . import _batched
 from ._batched import BatchedTensor, batched, levels
 
-__all__ = ["vmap"]
+__all__ = ["vmap", "random_refused"]
 
 _RANDOMNESS = ("error", "different", "same")
 _LEVEL_IDS = itertools.count(1)
@@ -216,6 +216,22 @@ def _unwrap_outputs(func, outputs, out_dims, level, size):
     return unflatten(spec, result)
 
 
+class random_refused:
+    """Random operations refused as under ``vmap(randomness='error')``, in this thread: for
+    a transform torch runs as a vmap and tracegrad as a loop (``jacfwd``), where a draw per
+    iteration would silently mix several functions into one result."""
+
+    def __enter__(self):
+        _local.refused = getattr(_local, "refused", 0) + 1
+        _install(+1)
+        return self
+
+    def __exit__(self, *exc):
+        _local.refused -= 1
+        _install(-1)
+        return False
+
+
 # -- randomness ---------------------------------------------------------------------------------
 
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the "
@@ -229,6 +245,8 @@ def _random(factory, args, kwargs):
     silently shared."""
     if getattr(_local, "drawing", False):
         return factory(*args, **kwargs) if factory is not None else None
+    if getattr(_local, "refused", 0):
+        raise RuntimeError(_RANDOM_ERROR)
     vmaps = [e for e in levels() if e[0] == "vmap"]
     if not vmaps:  # (a vmap runs in another thread)
         return factory(*args, **kwargs) if factory is not None else None
