@@ -315,3 +315,25 @@ def test_scalar_samples_mix_with_python_rules():
     x = _x(16)
     _close(vmap(lambda v: v.clamp(min=v[0]))(x), _loop(lambda v: v.clamp(min=v[0]), x))
     _close(vmap(lambda v: v * v[1])(x), x * x[:, 1:2])
+
+
+def test_get_total_norm_is_per_sample_and_clipping_in_place_is_refused():
+    from tracegrad.nn.utils import clip_grads_with_norm_, get_total_norm
+    x, y = _x(17), _x(18, (3, 2))
+    for p in (2.0, 1.0, float("inf")):
+        got = vmap(lambda a, b, p=p: get_total_norm([a, b], p))(x, y)
+        _close(got, _loop(lambda a, b, p=p: get_total_norm([a, b], p), x, y))
+    w = tg.nn.Parameter(tg.ones(3))
+    w.grad = tg.ones(3)
+    with pytest.raises(RuntimeError, match="clip_grads_with_norm_ / clip_grad_norm_ scale .grad in place"):
+        vmap(lambda a: clip_grads_with_norm_([w], 1.0, a.norm()))(x)
+
+
+def test_a_plain_dual_tensor_with_batched_tangents_prints_every_tangent():
+    from tracegrad.func import jvp
+    seen = []
+    x0 = tg.tensor([1.0, 2.0])
+    tangents = tg.tensor([[1.0, 0.0], [0.0, 1.0]])
+    vmap(lambda u: jvp(lambda p: seen.append(repr(p)) or p.sin(), (x0,), (u,))[1])(tangents)
+    assert seen[0].startswith("tensor([1., 2.],\n       tangent=BatchedTensor(lvl=")
+    assert "[1., 0.]" in seen[0] and "[0., 1.]" in seen[0]  # (both samples' tangents, not sample 0's)

@@ -22,4 +22,6 @@ def _tangent_text(t):
     tangent = forward.tangent_of(t) if forward.ACTIVE[0] else None
     if tangent is None:
         return None
+    if getattr(type(tangent), "_vmap_batched", False):  # (a batch of tangents under vmap: all of them)
+        return repr(tangent)
     return str(tangent.item()) if tangent.ndim == 0 else tensor_repr(tangent)

@@ -11,6 +11,7 @@ import types
 import warnings
 
 from ... import backend
+from ...ops._args import per_sample
 from ...rules import reduce as R
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
@@ -42,6 +43,14 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return wrap(backend.cpu.asarray(0.0, dtype="float32"))
+    if any(per_sample(t) for t in tensors):  # under vmap (per-sample clipping): through ops, which batch
+        from ...ops.shape import stack
+        from ...linalg import vector_norm
+        total = vector_norm(stack([vector_norm(t, norm_type) for t in tensors]), norm_type)
+        if error_if_nonfinite:
+            raise RuntimeError("vmap: get_total_norm(error_if_nonfinite=True) checks the norm in Python, "
+                               "which a Tensor inside vmap (one value per sample) cannot give")
+        return total
     first = tensors[0]._data
     xp = backend.namespace_of(first)
     norms = []
@@ -66,6 +75,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     max_norm = float(max_norm)
     if not grads:
         return
+    if per_sample(total_norm) or any(per_sample(g) for g in grads):
+        raise RuntimeError("vmap: clip_grads_with_norm_ / clip_grad_norm_ scale .grad in place by a test "
+                           "made in Python, which a Tensor inside vmap (one value per sample) cannot give: "
+                           "clip per-sample gradients with tensor operations (g * (max_norm / norm).clamp(max=1))")
     total = total_norm._data
     xp = backend.namespace_of(total)
     one = xp.asarray(1.0, dtype=total.dtype)
