@@ -139,10 +139,10 @@ def test_vmap_of_jvp_through_in_place_writes():
 
 def test_vmap_of_jvp_in_dims_out_dims_nested_and_chunked():
     x, t = (tg.tensor(a) for a in _data(12))
-    f = lambda v, u: jvp(lambda a: a.exp() * a[0], (v,), (u,))[1]  # noqa: E731
+    f = lambda v, u: jvp(lambda a: a.exp() * a[0], (v,), (u,))[1]
     _close(vmap(f, in_dims=1, out_dims=1)(x.T.contiguous(), t.T.contiguous()).T, _loop(f, x, t))
     _close(vmap(vmap(lambda a, b: jvp(tg.sin, (a,), (b,))[1]))(x, t), x.cos() * t)
-    g = lambda v, u: jvp(_f, (v,), (u,))[1]  # noqa: E731
+    g = lambda v, u: jvp(_f, (v,), (u,))[1]
     _close(vmap(g, chunk_size=2)(x, t), _loop(g, x, t))
 
 

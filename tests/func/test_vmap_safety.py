@@ -149,7 +149,7 @@ def test_repr_layout_matches_torch():
     torch.func.vmap(lambda v: seen.append(repr(v)) or v)(torch.zeros(2, 2))
     ours = []
     vmap(lambda v: ours.append(repr(v)) or v)(tg.zeros(2, 2))
-    strip = lambda s: re.sub(r"lvl=\d+", "lvl=N", s)  # noqa: E731
+    strip = lambda s: re.sub(r"lvl=\d+", "lvl=N", s)
     assert strip(ours[0]) == strip(seen[0])
 
 
@@ -160,7 +160,7 @@ def test_out_argument_is_refused():
 
 # -- transforms and autograd inside vmap ------------------------------------------------------
 
-_SQ = lambda u: (u * u).sum()  # noqa: E731
+_SQ = lambda u: (u * u).sum()
 
 
 @pytest.mark.parametrize("call", [
@@ -323,6 +323,9 @@ def test_get_total_norm_is_per_sample_and_clipping_in_place_is_refused():
     for p in (2.0, 1.0, float("inf")):
         got = vmap(lambda a, b, p=p: get_total_norm([a, b], p))(x, y)
         _close(got, _loop(lambda a, b, p=p: get_total_norm([a, b], p), x, y))
+    y[1, 0] = float("inf")
+    with pytest.raises(RuntimeError, match="The total norm of order 2.0 for gradients from `parameters` is non-finite"):
+        vmap(lambda a, b: get_total_norm([a, b], error_if_nonfinite=True))(x, y)
     w = tg.nn.Parameter(tg.ones(3))
     w.grad = tg.ones(3)
     with pytest.raises(RuntimeError, match="clip_grads_with_norm_ / clip_grad_norm_ scale .grad in place"):

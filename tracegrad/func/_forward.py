@@ -10,8 +10,8 @@ with ``torch.autograd.forward_ad``, one level exists at a time, so these transfo
 nest in each other (``jacfwd(jacrev(f))`` is the way to a Hessian).
 """
 from ..autograd import forward_ad as fwAD
-from ..runtime.forward import suspended
 from ..random import get_rng_state, set_rng_state
+from ..runtime.forward import suspended
 from ..runtime.tensor import Tensor
 from ._vmap import random_refused
 

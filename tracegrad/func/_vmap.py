@@ -16,7 +16,7 @@ from ..transform.tree import flatten, unflatten
 from . import _batched
 from ._batched import BatchedTensor, batched, levels
 
-__all__ = ["vmap", "random_refused"]
+__all__ = ["random_refused", "vmap"]
 
 _RANDOMNESS = ("error", "different", "same")
 _LEVEL_IDS = itertools.count(1)

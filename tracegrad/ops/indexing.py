@@ -14,8 +14,8 @@ from ..runtime import grad_mode
 from ..runtime.dispatch import apply_inplace
 from ..runtime.shapes import broadcast_shapes
 from ..runtime.tensor import Tensor
-from ._args import per_sample as _per_sample
 from ._args import every_sample, scalar, wrap_dim
+from ._args import per_sample as _per_sample
 from .devices import on_device_of
 
 _INDEX_KINDS = "biu"

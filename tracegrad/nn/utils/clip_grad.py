@@ -11,7 +11,7 @@ import types
 import warnings
 
 from ... import backend
-from ...ops._args import per_sample
+from ...ops._args import every_sample, per_sample
 from ...rules import reduce as R
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
@@ -44,12 +44,11 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return wrap(backend.cpu.asarray(0.0, dtype="float32"))
     if any(per_sample(t) for t in tensors):  # under vmap (per-sample clipping): through ops, which batch
-        from ...ops.shape import stack
         from ...linalg import vector_norm
+        from ...ops.shape import stack
         total = vector_norm(stack([vector_norm(t, norm_type) for t in tensors]), norm_type)
-        if error_if_nonfinite:
-            raise RuntimeError("vmap: get_total_norm(error_if_nonfinite=True) checks the norm in Python, "
-                               "which a Tensor inside vmap (one value per sample) cannot give")
+        if error_if_nonfinite and not bool(every_sample(total).isfinite().all()):
+            raise RuntimeError(_NONFINITE.format(norm_type=norm_type))
         return total
     first = tensors[0]._data
     xp = backend.namespace_of(first)
@@ -62,10 +61,13 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     stacked = xp.stack([xp.asarray(n) for n in norms])
     total = wrap(xp.asarray(R.vector_norm.impl(xp, stacked, ord=norm_type)))
     if error_if_nonfinite and not math.isfinite(float(total._data)):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is "
-                           "non-finite, so it cannot be clipped. To disable this error and scale the "
-                           "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+        raise RuntimeError(_NONFINITE.format(norm_type=norm_type))
     return total
+
+
+_NONFINITE = ("The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
+              "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
+              "anyway, set `error_if_nonfinite=False`")
 
 
 @_no_grad
