@@ -247,3 +247,15 @@ def test_jacfwd_inside_vmap_with_random_operations():
     x = tg.ones(2, 3, dtype=tg.float64)
     with pytest.raises(RuntimeError, match="called random operation while in randomness error mode"):
         vmap(jacfwd(_noisy), randomness="same")(x)
+
+
+def test_in_place_writes_on_dual_tensors_entering_vmap():
+    x, t = (tg.tensor(a) for a in _data(18))
+    _, got = jvp(vmap(lambda v: v.clone().mul_(v).sin()), (x,), (t,))
+    _close(got, (x * x).cos() * 2 * x * t)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x.clone(), t.clone())
+        vmap(lambda v: v.mul_(3))(d)
+        primal, tangent = fwAD.unpack_dual(d)
+        _close(primal, 3 * x)
+        _close(tangent, 3 * t)

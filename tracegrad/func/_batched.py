@@ -184,7 +184,10 @@ def run_batched(prim, args, params):
         return NotImplemented
     size = _size_of(level)
     phys, flags = _split(args, level)
-    with forward.suspended():  # (tangents are logical: see _attach_tangents)
+    if forward.ACTIVE[0]:
+        with forward.suspended():  # (tangents move with the samples: attached below)
+            out = rule_for(prim)(prim, phys, tuple(flags), params, size)
+    else:
         out = rule_for(prim)(prim, phys, tuple(flags), params, size)
     single = prim.nout == 1 and not isinstance(out, (tuple, list))
     outs = tuple(batched(o, level) for o in ((out,) if single else out))
@@ -265,7 +268,8 @@ def run_batched_inplace(prim, args, params):
         if any(a.requires_grad for a in args if type(a) is BatchedTensor and a._level == level):
             node_args = (_before(self, level),) + tuple(args[1:])
         node = _logical_node(prim, args, params, level, node_args)
-    dual = forward.ACTIVE[0] and forward.inplace_rule(prim, args, params, before=_before(self, level))
+    dual = forward.ACTIVE[0] and forward.has_tangent(args) and \
+        forward.inplace_rule(prim, args, params, before=_before(self, level))
     phys, flags = _split(args, level)
     with forward.suspended():
         out = rule_for(prim)(prim, phys, tuple(flags), params, _size_of(level))
