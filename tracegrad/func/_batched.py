@@ -13,6 +13,18 @@ computation. A transform *inside* (``vmap(grad(f))``) differentiates per sample:
 inputs are BatchedTensors that are leaves of their own (logical) graph, recorded here
 from the BatchedTensors' own ``_requires_grad``/``_grad_fn`` with the rule table's
 nodes, so the backward pass runs the vjps on BatchedTensors -- batched as well.
+
+Forward AD has one level (see :mod:`tracegrad.runtime.forward`), and its tangents live with
+the samples: a BatchedTensor's tangent is a per-sample value (a BatchedTensor, or a Tensor
+shared by all samples), set by the rule table's jvps run on the BatchedTensors after each
+batched operation; the batching rules themselves run with forward AD paused. A dual tensor
+entering a vmap has its tangent batched with it, and an output's tangent leaves with it
+(:mod:`._vmap`), so ``vmap(jvp(f))``, ``jvp(vmap(f))`` and their mixtures agree.
+
+Code outside the batching rules must never read a BatchedTensor's ``_data`` as its value
+(it is sample 0): the conversions (``numpy``, ``item``...) refuse, and other modules test
+the class attribute ``_vmap_batched`` (or ``ops._args.per_sample``) to compute through
+operations instead, or to refuse by name.
 """
 import threading
 
