@@ -118,7 +118,8 @@ def _argmax(diff):
 
 def _host(t):
     from . import backend
-    if getattr(type(t), "_vmap_batched", False):  # (its _data is sample 0 only)
+    from .runtime.vmapped import is_vmapped
+    if is_vmapped(t):  # (its _data is sample 0 only)
         raise RuntimeError("vmap: assert_close compares values in Python, which a Tensor inside vmap "
                            "(one value per sample) cannot give: compare the results outside vmap")
     return np.asarray(backend.namespace_of(t._data).to_host(t.detach()._data))

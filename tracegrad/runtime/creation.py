@@ -11,6 +11,7 @@ from ..backend import dtypes as _dt
 from . import dispatch, grad_mode
 from .shapes import shape_args
 from .tensor import Size, Tensor, mark_inference, wrap
+from .vmapped import is_vmapped
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
@@ -65,7 +66,7 @@ def _infer_dtype(data):
 
 def _unwrap_nested(data):
     if isinstance(data, Tensor):
-        if getattr(type(data), "_vmap_batched", False):
+        if is_vmapped(data):
             raise RuntimeError("vmap: tensor() of a list holding a Tensor inside vmap is not supported "
                                "(it has one value per sample): use tracegrad.stack instead")
         return backend.namespace_of(data._data).to_host(data._data)
@@ -104,7 +105,7 @@ def _recorded(factory):
 @_recorded
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, Tensors)."""
-    if getattr(type(data), "_vmap_batched", False):  # inside vmap: a copy of every sample
+    if is_vmapped(data):  # inside vmap: a copy of every sample
         return _batched_copy(data, dtype, device, requires_grad)
     xp = backend.namespace_for(device)
     if isinstance(data, Tensor) or backend.is_array(data):  # stays on its device unless told

@@ -19,6 +19,7 @@ from .anomaly import checked_apply
 from .dispatch import edge_of
 from .node import _FREED_MESSAGE, CLAIMED, NOTHING_SAVED, SAVED, AccumulateGrad
 from .tensor import Tensor, wrap
+from .vmapped import is_vmapped
 
 __all__ = ["backward", "grad", "call_node"]
 
@@ -36,7 +37,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     """Accumulate d(tensors)/d(leaf) (weighted by ``grad_tensors``) into each leaf's ``.grad``."""
     tensors = _as_tuple(tensors, "tensors")
-    if any(getattr(type(t), "_vmap_batched", False) for t in tensors):  # (one value per sample)
+    if any(is_vmapped(t) for t in tensors):  # (one value per sample)
         raise RuntimeError(BACKWARD_IN_VMAP)
     if grad_variables is not None:
         if grad_tensors is not None:

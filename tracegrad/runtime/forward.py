@@ -24,6 +24,7 @@ import weakref
 from ..rules.complex_ import complex_refusal, is_complex
 from . import grad_mode
 from .tensor import Tensor, wrap
+from .vmapped import is_vmapped
 
 __all__ = ["ACTIVE", "Level", "enter", "exit", "level_at", "tangent_of", "set_tangent",
            "has_tangent", "make_dual", "unpack", "attach", "inplace_rule", "saved_result_tangents",
@@ -166,18 +167,13 @@ def make_dual(tensor, tangent, lvl):
         raise RuntimeError("Trying to set a forward gradient that has a different device than that "
                            "of the original Tensor, this is not supported. Tensor is on "
                            f"{tensor.device} while the given forward gradient is on {tangent.device}.")
-    if not (_vmapped(tangent) or _vmapped(tensor)) and tangent.stride() != tensor.stride() \
+    if not (is_vmapped(tangent) or is_vmapped(tensor)) and tangent.stride() != tensor.stride() \
             and tensor.numel() > 1:  # (a vmapped one's _data is one sample: no layout to copy)
         tangent = _copy_in_layout(tangent, tensor)
     with suspended():
         dual = tensor.view_as(tensor)
     set_tangent(dual, tangent, lvl)
     return dual
-
-
-def _vmapped(t):
-    """Whether ``t`` is a sample of a batch under vmap (tracegrad.func's BatchedTensor)."""
-    return getattr(type(t), "_vmap_batched", False)
 
 
 def _copy_in_layout(tangent, like):

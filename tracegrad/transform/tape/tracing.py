@@ -22,6 +22,7 @@ from . import aliasing
 from .tape import VAR_TYPES as _VAR_TYPES, Eqn, Guard, Tape, TracerError, Var
 from ..tree import flatten, unflatten
 from .numpy_map import construct as _constructors
+from ...runtime.vmapped import is_vmapped
 
 __all__ = ["trace", "trace_arguments", "active_tape", "recording", "bind", "guard", "as_operand",
            "is_traceable", "input_value", "nested_transform", "written_under_no_grad"]
@@ -301,7 +302,7 @@ _BATCHED = ("vmap: tracegrad's staged transforms (tracegrad.trace; tracegrad.gra
 
 def _unbatched(t):
     """``t``, refused if it is a sample of a vmap batch (its ``_data`` is sample 0 only)."""
-    if getattr(type(t), "_vmap_batched", False):
+    if is_vmapped(t):
         raise NotImplementedError(_BATCHED)
     return t
 
