@@ -43,6 +43,7 @@ from .backend.device import device
 from .backend.dtypes import ALL as _DTYPES
 from .backend.dtypes import dtype
 from .runtime.tensor import Size, Tensor, wrap
+from .runtime.vmapped import is_vmapped
 
 __all__ = ["load", "save"]
 
@@ -168,6 +169,10 @@ class _Encoder:
     def _tensor(self, t):
         n = self._tensor_numbers.get(id(t))
         if n is None:
+            if is_vmapped(t):  # (its _data is sample 0 only)
+                raise NotImplementedError("vmap: cannot save a Tensor inside vmap: it has one value per "
+                                          "sample. Return the Tensor from the function and save the "
+                                          "batched result instead.")
             host = backend.namespace_of(t._data).to_host(t._data)
             if not host.flags.c_contiguous:
                 host = host.copy(order="C")

@@ -117,6 +117,10 @@ def _argmax(diff):
 
 def _host(t):
     from . import backend
+    from .runtime.vmapped import is_vmapped
+    if is_vmapped(t):  # (its _data is sample 0 only)
+        raise RuntimeError("vmap: assert_close compares values in Python, which a Tensor inside vmap "
+                           "(one value per sample) cannot give: compare the results outside vmap")
     return host.asarray(backend.namespace_of(t._data).to_host(t.detach()._data))
 
 

@@ -13,11 +13,23 @@ computation. A transform *inside* (``vmap(grad(f))``) differentiates per sample:
 inputs are BatchedTensors that are leaves of their own (logical) graph, recorded here
 from the BatchedTensors' own ``_requires_grad``/``_grad_fn`` with the rule table's
 nodes, so the backward pass runs the vjps on BatchedTensors -- batched as well.
+
+Forward AD has one level (see :mod:`tracegrad.runtime.forward`), and its tangents live with
+the samples: a BatchedTensor's tangent is a per-sample value (a BatchedTensor, or a Tensor
+shared by all samples), set by the rule table's jvps run on the BatchedTensors after each
+batched operation; the batching rules themselves run with forward AD paused. A dual tensor
+entering a vmap has its tangent batched with it, and an output's tangent leaves with it
+(:mod:`._vmap`), so ``vmap(jvp(f))``, ``jvp(vmap(f))`` and their mixtures agree.
+
+Code outside the batching rules must never read a BatchedTensor's ``_data`` as its value
+(it is sample 0): the conversions (``numpy``, ``item``...) refuse, and other modules test
+the class attribute ``_vmap_batched`` (or ``ops._args.per_sample``) to compute through
+operations instead, or to refuse by name.
 """
 import threading
 
 from ..rules.batching import ELEMENTWISE, rule_for
-from ..runtime import dispatch, grad_mode
+from ..runtime import dispatch, forward, grad_mode
 from ..runtime.tensor import Tensor
 from ..runtime.views import rebase_history
 
@@ -52,6 +64,7 @@ class BatchedTensor(Tensor):
     """One sample of a batch, as a function under vmap sees it (see the module docstring)."""
 
     __slots__ = ("_level", "_phys")
+    _vmap_batched = True  # (code outside tracegrad.func tests this: its _data is sample 0 only)
 
     def item(self):
         raise RuntimeError(_ITEM)
@@ -64,6 +77,9 @@ class BatchedTensor(Tensor):
                            "per sample. Return the Tensor from the function instead.")
 
     __array__ = numpy
+
+    def data_ptr(self):
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
     def __bool__(self):
         raise RuntimeError(_CONTROL_FLOW)
@@ -81,8 +97,8 @@ class BatchedTensor(Tensor):
                            "differentiate per sample with tracegrad.func.grad (or vjp, jacrev) inside vmap")
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        raise RuntimeError("vmap: backward() inside vmap is not supported in tracegrad: differentiate per "
-                           "sample with tracegrad.func.grad (or vjp, jacrev) inside vmap")
+        from ..runtime.engine import BACKWARD_IN_VMAP
+        raise RuntimeError(BACKWARD_IN_VMAP)
 
     @property
     def data(self):
@@ -90,6 +106,22 @@ class BatchedTensor(Tensor):
 
     def detach(self):
         return batched(self._phys.detach(), self._level)
+
+    def __reduce_ex__(self, protocol):
+        raise NotImplementedError("vmap: cannot pickle (or otherwise serialize) a Tensor inside vmap: it "
+                                  "has one value per sample. Return the Tensor from the function and "
+                                  "save the batched result instead.")
+
+    def __deepcopy__(self, memo):
+        """A copy of every sample (a leaf, as Tensor.__deepcopy__ makes)."""
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        with forward.suspended():
+            t = batched(self._phys.detach().clone(), self._level)
+        t._requires_grad = self._requires_grad
+        memo[id(self)] = t
+        return t
 
     def __repr__(self):
         return f"BatchedTensor(lvl={self._level}, bdim=0, value=\n{_indent(repr(self._phys))}\n)"
@@ -105,7 +137,7 @@ def _stand_in(phys):
     """Sample 0 of the physical array (zeros of one sample's shape for an empty batch)."""
     d = phys._data
     if d.shape[0]:
-        return d[0]
+        return d[0, ...]  # (an array, 0-d for a scalar sample: d[0] would be a NumPy scalar)
     from ..backend import namespace_of
     return namespace_of(d).zeros(d.shape[1:], dtype=d.dtype)
 
@@ -164,13 +196,20 @@ def run_batched(prim, args, params):
         return NotImplemented
     size = _size_of(level)
     phys, flags = _split(args, level)
-    out = rule_for(prim)(prim, phys, tuple(flags), params, size)
+    if forward.ACTIVE[0]:
+        with forward.suspended():  # (tangents move with the samples: attached below)
+            out = rule_for(prim)(prim, phys, tuple(flags), params, size)
+    else:
+        out = rule_for(prim)(prim, phys, tuple(flags), params, size)
     single = prim.nout == 1 and not isinstance(out, (tuple, list))
     outs = tuple(batched(o, level) for o in ((out,) if single else out))
     if prim.view and type(args[0]) is BatchedTensor and args[0]._level == level:
         dispatch._link_views(prim, args[0], params, list(outs))  # (for in-place writes into views)
     _record(prim, args, params, outs, level)
-    return outs[0] if single else outs
+    result = outs[0] if single else outs
+    if forward.ACTIVE[0]:
+        forward.attach(prim, args, params, result)
+    return result
 
 
 def _record(prim, args, params, outs, level):
@@ -239,20 +278,32 @@ def run_batched_inplace(prim, args, params):
     if grad_mode.state.mode == grad_mode.GRAD and prim.differentiable:
         node_args = None  # the vjps read self as it was: a copy of it, with its history
         if any(a.requires_grad for a in args if type(a) is BatchedTensor and a._level == level):
-            old = batched(self._phys.clone(), level)
-            old._requires_grad, old._grad_fn, old._output_nr = self.requires_grad, self.grad_fn, self._output_nr
-            node_args = (old,) + tuple(args[1:])
+            node_args = (_before(self, level),) + tuple(args[1:])
         node = _logical_node(prim, args, params, level, node_args)
+    dual = forward.ACTIVE[0] and forward.has_tangent(args) and \
+        forward.inplace_rule(prim, args, params, before=_before(self, level))
     phys, flags = _split(args, level)
-    out = rule_for(prim)(prim, phys, tuple(flags), params, _size_of(level))
-    dispatch.apply_inplace(_copy(), (self._phys, out), {})
+    with forward.suspended():
+        out = rule_for(prim)(prim, phys, tuple(flags), params, _size_of(level))
+        dispatch.apply_inplace(_copy(), (self._phys, out), {})
     self._data = _stand_in(self._phys)
     self._bump_version()
     if node is not None:
         rebase_history(self, node, 0 if node._pos[0] == 0 else None)
         if node._out is True or "result_link" in (node._extra or ()):
             node._out = (_Kept(self), None, None)
+    if dual:
+        dual(self)
     return self
+
+
+def _before(self, level):
+    """A copy of batched ``self`` as it is before an in-place write, with its history (what
+    the vjps and jvps of the write read)."""
+    with forward.suspended():
+        old = batched(self._phys.clone(), level)
+    old._requires_grad, old._grad_fn, old._output_nr = self.requires_grad, self.grad_fn, self._output_nr
+    return old
 
 
 def _copy():

@@ -10,8 +10,10 @@ with ``torch.autograd.forward_ad``, one level exists at a time, so these transfo
 nest in each other (``jacfwd(jacrev(f))`` is the way to a Hessian).
 """
 from ..autograd import forward_ad as fwAD
+from ..random import get_rng_state, set_rng_state
 from ..runtime.forward import suspended
 from ..runtime.tensor import Tensor
+from ._vmap import random_refused
 
 __all__ = ["jvp", "jacfwd"]
 
@@ -185,7 +187,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 full[i] = value
             return func(*full)
 
-        columns, out_spec, outputs, aux = _columns(at, leaves, spec, has_aux)
+        columns, out_spec, outputs, aux = _columns(at, leaves, spec, has_aux, randomness)
         jac = _assemble(columns, outputs, leaves, spec, argnums)
         jac = tree_unflatten(jac, out_spec)
         return (jac, aux) if has_aux else jac
@@ -208,13 +210,25 @@ def _positions(argnums, nargs):
     return positions
 
 
-def _columns(at, leaves, spec, has_aux):
+def _columns(at, leaves, spec, has_aux, randomness):
     """One jvp per input element: the output tangents (flattened) for each basis tangent
-    (a fresh one each time: a tangent may come back as an output's tangent as it is)."""
+    (a fresh one each time: a tangent may come back as an output's tangent as it is).
+    torch.func vmaps these jvps; here ``randomness`` says what a loop does with draws:
+    'error' refuses them, 'same' replays the generator's state for every column, and
+    'different' lets each column draw its own."""
+    if randomness == "error":
+        with random_refused():
+            return _loop_columns(at, leaves, spec, has_aux, None)
+    return _loop_columns(at, leaves, spec, has_aux, get_rng_state() if randomness == "same" else None)
+
+
+def _loop_columns(at, leaves, spec, has_aux, rng_state):
     from .. import zeros, zeros_like
     columns, out_spec, outputs, aux = [], None, None, None
     for k, leaf in enumerate(leaves):
         for j in range(leaf.numel()):
+            if rng_state is not None:
+                set_rng_state(rng_state)
             basis = [zeros_like(x) for x in leaves]
             flat = zeros(leaf.numel(), dtype=leaf.dtype, device=leaf.device)
             flat[j] = 1

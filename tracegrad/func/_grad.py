@@ -18,8 +18,7 @@ they stay differentiable, as in torch.func).
 import functools
 
 from .. import autograd
-from ..runtime import forward as _forward
-from ..runtime import grad_mode
+from ..runtime import forward, grad_mode
 from ..runtime.tensor import Tensor
 from ..transform.tree import flatten, unflatten
 from ._batched import BatchedTensor, batched, levels
@@ -51,21 +50,23 @@ def _lift(x):
             x.unsqueeze(0).expand((size,) + tuple(x.shape))
         t = batched(phys, level)
         t._requires_grad = True
-        return t
+        return _with_tangent_of(x, t)
     if x.requires_grad:
         return x.view_as(x)
-    tangent = _forward.tangent_of(x) if _forward.ACTIVE[0] else None
-    leaf = x.detach().requires_grad_(True)
-    if tangent is None:
-        return leaf
-    # a dual input (an outer jvp/jacfwd): the lifted input keeps its tangent, so the
-    # gradient, computed with create_graph, carries the tangent out (forward over reverse)
-    from ..autograd import forward_ad
-    return forward_ad.make_dual(leaf, tangent)
+    return _with_tangent_of(x, x.detach().requires_grad_(True))
+
+
+def _with_tangent_of(x, lifted):
+    """``lifted`` with input ``x``'s forward AD tangent, if it has one: ``jvp`` (``jacfwd``)
+    of a reverse transform differentiates the gradient computation (forward over reverse)."""
+    tangent = forward.tangent_of(x) if forward.ACTIVE[0] else None
+    if tangent is not None:
+        forward.set_tangent(lifted, tangent)
+    return lifted
 
 
 def _is_dual(x):
-    return _forward.ACTIVE[0] and isinstance(x, Tensor) and _forward.tangent_of(x) is not None
+    return forward.ACTIVE[0] and isinstance(x, Tensor) and forward.tangent_of(x) is not None
 
 
 def _lift_tree(tree):
@@ -93,11 +94,26 @@ class _Level:
 
 
 def _plain(tree, keep):
-    """``tree`` with its tensors detached, unless the results must stay differentiable."""
+    """``tree`` with its tensors detached, unless the results must stay differentiable
+    (a forward AD tangent stays, detached too: ``jvp`` of this transform reads it)."""
     if keep:
         return tree
     leaves, spec = flatten(tree)
-    return unflatten(spec, [x.detach() if isinstance(x, Tensor) else x for x in leaves])
+    return unflatten(spec, [_detached(x) if isinstance(x, Tensor) else x for x in leaves])
+
+
+def _detached(x):
+    tangent = forward.tangent_of(x) if forward.ACTIVE[0] else None
+    out = x.detach()
+    if tangent is not None:
+        forward.set_tangent(out, tangent.detach())
+    return out
+
+
+def _dual(tensors):
+    """Whether a forward AD tangent rides on one of ``tensors``: the backward pass must then
+    run on Tensors (``create_graph``) for the tangents to go through the vjps."""
+    return forward.ACTIVE[0] and any(forward.tangent_of(t) is not None for t in tensors)
 
 
 def _gradients(outputs, inputs, cotangents, create_graph, retain_graph=None):
@@ -177,7 +193,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                                    f"got tensor with {out.dim()} dims. Maybe you wanted to use the vjp or "
                                    "jacrev APIs instead?")
             keep = level.outer or tracked
-            grads = _gradients([out], lifted, [None], create_graph=keep)
+            grads = _gradients([out], lifted, [None], create_graph=keep or _dual(lifted))
         value = (out, aux) if has_aux else out
         return _plain(unflatten(spec, grads), keep), _plain(value, keep)
     return wrapper
@@ -219,8 +235,9 @@ def vjp(func, *primals, has_aux=False):
                                f"of outputs to the function. cotangents: {ct_spec}, primal output: {out_spec}")
         graph = create_graph if create_graph is not None else (
             keep or bool(levels()) or any(isinstance(c, Tensor) and c.requires_grad for c in cts))
+        dual = _dual(lifted) or _dual([c for c in cts if isinstance(c, Tensor)])
         with grad_mode.enable_grad():
-            grads = _gradients(outs, lifted, cts, create_graph=graph, retain_graph=retain_graph)
+            grads = _gradients(outs, lifted, cts, create_graph=graph or dual, retain_graph=retain_graph)
         return _plain(unflatten(primal_spec, grads), graph)
 
     result = (_plain(out, keep), vjp_fn)
@@ -248,7 +265,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                     raise RuntimeError("jacrev(f, ...)(*args): expected f(*args) to return only tensors, got "  # noqa: TRY004
                                        f"unsupported type {type(o)}")
             keep = level.outer or tracked
-            per_output = [unflatten(spec, _jacobian_rows(o, lifted, keep)) for o in outs]
+            per_output = [unflatten(spec, _jacobian_rows(o, lifted, keep or _dual(lifted))) for o in outs]
         jac = unflatten(out_spec, per_output)
         return (_plain(jac, keep), _plain(aux, keep)) if has_aux else _plain(jac, keep)
     return wrapper

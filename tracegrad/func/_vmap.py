@@ -10,13 +10,13 @@ import functools
 import itertools
 import threading
 
-from ..runtime import creation, dispatch
+from ..runtime import creation, dispatch, forward
 from ..runtime.tensor import Tensor
 from ..transform.tree import flatten, unflatten
 from . import _batched
 from ._batched import BatchedTensor, batched, levels
 
-__all__ = ["vmap"]
+__all__ = ["random_refused", "vmap"]
 
 _RANDOMNESS = ("error", "different", "same")
 _LEVEL_IDS = itertools.count(1)
@@ -133,7 +133,7 @@ def _batch_size(func, in_dims, leaves, dims):
 
 def _run(func, out_dims, randomness, size, leaves, dims, spec, kwargs):
     level = next(_LEVEL_IDS)
-    inputs = [batched(x.movedim(d, 0), level) if d is not None else x for x, d in zip(leaves, dims)]
+    inputs = [_batched_input(x.movedim(d, 0), level) if d is not None else x for x, d in zip(leaves, dims)]
     levels().append(("vmap", size, randomness, level))
     _install(+1)
     try:
@@ -142,6 +142,36 @@ def _run(func, out_dims, randomness, size, leaves, dims, spec, kwargs):
         levels().pop()
         _install(-1)
     return _unwrap_outputs(func, outputs, out_dims, level, size)
+
+
+def _batched_input(phys, level):
+    """An input of the function: a dual tensor's tangent is batched with it (the batching
+    rules run with forward AD paused: tangents move at the level of the samples)."""
+    x = batched(phys, level)
+    tangent = forward.tangent_of(phys) if forward.ACTIVE[0] else None
+    if tangent is not None:
+        forward.set_tangent(x, batched(tangent, level))
+    return x
+
+
+def _physical(y, level, size):
+    """Output ``y`` of the function as the whole batch (batch dim first): a BatchedTensor
+    of this level by its physical value, anything else the same for every sample."""
+    if type(y) is BatchedTensor and y._level == level:
+        return y._phys
+    return y.unsqueeze(0).expand((size,) + tuple(y.shape))
+
+
+def _with_tangent(phys, y, level, size):
+    """``phys``, the whole batch of output ``y``, with the batch of ``y``'s tangent."""
+    tangent = forward.tangent_of(y) if forward.ACTIVE[0] else None
+    if tangent is None:
+        return phys
+    with forward.suspended():
+        out = phys.view_as(phys)
+        tangent = _physical(tangent, level, size)
+    forward.set_tangent(out, tangent)
+    return out
 
 
 _RUNNING = [0]  # vmaps running, in all threads
@@ -181,9 +211,25 @@ def _unwrap_outputs(func, outputs, out_dims, level, size):
         if not isinstance(y, Tensor):
             raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "  # noqa: TRY004
                              f"{type(y)}. Did you mean to set out_dims= to None for output?")
-        phys = y._phys if is_batched else y.unsqueeze(0).expand((size,) + tuple(y.shape))
+        phys = _with_tangent(y._phys, y, level, size) if is_batched else _physical(y, level, size)
         result.append(phys.movedim(0, d))
     return unflatten(spec, result)
+
+
+class random_refused:
+    """Random operations refused as under ``vmap(randomness='error')``, in this thread: for
+    a transform torch runs as a vmap and tracegrad as a loop (``jacfwd``), where a draw per
+    iteration would silently mix several functions into one result."""
+
+    def __enter__(self):
+        _local.refused = getattr(_local, "refused", 0) + 1
+        _install(+1)
+        return self
+
+    def __exit__(self, *exc):
+        _local.refused -= 1
+        _install(-1)
+        return False
 
 
 # -- randomness ---------------------------------------------------------------------------------
@@ -199,6 +245,8 @@ def _random(factory, args, kwargs):
     silently shared."""
     if getattr(_local, "drawing", False):
         return factory(*args, **kwargs) if factory is not None else None
+    if getattr(_local, "refused", 0):
+        raise RuntimeError(_RANDOM_ERROR)
     vmaps = [e for e in levels() if e[0] == "vmap"]
     if not vmaps:  # (a vmap runs in another thread)
         return factory(*args, **kwargs) if factory is not None else None

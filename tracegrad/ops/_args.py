@@ -2,7 +2,8 @@
 from ..runtime.shapes import shape_args
 from ..runtime.tensor import PLAIN_SUBCLASSES, Tensor, wrap_dim
 
-__all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type", "per_sample"]
+__all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type", "per_sample",
+           "every_sample"]
 
 
 def per_sample(t):
@@ -10,6 +11,14 @@ def per_sample(t):
     tracegrad.func): its ``_data`` holds sample 0 only, so code that reads values must go
     through primitives (which batch) instead."""
     return isinstance(t, Tensor) and type(t) is not Tensor and type(t) not in PLAIN_SUBCLASSES
+
+
+def every_sample(t):
+    """The Tensor of all samples' values behind ``t`` (``t`` itself outside vmap): for code
+    that checks values (index bounds), never for computing a result."""
+    while per_sample(t) and hasattr(type(t), "_phys"):
+        t = t._phys
+    return t
 
 
 def wrap_dims(dim, ndim):

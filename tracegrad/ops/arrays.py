@@ -12,7 +12,7 @@ from ..rules import arrays as A
 from ..rules import index as I
 from ..rules import reduce as R
 from ..rules import shape as S
-from ._args import shape_args, wrap_dim
+from ._args import every_sample, shape_args, wrap_dim
 from .shape import cat, reshape, unsqueeze
 
 __all__ = ["FUNCTIONS", "METHODS"]
@@ -211,7 +211,8 @@ def take(input, index):
     flat = reshape(input, (input.numel(),))
     n = flat.shape[0]
     if index.numel():
-        lo, hi = int(index.min()), int(index.max())
+        every = every_sample(index)  # (under vmap: every sample's indices)
+        lo, hi = int(every.min()), int(every.max())
         if lo < -n or hi >= n:
             bad = hi if hi >= n else lo
             raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")

@@ -492,11 +492,15 @@ def poisson(input, generator=None):
 
 
 def binomial(count, prob, generator=None):
-    return _sampled(count, generator, lambda rng, n: rng.binomial(n.astype("int64"), prob._data))
+    return _sampled(count, generator, lambda rng, n: rng.binomial(n.astype("int64"), prob._data), prob)
 
 
-def _sampled(like, generator, draw):
+def _sampled(like, generator, draw, *others):
     from ..runtime.creation import _stream
+    from ._args import per_sample
+    if per_sample(like) or any(per_sample(o) for o in others):
+        raise NotImplementedError("vmap: poisson and binomial of per-sample rates or counts are not "
+                                  "supported in tracegrad: call them outside vmap")
     xp = backend.namespace_of(like._data)
     return wrap(xp.asarray(draw(_stream(generator, xp), like._data)).astype(like._data.dtype))
 

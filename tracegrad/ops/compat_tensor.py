@@ -13,6 +13,7 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor, wrap
+from ._args import per_sample
 
 __all__ = ["METHODS", "FUNCTIONS", "CONSTANTS", "layout", "strided", "memory_format"]
 
@@ -105,6 +106,9 @@ def random_(self, a=None, b=None, *, generator=None):
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
+    if per_sample(p) or per_sample(self):  # under vmap: compared through primitives (which batch)
+        from ..runtime.creation import rand
+        return self.copy_(rand(self.shape, dtype=_dt.float64, device=self.device, generator=generator) < p)
     probs = p._data if isinstance(p, Tensor) else p
     return _draw_any(self, generator, lambda rng, s: rng.random(s) < probs)
 
@@ -112,6 +116,10 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def bernoulli(input, p=None, *, generator=None):
     """0/1 draws with probabilities ``input`` (or ``p``), in ``input``'s dtype; no gradient."""
     probs = input.detach() if p is None else p
+    if per_sample(input) or per_sample(probs):  # under vmap: compared through primitives (which batch)
+        from ..runtime.creation import rand
+        u = rand(input.shape, dtype=_dt.float64, device=input.device, generator=generator)
+        return (u < probs).to(input.dtype)
     out = wrap(backend.namespace_of(input._data).zeros(input._data.shape, dtype=input._data.dtype))
     return bernoulli_(out, probs, generator=generator)
 
@@ -408,10 +416,18 @@ def float_power_(self, exponent):
     return _write_back("float_power")(self, exponent)
 
 
+def _refuse_per_sample(name, *tensors):
+    """A Python callable over the elements cannot be batched: refused under vmap."""
+    if any(per_sample(t) for t in tensors):
+        raise RuntimeError(f"vmap: {name}() with a Python callable is not supported on a Tensor "
+                           "inside vmap (it has one value per sample): use tensor operations instead")
+
+
 def apply_(self, callable):
     """Replace every element by ``callable(element)`` (CPU only; not differentiable)."""
     if self.device.type != "cpu":
         raise TypeError("apply_ is only implemented on CPU tensors")
+    _refuse_per_sample("apply_", self)
     values = backend.cpu.vectorize(callable, otypes=[self._data.dtype])(self._data) if self.numel() else self._data
     return self.copy_(wrap(backend.cpu.asarray(values, dtype=self._data.dtype)))
 
@@ -420,6 +436,7 @@ def map_(self, tensor, callable):
     """``self[i] = callable(self[i], tensor[i])`` (``tensor`` broadcast; CPU only)."""
     if self.device.type != "cpu":
         raise TypeError("map_ is only implemented on CPU tensors")
+    _refuse_per_sample("map_", self, tensor)
     other = backend.cpu.broadcast_to(tensor._data, self._data.shape)
     values = backend.cpu.vectorize(callable, otypes=[self._data.dtype])(self._data, other) if self.numel() else self._data
     return self.copy_(wrap(backend.cpu.asarray(values, dtype=self._data.dtype)))

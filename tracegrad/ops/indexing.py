@@ -14,8 +14,8 @@ from ..runtime import grad_mode
 from ..runtime.dispatch import apply_inplace
 from ..runtime.shapes import broadcast_shapes
 from ..runtime.tensor import Tensor
+from ._args import every_sample, scalar, wrap_dim
 from ._args import per_sample as _per_sample
-from ._args import scalar, wrap_dim
 from .devices import on_device_of
 
 _INDEX_KINDS = "biu"
@@ -190,7 +190,8 @@ def _check_index(input, dim, index, what):
     d = wrap_dim(dim, input.ndim)
     if index.numel():
         size = input.shape[d] if input.ndim else 1
-        lo, hi = int(index.min()), int(index.max())
+        every = every_sample(index)  # (under vmap: every sample's indices)
+        lo, hi = int(every.min()), int(every.max())
         bad = lo if lo < 0 else (hi if hi >= size else None)
         if bad is not None:
             if what == "index_select":
@@ -283,6 +284,10 @@ def masked_fill_(input, mask, value):
 def masked_select(input, mask):
     _mask_check(mask)
     from .shape import broadcast_tensors
+    if _per_sample(mask):  # (each sample's own mask: results of different sizes)
+        raise RuntimeError("vmap: masked_select (and x[mask]) with a mask batched by vmap is not supported: "
+                           "its result has a different size for each sample. Use torch.where(mask, x, 0) "
+                           "instead")
     input, mask = broadcast_tensors(input, mask)
     return I.advanced_index(input, mask._data, index=(I.ARRAY,))
 

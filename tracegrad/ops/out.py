@@ -29,6 +29,7 @@ from ..backend import dtypes as _dt
 from ..runtime.grad_mode import is_grad_enabled
 from ..runtime.tensor import Tensor
 from . import return_types
+from ._args import per_sample
 
 __all__ = ["OUT_DTYPE_RULES", "accepts_out", "can_cast", "install", "write_out"]
 
@@ -189,6 +190,9 @@ def write_out(out, result, warn=True):
     """Copy ``result`` into ``out`` in place (cast to out's dtype), resizing ``out`` first
     when its shape differs (with the warning unless ``warn`` is false: factories resize
     silently); bump its version. Returns ``out``."""
+    if per_sample(result) or per_sample(out):
+        raise RuntimeError("vmap: out= is not supported inside vmap (the result has one value per "
+                           "sample): use the out-of-place function and, if needed, out.copy_(result)")
     data = result._data
     if tuple(out.shape) != tuple(data.shape):
         if warn and out.numel():

@@ -11,6 +11,7 @@ and never require grad.
 from .. import backend
 from ..runtime.creation import _stream
 from ..runtime.tensor import wrap
+from ._args import per_sample
 
 _MAX_CATEGORIES = 2 ** 24  # float32's largest run of consecutive integers
 
@@ -28,6 +29,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if n > _MAX_CATEGORIES:
         raise RuntimeError("number of categories cannot exceed 2^24")
+    if per_sample(input):
+        raise NotImplementedError("vmap: multinomial of per-sample probabilities is not supported in "
+                                  "tracegrad: draw with tracegrad.rand and compare with the cumulative "
+                                  "sums instead, or call multinomial outside vmap")
     data = input._data
     xp = backend.namespace_of(data)
     rows = data.reshape(-1, n).astype(xp.float64)

@@ -11,6 +11,7 @@ from ..backend import dtypes as _dt
 from . import dispatch, grad_mode
 from .shapes import shape_args
 from .tensor import Size, Tensor, mark_inference, wrap
+from .vmapped import is_vmapped
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye",
            "arange", "linspace", "logspace", "rand", "randn", "randint", "randperm", "normal",
@@ -65,6 +66,9 @@ def _infer_dtype(data):
 
 def _unwrap_nested(data):
     if isinstance(data, Tensor):
+        if is_vmapped(data):
+            raise RuntimeError("vmap: tensor() of a list holding a Tensor inside vmap is not supported "
+                               "(it has one value per sample): use tracegrad.stack instead")
         return backend.namespace_of(data._data).to_host(data._data)
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(x) for x in data]
@@ -101,6 +105,8 @@ def _recorded(factory):
 @_recorded
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, Tensors)."""
+    if is_vmapped(data):  # inside vmap: a copy of every sample
+        return _batched_copy(data, dtype, device, requires_grad)
     xp = backend.namespace_for(device)
     if isinstance(data, Tensor) or backend.is_array(data):  # stays on its device unless told
         arr = data._data if isinstance(data, Tensor) else backend.namespace_of(data).asarray(data)
@@ -117,6 +123,15 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     except ValueError as e:
         raise ValueError(f"tensor(): could not build a tensor from the data given: {e}") from None
     return _finish(xp.asarray(host), requires_grad)
+
+
+def _batched_copy(data, dtype, device, requires_grad):
+    """``tensor(x)`` for ``x`` batched by vmap: its values copied (through the batching
+    rules, since its ``_data`` is one sample), without history or tangent."""
+    from . import forward, grad_mode
+    with grad_mode.no_grad(), forward.suspended():
+        out = data.to(device=device, dtype=dtype, copy=True)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -19,10 +19,16 @@ from .anomaly import checked_apply
 from .dispatch import edge_of
 from .node import _FREED_MESSAGE, CLAIMED, NOTHING_SAVED, SAVED, AccumulateGrad
 from .tensor import Tensor, wrap
+from .vmapped import is_vmapped
 
 __all__ = ["backward", "grad", "call_node"]
 
 _state = grad_mode.state
+
+
+BACKWARD_IN_VMAP = ("backward() called inside a functorch transform. This is not supported, please use "
+                    "tracegrad.func.grad or tracegrad.func.vjp instead or call backward() outside of "
+                    "functorch transforms.")
 
 
 # -- front doors -------------------------------------------------------------------------------
@@ -31,6 +37,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     """Accumulate d(tensors)/d(leaf) (weighted by ``grad_tensors``) into each leaf's ``.grad``."""
     tensors = _as_tuple(tensors, "tensors")
+    if any(is_vmapped(t) for t in tensors):  # (one value per sample)
+        raise RuntimeError(BACKWARD_IN_VMAP)
     if grad_variables is not None:
         if grad_tensors is not None:
             raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "

@@ -24,6 +24,7 @@ import weakref
 from ..rules.complex_ import complex_refusal, is_complex
 from . import grad_mode
 from .tensor import Tensor, wrap
+from .vmapped import is_vmapped
 
 __all__ = ["ACTIVE", "Level", "enter", "exit", "level_at", "tangent_of", "set_tangent",
            "has_tangent", "make_dual", "unpack", "attach", "inplace_rule", "saved_result_tangents",
@@ -166,7 +167,8 @@ def make_dual(tensor, tangent, lvl):
         raise RuntimeError("Trying to set a forward gradient that has a different device than that "
                            "of the original Tensor, this is not supported. Tensor is on "
                            f"{tensor.device} while the given forward gradient is on {tangent.device}.")
-    if tangent.stride() != tensor.stride() and tensor.numel() > 1:
+    if not (is_vmapped(tangent) or is_vmapped(tensor)) and tangent.stride() != tensor.stride() \
+            and tensor.numel() > 1:  # (a vmapped one's _data is one sample: no layout to copy)
         tangent = _copy_in_layout(tangent, tensor)
     with suspended():
         dual = tensor.view_as(tensor)
@@ -303,10 +305,12 @@ def _as_tangent(t, like):
     return t
 
 
-def inplace_rule(prim, args, params):
+def inplace_rule(prim, args, params, before=None):
     """Before an in-place ``prim`` writes into ``args[0]``: None when no operand (self
     included) carries a tangent, else a function to call with the written tensor, which
-    sets its tangent from the jvp evaluated at the operands' values before the write."""
+    sets its tangent from the jvp evaluated at the operands' values before the write
+    (``before``: self's copy, given by a caller whose ``_data`` is not all of self's value:
+    vmap's batched tensors)."""
     if _paused.depth or grad_mode.state.mode == grad_mode.INFERENCE:
         return None
     lvl = _state.level
@@ -314,7 +318,8 @@ def inplace_rule(prim, args, params):
     if not any(t is not None for t in tangents) or not prim.differentiable:
         return None
     self = args[0]
-    before = wrap(self._data.copy(), self._requires_grad, self._grad_fn, self._output_nr)
+    if before is None:
+        before = wrap(self._data.copy(), self._requires_grad, self._grad_fn, self._output_nr)
     operands = (before,) + tuple(args[1:])
 
     def update(written):

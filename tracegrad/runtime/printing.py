@@ -2,6 +2,7 @@
 from .. import backend
 from ..backend import dtypes as _dt
 from . import formatting, forward
+from .vmapped import is_vmapped
 
 
 def tensor_repr(t, prefix="tensor("):
@@ -22,4 +23,6 @@ def _tangent_text(t):
     tangent = forward.tangent_of(t) if forward.ACTIVE[0] else None
     if tangent is None:
         return None
+    if is_vmapped(tangent):  # (a batch of tangents under vmap: all of them)
+        return repr(tangent)
     return str(tangent.item()) if tangent.ndim == 0 else tensor_repr(tangent)

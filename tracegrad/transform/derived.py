@@ -54,7 +54,8 @@ def _stack(parts, shape, like, axes=None):
     ``axes``, permuted; a Tensor when ``like`` is one."""
     from ..runtime.tensor import Tensor, wrap
     xp = _xp(like)
-    raw = [p._data if isinstance(p, Tensor) else p for p in parts]
+    from .tape.tracing import _unbatched
+    raw = [_unbatched(p)._data if isinstance(p, Tensor) else p for p in parts]
     out = xp.stack(raw).reshape(shape) if raw else xp.zeros(shape, dtype=_dtype(like))
     if axes is not None:
         out = out.transpose(axes)

@@ -9,7 +9,7 @@ import math
 from ... import backend
 from ...backend.dtypes import float32, float64
 from ...ops import linalg as _linalg
-from ...ops._args import per_sample
+from ...ops._args import every_sample, per_sample
 from ...ops.linalg import addmm, einsum, matmul
 from ...ops.pointwise import where
 from ...rules import nn as _rules
@@ -237,11 +237,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     _index_dtype_check(input, "embedding")
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
-    idx = input._data
+    idx = every_sample(input)._data  # (under vmap: every sample's indices)
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= weight.shape[0]):
         raise IndexError("index out of range in self")
     if max_norm is not None:
-        _renorm_rows(weight, idx, max_norm, norm_type)
+        if per_sample(weight):
+            raise NotImplementedError("vmap: embedding(max_norm=...) renormalises the weight in place, which "
+                                      "tracegrad does not support for a weight batched by vmap")
+        _renorm_rows(weight, idx, max_norm, norm_type)  # (the rows any sample picks: as a loop would)
     return _rules.embedding(weight, input, padding_idx=padding)
 
 

@@ -73,7 +73,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if running_mean is not None or running_var is not None:
         if per_sample(input) and not (per_sample(running_mean) or per_sample(running_var)):
             raise RuntimeError(_VMAP_RUNNING_STATS)
-        _update_running_stats(input, running_mean, running_var, mean._data, invstd._data, momentum, eps)
+        if per_sample(input) or per_sample(running_mean) or per_sample(running_var):  # under vmap
+            _update_batched_stats(input, running_mean, running_var, mean, invstd, momentum, eps)
+        else:
+            _update_running_stats(input, running_mean, running_var, mean._data, invstd._data, momentum, eps)
     return out
 
 
@@ -85,6 +88,21 @@ def _empty_batch_norm(input, weight, bias):
     if bias is not None:
         out = out + bias.reshape(shape)
     return out
+
+
+def _update_batched_stats(input, running_mean, running_var, mean, invstd, momentum, eps):
+    """:func:`_update_running_stats` under vmap, through in-place ops (which batch): a
+    batched tensor's ``_data`` is its sample 0 only."""
+    n = input.numel() // max(input.shape[1], 1)
+    if n == 0:
+        return
+    with grad_mode.no_grad():
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_((mean * momentum).to(running_mean.dtype))
+        if running_var is not None:
+            inv = invstd.double()
+            unbiased = (1.0 / (inv * inv) - eps) * (n / (n - 1) if n > 1 else float("inf"))
+            running_var.mul_(1 - momentum).add_((unbiased * momentum).to(running_var.dtype))
 
 
 def _update_running_stats(input, running_mean, running_var, mean, invstd, momentum, eps):

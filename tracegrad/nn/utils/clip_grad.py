@@ -11,6 +11,7 @@ import types
 import warnings
 
 from ... import backend
+from ...ops._args import every_sample, per_sample
 from ...rules import reduce as R
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
@@ -42,6 +43,13 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return wrap(backend.cpu.asarray(0.0, dtype="float32"))
+    if any(per_sample(t) for t in tensors):  # under vmap (per-sample clipping): through ops, which batch
+        from ...linalg import vector_norm
+        from ...ops.shape import stack
+        total = vector_norm(stack([vector_norm(t, norm_type) for t in tensors]), norm_type)
+        if error_if_nonfinite and not bool(every_sample(total).isfinite().all()):
+            raise RuntimeError(_NONFINITE.format(norm_type=norm_type))
+        return total
     first = tensors[0]._data
     xp = backend.namespace_of(first)
     norms = []
@@ -53,10 +61,13 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     stacked = xp.stack([xp.asarray(n) for n in norms])
     total = wrap(xp.asarray(R.vector_norm.impl(xp, stacked, ord=norm_type)))
     if error_if_nonfinite and not math.isfinite(float(total._data)):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is "
-                           "non-finite, so it cannot be clipped. To disable this error and scale the "
-                           "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+        raise RuntimeError(_NONFINITE.format(norm_type=norm_type))
     return total
+
+
+_NONFINITE = ("The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
+              "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
+              "anyway, set `error_if_nonfinite=False`")
 
 
 @_no_grad
@@ -66,6 +77,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     max_norm = float(max_norm)
     if not grads:
         return
+    if per_sample(total_norm) or any(per_sample(g) for g in grads):
+        raise RuntimeError("vmap: clip_grads_with_norm_ / clip_grad_norm_ scale .grad in place by a test "
+                           "made in Python, which a Tensor inside vmap (one value per sample) cannot give: "
+                           "clip per-sample gradients with tensor operations (g * (max_norm / norm).clamp(max=1))")
     total = total_norm._data
     xp = backend.namespace_of(total)
     one = xp.asarray(1.0, dtype=total.dtype)

@@ -22,6 +22,7 @@ from . import aliasing
 from .tape import VAR_TYPES as _VAR_TYPES, Eqn, Guard, Tape, TracerError, Var
 from ..tree import flatten, unflatten
 from .numpy_map import construct as _constructors
+from ...runtime.vmapped import is_vmapped
 
 __all__ = ["trace", "trace_arguments", "active_tape", "recording", "bind", "guard", "as_operand",
            "is_traceable", "input_value", "nested_transform", "written_under_no_grad"]
@@ -82,7 +83,7 @@ def as_operand(tape, a):
     if isinstance(a, (_np.ndarray, _np.generic)) or is_array(a):
         return tape.capture(a), a
     if isinstance(a, Tensor):
-        return tape.capture(a._data), a._data
+        return tape.capture(_unbatched(a)._data), a._data
     return a, a
 
 
@@ -287,10 +288,23 @@ def input_value(x):
     """The array a tracer for argument ``x`` stands for (Tensors by their data, Python
     floats as float64 0-d arrays)."""
     if isinstance(x, Tensor):
-        return x._data
+        return _unbatched(x)._data
     if isinstance(x, float):
         return _np.asarray(x, dtype=_np.float64)
     return x
+
+
+_BATCHED = ("vmap: tracegrad's staged transforms (tracegrad.trace; tracegrad.grad, value_and_grad, vjp, "
+            "jvp on a tape; tracegrad.jacobian, hessian) cannot take a Tensor batched by vmap (an "
+            "argument or a value the function reads): they hold one value per variable, not one per "
+            "sample. Inside vmap use tracegrad.func (grad, vjp, jvp, jacrev, jacfwd, hessian) instead.")
+
+
+def _unbatched(t):
+    """``t``, refused if it is a sample of a vmap batch (its ``_data`` is sample 0 only)."""
+    if is_vmapped(t):
+        raise NotImplementedError(_BATCHED)
+    return t
 
 
 def positional_params(f):
