@@ -10,3 +10,5 @@ from .mha import *
 from .mha import _canonical_mask, _in_projection, _in_projection_packed, _mha_shape_check, _none_or_dtype
 
 globals().update(_ACTIVATIONS)
+from .sampling import *
+from .pooling import *

@@ -16,6 +16,8 @@ from .loss import *
 from .rnn import *
 from .attention import *
 from .transformer import *
+from .upsampling import *
+from .padding import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).
