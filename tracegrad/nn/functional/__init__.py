@@ -12,3 +12,5 @@ from .mha import _canonical_mask, _in_projection, _in_projection_packed, _mha_sh
 globals().update(_ACTIVATIONS)
 from .sampling import *
 from .pooling import *
+from .feature_norm import *
+from .activation_extra import *

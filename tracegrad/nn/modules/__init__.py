@@ -18,6 +18,8 @@ from .attention import *
 from .transformer import *
 from .upsampling import *
 from .padding import *
+from .activation_extra import *
+from .instancenorm import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).
