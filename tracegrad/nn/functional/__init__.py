@@ -14,3 +14,5 @@ from .sampling import *
 from .pooling import *
 from .feature_norm import *
 from .activation_extra import *
+from .im2col import *
+from .embedding_bag import *

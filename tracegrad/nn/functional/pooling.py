@@ -6,14 +6,24 @@ maxima over (H, W) (and the first maximum in (d, h, w) scan order is the first d
 plane maximum is it, at that plane's first maximum, so PyTorch's indices follow), and its
 average is the average over D of the averages over (H, W), the divisors being products of
 per-dim counts. So the 3-d forms are the 2-d rules over (H, W), then over D on a
-``(..., 1, D)`` view. Adaptive average pooling is separable (a box average is the average, along one dim, of the
+``(..., 1, D)`` view. Adaptive max pooling finds its indices on the host (per dim, first
+maximum first) and picks the values with one differentiable ``gather``; max unpooling is the
+``scatter`` of the values to their indices. Adaptive average pooling is separable (a box average is the average, along one dim, of the
 averages along the others), so the 3-d form is the 2-d rule over (H, W) and then over D.
 """
+import numpy as np
+
+from ... import backend
+from ...ops.activation import relu
 from ...ops.linalg import _legacy, _tensor
 from ...rules import pool as _pool
-from .conv import _ints, _sizes, _trunc_half
+from ...runtime import creation
+from ...runtime.tensor import wrap
+from .conv import _dim_range, _ints, _sizes, _trunc_half, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
-__all__ = ["adaptive_avg_pool3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
+__all__ = ["adaptive_avg_pool3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
+           "adaptive_max_pool2d_with_indices", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d"]
 
 
 def _adaptive_size(input, output_size, fn, n):
@@ -148,3 +158,161 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     pooled = _pool.avg_pool2d(_depth_last(planes), kernel_size=(1, kernel[0]), stride=(1, stride[0]),
                               padding=(0, padding[0]), divisor_override=second, **common)
     return _depth_back(pooled)
+
+
+# -- adaptive max pooling: indices on the host, values by one gather -------------------------------------
+
+def _adaptive_windows(n, m):
+    """(m, K) input positions of each output's window (floor(i n/m) to ceil((i+1) n/m)), short
+    windows padded with their last position (a repeat does not change which one is first)."""
+    i = np.arange(m)
+    start, end = (i * n) // m, -((-(i + 1) * n) // m)
+    width = int((end - start).max()) if m else 0
+    return np.minimum(start[:, None] + np.arange(width), end[:, None] - 1)
+
+
+def _first_max(a, windows, axis):
+    """Along ``axis`` (-1 or -2) of ``a``: for each window (a row of ``windows``), the
+    position of its first maximum, a NaN counting as the largest value."""
+    picked = np.take(a, windows, axis=axis)   # ``axis`` becomes (window, tap)
+    tap = axis  # the window axis sits just before it
+    if picked.dtype.kind == "f":
+        picked = np.where(np.isnan(picked), np.inf, picked)
+    best = np.expand_dims(np.argmax(picked, axis=tap), tap)
+    where = windows if axis == -1 else windows[:, :, None]
+    return np.take_along_axis(np.broadcast_to(where, picked.shape), best, axis=tap).squeeze(tap)
+
+
+def _adaptive_max2d(input, size, fn):
+    xp = backend.namespace_of(input._data)
+    a = xp.to_host(input._data)
+    (h, w), (oh, ow) = a.shape[-2:], size
+    cols = _first_max(a, _adaptive_windows(w, ow), -1)                      # (..., H, oW): w of each row's max
+    row_max = np.take_along_axis(a, cols, axis=-1)
+    rows = _first_max(row_max, _adaptive_windows(h, oh), -2)                 # (..., oH, oW): the h
+    flat = rows * w + np.take_along_axis(cols, rows, axis=-2)
+    indices = wrap(xp.asarray(flat, dtype=np.int64))
+    values = input.flatten(-2).gather(-1, indices.flatten(-2)).view(indices.shape)
+    return values, indices
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """(values, indices) of the maximum over windows tiling (H, W) into ``output_size`` cells."""
+    fn = "adaptive_max_pool2d"
+    _tensor(input, fn, "input", 1)
+    size = _adaptive_size(input, output_size, fn, 2) if isinstance(output_size, (list, tuple)) else \
+        [output_size] * 2
+    if len(size) != 2:
+        raise RuntimeError(f"{fn}(): internal error: output_size.size() must be 2")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"{fn}(): Expected 3D or 4D tensor, but got: {_sizes(input.shape)}")
+    _check_adaptive_input(input, fn, 2)
+    return _adaptive_max2d(input, size, fn)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    values, indices = adaptive_max_pool2d_with_indices(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    fn = "adaptive_max_pool1d"
+    _tensor(input, fn, "input", 1)
+    _dim_range(input, fn)
+    size = _ints(output_size, fn, "output_size", 2, 1)
+    if len(size) != 1:
+        raise RuntimeError(f"{fn}(): argument 'output_size' should contain one int (got {len(size)})")
+    _check_adaptive_input(input, fn, 1)
+    values, indices = _adaptive_max2d(input.unsqueeze(-2), (1, size[0]), fn)
+    return values.squeeze(-2), indices.squeeze(-2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    values, indices = adaptive_max_pool1d_with_indices(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+# -- power-average pooling ---------------------------------------------------------------------------------
+
+def _lp_finish(out, norm_type, count):
+    return (out.sign() * relu(out.abs())).mul(count).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over the window of x^p) ^ (1/p)``; p = inf is max pooling of |x|."""
+    if norm_type == float("inf"):
+        return max_pool1d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -max_pool1d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp_finish(out, norm_type, kernel_size)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kw, kh = kernel_size if isinstance(kernel_size, (list, tuple)) else (kernel_size, kernel_size)
+    if norm_type == float("inf"):
+        return max_pool2d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -max_pool2d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp_finish(out, norm_type, kw * kh)
+
+
+# -- max unpooling -----------------------------------------------------------------------------------------
+
+def _tuple(value, n):
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * n
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    n = len(kernel_size)
+    default = [(input.shape[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for d in range(n):
+        low, high = default[d] - stride[d], default[d] + stride[d]
+        if not low < output_size[d] < high:
+            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be between {low} and '
+                             f'{high})')
+    return output_size
+
+
+def _unpool(input, indices, size):
+    """Zeros of the spatial ``size`` with each value scattered to its flat index."""
+    if indices.dtype.name != "int64":
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_legacy(indices)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({_sizes(input.shape)}) but got indices tensor with shape: {_sizes(indices.shape)}")
+    plane = int(np.prod(size))
+    idx = backend.namespace_of(indices._data).to_host(indices._data).reshape(-1)
+    outside = np.flatnonzero((idx < 0) | (idx >= plane))
+    if outside.size:  # the first one in scan order, as PyTorch reports it
+        bad = int(idx[outside[0]])
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(str(s) for s in size)})")
+    lead = tuple(input.shape[:-2])
+    flat = creation.zeros(*lead, plane, dtype=input.dtype, device=input.device)
+    out = flat.scatter(-1, indices.flatten(-2), input.flatten(-2))
+    return out.view(*lead, *size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of :func:`max_pool2d` at its maxima: each value back at its index, zeros elsewhere."""
+    kernel = _tuple(kernel_size, 2)
+    stride = kernel if stride is None else _tuple(stride, 2)
+    size = _unpool_output_size(input, kernel, stride, _tuple(padding, 2), output_size)
+    return _unpool(input, indices, size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    kernel = _tuple(kernel_size, 1)
+    stride = kernel if stride is None else _tuple(stride, 1)
+    size = _unpool_output_size(input, kernel, stride, _tuple(padding, 1), output_size)
+    return _unpool(input.unsqueeze(-1), indices.unsqueeze(-1), list(size) + [1]).squeeze(-1)

@@ -20,6 +20,8 @@ from .upsampling import *
 from .padding import *
 from .activation_extra import *
 from .instancenorm import *
+from .pooling_extra import *
+from .embedding_bag import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).
