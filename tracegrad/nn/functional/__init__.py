@@ -16,3 +16,4 @@ from .feature_norm import *
 from .activation_extra import *
 from .im2col import *
 from .embedding_bag import *
+from .margin_loss import *

@@ -183,7 +183,7 @@ def _first_max(a, windows, axis):
     return np.take_along_axis(np.broadcast_to(where, picked.shape), best, axis=tap).squeeze(tap)
 
 
-def _adaptive_max2d(input, size, fn):
+def _adaptive_max2d(input, size):
     xp = backend.namespace_of(input._data)
     a = xp.to_host(input._data)
     (h, w), (oh, ow) = a.shape[-2:], size
@@ -207,7 +207,7 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     if input.ndim not in (3, 4):
         raise RuntimeError(f"{fn}(): Expected 3D or 4D tensor, but got: {_sizes(input.shape)}")
     _check_adaptive_input(input, fn, 2)
-    return _adaptive_max2d(input, size, fn)
+    return _adaptive_max2d(input, size)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -223,7 +223,7 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
     if len(size) != 1:
         raise RuntimeError(f"{fn}(): argument 'output_size' should contain one int (got {len(size)})")
     _check_adaptive_input(input, fn, 1)
-    values, indices = _adaptive_max2d(input.unsqueeze(-2), (1, size[0]), fn)
+    values, indices = _adaptive_max2d(input.unsqueeze(-2), (1, size[0]))
     return values.squeeze(-2), indices.squeeze(-2)
 
 

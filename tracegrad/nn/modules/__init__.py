@@ -22,6 +22,7 @@ from .activation_extra import *
 from .instancenorm import *
 from .pooling_extra import *
 from .embedding_bag import *
+from .margin_loss import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).
