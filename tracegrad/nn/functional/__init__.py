@@ -17,3 +17,4 @@ from .activation_extra import *
 from .im2col import *
 from .embedding_bag import *
 from .margin_loss import *
+from .grid_sample import *
