@@ -68,6 +68,14 @@ def test_linear_align_corners_is_the_hand_formula():
     np.testing.assert_allclose(half.numpy()[0, 0], [0.0, 0.25, 0.75, 1.75, 3.25, 4.0])
 
 
+def test_nearest_takes_uint8():
+    x = tg.tensor([[[1, 2, 250]]], dtype=tg.uint8)
+    out = F.interpolate(x, size=5, mode="nearest-exact")
+    assert out.dtype == tg.uint8 and out.tolist() == [[[1, 1, 2, 250, 250]]]
+    with pytest.raises(NotImplementedError, match="uint8"):
+        F.interpolate(x, size=5, mode="linear")
+
+
 def test_nearest_repeats_and_cubic_reproduces_a_line():
     x = tg.tensor([[[1.0, 2.0, 3.0]]])
     assert F.interpolate(x, scale_factor=2).tolist() == [[[1.0, 1.0, 2.0, 2.0, 3.0, 3.0]]]

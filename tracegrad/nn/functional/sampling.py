@@ -188,10 +188,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[input.ndim]
         return pool(input, output_size)
     _check_sizes(input, output_size)
-    if not input.dtype.is_floating_point:
+    if input.dtype.name == "uint8" and not mode.startswith("nearest"):
+        raise NotImplementedError(f"interpolate: mode='{mode}' on uint8 input (PyTorch's fixed-point kernel) is not "
+                                  "supported by tracegrad; convert to float first")
+    if not input.dtype.is_floating_point and input.dtype.name != "uint8":
         kernel = "compute_indices_weights_nearest" if mode.startswith("nearest") else f"upsample_{mode}"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy(input)}'")
-    dtype = np.dtype(input._data.dtype)
+    dtype = np.dtype(input._data.dtype) if input.dtype.is_floating_point else np.dtype(np.float32)
     out = input
     for k, n_out in enumerate(output_size):
         n_in, scale = input.shape[k + 2], None if scales is None else scales[k]
