@@ -1,0 +1,67 @@
+"""LazyLinear / LazyConv1d/2d/3d: shapes inferred from the first input, parameters
+materialised in place (an optimizer built before keeps working), the switch to the plain
+class, state_dict before and after, reprs against PyTorch, and the same init distribution."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad import nn
+
+
+def test_lazy_linear_infers_in_features_and_becomes_linear():
+    layer = nn.LazyLinear(3)
+    assert isinstance(layer.weight, nn.UninitializedParameter) and repr(layer.weight) == "<UninitializedParameter>"
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized parameter"):
+        layer.weight.shape
+    weight = layer.weight
+    opt = tg.optim.SGD(layer.parameters(), lr=0.5)
+    out = layer(tg.randn(4, 5))
+    assert type(layer) is nn.Linear and layer.in_features == 5 and out.shape == (4, 3)
+    assert layer.weight is weight and type(weight) is nn.Parameter and weight.shape == (3, 5)
+    bound = 1 / np.sqrt(5)  # Linear's kaiming-uniform init, for the inferred fan-in
+    assert np.abs(layer.weight.detach().numpy()).max() <= bound
+    before = weight.detach().numpy().copy()
+    out.sum().backward()
+    opt.step()
+    assert not np.allclose(before, weight.detach().numpy())
+    assert not hasattr(layer, "_initialize_hook")
+
+
+def test_lazy_state_dict_and_load():
+    layer = nn.LazyLinear(2, bias=False)
+    assert [type(v).__name__ for v in layer.state_dict().values()] == ["UninitializedParameter"]
+    source = nn.Linear(4, 2, bias=False)
+    layer.load_state_dict(source.state_dict())
+    assert layer.weight.shape == (2, 4)
+    np.testing.assert_array_equal(layer.weight.detach().numpy(), source.weight.detach().numpy())
+    layer(tg.randn(1, 4))
+    assert type(layer) is nn.Linear
+
+
+@pytest.mark.parametrize("cls,shape,spatial", [("LazyConv1d", (2, 3, 7), 1), ("LazyConv2d", (3, 5, 5), 2),
+                                               ("LazyConv3d", (1, 2, 4, 4, 4), 3)])
+def test_lazy_conv_infers_in_channels(cls, shape, spatial):
+    layer = getattr(nn, cls)(4, 3, padding=1, groups=1)
+    out = layer(tg.randn(*shape))
+    channels = shape[1] if len(shape) == spatial + 2 else shape[0]
+    assert type(layer).__name__ == f"Conv{spatial}d" and layer.in_channels == channels
+    assert layer.weight.shape == (4, channels) + (3,) * spatial and out.shape[-spatial:] == shape[-spatial:]
+
+
+def test_lazy_conv_errors():
+    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d"):
+        nn.LazyConv2d(4, 3)(tg.randn(2, 3))
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        nn.LazyConv2d(4, 3, groups=2)(tg.randn(1, 3, 5, 5))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("spec", ["LazyLinear(3)", "LazyLinear(3, bias=False)", "LazyConv2d(4, 3, padding=1)",
+                                  "LazyConv1d(2, 3, stride=2, bias=False)", "LazyConv3d(2, (1, 2, 3))"])
+def test_lazy_reprs_match_torch(spec):
+    import torch  # noqa: F401 -- used by eval
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert repr(eval("nn." + spec)) == repr(eval("torch.nn." + spec))
