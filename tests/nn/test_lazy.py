@@ -14,7 +14,7 @@ def test_lazy_linear_infers_in_features_and_becomes_linear():
     layer = nn.LazyLinear(3)
     assert isinstance(layer.weight, nn.UninitializedParameter) and repr(layer.weight) == "<UninitializedParameter>"
     with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized parameter"):
-        layer.weight.shape
+        layer.weight.shape  # noqa: B018 -- the access is what raises
     weight = layer.weight
     opt = tg.optim.SGD(layer.parameters(), lr=0.5)
     out = layer(tg.randn(4, 5))

@@ -284,9 +284,28 @@ def test_embedding_bag_by_hand_and_errors():
                                         ("AvgPool3d((1, 2, 2), padding=(0, 1, 0), count_include_pad=False)",
                                          (2, 3, 4, 4)),
                                         ("AdaptiveAvgPool3d((2, 3, 1))", (1, 2, 3, 4, 5)),
-                                        ("AdaptiveMaxPool1d(3)", (2, 2, 7))])
+                                        ("AdaptiveMaxPool1d(3)", (2, 2, 7)),
+                                        ("AdaptiveMaxPool3d((2, None, 3))", (1, 2, 3, 4, 5)),
+                                        ("LPPool3d(2, (1, 2, 2))", (2, 2, 3, 4))])
 def test_pool_layers_against_torch(spec, shape):
     import torch  # noqa: F401 -- used by eval
     ours, theirs = eval("nn." + spec), eval("torch.nn." + spec)
     assert repr(ours) == repr(theirs)
     compare_modules(theirs, ours, randn(*shape))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("shape,size", [((2, 2, 5, 7, 6), (2, 3, 4)), ((2, 4, 5, 3), (4, None, 2)), ((1, 1, 3, 3, 3), 1)])
+def test_adaptive_max_pool3d_against_torch(shape, size):
+    _both("adaptive_max_pool3d_with_indices", [np.round(randn(*shape), 1)], size)
+
+
+@pytest.mark.torch
+def test_max_unpool3d_and_lp_pool3d_against_torch():
+    import torch
+    values, indices = torch.nn.functional.max_pool3d(torch.tensor(randn(2, 2, 4, 6, 4)), 2, return_indices=True)
+    _both("max_unpool3d", [values.numpy()], 2, index_args=[indices.numpy()])
+    compare_modules(_Unpool(torch.nn.MaxUnpool3d(2), indices), _Unpool(nn.MaxUnpool3d(2), tg.tensor(indices.numpy())),
+                    values.numpy())
+    for p in (2, 1.5, float("inf")):
+        _both("lp_pool3d", [np.abs(randn(2, 2, 4, 6, 4)) + 0.1], p, (2, 3, 2))

@@ -23,7 +23,8 @@ from .conv import _dim_range, _ints, _sizes, _trunc_half, avg_pool1d, avg_pool2d
 
 __all__ = ["adaptive_avg_pool3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
-           "adaptive_max_pool2d_with_indices", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d"]
+           "adaptive_max_pool2d_with_indices", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
+           "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "lp_pool3d", "max_unpool3d"]
 
 
 def _adaptive_size(input, output_size, fn, n):
@@ -172,27 +173,35 @@ def _adaptive_windows(n, m):
 
 
 def _first_max(a, windows, axis):
-    """Along ``axis`` (-1 or -2) of ``a``: for each window (a row of ``windows``), the
+    """Along ``axis`` (negative) of ``a``: for each window (a row of ``windows``), the
     position of its first maximum, a NaN counting as the largest value."""
-    picked = np.take(a, windows, axis=axis)   # ``axis`` becomes (window, tap)
-    tap = axis  # the window axis sits just before it
+    picked = np.take(a, windows, axis=axis)   # ``axis`` becomes (window, tap): the tap axis is ``axis``
     if picked.dtype.kind == "f":
         picked = np.where(np.isnan(picked), np.inf, picked)
-    best = np.expand_dims(np.argmax(picked, axis=tap), tap)
-    where = windows if axis == -1 else windows[:, :, None]
-    return np.take_along_axis(np.broadcast_to(where, picked.shape), best, axis=tap).squeeze(tap)
+    best = np.expand_dims(np.argmax(picked, axis=axis), axis)
+    where = windows.reshape(windows.shape + (1,) * (-axis - 1))
+    return np.take_along_axis(np.broadcast_to(where, picked.shape), best, axis=axis).squeeze(axis)
 
 
-def _adaptive_max2d(input, size):
+def _adaptive_max(input, size):
+    """(values, flat indices) of adaptive max pooling over the last ``len(size)`` dims: the
+    first maximum found dim by dim (last dim first), its coordinates resolved back outward."""
     xp = backend.namespace_of(input._data)
-    a = xp.to_host(input._data)
-    (h, w), (oh, ow) = a.shape[-2:], size
-    cols = _first_max(a, _adaptive_windows(w, ow), -1)                      # (..., H, oW): w of each row's max
-    row_max = np.take_along_axis(a, cols, axis=-1)
-    rows = _first_max(row_max, _adaptive_windows(h, oh), -2)                 # (..., oH, oW): the h
-    flat = rows * w + np.take_along_axis(cols, rows, axis=-2)
+    current = xp.to_host(input._data)
+    k = len(size)
+    sizes = current.shape[-k:]
+    stages = []
+    for axis in range(-1, -k - 1, -1):
+        idx = _first_max(current, _adaptive_windows(sizes[axis], size[axis]), axis)
+        current = np.take_along_axis(current, idx, axis=axis)
+        stages.append((axis, idx))
+    flat = 0
+    for j, (axis, idx) in enumerate(stages):
+        for later_axis, later_idx in stages[j + 1:]:  # pick the rows the outer dims chose
+            idx = np.take_along_axis(idx, later_idx, axis=later_axis)
+        flat = flat + idx * int(np.prod(sizes[axis:][1:]))
     indices = wrap(xp.asarray(flat, dtype=np.int64))
-    values = input.flatten(-2).gather(-1, indices.flatten(-2)).view(indices.shape)
+    values = input.flatten(-k).gather(-1, indices.flatten(-k)).view(indices.shape)
     return values, indices
 
 
@@ -207,7 +216,7 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     if input.ndim not in (3, 4):
         raise RuntimeError(f"{fn}(): Expected 3D or 4D tensor, but got: {_sizes(input.shape)}")
     _check_adaptive_input(input, fn, 2)
-    return _adaptive_max2d(input, size)
+    return _adaptive_max(input, size)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -223,8 +232,7 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
     if len(size) != 1:
         raise RuntimeError(f"{fn}(): argument 'output_size' should contain one int (got {len(size)})")
     _check_adaptive_input(input, fn, 1)
-    values, indices = _adaptive_max2d(input.unsqueeze(-2), (1, size[0]))
-    return values.squeeze(-2), indices.squeeze(-2)
+    return _adaptive_max(input, size)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -297,9 +305,10 @@ def _unpool(input, indices, size):
         bad = int(idx[outside[0]])
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                            f"{'x'.join(str(s) for s in size)})")
-    lead = tuple(input.shape[:-2])
+    k = len(size)
+    lead = tuple(input.shape[:-k])
     flat = creation.zeros(*lead, plane, dtype=input.dtype, device=input.device)
-    out = flat.scatter(-1, indices.flatten(-2), input.flatten(-2))
+    out = flat.scatter(-1, indices.flatten(-k), input.flatten(-k))
     return out.view(*lead, *size)
 
 
@@ -315,4 +324,40 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
     kernel = _tuple(kernel_size, 1)
     stride = kernel if stride is None else _tuple(stride, 1)
     size = _unpool_output_size(input, kernel, stride, _tuple(padding, 1), output_size)
-    return _unpool(input.unsqueeze(-1), indices.unsqueeze(-1), list(size) + [1]).squeeze(-1)
+    return _unpool(input, indices, size)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """(values, indices) of the maximum over windows tiling (D, H, W) into ``output_size`` cells."""
+    fn = "adaptive_max_pool3d"
+    _tensor(input, fn, "input", 1)
+    size = _adaptive_size(input, output_size, fn, 3) if isinstance(output_size, (list, tuple)) else \
+        [output_size] * 3
+    if len(size) != 3:
+        raise RuntimeError(f"{fn}(): internal error: output_size.size() must be 3")
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{fn}(): Expected 4D or 5D tensor, but got: {_sizes(input.shape)}")
+    _check_adaptive_input(input, fn, 3)
+    return _adaptive_max(input, size)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    values, indices = adaptive_max_pool3d_with_indices(input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kd, kw, kh = kernel_size if isinstance(kernel_size, (list, tuple)) else (kernel_size,) * 3
+    if norm_type == float("inf"):
+        return max_pool3d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -max_pool3d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp_finish(out, norm_type, kd * kw * kh)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    kernel = _tuple(kernel_size, 3)
+    stride = kernel if stride is None else _tuple(stride, 3)
+    size = _unpool_output_size(input, kernel, stride, _tuple(padding, 3), output_size)
+    return _unpool(input, indices, size)

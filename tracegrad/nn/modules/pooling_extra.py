@@ -4,10 +4,11 @@ holders of their arguments, stored and printed as PyTorch stores and prints them
 from .. import functional as F
 from .module import Module
 from .pooling import _AdaptiveAvgPoolNd, _AvgPoolNd, _MaxPoolNd
-from .utils import _pair, _single
+from .utils import _pair, _single, _triple
 
-__all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d",
-           "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "Fold", "Unfold"]
+__all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Fold",
+           "Unfold"]
 
 
 class MaxPool3d(_MaxPoolNd):
@@ -60,6 +61,10 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     _pool = staticmethod(F.adaptive_max_pool2d)
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _pool = staticmethod(F.adaptive_max_pool3d)
+
+
 class _LPPoolNd(Module):
     __constants__ = ["norm_type", "kernel_size", "stride", "ceil_mode"]
     _pool = None
@@ -87,6 +92,10 @@ class LPPool2d(_LPPoolNd):
     _pool = staticmethod(F.lp_pool2d)
 
 
+class LPPool3d(_LPPoolNd):
+    _pool = staticmethod(F.lp_pool3d)
+
+
 class _MaxUnpoolNd(Module):
     _tuple = None
     _unpool = None
@@ -112,6 +121,11 @@ class MaxUnpool1d(_MaxUnpoolNd):
 class MaxUnpool2d(_MaxUnpoolNd):
     _tuple = staticmethod(_pair)
     _unpool = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _tuple = staticmethod(_triple)
+    _unpool = staticmethod(F.max_unpool3d)
 
 
 class Fold(Module):
