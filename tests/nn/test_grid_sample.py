@@ -1,5 +1,5 @@
 """affine_grid and grid_sample: values and gradients (input, grid, theta; float64) against
-PyTorch over modes, padding modes and align_corners, 2-d and 3-d; an identity transform
+PyTorch over modes (bicubic on 2-d), padding modes and align_corners, 2-d and 3-d; an identity transform
 and gradcheck without PyTorch; errors by type and message."""
 import itertools
 
@@ -49,6 +49,14 @@ def test_grid_sample_against_torch(shapes, mode, padding_mode, align_corners):
              padding_mode=padding_mode, align_corners=align_corners)
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bicubic_against_torch(padding_mode, align_corners):
+    _compare("grid_sample", [RNG.standard_normal((2, 3, 5, 6)), RNG.uniform(-1.5, 1.5, (2, 4, 7, 2))],
+             mode="bicubic", padding_mode=padding_mode, align_corners=align_corners)
+
+
 def test_identity_transform_reproduces_the_input_and_gradchecks():
     x = tg.tensor(RNG.standard_normal((2, 3, 4, 5)))
     theta = tg.tensor(np.tile(np.eye(2, 3), (2, 1, 1)))
@@ -71,8 +79,8 @@ def test_identity_transform_reproduces_the_input_and_gradchecks():
      "expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: 'cubic'"),
     (lambda: F.grid_sample(tg.zeros(1, 1, 2, 2), tg.zeros(1, 2, 2, 2), padding_mode="wrap"), ValueError,
      "expected padding_mode to be 'zeros', 'border', or 'reflection', but got: 'wrap'"),
-    (lambda: F.grid_sample(tg.zeros(1, 1, 2, 2), tg.zeros(1, 2, 2, 2), mode="bicubic", align_corners=False),
-     NotImplementedError, "bicubic"),
+    (lambda: F.grid_sample(tg.zeros(1, 1, 2, 2, 2), tg.zeros(1, 1, 1, 1, 3), mode="bicubic", align_corners=False),
+     RuntimeError, "grid_sampler(): bicubic interpolation only supports 4D input"),
     (lambda: F.affine_grid(tg.zeros(1, 2, 3), (1, 1, 2, 2, 2), align_corners=False), ValueError,
      "Expected a batch of 3D affine matrices of shape Nx3x4 for size [1, 1, 2, 2, 2]"),
     (lambda: F.affine_grid(tg.zeros(1, 2, 3), (1, 2, 3), align_corners=False), NotImplementedError,

@@ -4,7 +4,8 @@
 matrices (one ``matmul``). ``grid_sample`` maps each grid point to pixel coordinates, folds
 them into range by the padding mode (clamped for ``border``, mirrored for ``reflection``),
 then reads the 2^k neighbouring pixels with ``gather`` and mixes them with the (multi)linear
-weights (``bilinear``), or reads the nearest one (``nearest``). Every step is a tensor op, so
+weights (``bilinear``), or reads the nearest one (``nearest``); ``bicubic`` (2-d) mixes the
+4 x 4 taps around the unfolded point with Keys' weights, folding each tap into range. Every step is a tensor op, so
 gradients reach both the input and the grid, as in PyTorch.
 """
 import itertools
@@ -87,7 +88,11 @@ def _reflect(coord, twice_low, twice_high):
 
 
 def _source_coordinate(coord, n, padding_mode, align_corners):
-    coord = _unnormalize(coord, n, align_corners)
+    return _fold_into_range(_unnormalize(coord, n, align_corners), n, padding_mode, align_corners)
+
+
+def _fold_into_range(coord, n, padding_mode, align_corners):
+    """Pixel coordinates brought into the input as the padding mode says (zeros: left as they are)."""
     if padding_mode == "border":
         return coord.clamp(0, n - 1)
     if padding_mode == "reflection":
@@ -128,8 +133,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise RuntimeError(f"grid_sampler(): expected grid to have size {k} in last dimension and the same batch "
                            f"size as input, but got input with sizes {list(input.shape)} and grid with sizes "
                            f"{list(grid.shape)}")
-    if mode == "bicubic":
-        raise NotImplementedError("grid_sample: mode='bicubic' is not supported by tracegrad")
+    if mode == "bicubic" and k != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     n, c = input.shape[:2]
     sizes = tuple(input.shape[2:])                                          # D?, H, W
     out_shape = tuple(grid.shape[1:-1])
@@ -143,6 +148,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         # a factor of one whose gradient is round's zero: the grid gets PyTorch's zero gradient, not None
         unit = sum(x - x.detach() for x in nearest) + 1
         return (out * unit.unsqueeze(1)).view(n, c, *out_shape)
+    if mode == "bicubic":
+        return _bicubic(flat, points, sizes, padding_mode, align_corners).view(n, c, *out_shape)
     with no_grad():
         lows = [x.floor() for x in coords]
     fractions = [x - low for x, low in zip(coords, lows)]
@@ -155,3 +162,39 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         term = _read(flat, [low + bit for low, bit in zip(lows, corner)], sizes, c) * weight.unsqueeze(1)
         out = term if out is None else out + term
     return out.view(n, c, *out_shape)
+
+
+_CUBIC_A = -0.75
+
+
+def _cubic_weights(t):
+    """Keys' cubic convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 for the fraction ``t``."""
+    a = _CUBIC_A
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _bicubic(flat, points, sizes, padding_mode, align_corners):
+    """PyTorch's bicubic grid sampling: the 4 x 4 taps around each unpadded point, each tap's
+    integer position then folded into range by the padding mode (zeros outside)."""
+    h, w = sizes
+    x = _unnormalize(points[..., 0], w, align_corners)
+    y = _unnormalize(points[..., 1], h, align_corners)
+    with no_grad():
+        x0, y0 = x.floor(), y.floor()
+    wx, wy = _cubic_weights(x - x0), _cubic_weights(y - y0)
+    out = None
+    for i in range(4):
+        for j in range(4):
+            with no_grad():
+                tap_x = _fold_into_range(x0 + (j - 1), w, padding_mode, align_corners)
+                tap_y = _fold_into_range(y0 + (i - 1), h, padding_mode, align_corners)
+            term = _read(flat, [tap_y.floor(), tap_x.floor()], sizes, flat.shape[1]) * (wy[i] * wx[j]).unsqueeze(1)
+            out = term if out is None else out + term
+    return out

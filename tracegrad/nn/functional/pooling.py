@@ -19,7 +19,16 @@ from ...ops.linalg import _legacy, _tensor
 from ...rules import pool as _pool
 from ...runtime import creation
 from ...runtime.tensor import wrap
-from .conv import _dim_range, _ints, _sizes, _trunc_half, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
+from .conv import (
+    _dim_range,
+    _ints,
+    _sizes,
+    _trunc_half,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 
 __all__ = ["adaptive_avg_pool3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
