@@ -5,7 +5,9 @@ weighted sum of a few input slices along that dim (1 for nearest, 2 for linear, 
 so ``interpolate`` is, dim after dim, ``index_select`` gathers times weight vectors. The
 source positions and weights are computed once per dim on the host, in the input's float
 type (float32 for float32, as PyTorch's CPU kernels do, so that the nearest neighbours match
-at ties), and the gradient is the gathers' scatter-add. ``area`` is adaptive average pooling.
+at ties), and the gradient is the gathers' scatter-add. ``antialias=True`` widens the linear
+or cubic filter by the shrink factor (PyTorch's normalised ``_compute_weights_aa`` taps).
+``area`` is adaptive average pooling.
 """
 import math
 
@@ -138,6 +140,37 @@ def _cubic_taps(dtype, n_in, n_out, scale_factor, align_corners):
     return [(np.clip(left + j - 1, 0, n_in - 1), w.astype(dtype)) for j, w in enumerate(weights)]
 
 
+def _linear_filter(x):
+    return np.maximum(1 - np.abs(x), 0)
+
+
+def _cubic_filter(x, a=-0.5):
+    """The antialiasing cubic (a = -0.5, as PIL and PyTorch's antialiased kernels use)."""
+    x = np.abs(x)
+    return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                    np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0))
+
+
+def _antialias_taps(dtype, n_in, n_out, scale_factor, align_corners, cubic):
+    """PyTorch's ``_compute_weights_aa``: when shrinking, the filter is widened by the scale, so
+    every input pixel under an output's footprint contributes; weights are normalised."""
+    scale = float(_scale(dtype, n_in, n_out, scale_factor, align_corners))
+    half = 2.0 if cubic else 1.0
+    support = half * scale if scale >= 1.0 else half
+    width = int(math.ceil(support)) * 2 + 1
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    center = scale * (np.arange(n_out) + 0.5)
+    xmin = np.maximum((center - support + 0.5).astype(np.int64), 0)
+    xsize = np.clip(np.minimum((center + support + 0.5).astype(np.int64), n_in) - xmin, 0, width)
+    j = np.arange(width)
+    filt = _cubic_filter if cubic else _linear_filter
+    weights = np.where(j < xsize[:, None], filt((j + xmin[:, None] - center[:, None] + 0.5) * invscale), 0.0)
+    total = weights.sum(1, keepdims=True)
+    weights = np.where(total != 0, weights / np.where(total == 0, 1, total), weights)
+    index = np.minimum(xmin[:, None] + j, n_in - 1)
+    return [(index[:, t], weights[:, t].astype(dtype)) for t in range(width)]
+
+
 def _resample(input, dim, taps):
     """Sum over taps of ``input.index_select(dim, index) * weight`` (weights along ``dim``)."""
     xp = backend.namespace_of(input._data)
@@ -178,9 +211,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires "
                          "a 4-D tensor as input")
-    if antialias or mode == "lanczos":
-        raise NotImplementedError("interpolate: antialias=True (and the lanczos mode) is not supported by "
-                                  "tracegrad")
+    if mode == "lanczos":
+        raise NotImplementedError("interpolate: the lanczos mode is not supported by tracegrad")
     _check_rank(input, mode)
     if mode == "area":
         from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -198,7 +230,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     out = input
     for k, n_out in enumerate(output_size):
         n_in, scale = input.shape[k + 2], None if scales is None else scales[k]
-        if mode.startswith("nearest"):
+        if antialias:
+            taps = _antialias_taps(dtype, n_in, n_out, scale, align_corners, mode == "bicubic")
+        elif mode.startswith("nearest"):
             taps = _nearest_taps(dtype, n_in, n_out, scale, mode == "nearest-exact")
         elif mode == "bicubic":
             taps = _cubic_taps(dtype, n_in, n_out, scale, align_corners)
