@@ -50,6 +50,20 @@ def test_lazy_conv_infers_in_channels(cls, shape, spatial):
     assert layer.weight.shape == (4, channels) + (3,) * spatial and out.shape[-spatial:] == shape[-spatial:]
 
 
+@pytest.mark.parametrize("spatial", [1, 2, 3])
+def test_lazy_conv_transpose_infers_in_channels(spatial):
+    layer = getattr(nn, f"LazyConvTranspose{spatial}d")(4, 3, stride=2, groups=2)
+    out = layer(tg.randn(1, 6, *(3,) * spatial))
+    assert type(layer).__name__ == f"ConvTranspose{spatial}d" and layer.in_channels == 6
+    assert layer.weight.shape == (6, 2) + (3,) * spatial and out.shape == (1, 4) + (7,) * spatial
+
+
+def test_nll_loss_2d_is_a_deprecated_nll_loss():
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+        loss = nn.NLLLoss2d(reduction="sum")
+    assert isinstance(loss, nn.NLLLoss) and loss.reduction == "sum"
+
+
 def test_lazy_conv_errors():
     with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d"):
         nn.LazyConv2d(4, 3)(tg.randn(2, 3))
@@ -59,7 +73,9 @@ def test_lazy_conv_errors():
 
 @pytest.mark.torch
 @pytest.mark.parametrize("spec", ["LazyLinear(3)", "LazyLinear(3, bias=False)", "LazyConv2d(4, 3, padding=1)",
-                                  "LazyConv1d(2, 3, stride=2, bias=False)", "LazyConv3d(2, (1, 2, 3))"])
+                                  "LazyConv1d(2, 3, stride=2, bias=False)", "LazyConv3d(2, (1, 2, 3))",
+                                  "LazyConvTranspose2d(4, 3, stride=2, output_padding=1)",
+                                  "LazyConvTranspose1d(2, 3, bias=False)"])
 def test_lazy_reprs_match_torch(spec):
     import torch  # noqa: F401 -- used by eval
     with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Lazy layers (``LazyLinear``, ``LazyConv1d/2d/3d``): the input size is read from the first
+"""Lazy layers (``LazyLinear``, ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``): the input size is read from the first
 input. Their parameters start as :class:`UninitializedParameter`s, which the first
 ``forward`` (or a ``load_state_dict``) materialises in place, so optimizers built before
 then hold the real parameters; the layer then becomes its plain class, as in PyTorch."""
@@ -7,10 +7,11 @@ import itertools
 from ...runtime.creation import empty
 from ...runtime.grad_mode import no_grad
 from ..parameter import _SLOTS, Parameter
-from .conv import Conv1d, Conv2d, Conv3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 
-__all__ = ["UninitializedParameter", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d"]
+__all__ = ["UninitializedParameter", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 
 class UninitializedParameter(Parameter):
@@ -127,10 +128,8 @@ class _LazyConvXdMixin(LazyModuleMixin):
     """A convolution whose ``in_channels`` is read from its first input (dim 1, or 0 unbatched)."""
     _spatial_dims = None
 
-    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
-        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device=device,
-                         dtype=dtype)
+    def _make_lazy(self, out_channels, bias, device, dtype):
+        """Replace the placeholder (0-channel, bias-less) parameters by uninitialized ones."""
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_channels = out_channels
         if bias:
@@ -146,7 +145,9 @@ class _LazyConvXdMixin(LazyModuleMixin):
             if self.in_channels % self.groups != 0:
                 raise ValueError("in_channels must be divisible by groups")
             with no_grad():
-                self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
+                pair = ((self.in_channels, self.out_channels // self.groups) if self.transposed
+                        else (self.out_channels, self.in_channels // self.groups))
+                self.weight.materialize((*pair, *self.kernel_size))
                 if self.bias is not None:
                     self.bias.materialize((self.out_channels,))
                 self.reset_parameters()
@@ -159,16 +160,47 @@ class _LazyConvXdMixin(LazyModuleMixin):
         return input.shape[1] if input.dim() == unbatched + 1 else input.shape[0]
 
 
-class LazyConv1d(_LazyConvXdMixin, Conv1d):
+class _LazyConvMixin(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device=device,
+                         dtype=dtype)
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
+class _LazyConvTransposeMixin(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                         device=device, dtype=dtype)
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConvMixin, Conv1d):
     cls_to_become = Conv1d
     _spatial_dims = 1
 
 
-class LazyConv2d(_LazyConvXdMixin, Conv2d):
+class LazyConv2d(_LazyConvMixin, Conv2d):
     cls_to_become = Conv2d
     _spatial_dims = 2
 
 
-class LazyConv3d(_LazyConvXdMixin, Conv3d):
+class LazyConv3d(_LazyConvMixin, Conv3d):
     cls_to_become = Conv3d
+    _spatial_dims = 3
+
+
+class LazyConvTranspose1d(_LazyConvTransposeMixin, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+    _spatial_dims = 1
+
+
+class LazyConvTranspose2d(_LazyConvTransposeMixin, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+    _spatial_dims = 2
+
+
+class LazyConvTranspose3d(_LazyConvTransposeMixin, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d
     _spatial_dims = 3
