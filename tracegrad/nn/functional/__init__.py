@@ -18,3 +18,4 @@ from .im2col import *
 from .embedding_bag import *
 from .margin_loss import *
 from .grid_sample import *
+from .ctc import *
