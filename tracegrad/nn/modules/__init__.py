@@ -24,6 +24,7 @@ from .pooling_extra import *
 from .embedding_bag import *
 from .margin_loss import *
 from .lazy import *
+from .adaptive import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).
