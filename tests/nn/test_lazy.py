@@ -81,3 +81,36 @@ def test_lazy_reprs_match_torch(spec):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert repr(eval("nn." + spec)) == repr(eval("torch.nn." + spec))
+
+
+@pytest.mark.parametrize("kind,shape", [("BatchNorm1d", (4, 3)), ("BatchNorm2d", (2, 3, 4, 4)),
+                                        ("BatchNorm3d", (2, 3, 2, 2, 2)), ("InstanceNorm1d", (2, 3, 5)),
+                                        ("InstanceNorm2d", (2, 3, 4, 4))])
+def test_lazy_norms_infer_num_features(kind, shape):
+    layer = getattr(nn, "Lazy" + kind)()
+    assert isinstance(dict(layer.named_buffers())["running_mean"], nn.UninitializedBuffer)
+    weight = layer.weight
+    x = tg.randn(*shape)
+    out = layer(x)
+    plain = getattr(nn, kind)(3, affine=True, track_running_stats=True)
+    assert type(layer) is type(plain) and layer.num_features == 3 and layer.weight is weight
+    np.testing.assert_allclose(out.detach().numpy(), plain(x).detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(layer.running_mean.numpy(), plain.running_mean.numpy(), atol=1e-7)
+
+
+def test_lazy_norm_loads_a_state_dict():
+    layer = nn.LazyBatchNorm1d()
+    source = nn.BatchNorm1d(4)
+    source.running_mean.fill_(0.5)
+    layer.load_state_dict(source.state_dict())
+    assert layer.running_mean.tolist() == [0.5] * 4 and layer.weight.shape == (4,)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("spec", ["LazyBatchNorm2d()", "LazyBatchNorm1d(affine=False)", "LazyInstanceNorm2d()",
+                                  "LazyInstanceNorm3d(track_running_stats=False)", "LazyBatchNorm3d(momentum=None)"])
+def test_lazy_norm_reprs_and_state_match_torch(spec):
+    import torch  # noqa: F401 -- used by eval
+    ours, theirs = eval("nn." + spec), eval("torch.nn." + spec)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())

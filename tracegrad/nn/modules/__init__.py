@@ -25,6 +25,7 @@ from .embedding_bag import *
 from .margin_loss import *
 from .lazy import *
 from .adaptive import *
+from .lazy_norm import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).

@@ -6,6 +6,7 @@ import itertools
 
 from ...runtime.creation import empty
 from ...runtime.grad_mode import no_grad
+from ...runtime.tensor import Tensor
 from ..parameter import _SLOTS, Parameter
 from .conv import (
     Conv1d,
@@ -17,7 +18,7 @@ from .conv import (
 )
 from .linear import Linear
 
-__all__ = ["UninitializedParameter", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+__all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
            "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 
@@ -57,8 +58,31 @@ class UninitializedParameter(Parameter):
         return (type(self), (self._requires_grad,))
 
 
+class UninitializedBuffer(Tensor):
+    """A buffer with no shape yet. Unlike a parameter no optimizer holds it, so the lazy
+    module replaces it by a new tensor (:meth:`LazyModuleMixin._materialize`)."""
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        obj = Tensor.__new__(cls)
+        fresh = empty(0, device=device, dtype=dtype)
+        for slot in _SLOTS:
+            setattr(obj, slot, getattr(fresh, slot))
+        obj.requires_grad_(requires_grad)
+        return obj
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        pass
+
+    shape = UninitializedParameter.shape
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+
 def is_lazy(param):
-    return isinstance(param, UninitializedParameter)
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
 
 
 class LazyModuleMixin:
@@ -86,7 +110,15 @@ class LazyModuleMixin:
             key = prefix + name
             if key in state_dict and param is not None and is_lazy(param) and not is_lazy(state_dict[key]):
                 with no_grad():
-                    param.materialize(state_dict[key].shape)
+                    self._materialize(name, state_dict[key].shape)
+
+    def _materialize(self, name, shape):
+        """Give the lazy parameter or buffer ``name`` its shape (a parameter in place)."""
+        value = getattr(self, name)
+        if isinstance(value, UninitializedParameter):
+            value.materialize(shape)
+        else:
+            setattr(self, name, empty(shape, device=value.device, dtype=value.dtype))
 
     def initialize_parameters(self, *args, **kwargs):
         raise NotImplementedError(f"initialize_parameters is not implemented for {type(self).__name__}")
