@@ -309,3 +309,57 @@ def test_max_unpool3d_and_lp_pool3d_against_torch():
                     values.numpy())
     for p in (2, 1.5, float("inf")):
         _both("lp_pool3d", [np.abs(randn(2, 2, 4, 6, 4)) + 0.1], p, (2, 3, 2))
+
+
+# -- fractional max pooling -------------------------------------------------------------------------------------
+
+@pytest.mark.torch
+@pytest.mark.parametrize("k,shape,kw", [
+    (2, (2, 3, 9, 8), dict(kernel_size=2, output_size=(4, 5))),
+    (2, (3, 10, 7), dict(kernel_size=(3, 2), output_ratio=(0.5, 0.5))),
+    (2, (1, 2, 9, 9), dict(kernel_size=3, output_size=7)),
+    (3, (2, 2, 6, 7, 8), dict(kernel_size=2, output_size=(3, 4, 5))),
+    (3, (2, 5, 6, 7), dict(kernel_size=(2, 1, 3), output_ratio=(0.5, 0.6, 0.7)))], ids=str)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fractional_max_pool_against_torch(k, shape, kw, dtype):
+    """With the same random samples, PyTorch's windows: values, indices and gradients agree."""
+    import torch
+    x = np.round(randn(*shape), 1).astype(dtype)  # ties: the first maximum in scan order
+    samples = RNG.random((1 if len(shape) == k + 1 else shape[0], shape[-k - 1], k)).astype(dtype)
+    fn = f"fractional_max_pool{k}d"
+    t, o = torch.tensor(x, requires_grad=True), tg.tensor(x, requires_grad=True)
+    expected, t_idx = getattr(torch.nn.functional, fn)(t, return_indices=True,
+                                                        _random_samples=torch.tensor(samples), **kw)
+    got, o_idx = getattr(F, fn)(o, return_indices=True, _random_samples=tg.tensor(samples), **kw)
+    assert_close(got, expected, 0, 0, "values")
+    assert (o_idx.numpy() == t_idx.numpy()).all()
+    g = randn(*expected.shape).astype(dtype)
+    expected.backward(torch.tensor(g))
+    got.backward(tg.tensor(g))
+    assert_close(o.grad, t.grad, 0, 0, "grad")
+    layer_kw = {key: value for key, value in kw.items()}
+    ours = getattr(nn, f"FractionalMaxPool{k}d")(_random_samples=tg.tensor(samples), **layer_kw)
+    theirs = getattr(torch.nn, f"FractionalMaxPool{k}d")(_random_samples=torch.tensor(samples), **layer_kw)
+    assert repr(ours) == repr(theirs)
+    assert_close(ours(tg.tensor(x)), theirs(torch.tensor(x)), 0, 0, "layer")
+
+
+def test_fractional_max_pool_by_hand_and_errors():
+    x = tg.tensor(RNG.standard_normal((2, 3, 8, 8)))
+    values, indices = F.fractional_max_pool2d(x, 2, output_size=4, return_indices=True)
+    assert values.shape == (2, 3, 4, 4)
+    flat = x.numpy().reshape(2, 3, -1)
+    assert (np.take_along_axis(flat, indices.numpy().reshape(2, 3, -1), -1).reshape(values.shape)
+            == values.numpy()).all()
+    # an output as large as the input with a 1-wide window is the identity
+    same = F.fractional_max_pool2d(x, 1, output_size=8)
+    assert (same.numpy() == x.numpy()).all()
+    with pytest.raises(RuntimeError, match="fractional_max_pool2d\\(\\): pool height 3 too large relative to input "
+                                           "height 5"):
+        F.fractional_max_pool2d(tg.randn(1, 1, 5, 5), 3, output_size=6)
+    with pytest.raises(ValueError, match="requires specifying either an output_size or an output_ratio"):
+        F.fractional_max_pool2d(tg.randn(1, 1, 5, 5), 2)
+    with pytest.raises(ValueError, match=r"output_ratio must be between 0 and 1 \(got 1.5\)"):
+        nn.FractionalMaxPool2d(2, output_ratio=1.5)
+    with pytest.raises(ValueError, match="only one of output_size and output_ratio may be specified"):
+        nn.FractionalMaxPool3d(2, output_size=2, output_ratio=0.5)

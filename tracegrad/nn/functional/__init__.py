@@ -19,3 +19,4 @@ from .embedding_bag import *
 from .margin_loss import *
 from .grid_sample import *
 from .ctc import *
+from .fractional_pool import *

@@ -8,7 +8,7 @@ from .utils import _pair, _single, _triple
 
 __all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
            "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Fold",
-           "Unfold"]
+           "Unfold", "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 class MaxPool3d(_MaxPoolNd):
@@ -165,3 +165,40 @@ class Unfold(Module):
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
                 f"stride={self.stride}")
+
+
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling; ``_random_samples`` (a buffer) fixes the windows, else each call draws them."""
+    __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
+    _tuple = None
+    _pool = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        as_tuple = type(self)._tuple
+        self.kernel_size = as_tuple(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = as_tuple(output_size) if output_size is not None else None
+        self.output_ratio = as_tuple(output_ratio) if output_ratio is not None else None
+        name = type(self).__name__
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self)._pool(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                                _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _tuple = staticmethod(_pair)
+    _pool = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _tuple = staticmethod(_triple)
+    _pool = staticmethod(F.fractional_max_pool3d)
