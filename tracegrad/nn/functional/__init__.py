@@ -20,3 +20,4 @@ from .margin_loss import *
 from .grid_sample import *
 from .ctc import *
 from .fractional_pool import *
+from .conv_tbc import *

@@ -26,6 +26,7 @@ from .margin_loss import *
 from .lazy import *
 from .adaptive import *
 from .lazy_norm import *
+from .parallel import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).
