@@ -114,3 +114,11 @@ def test_lazy_norm_reprs_and_state_match_torch(spec):
     ours, theirs = eval("nn." + spec), eval("torch.nn." + spec)
     assert repr(ours) == repr(theirs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
+
+
+def test_uninitialized_names_in_the_parameter_module():
+    from tracegrad.nn import parameter
+    assert parameter.UninitializedParameter is nn.UninitializedParameter
+    assert parameter.is_lazy(parameter.UninitializedBuffer()) and not parameter.is_lazy(nn.Parameter(tg.ones(1)))
+    with pytest.raises(AttributeError):
+        parameter.NoSuchThing  # noqa: B018 -- the access is what raises
