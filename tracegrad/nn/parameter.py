@@ -89,3 +89,12 @@ def _rebuild_buffer(data, requires_grad, persistent):
 
 
 PLAIN_SUBCLASSES.update((Parameter, Buffer))
+
+
+def __getattr__(name):
+    """``UninitializedParameter``, ``UninitializedBuffer`` and ``is_lazy`` live with the lazy
+    layers (which import this module); they are found here too, as in ``torch.nn.parameter``."""
+    if name in ("UninitializedParameter", "UninitializedBuffer", "is_lazy"):
+        from .modules import lazy
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

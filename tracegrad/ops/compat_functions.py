@@ -358,10 +358,14 @@ def prelu(input, weight):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / max(|x1| |x2|, eps)`` along ``dim`` (PyTorch's formula, clamping the product)."""
-    dot = (x1 * x2).sum(dim)
-    norms = (x1 * x1).sum(dim) * (x2 * x2).sum(dim)
-    return dot / norms.clamp_min(eps * eps).sqrt()
+    """``sum(x1 / |x1| * x2 / |x2|)`` along ``dim``, each norm raised to at least ``eps`` in
+    value only (its gradient passes straight through), which is PyTorch's formula."""
+    def clamped_norm(x):
+        norm = x.norm(2, dim, keepdim=True)
+        return norm + (norm.clamp_min(eps) - norm).detach()
+    from .shape import broadcast_tensors
+    x1, x2 = broadcast_tensors(x1, x2)
+    return ((x1 / clamped_norm(x1)) * (x2 / clamped_norm(x2))).sum(dim)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -372,27 +376,11 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def pixel_shuffle(input, upscale_factor):
-    r = upscale_factor
-    *batch, c, h, w = input.shape
-    if c % (r * r):
-        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
-                           f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    n = len(batch)
-    x = input.reshape(*batch, c // (r * r), r, r, h, w)
-    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*batch, c // (r * r), h * r, w * r)
+    return _F().pixel_shuffle(input, upscale_factor)
 
 
 def pixel_unshuffle(input, downscale_factor):
-    r = downscale_factor
-    *batch, c, h, w = input.shape
-    if h % r or w % r:
-        raise RuntimeError("pixel_unshuffle expects height and width to be divisible by downscale_factor, "
-                           f"but input.size(-2)={h} and input.size(-1)={w} for downscale_factor={r}")
-    n = len(batch)
-    x = input.reshape(*batch, c, h // r, r, w // r, r)
-    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*batch, c * r * r, h // r, w // r)
+    return _F().pixel_unshuffle(input, downscale_factor)
 
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}  # the ints torch.X losses take (at::Reduction)

@@ -10,3 +10,14 @@ from .mha import *
 from .mha import _canonical_mask, _in_projection, _in_projection_packed, _mha_shape_check, _none_or_dtype
 
 globals().update(_ACTIVATIONS)
+from .sampling import *
+from .pooling import *
+from .feature_norm import *
+from .activation_extra import *
+from .im2col import *
+from .embedding_bag import *
+from .margin_loss import *
+from .grid_sample import *
+from .ctc import *
+from .fractional_pool import *
+from .conv_tbc import *

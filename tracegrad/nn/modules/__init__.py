@@ -16,6 +16,17 @@ from .loss import *
 from .rnn import *
 from .attention import *
 from .transformer import *
+from .upsampling import *
+from .padding import *
+from .activation_extra import *
+from .instancenorm import *
+from .pooling_extra import *
+from .embedding_bag import *
+from .margin_loss import *
+from .lazy import *
+from .adaptive import *
+from .lazy_norm import *
+from .parallel import *
 
 # The classes only: without an __all__, ``from .modules import *`` in ``tracegrad.nn`` would
 # also bind these submodules there (``modules/utils.py`` shadowing ``tracegrad.nn.utils``).
