@@ -172,8 +172,9 @@ def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
     """The weight gradient of :func:`correlate`: for every kernel entry, the sum over
     batch and positions of ``g`` times the input under it: (O, C/groups, *kernel)."""
     (n, c), o = x.shape[:2], g.shape[1]
-    per_image = (c * math.prod(kernel) + o) // groups * math.prod(g.shape[2:]) * x.itemsize
-    blocks = _blocks(n, groups, per_image)
+    # one image's and group's columns and its share of g (the copy that puts N last)
+    nbytes = (c * math.prod(kernel) + o) // groups * math.prod(g.shape[2:]) * x.itemsize
+    blocks = _blocks(n, groups, nbytes)
     if blocks is None:
         return _correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups)
     dw = xp.zeros((o, c // groups) + tuple(kernel), dtype=x.dtype)
