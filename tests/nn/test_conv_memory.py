@@ -5,7 +5,6 @@ groups and transposed convolutions, and for the per-sample weights that ``vmap``
 the groups; the blocks tile the work exactly; a big-batch convolution's peak allocation
 (tracemalloc) stays far below its whole im2col matrix; and (marked ``torch``) the blocked
 path matches PyTorch."""
-import math
 import tracemalloc
 import warnings
 
@@ -21,15 +20,15 @@ RNG = np.random.default_rng(5)
 
 # (nd, N, C, O, kernel, params, transposed)
 CONFIGS = [
-    (1, 5, 4, 6, (3,), dict(stride=2, padding=1, dilation=2, groups=2), False),
-    (2, 4, 6, 4, (3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2), False),
-    (2, 3, 3, 6, (3, 3), dict(stride=1, padding=1, groups=3), False),
-    (3, 3, 2, 4, (2, 3, 2), dict(stride=(1, 2, 1), padding=(1, 1, 0), dilation=(2, 1, 1)), False),
-    (1, 4, 4, 6, (3,), dict(stride=2, padding=1, output_padding=1, groups=2), True),
-    (2, 3, 4, 6, (3, 2), dict(stride=(2, 3), padding=(1, 0), dilation=(1, 2), output_padding=(1, 2),
-                              groups=2), True),
-    (2, 3, 6, 3, (3, 3), dict(stride=1, padding=1, groups=3), True),
-    (3, 2, 2, 4, (2, 2, 3), dict(stride=(2, 1, 2), padding=(0, 1, 1)), True),
+    (1, 5, 4, 6, (3,), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}, False),
+    (2, 4, 6, 4, (3, 2), {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2), "groups": 2}, False),
+    (2, 3, 3, 6, (3, 3), {"stride": 1, "padding": 1, "groups": 3}, False),
+    (3, 3, 2, 4, (2, 3, 2), {"stride": (1, 2, 1), "padding": (1, 1, 0), "dilation": (2, 1, 1)}, False),
+    (1, 4, 4, 6, (3,), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}, True),
+    (2, 3, 4, 6, (3, 2), {"stride": (2, 3), "padding": (1, 0), "dilation": (1, 2), "output_padding": (1, 2),
+                          "groups": 2}, True),
+    (2, 3, 6, 3, (3, 3), {"stride": 1, "padding": 1, "groups": 3}, True),
+    (3, 2, 2, 4, (2, 2, 3), {"stride": (2, 1, 2), "padding": (0, 1, 1)}, True),
 ]
 IDS = [f"{nd}d-{'T' if tr else 'conv'}-{i}" for i, (nd, *_, tr) in enumerate(CONFIGS)]
 
@@ -81,7 +80,7 @@ def assert_same(got, want):
 @pytest.mark.parametrize("budget", [1, 600], ids=["one-image-one-group", "some-images"])
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 def test_blocked_equals_one_product(config, budget, monkeypatch, count_blocks):
-    nd, n, c, o, kernel, params, transposed = config
+    nd, *_, params, transposed = config
     x, w, b = operands(*config)
     state = RNG.bit_generator.state
     want, _ = values_and_grads(nd, transposed, x, w, b, params)
@@ -145,7 +144,7 @@ def test_batched_weights_are_one_grouped_call_and_block(transposed, monkeypatch,
     ws = tg.tensor(RNG.standard_normal((5, 4, 3, 3, 3) if transposed else (5, 6, 2, 3, 3)))
     bs = tg.tensor(RNG.standard_normal((5, 6)))
     conv = F.conv_transpose2d if transposed else F.conv2d
-    kw = dict(stride=2, padding=1, output_padding=1, groups=2) if transposed else dict(padding=1, groups=2)
+    kw = {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2} if transposed else {"padding": 1, "groups": 2}
     f = vmap(lambda w, b: conv(x, w, b, **kw))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -168,9 +167,9 @@ def peak_bytes(fn):
 
 # (input shape, weight shape, conv, params, the largest unblocked im2col-like matrix)
 BIG = {
-    "conv": ((1000, 4, 16, 16), (8, 4, 3, 3), F.conv2d, dict(padding=1),
+    "conv": ((1000, 4, 16, 16), (8, 4, 3, 3), F.conv2d, {"padding": 1},
              1000 * 8 * 9 * 256 * 4),    # the input gradient's columns (a stride-1 convT)
-    "convT-stride-2": ((2000, 4, 8, 8), (4, 8, 4, 4), F.conv_transpose2d, dict(stride=2, padding=1),
+    "convT-stride-2": ((2000, 4, 8, 8), (4, 8, 4, 4), F.conv_transpose2d, {"stride": 2, "padding": 1},
                        2000 * 8 * 16 * 64 * 4),   # the forward's products before the fold
 }
 
@@ -201,7 +200,7 @@ def test_big_batch_peak_memory_is_bounded(case, monkeypatch):
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 def test_blocked_matches_torch(config, monkeypatch):
     torch = pytest.importorskip("torch")
-    nd, n, c, o, kernel, params, transposed = config
+    nd, *_, params, transposed = config
     x, w, b = operands(*config)
     monkeypatch.setattr(conv_rules, "WORKSPACE_BYTES", 1)
     y = call(nd, transposed, x, w, b, params)

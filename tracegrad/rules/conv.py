@@ -29,7 +29,7 @@ from .index import basic_index
 from .reduce import sum as _sum
 from .shape import reshape
 
-__all__ = ["WORKSPACE_BYTES", "convolution", "convolution_backward_input", "convolution_backward_weight",
+__all__ = ["convolution", "convolution_backward_input", "convolution_backward_weight",
            "conv_output_size", "transposed_output_size", "padded", "taps", "fold"]
 
 
