@@ -323,13 +323,13 @@ def _unfold(a, size):
 def conv_rule(prim, args, batched, params, size):
     """Only the input batched: the batch joins the conv's own batch dim N. A batched weight
     (per-sample weights, as ``vmap(grad)`` makes): the batch joins the channels and the
-    groups -- one grouped convolution, as functorch does it."""
+    groups -- one grouped convolution, as functorch does it; a transposed one's weight
+    (B, Cin, Cout/groups, *k) folds the same way, its input channels leading. The kernels
+    block such wide groups within :data:`tracegrad.rules.conv.WORKSPACE_BYTES`."""
     if size == 0:
         return per_sample(prim, args, batched, params, size)
     if not any(batched[1:]):
         return _unfold(prim(_fold(args[0]), *args[1:], **params), size)
-    if params["transposed"]:
-        return per_sample(prim, args, batched, params, size)
     x, w, bias = args
     x = materialize(x, batched[0], size)                       # (B, N, C, *sp)
     w = materialize(w, batched[1], size)                       # (B, O, C/g, *k)

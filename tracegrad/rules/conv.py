@@ -14,6 +14,11 @@ ordered (position, image) and a stride-1 window row is one contiguous run of mem
 small the images (ResNet's last stages are 4x4 and 2x2). A transposed convolution with
 stride 1 is the convolution with the flipped, transposed kernel; with larger strides it is
 the product followed by :func:`fold`, one strided add per kernel offset.
+
+Those copies grow with the batch (a ``vmap(jacrev(net))`` over 20000 samples, or a batched
+weight folded into the groups, asks for gigabytes), so each kernel runs over blocks of
+images and of groups whenever its matrices would exceed :data:`WORKSPACE_BYTES`
+(:func:`_blocks`); small calls take the one-product path unchanged.
 """
 import itertools
 import math
@@ -26,6 +31,32 @@ from .shape import reshape
 
 __all__ = ["convolution", "convolution_backward_input", "convolution_backward_weight",
            "conv_output_size", "transposed_output_size", "padded", "taps", "fold"]
+
+
+WORKSPACE_BYTES = 256 * 2 ** 20
+"""The most one kernel's unfolded (im2col) matrix -- or the weight gradient's / a strided
+transposed convolution's equivalent -- may take: beyond it the batch (and, for one huge
+image, the groups) is processed in blocks. It bounds the working memory to a constant
+instead of growing with the batch, and 256 MiB keeps every block's product large enough
+that BLAS runs at full speed (the blocks cost no measurable time)."""
+
+
+def _blocks(n, groups, nbytes):
+    """None when the whole call fits :data:`WORKSPACE_BYTES` (``nbytes``: one image's and
+    one group's share of the kernel's matrices), else ``(images, first group, end group)``
+    blocks covering all, each within the budget where one image of one group is."""
+    if n * groups * nbytes <= WORKSPACE_BYTES:
+        return None
+    per_group = max(1, min(groups, WORKSPACE_BYTES // nbytes))
+    per_image = max(1, WORKSPACE_BYTES // (nbytes * per_group))
+    return [(slice(i, min(n, i + per_image)), g, min(groups, g + per_group))
+            for g in range(0, groups, per_group) for i in range(0, n, per_image)]
+
+
+def _group(a, dim, g0, g1, groups):
+    """The channels of groups ``g0`` to ``g1`` along ``dim`` of ``a``."""
+    per = a.shape[dim] // groups
+    return a[(slice(None),) * dim + (slice(g0 * per, g1 * per),)]
 
 
 # -- geometry ------------------------------------------------------------------------------
@@ -80,16 +111,19 @@ def fold(xp, cols, kernel, stride, dilation, extent):
     return buf
 
 
+def positions(sizes, kernel, stride, dilation, lo, hi):
+    """Window positions per spatial dim of ``sizes`` padded by ``lo``/``hi``."""
+    return tuple(max(0, (m + a + b - d * (k - 1) - 1) // st + 1)
+                 for m, k, st, d, a, b in zip(sizes, kernel, stride, dilation, lo, hi))
+
+
 def unfold(xp, x, kernel, stride, dilation, lo, hi):
     """The windows of ``x`` (N, C, *spatial), padded by ``lo``/``hi``, as a strided view
     ``(C, *kernel, *out, N)`` over a padded copy with the batch dim last; returns (view,
     out). With the batch innermost, each tap of a stride-1 window row is one contiguous
     run of ``out[-1] * N`` values (a few times faster to copy than a row of one image)."""
-    nd = len(kernel)
     n, c = x.shape[:2]
-    sizes = [x.shape[2 + i] + lo[i] + hi[i] for i in range(nd)]
-    out = tuple(max(0, (s - d * (k - 1) - 1) // st + 1)
-                for s, k, st, d in zip(sizes, kernel, stride, dilation))
+    out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
     last = xp.moveaxis(x, 0, -1)  # (C, *spatial, N)
     buf = padded(xp, last, tuple(lo) + (0,), tuple(hi) + (0,))
     if buf is last:
@@ -113,6 +147,21 @@ def _columns(xp, x, kernel, stride, dilation, lo, hi, groups):
 def correlate(xp, x, w, stride, dilation, lo, hi, groups):
     """Convolution (a correlation, as in deep learning) of ``x`` (N, C, *S) with ``w``
     (O, C/groups, *K), zero padding ``lo`` before and ``hi`` after: (N, O, *out)."""
+    kernel, (n, c), o = tuple(w.shape[2:]), x.shape[:2], w.shape[0]
+    out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
+    blocks = _blocks(n, groups, c // groups * math.prod(kernel) * math.prod(out) * x.itemsize)
+    if blocks is None:
+        return _correlate(xp, x, w, stride, dilation, lo, hi, groups)
+    y = xp.empty((n, o) + out, dtype=xp.result_type(x, w))
+    for images, g0, g1 in blocks:
+        _group(y, 1, g0, g1, groups)[images] = _correlate(
+            xp, _group(x, 1, g0, g1, groups)[images], _group(w, 0, g0, g1, groups), stride,
+            dilation, lo, hi, g1 - g0)
+    return y
+
+
+def _correlate(xp, x, w, stride, dilation, lo, hi, groups):
+    """:func:`correlate` as one product over all the columns."""
     kernel, o, n = tuple(w.shape[2:]), w.shape[0], x.shape[0]
     cols, out = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
     y = xp.matmul(w.reshape(groups, o // groups, cols.shape[1]), cols)
@@ -122,6 +171,22 @@ def correlate(xp, x, w, stride, dilation, lo, hi, groups):
 def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
     """The weight gradient of :func:`correlate`: for every kernel entry, the sum over
     batch and positions of ``g`` times the input under it: (O, C/groups, *kernel)."""
+    (n, c), o = x.shape[:2], g.shape[1]
+    # one image's and group's columns and its share of g (the copy that puts N last)
+    nbytes = (c * math.prod(kernel) + o) // groups * math.prod(g.shape[2:]) * x.itemsize
+    blocks = _blocks(n, groups, nbytes)
+    if blocks is None:
+        return _correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups)
+    dw = xp.zeros((o, c // groups) + tuple(kernel), dtype=x.dtype)
+    for images, g0, g1 in blocks:  # the blocks of images add up, those of groups tile dw
+        _group(dw, 0, g0, g1, groups)[...] += _correlate_weight(
+            xp, _group(x, 1, g0, g1, groups)[images], _group(g, 1, g0, g1, groups)[images],
+            kernel, stride, dilation, lo, hi, g1 - g0)
+    return dw
+
+
+def _correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
+    """:func:`correlate_weight` as one product over all the columns."""
     c, o, nd = x.shape[1], g.shape[1], len(kernel)
     view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
     if tuple(g.shape[2:]) != out:  # only the positions both have count (the rest are zeros)
@@ -152,6 +217,24 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
         lo = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding))
         hi = tuple(a + op for a, op in zip(lo, output_padding))
         return correlate(xp, x, wt, stride, dilation, lo, hi, groups)
+    n, sizes = x.shape[0], tuple(x.shape[2:])
+    blocks = _blocks(n, groups, cout // groups * math.prod(kernel) * math.prod(sizes) * x.itemsize)
+    if blocks is None:
+        return _scatter(xp, x, w, stride, padding, dilation, output_padding, groups)
+    out = tuple(transposed_output_size(m, k, s, p, d, op) for m, k, s, p, d, op in
+                zip(sizes, kernel, stride, padding, dilation, output_padding))
+    y = xp.empty((n, cout) + out, dtype=xp.result_type(x, w))
+    for images, g0, g1 in blocks:
+        _group(y, 1, g0, g1, groups)[images] = _scatter(
+            xp, _group(x, 1, g0, g1, groups)[images], _group(w, 0, g0, g1, groups), stride,
+            padding, dilation, output_padding, g1 - g0)
+    return y
+
+
+def _scatter(xp, x, w, stride, padding, dilation, output_padding, groups):
+    """A strided :func:`correlate_transposed` as one product, then a :func:`fold`."""
+    kernel = tuple(w.shape[2:])
+    nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
     n, sizes = x.shape[0], tuple(x.shape[2:])
     xm = x.swapaxes(0, 1).reshape(groups, cin // groups, n * math.prod(sizes))
     # w as a transposed view (no copy of the weights): rows ordered (output channel,
