@@ -4,9 +4,9 @@ PyTorch's single-tensor update, on the backend arrays in place:
 ``s = rho * s + (1 - rho) * g * g``; ``delta = sqrt(u + eps) / sqrt(s + eps) * g``;
 ``u = rho * u + (1 - rho) * delta * delta``; ``p -= lr * delta``.
 """
-from ._inplace import advance, bump, directed_grad, operands, real_view, step_counter, zeros_state
-from .optimizer import (Optimizer, as_float, check_capturable, check_impl_flags, check_lr, check_non_negative,
-                        closure_loss)
+from ._inplace import bump, directed_grad, operands, real_view
+from .optimizer import (Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss,
+                        stepped_params, zero_buffers)
 
 __all__ = ["Adadelta"]
 
@@ -34,16 +34,8 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             rho, weight_decay = group["rho"], group["weight_decay"]
             values = (rho, 1 - rho, group["eps"], weight_decay, as_float(group["lr"]))
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = step_counter(p, group["capturable"])
-                    st["square_avg"] = zeros_state(p)
-                    st["acc_delta"] = zeros_state(p)
-                check_capturable(group, p, xla=(False, False))
-                advance(st["step"])
+            init = zero_buffers(group, "square_avg", "acc_delta")
+            for p, st, _ in stepped_params(self, group, init, xla=(False, False)):
                 ops = operands(p._data, *values)
                 _update(p, p._data, p.grad._data, st, ops, weight_decay != 0, group["maximize"])
         return loss

@@ -3,9 +3,9 @@
 PyTorch's single-tensor update, on the backend arrays in place:
 ``m.lerp_(g, 1 - beta1)``; ``u = max(beta2 * u, |g| + eps)``; ``p -= lr / (1 - beta1**t) * m / u``.
 """
-from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
-from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
-                        check_non_negative, closure_loss)
+from ._inplace import bump, directed_grad, lerp_, operands, real_view
+from .optimizer import (Optimizer, as_float, check_betas, check_impl_flags, check_lr, check_non_negative,
+                        closure_loss, stepped_params, zero_buffers)
 
 __all__ = ["Adamax"]
 
@@ -34,16 +34,7 @@ class Adamax(Optimizer):
             lr, weight_decay = as_float(group["lr"]), group["weight_decay"]
             small = abs(1 - beta1) < 0.5  # which of lerp's two formulas PyTorch takes
             values = (1 - beta1 if small else beta1, beta2, group["eps"], weight_decay)
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = step_counter(p, group["capturable"])
-                    st["exp_avg"] = zeros_state(p)
-                    st["exp_inf"] = zeros_state(p)
-                check_capturable(group, p)
-                step = advance(st["step"])
+            for p, st, step in stepped_params(self, group, zero_buffers(group, "exp_avg", "exp_inf")):
                 ops = operands(p._data, *values, lr / (1 - beta1 ** step))
                 _update(p, p._data, p.grad._data, st, ops, small, weight_decay != 0, group["maximize"])
         return loss

@@ -168,6 +168,34 @@ def check_capturable(group, param, what="params and state_steps", xla=(True, Fal
     raise AssertionError(f"If capturable=True, {names} must be on supported devices: {devices}.")
 
 
+def stepped_params(optimizer, group, init, **capturable):
+    """``(param, state, step)`` for each parameter of ``group`` that has a gradient: its state
+    made by ``init(param, state)`` on first use, ``check_capturable(group, param, **capturable)``
+    passed, and its step counter advanced (``step`` is the new count) -- the loop every
+    optimizer's ``step`` opens with."""
+    from ._inplace import advance
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        st = optimizer.state[p]
+        if len(st) == 0:
+            init(p, st)
+        check_capturable(group, p, **capturable)
+        yield p, st, advance(st["step"])
+
+
+def zero_buffers(group, *names):
+    """A state ``init`` for :func:`stepped_params`: a step counter (on the parameter's device
+    when the group is capturable) and a zero buffer per name."""
+    from ._inplace import step_counter, zeros_state
+
+    def init(p, st):
+        st["step"] = step_counter(p, group["capturable"])
+        for name in names:
+            st[name] = zeros_state(p)
+    return init
+
+
 def closure_loss(closure):
     """Evaluate the closure (if any) with grad mode on, as ``step`` does in PyTorch."""
     if closure is None:

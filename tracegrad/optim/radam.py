@@ -6,10 +6,10 @@ PyTorch's single-tensor update, on the backend arrays in place: Adam's moments, 
 ``p -= lr * m / (1 - beta1**t) * [sqrt(1 - beta2**t) / (sqrt(v) + eps) * r_t if rho_t > 5]``,
 ``r_t = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t))``.
 """
-from ._inplace import advance, bump, operands, real_view, step_counter, zeros_state
+from ._inplace import bump, operands, real_view
 from .adam import decay, update_moments
-from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
-                        check_non_negative, closure_loss)
+from .optimizer import (Optimizer, as_float, check_betas, check_impl_flags, check_lr, check_non_negative,
+                        closure_loss, stepped_params, zero_buffers)
 
 __all__ = ["RAdam"]
 
@@ -42,16 +42,7 @@ class RAdam(Optimizer):
                       1 - lr * weight_decay, lr)
             flags = (small, weight_decay != 0, group["decoupled_weight_decay"], group["maximize"])
             rho_inf = 2 / (1 - beta2) - 1
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = step_counter(p, group["capturable"])
-                    st["exp_avg"] = zeros_state(p)
-                    st["exp_avg_sq"] = zeros_state(p)
-                check_capturable(group, p)
-                step = advance(st["step"])
+            for p, st, step in stepped_params(self, group, zero_buffers(group, "exp_avg", "exp_avg_sq")):
                 bias_correction1, bias_correction2 = 1 - beta1 ** step, 1 - beta2 ** step
                 rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
                 rect = None

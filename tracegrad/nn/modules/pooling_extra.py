@@ -3,7 +3,7 @@
 holders of their arguments, stored and printed as PyTorch stores and prints them."""
 from .. import functional as F
 from .module import Module
-from .pooling import _AdaptiveAvgPoolNd, _AvgPoolNd, _MaxPoolNd
+from .pooling import _AdaptiveAvgPoolNd, _AvgPoolWithDivisor, _MaxPoolNd
 from .utils import _pair, _single, _triple
 
 __all__ = ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -15,22 +15,8 @@ class MaxPool3d(_MaxPoolNd):
     _pool = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(_AvgPoolNd):
-    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def forward(self, input):
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+class AvgPool3d(_AvgPoolWithDivisor):
+    _pool = staticmethod(F.avg_pool3d)
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
