@@ -8,5 +8,5 @@ in the eager, tape and AST paths alike.
 # ruff: noqa: F401,F403 -- this package is a public namespace: its imports are re-exports
 from .parameter import *
 from .modules import *
-from . import functional, init, parallel, utils
+from . import attention, functional, init, parallel, utils
 from .parallel import DataParallel  # noqa: F401  (torch.nn.DataParallel)
