@@ -43,6 +43,13 @@ def test_without_scipy_the_backend_uses_fdlibm(monkeypatch):
     assert cpu._erf_kernel == [fdlibm_erf]
 
 
+@pytest.mark.parametrize("kernel", [fdlibm_erf, cpu.erf], ids=["fdlibm", "backend"])
+def test_erf_keeps_float16(kernel):
+    out = kernel(np.array([0.5, 1.0], dtype=np.float16))
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, np.array([math.erf(0.5), math.erf(1.0)]).astype(np.float16))
+
+
 def test_fdlibm_erf_nan_shapes_and_integer_inputs():
     assert np.isnan(fdlibm_erf(np.array([np.nan], np.float32))).all()
     out = fdlibm_erf(np.zeros((2, 0, 3)))

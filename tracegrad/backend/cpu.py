@@ -91,4 +91,8 @@ def erf(x):
         except ImportError:
             kernel = _cpu_erf.erf
         _erf_kernel.append(kernel)
-    return _erf_kernel[0](x)
+    x = _np.asarray(x)
+    out = _erf_kernel[0](x)
+    if x.dtype.kind == "f" and out.dtype != x.dtype:  # SciPy computes float16 in float64
+        out = out.astype(x.dtype)
+    return out
