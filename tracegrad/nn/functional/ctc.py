@@ -8,7 +8,9 @@ kernel returns, for the log-probabilities, the gradient of the loss *through* a 
 (``exp(lp) - posterior``); a zero-valued term with gradient ``exp(lp)`` reproduces it, so the
 gradients agree with PyTorch's for ``log_probs`` itself and (as for everyone) for the logits.
 """
-from ...backend import cpu as host  # host-side arithmetic on lengths and labels copied off the device
+from ...backend import (
+    cpu as host,  # host-side arithmetic on lengths and labels copied off the device
+)
 from ...ops.shape import cat, stack
 from ...runtime import creation
 from .loss import _reduction

@@ -8,7 +8,9 @@ with -inf rows. ``padding_idx`` entries are left out of their bag; an empty bag 
 """
 import warnings
 
-from ...backend import cpu as host  # host-side bag arithmetic (offsets and indices copied off the device)
+from ...backend import (
+    cpu as host,  # host-side bag arithmetic (offsets and indices copied off the device)
+)
 from ...ops.shape import cat
 from ...runtime import creation
 from .misc import _padding_index, _renorm_rows

@@ -9,7 +9,9 @@ import itertools
 import math
 
 from ... import backend
-from ...backend import cpu as host  # host-side window starts, from the samples copied off the device
+from ...backend import (
+    cpu as host,  # host-side window starts, from the samples copied off the device
+)
 from ...runtime import creation
 from ...runtime.tensor import wrap
 

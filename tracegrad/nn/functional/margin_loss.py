@@ -9,7 +9,9 @@ and every path differentiates them; the checks and messages are PyTorch's.
 """
 import math
 
-from ...backend import cpu as host  # host-side arithmetic on the target labels copied off the device
+from ...backend import (
+    cpu as host,  # host-side arithmetic on the target labels copied off the device
+)
 from ...ops.activation import logsigmoid
 from ...runtime import creation
 from ...runtime.grad_mode import no_grad

@@ -14,7 +14,9 @@ averages along the others), so the 3-d form is the 2-d rule over (H, W) and then
 import math
 
 from ... import backend
-from ...backend import cpu as host  # host-side arithmetic on shapes and on indices copied off the device
+from ...backend import (
+    cpu as host,  # host-side arithmetic on shapes and on indices copied off the device
+)
 from ...ops.activation import relu
 from ...ops.linalg import _legacy, _tensor
 from ...rules import pool as _pool

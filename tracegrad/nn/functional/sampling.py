@@ -12,7 +12,9 @@ or cubic filter by the shrink factor (PyTorch's normalised ``_compute_weights_aa
 import math
 
 from ... import backend
-from ...backend import cpu as host  # host-side taps and weights, from the sizes and scales alone
+from ...backend import (
+    cpu as host,  # host-side taps and weights, from the sizes and scales alone
+)
 from ...ops.linalg import _legacy, _tensor
 from ...runtime.tensor import wrap
 

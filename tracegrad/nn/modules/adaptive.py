@@ -5,7 +5,9 @@ scatters written out of place (``index_add``, ``cat``) so that they differentiat
 import collections
 import itertools
 
-from ...backend import cpu as host  # host-side arithmetic on the labels copied off the device
+from ...backend import (
+    cpu as host,  # host-side arithmetic on the labels copied off the device
+)
 from ...ops.shape import cat
 from ...runtime import creation
 from .. import functional as F
