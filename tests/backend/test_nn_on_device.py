@@ -6,6 +6,7 @@ come back with ``.cpu()``. On the stub, any NumPy call on device data raises, so
 tests also prove that the layers and update rules reach device arrays only through ``xp``.
 """
 import copy
+import inspect
 import math
 import pickle
 
@@ -21,6 +22,7 @@ from .nn_checks import (
     assert_same_params,
     backward_with_cotangents,
     compare_module,
+    leaves,
     small_problem,
     to_device,
 )
@@ -162,6 +164,35 @@ LAYERS = {
     "cross_entropy_loss": (lambda: nn.CrossEntropyLoss(weight=tg.rand(5), label_smoothing=0.1),
                            [(6, 5), tg.tensor([0, 1, 4, 2, -100, 3])]),
     "bce_with_logits_loss": (lambda: nn.BCEWithLogitsLoss(pos_weight=tg.rand(5)), [(6, 5), (6, 5)]),
+    "upsample-bilinear": (lambda: nn.Upsample(scale_factor=1.5, mode="bilinear"), [(2, 3, 4, 5)]),
+    "upsample-bilinear-align_corners": (lambda: nn.Upsample(size=(7, 3), mode="bilinear", align_corners=True),
+                                        [(2, 3, 4, 5)]),
+    "upsample-nearest": (lambda: nn.Upsample(scale_factor=2, mode="nearest"), [(2, 3, 4, 5)]),
+    "upsample-trilinear": (lambda: nn.Upsample(size=(3, 5, 2), mode="trilinear"), [(1, 2, 2, 3, 4)]),
+    "adaptive_max_pool1d": (lambda: nn.AdaptiveMaxPool1d(3), [(2, 3, 7)]),
+    "adaptive_max_pool2d": (lambda: nn.AdaptiveMaxPool2d((2, 3)), [(2, 3, 7, 5)]),
+    "adaptive_max_pool3d": (lambda: nn.AdaptiveMaxPool3d(2), [(1, 2, 3, 5, 4)]),
+    "adaptive_avg_pool3d": (lambda: nn.AdaptiveAvgPool3d((2, 1, 3)), [(1, 2, 3, 5, 4)]),
+    "maxpool3d": (lambda: nn.MaxPool3d(2, stride=(1, 2, 2), padding=1), [(1, 2, 3, 5, 4)]),
+    "avgpool3d": (lambda: nn.AvgPool3d(2, stride=1), [(1, 2, 3, 4, 4)]),
+    "lppool2d": (lambda: nn.LPPool2d(2, 2), [(2, 3, 4, 4)]),
+    "embedding_bag-mean": (lambda: nn.EmbeddingBag(10, 3, mode="mean"),
+                           [tg.tensor([1, 2, 4, 5, 4, 3, 2, 9]), tg.tensor([0, 3, 3, 6])]),
+    "embedding_bag-max-2d": (lambda: nn.EmbeddingBag(10, 3, mode="max", padding_idx=2), [_IDX]),
+    "embedding_bag-sum-weights": (lambda: nn.EmbeddingBag(10, 3, mode="sum"),
+                                  [tg.tensor([1, 2, 4, 5, 4]), tg.tensor([0, 2]), (5,)]),
+    "unfold": (lambda: nn.Unfold(2, dilation=(1, 2), padding=1, stride=2), [(2, 3, 5, 6)]),
+    "fold": (lambda: nn.Fold((4, 5), 2, stride=1), [(2, 12, 12)]),
+    "instance_norm1d": (lambda: nn.InstanceNorm1d(3, affine=True), [(2, 3, 5)]),
+    "instance_norm2d-tracked": (lambda: nn.InstanceNorm2d(3, track_running_stats=True), [(2, 3, 4, 4)]),
+    "pixel_shuffle": (lambda: nn.PixelShuffle(2), [(2, 8, 3, 3)]),
+    "pixel_unshuffle": (lambda: nn.PixelUnshuffle(2), [(2, 2, 4, 6)]),
+    "reflection_pad2d": (lambda: nn.ReflectionPad2d((1, 2, 2, 1)), [(2, 3, 4, 4)]),
+    "replication_pad3d": (lambda: nn.ReplicationPad3d(1), [(1, 2, 2, 3, 3)]),
+    "circular_pad1d": (lambda: nn.CircularPad1d((2, 1)), [(2, 3, 4)]),
+    "local_response_norm": (lambda: nn.LocalResponseNorm(3), [(2, 5, 3, 3)]),
+    "adaptive_log_softmax": (lambda: nn.AdaptiveLogSoftmaxWithLoss(6, 10, [3, 6], div_value=2.0),
+                             [(5, 6), tg.tensor([0, 4, 9, 2, 7])]),
 }
 ACTIVATIONS = ["CELU", "ELU", "GELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
                "LeakyReLU", "LogSigmoid", "Mish", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid",
@@ -176,6 +207,78 @@ def test_layer_on_device_gives_the_cpu_values_and_gradients(xp, name):
     factory, specs = LAYERS[name]
     tg.manual_seed(0)
     compare_module(factory(), specs)
+
+
+def _grid(n, h, w):
+    """Sampling positions in [-1.2, 1.2] (some outside, to reach the padding modes)."""
+    return (tg.rand(n, h, w, 2) * 2.4 - 1.2).requires_grad_()
+
+
+def _unpool_args():
+    x = _rand(2, 3, 4, 4)
+    _, idx = F.max_pool2d(x.detach(), 2, return_indices=True)
+    return _rand(2, 3, 2, 2), idx
+
+
+# functional forms with no module of their own, or options the modules above do not reach:
+# name -> (function, argument maker, kwargs); every output (indices too) is compared
+FUNCTIONALS = {
+    "interpolate-bilinear": (F.interpolate, lambda: (_rand(2, 3, 4, 5),), dict(size=(6, 3), mode="bilinear")),
+    "interpolate-nearest": (F.interpolate, lambda: (_rand(2, 3, 4, 5),), dict(scale_factor=(1.5, 0.5))),
+    "interpolate-nearest-exact": (F.interpolate, lambda: (_rand(2, 3, 5),), dict(size=7, mode="nearest-exact")),
+    "interpolate-bicubic": (F.interpolate, lambda: (_rand(1, 2, 4, 4),), dict(size=(5, 7), mode="bicubic",
+                                                                                 align_corners=True)),
+    "interpolate-bilinear-antialias": (F.interpolate, lambda: (_rand(1, 2, 8, 9),),
+                                       dict(size=(3, 4), mode="bilinear", antialias=True)),
+    "interpolate-area": (F.interpolate, lambda: (_rand(1, 2, 6, 7),), dict(size=(4, 3), mode="area")),
+    "grid_sample-bilinear": (F.grid_sample, lambda: (_rand(2, 3, 4, 5), _grid(2, 3, 2)), dict(align_corners=False)),
+    "grid_sample-nearest-border": (F.grid_sample, lambda: (_rand(2, 3, 4, 5), _grid(2, 3, 2)),
+                                   dict(mode="nearest", padding_mode="border", align_corners=True)),
+    "grid_sample-bicubic-reflection": (F.grid_sample, lambda: (_rand(1, 2, 4, 5), _grid(1, 3, 3)),
+                                       dict(mode="bicubic", padding_mode="reflection", align_corners=False)),
+    "affine_grid": (F.affine_grid, lambda: (_rand(2, 2, 3),), dict(size=(2, 3, 4, 5), align_corners=False)),
+    "adaptive_max_pool2d-indices": (F.adaptive_max_pool2d, lambda: (_rand(2, 3, 7, 5),),
+                                    dict(output_size=(3, 2), return_indices=True)),
+    "max_pool3d-indices": (F.max_pool3d, lambda: (_rand(1, 2, 4, 5, 4),),
+                           dict(kernel_size=2, stride=(1, 2, 2), padding=1, return_indices=True)),
+    "fractional_max_pool2d": (F.fractional_max_pool2d, lambda: (_rand(2, 3, 7, 7),),
+                              dict(kernel_size=2, output_size=(4, 3), return_indices=True,
+                                   _random_samples=tg.rand(2, 3, 2))),
+    "fractional_max_pool3d": (F.fractional_max_pool3d, lambda: (_rand(1, 2, 5, 5, 6),),
+                              dict(kernel_size=2, output_ratio=0.6, _random_samples=tg.rand(1, 2, 3))),
+    "max_unpool2d": (F.max_unpool2d, _unpool_args, dict(kernel_size=2)),
+    "unfold": (F.unfold, lambda: (_rand(2, 3, 5, 6),), dict(kernel_size=(2, 3), padding=1, stride=(2, 1))),
+    "fold": (F.fold, lambda: (_rand(2, 3 * 4, 15),), dict(output_size=(4, 5), kernel_size=2, dilation=(1, 2),
+                                                          padding=(0, 1))),
+    "embedding_bag-per_sample_weights": (F.embedding_bag, lambda: (tg.tensor([1, 2, 4, 5, 4]), _rand(10, 3),
+                                                                   tg.tensor([0, 2, 2]), None, 2, False, "sum",
+                                                                   False, _rand(5)), {}),
+    "instance_norm": (F.instance_norm, lambda: (_rand(2, 3, 4, 4),), dict(weight=tg.rand(3), bias=tg.rand(3))),
+    "pixel_shuffle": (F.pixel_shuffle, lambda: (_rand(2, 12, 2, 3),), dict(upscale_factor=2)),
+}
+
+
+def _tensors(obj):
+    return [obj] if isinstance(obj, tg.Tensor) else [t for item in obj for t in _tensors(item)]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONALS))
+def test_functional_on_device_gives_the_cpu_values_and_gradients(xp, name):
+    fn, make_args, kwargs = FUNCTIONALS[name]
+    tg.manual_seed(0)
+    args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, tg.Tensor) else a for a in make_args()]
+    dev_args = [to_device(a) for a in args]
+    outs = _tensors(fn(*args, **kwargs))
+    dev_outs = _tensors(fn(*dev_args, **{k: to_device(v) for k, v in kwargs.items()}))
+    assert len(dev_outs) == len(outs)
+    for i, (d, c) in enumerate(zip(dev_outs, outs)):
+        assert d.device.type == "cuda" and d.dtype == c.dtype
+        assert_same(d, c, f"output {i}")
+    backward_with_cotangents(leaves(outs))
+    backward_with_cotangents(leaves(dev_outs))
+    for i, (d, c) in enumerate(zip(dev_args, args)):
+        if isinstance(c, tg.Tensor) and c.requires_grad:
+            assert_same(d.grad, c.grad, f"argument {i} grad")
 
 
 def test_batchnorm_running_stats_update_on_device_and_serve_eval(xp):
@@ -270,6 +373,36 @@ LOSSES = {
                dict(reduction="batchmean")),
     "kl_div-log_target": (F.kl_div, lambda: (F.log_softmax(_rand(6, 5), 1), F.log_softmax(_rand(6, 5), 1)),
                           dict(reduction="sum", log_target=True)),
+    "poisson_nll_loss": (F.poisson_nll_loss, lambda: (_rand(6, 5), _probs(6, 5).mul(3)), dict(full=True)),
+    "poisson_nll_loss-rates": (F.poisson_nll_loss, lambda: (_probs(6, 5), _probs(6, 5)),
+                               dict(log_input=False, reduction="sum")),
+    "gaussian_nll_loss": (F.gaussian_nll_loss, lambda: (_rand(6, 5), _rand(6, 5), _probs(6, 5)), dict(full=True)),
+    "gaussian_nll_loss-shared_var": (F.gaussian_nll_loss, lambda: (_rand(6, 5), _rand(6, 5), _probs(6, 1)),
+                                     dict(reduction="none")),
+    "soft_margin_loss": (F.soft_margin_loss, lambda: (_rand(6, 5), tg.randint(0, 2, (6, 5)) * 2.0 - 1), {}),
+    "hinge_embedding_loss": (F.hinge_embedding_loss, lambda: (_rand(6, 5), tg.randint(0, 2, (6, 5)) * 2.0 - 1),
+                             dict(margin=0.5)),
+    "margin_ranking_loss": (F.margin_ranking_loss, lambda: (_rand(6), _rand(6), tg.randint(0, 2, (6,)) * 2.0 - 1),
+                            dict(margin=0.3)),
+    "cosine_embedding_loss": (F.cosine_embedding_loss,
+                              lambda: (_rand(6, 5), _rand(6, 5), tg.tensor([1.0, -1, 1, -1, -1, 1])),
+                              dict(margin=0.2)),
+    "multi_margin_loss": (F.multi_margin_loss, lambda: (_rand(6, 5), _T), dict(p=2, weight=tg.rand(5))),
+    "multilabel_margin_loss": (F.multilabel_margin_loss,
+                               lambda: (_rand(3, 5), tg.tensor([[3, 0, -1, 1, 4], [1, 2, 3, 4, 0], [-1, 0, 0, 0, 0]])),
+                               {}),
+    "multilabel_soft_margin_loss": (F.multilabel_soft_margin_loss,
+                                    lambda: (_rand(6, 5), tg.randint(0, 2, (6, 5)).float()), dict(weight=tg.rand(5))),
+    "triplet_margin_loss": (F.triplet_margin_loss, lambda: (_rand(6, 5), _rand(6, 5), _rand(6, 5)),
+                            dict(p=1.5, swap=True)),
+    "triplet_margin_with_distance_loss": (F.triplet_margin_with_distance_loss,
+                                          lambda: (_rand(6, 5), _rand(6, 5), _rand(6, 5)),
+                                          dict(distance_function=lambda a, b: (a - b).abs().sum(-1), swap=True)),
+    "ctc_loss": (F.ctc_loss, lambda: (F.log_softmax(_rand(7, 3, 5), 2), tg.tensor([[1, 2, 2], [3, 1, 0], [4, 4, 4]]),
+                                      tg.tensor([7, 5, 6]), tg.tensor([3, 2, 3])), {}),
+    "ctc_loss-concatenated-sum": (F.ctc_loss, lambda: (F.log_softmax(_rand(6, 2, 4), 2), tg.tensor([1, 2, 3, 3]),
+                                                       tg.tensor([6, 4]), tg.tensor([2, 2])),
+                                  dict(reduction="sum", blank=0, zero_infinity=True)),
 }
 
 
@@ -290,8 +423,9 @@ def test_loss_on_device_gives_the_cpu_value_and_gradients(xp, name):
 
 
 def test_every_loss_in_functional_is_compared():
-    losses = {n for n in dir(F) if n.endswith("_loss") or n in ("cross_entropy", "kl_div")
-              or n.startswith("binary_cross_entropy")}
+    losses = {n for n in dir(F) if (n.endswith("_loss") or n in ("cross_entropy", "kl_div")
+                                    or n.startswith("binary_cross_entropy"))
+              and not inspect.ismodule(getattr(F, n))}  # (F.margin_loss is also a submodule's name)
     assert losses == {name.partition("-")[0] for name in LOSSES}
 
 

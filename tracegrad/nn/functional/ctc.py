@@ -8,8 +8,9 @@ kernel returns, for the log-probabilities, the gradient of the loss *through* a 
 (``exp(lp) - posterior``); a zero-valued term with gradient ``exp(lp)`` reproduces it, so the
 gradients agree with PyTorch's for ``log_probs`` itself and (as for everyone) for the logits.
 """
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side arithmetic on lengths and labels copied off the device
+)
 from ...ops.shape import cat, stack
 from ...runtime import creation
 from .loss import _reduction
@@ -20,7 +21,7 @@ _UNREACHABLE = -1e30
 
 
 def _lengths(value, name, n):
-    values = np.asarray(value.tolist() if hasattr(value, "tolist") else value, dtype=np.int64).reshape(-1)
+    values = host.asarray(value.tolist() if hasattr(value, "tolist") else value, dtype=host.int64).reshape(-1)
     if values.size != n:
         raise RuntimeError(f"{name} must be of size batch_size")
     return values
@@ -28,14 +29,14 @@ def _lengths(value, name, n):
 
 def _targets_by_sample(targets, target_lengths, n):
     """The label sequence of each sample, from a padded (N, S) or a concatenated 1-d ``targets``."""
-    t = np.asarray(targets.tolist(), dtype=np.int64)
+    t = host.asarray(targets.tolist(), dtype=host.int64)
     if t.ndim == 2:
         longest = int(target_lengths.max()) if target_lengths.size else 0
         if t.shape[1] < longest:
             raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but got size "
                                f"{t.shape[1]} for argument #2 'targets' (while checking arguments for ctc_loss_cpu)")
         return [t[i, :target_lengths[i]] for i in range(n)]
-    starts = np.concatenate([[0], np.cumsum(target_lengths)])
+    starts = host.concatenate([[0], host.cumsum(target_lengths)])
     return [t[starts[i]:starts[i + 1]] for i in range(n)]
 
 
@@ -58,8 +59,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError("blank must be in label range")
     labels = _targets_by_sample(targets, tgt_lengths, n)
     width = 2 * int(tgt_lengths.max(initial=0)) + 1
-    extended = np.full((n, width), blank, dtype=np.int64)
-    skip = np.zeros((n, width), dtype=bool)   # may come from two states back: a label unlike the one before
+    extended = host.full((n, width), blank, dtype=host.int64)
+    skip = host.zeros((n, width), dtype=bool)   # may come from two states back: a label unlike the one before
     for i, seq in enumerate(labels):
         extended[i, 1:2 * len(seq):2] = seq
         skip[i, 3:2 * len(seq):2] = seq[1:] != seq[:-1]
@@ -67,36 +68,36 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 
     device, dtype = log_probs.device, log_probs.dtype
 
-    def host(a, kind=None):
+    def on_device(a, kind=None):
         return creation.tensor(a, device=device, dtype=kind)
 
-    lp = log_probs.gather(2, host(extended).unsqueeze(0).expand(steps, n, width))     # (T, N, width)
-    position = np.arange(width)
+    lp = log_probs.gather(2, on_device(extended).unsqueeze(0).expand(steps, n, width))     # (T, N, width)
+    position = host.arange(width)
     floor = creation.full((n, width), _UNREACHABLE, dtype=dtype, device=device)
-    inside = host(position[None, :] <= ends[:, None])
-    alpha = lp[0].where(host(position[None, :] < 2) & inside, floor)
+    inside = on_device(position[None, :] <= ends[:, None])
+    alpha = lp[0].where(on_device(position[None, :] < 2) & inside, floor)
     pad1 = creation.full((n, 1), _UNREACHABLE, dtype=dtype, device=device)
     pad2 = creation.full((n, 2), _UNREACHABLE, dtype=dtype, device=device)
-    can_skip = host(skip)
+    can_skip = on_device(skip)
     for t in range(1, int(in_lengths.max(initial=1))):
         one_back = cat([pad1, alpha[:, :-1]], 1)
         two_back = cat([pad2, alpha[:, :-2]], 1).where(can_skip, floor)
         step = stack([alpha, one_back, two_back]).logsumexp(0) + lp[t]
         step = step.where(inside, floor)
-        alpha = step.where(host(t < in_lengths)[:, None], alpha)
-    last = alpha.gather(1, host(ends)[:, None]).squeeze(1)
-    before = alpha.gather(1, host(np.maximum(ends - 1, 0))[:, None]).squeeze(1)
-    before = before.where(host(ends > 0), creation.full((n,), _UNREACHABLE, dtype=dtype, device=device))
+        alpha = step.where(on_device(t < in_lengths)[:, None], alpha)
+    last = alpha.gather(1, on_device(ends)[:, None]).squeeze(1)
+    before = alpha.gather(1, on_device(host.maximum(ends - 1, 0))[:, None]).squeeze(1)
+    before = before.where(on_device(ends > 0), creation.full((n,), _UNREACHABLE, dtype=dtype, device=device))
     loss = -stack([last, before]).logsumexp(0)
     infeasible = loss.detach() > -_UNREACHABLE / 2  # no alignment fits: only unreachable states at the end
     # PyTorch's gradient for log_probs carries exp(lp) (its log-softmax shortcut) over each input's length
-    used = host(np.arange(steps)[:, None] < in_lengths[None, :], dtype)[..., None]
+    used = on_device(host.arange(steps)[:, None] < in_lengths[None, :], dtype)[..., None]
     shortcut = (log_probs.exp() * used).sum((0, 2))
     loss = loss + (shortcut - shortcut.detach())
     blocked = creation.full((n,), 0.0 if zero_infinity else float("inf"), dtype=dtype, device=device)
     loss = blocked.where(infeasible, loss)
     if reduction == "mean":
-        loss = (loss / host(np.maximum(tgt_lengths, 1), dtype)).mean()
+        loss = (loss / on_device(host.maximum(tgt_lengths, 1), dtype)).mean()
     elif reduction == "sum":
         loss = loss.sum()
     elif unbatched:

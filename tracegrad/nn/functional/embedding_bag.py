@@ -8,8 +8,9 @@ with -inf rows. ``padding_idx`` entries are left out of their bag; an empty bag 
 """
 import warnings
 
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side bag arithmetic (offsets and indices copied off the device)
+)
 from ...ops.shape import cat
 from ...runtime import creation
 from .misc import _padding_index, _renorm_rows
@@ -23,8 +24,8 @@ def _flatten_bags(input, offsets, per_sample_weights, include_last_offset):
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              f"fixed length sequences. However, found offsets of type {type(offsets)}")
-        starts = np.arange(0, input.numel() + 1, max(input.shape[1], 1)) if input.shape[1] else \
-            np.zeros(input.shape[0] + 1, dtype=np.int64)
+        starts = host.arange(0, input.numel() + 1, max(input.shape[1], 1)) if input.shape[1] else \
+            host.zeros(input.shape[0] + 1, dtype=host.int64)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
         return input.reshape(-1), starts, per_sample_weights
@@ -34,7 +35,7 @@ def _flatten_bags(input, offsets, per_sample_weights, include_last_offset):
         raise ValueError("offsets has to be a 1D Tensor but got None")
     if offsets.dim() != 1:
         raise ValueError("offsets has to be a 1D Tensor")
-    starts = np.asarray(offsets.tolist(), dtype=np.int64)
+    starts = host.asarray(offsets.tolist(), dtype=host.int64)
     n = input.numel()
     if starts.size and starts[0] != 0:
         raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
@@ -42,10 +43,10 @@ def _flatten_bags(input, offsets, per_sample_weights, include_last_offset):
     if starts.size and starts[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
                            f"{starts[-1]}")
-    if np.any(np.diff(starts) < 0):
+    if host.any(host.diff(starts) < 0):
         raise RuntimeError(f"embedding_bag: offsets must be non-decreasing, but got {starts.tolist()}")
     if not include_last_offset:
-        starts = np.append(starts, n)
+        starts = host.append(starts, n)
     return input, starts, per_sample_weights
 
 
@@ -75,9 +76,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
                                   "on GitHub.")
-    idx = np.asarray(flat.tolist(), dtype=np.int64).reshape(-1)
+    idx = host.asarray(flat.tolist(), dtype=host.int64).reshape(-1)
     rows_total = weight.shape[0]
-    bad = np.flatnonzero((idx < 0) | (idx >= rows_total))
+    bad = host.flatnonzero((idx < 0) | (idx >= rows_total))
     if bad.size:
         raise RuntimeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not in the valid range "
                            f"[0, {rows_total})")
@@ -85,10 +86,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         _renorm_rows(weight, flat._data, max_norm, norm_type)
     padding = _padding_index(padding_idx, rows_total)
     bags = len(starts) - 1
-    bag_of = np.repeat(np.arange(bags), np.diff(starts))
-    keep = np.flatnonzero(idx != padding) if padding >= 0 else np.arange(idx.size)
+    bag_of = host.repeat(host.arange(bags), host.diff(starts))
+    keep = host.flatnonzero(idx != padding) if padding >= 0 else host.arange(idx.size)
     bag_of = bag_of[keep]
-    counts = np.bincount(bag_of, minlength=bags)
+    counts = host.bincount(bag_of, minlength=bags)
 
     def on_device(a):
         return creation.tensor(a, dtype=flat.dtype if a.dtype.kind == "i" else weight.dtype, device=weight.device)
@@ -101,16 +102,16 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         out = creation.zeros(bags, dim, dtype=weight.dtype, device=weight.device)
         out = out.index_add(0, on_device(bag_of), rows)
         if mode == "mean":
-            out = out / on_device(np.maximum(counts, 1).astype(np.float64)).unsqueeze(1)
+            out = out / on_device(host.maximum(counts, 1).astype(host.float64)).unsqueeze(1)
         return out
     longest = int(counts.max()) if bags else 0
     if longest == 0:
         return creation.zeros(bags, dim, dtype=weight.dtype, device=weight.device)
-    slot = np.arange(bag_of.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    table = np.full((bags, longest), keep.size, dtype=np.int64)  # keep.size: the -inf row
-    table[bag_of, slot] = np.arange(bag_of.size)
+    slot = host.arange(bag_of.size) - host.repeat(host.cumsum(counts) - counts, counts)
+    table = host.full((bags, longest), keep.size, dtype=host.int64)  # keep.size: the -inf row
+    table[bag_of, slot] = host.arange(bag_of.size)
     floor = creation.full((1, dim), float("-inf"), dtype=weight.dtype, device=weight.device)
     padded = cat([rows, floor]).index_select(0, on_device(table.reshape(-1)))
     best = padded.view(bags, longest, dim).max(1).values
-    empty = on_device((counts == 0)[:, None].astype(np.float64)) > 0
+    empty = on_device((counts == 0)[:, None].astype(host.float64)) > 0
     return best.masked_fill(empty, 0.0)

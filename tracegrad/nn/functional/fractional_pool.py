@@ -3,13 +3,15 @@ placed at pseudo-random, increasing starts drawn per (sample, channel) plane.
 
 The starts follow PyTorch's ``generate_intervals`` (in the input's float type), so with the
 same ``_random_samples`` the windows, values and indices are PyTorch's; each window's first
-maximum is found on the host and the values are one differentiable ``gather``.
+maximum is found on the input's device and the values are one differentiable ``gather``.
 """
 import itertools
-
-import numpy as np
+import math
 
 from ... import backend
+from ...backend import (
+    cpu as host,  # host-side window starts, from the samples copied off the device
+)
 from ...runtime import creation
 from ...runtime.tensor import wrap
 
@@ -23,11 +25,11 @@ def _intervals(samples, n_in, n_out, pool, dtype):
     """(planes, n_out) window starts: ``int((i + u) a) - int(u a)``, a = (n_in - pool) / (n_out - 1),
     the last start at ``n_in - pool``."""
     u = samples.astype(dtype)
-    starts = np.empty(samples.shape + (n_out,), dtype=np.int64)
+    starts = host.empty(samples.shape + (n_out,), dtype=host.int64)
     if n_out > 1:
         alpha = dtype.type(n_in - pool) / dtype.type(n_out - 1)
-        i = np.arange(n_out - 1, dtype=dtype)
-        starts[..., :-1] = ((i + u[..., None]) * alpha).astype(np.int64) - (u * alpha).astype(np.int64)[..., None]
+        i = host.arange(n_out - 1, dtype=dtype)
+        starts[..., :-1] = ((i + u[..., None]) * alpha).astype(host.int64) - (u * alpha).astype(host.int64)[..., None]
     starts[..., -1] = n_in - pool
     return starts
 
@@ -59,13 +61,13 @@ def _fractional(input, kernel_size, output_size, output_ratio, samples, k):
         samples = creation.rand(batch, channels, k, dtype=input.dtype, device=input.device)
     xp = backend.namespace_of(input._data)
     u = xp.to_host(samples._data).reshape(batch * channels, k)
-    dtype = np.dtype(input._data.dtype)
+    dtype = host.dtype(input._data.dtype)
     # the samples' order per plane: (W, H) for 2-d, (T, H, W) for 3-d, as PyTorch's kernels read them
     order = (1, 0) if k == 2 else (0, 1, 2)
     starts = [_intervals(u[:, order[d]], spatial[d], out[d], kernel[d], dtype) for d in range(k)]
-    strides = [int(np.prod(spatial[d + 1:])) for d in range(k)]
+    strides = [math.prod(spatial[d + 1:]) for d in range(k)]
     planes = batch * channels
-    flat = np.zeros((planes,) + out + (int(np.prod(kernel)),), dtype=np.int64)
+    flat = host.zeros((planes,) + out + (math.prod(kernel),), dtype=host.int64)
     for t, offset in enumerate(itertools.product(*(range(p) for p in kernel))):  # scan order
         pos = 0
         for d in range(k):
@@ -73,13 +75,14 @@ def _fractional(input, kernel_size, output_size, output_ratio, samples, k):
             shape[d + 1] = out[d]
             pos = pos + (starts[d] + offset[d]).reshape(shape) * strides[d]
         flat[..., t] = pos
-    values = xp.to_host(input._data).reshape(planes, -1)
-    taps = np.take_along_axis(values, flat.reshape(planes, -1), axis=1).reshape(flat.shape)
+    flat = xp.asarray(flat)  # the window positions go to the device; the search runs there
+    values = input._data.reshape(planes, -1)
+    taps = xp.take_along_axis(values, flat.reshape(planes, -1), axis=1).reshape(flat.shape)
     if taps.dtype.kind == "f":
-        taps = np.where(np.isnan(taps), np.inf, taps)
-    best = np.take_along_axis(flat, np.argmax(taps, axis=-1)[..., None], axis=-1)[..., 0]
+        taps = xp.where(xp.isnan(taps), xp.inf, taps)
+    best = xp.take_along_axis(flat, xp.argmax(taps, axis=-1)[..., None], axis=-1)[..., 0]
     lead = tuple(input.shape[:-k])
-    indices = wrap(xp.asarray(best.reshape(lead + out), dtype=np.int64))
+    indices = wrap(xp.asarray(best.reshape(lead + out), dtype=host.int64))
     picked = input.flatten(-k).gather(-1, indices.flatten(-k)).view(indices.shape)
     return picked, indices
 

@@ -5,8 +5,7 @@ Both are one index map: every (channel-free) column entry reads one flat positio
 padded plane. ``unfold`` is ``index_select`` at those positions and ``fold`` is
 ``index_add`` to them (each the other's gradient), so both differentiate, twice and more.
 """
-import numpy as np
-
+from ...backend import cpu as host  # host-side index arithmetic on the shapes
 from ...ops.linalg import _tensor
 from ...runtime import creation
 from .misc import pad as _pad
@@ -43,10 +42,10 @@ def _blocks(size, kernel, dilation, padding, stride):
 
 def _positions(padded_width, kernel, dilation, stride, blocks, device):
     """Flat positions in the padded plane, ordered (kernel row, kernel col, block row, block col)."""
-    ki = np.arange(kernel[0])[:, None, None, None] * dilation[0]
-    kj = np.arange(kernel[1])[None, :, None, None] * dilation[1]
-    bi = np.arange(blocks[0])[None, None, :, None] * stride[0]
-    bj = np.arange(blocks[1])[None, None, None, :] * stride[1]
+    ki = host.arange(kernel[0])[:, None, None, None] * dilation[0]
+    kj = host.arange(kernel[1])[None, :, None, None] * dilation[1]
+    bi = host.arange(blocks[0])[None, None, :, None] * stride[0]
+    bj = host.arange(blocks[1])[None, None, None, :] * stride[1]
     flat = ((ki + bi) * padded_width + kj + bj).reshape(-1)
     return creation.tensor(flat, device=device)
 

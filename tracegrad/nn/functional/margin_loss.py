@@ -9,8 +9,9 @@ and every path differentiates them; the checks and messages are PyTorch's.
 """
 import math
 
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side arithmetic on the target labels copied off the device
+)
 from ...ops.activation import logsigmoid
 from ...runtime import creation
 from ...runtime.grad_mode import no_grad
@@ -112,17 +113,17 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     n, c = x.shape
     if tuple(target.shape) != (tuple(input.shape) if input.dim() else (1,)):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
-    labels = np.asarray(target.tolist(), dtype=np.int64).reshape(n, c)
+    labels = host.asarray(target.tolist(), dtype=host.int64).reshape(n, c)
     if labels.size and (labels.min() < -1 or labels.max() >= c):
         raise RuntimeError("argument #2 'target' is out of range")
-    counts = np.zeros((n, c))  # how often each class appears among a row's targets
+    counts = host.zeros((n, c))  # how often each class appears among a row's targets
     for row, classes in enumerate(labels):
-        stop = np.flatnonzero(classes < 0)
+        stop = host.flatnonzero(classes < 0)
         for j in classes[:stop[0] if stop.size else c]:
             counts[row, j] += 1
     dtype = x.dtype
     pick = creation.tensor(counts, dtype=dtype, device=x.device)
-    rest = creation.tensor((counts == 0).astype(np.float64), dtype=dtype, device=x.device)
+    rest = creation.tensor((counts == 0).astype(host.float64), dtype=dtype, device=x.device)
     hinge = (1 - (x.unsqueeze(2) - x.unsqueeze(1))).clamp_min(0)            # (N, j, k)
     loss = (hinge * pick.unsqueeze(2) * rest.unsqueeze(1)).sum((1, 2)) / c
     if scalar_input and reduction == "none":

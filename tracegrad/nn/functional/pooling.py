@@ -6,14 +6,17 @@ maxima over (H, W) (and the first maximum in (d, h, w) scan order is the first d
 plane maximum is it, at that plane's first maximum, so PyTorch's indices follow), and its
 average is the average over D of the averages over (H, W), the divisors being products of
 per-dim counts. So the 3-d forms are the 2-d rules over (H, W), then over D on a
-``(..., 1, D)`` view. Adaptive max pooling finds its indices on the host (per dim, first
+``(..., 1, D)`` view. Adaptive max pooling finds its indices on the input's device (per dim, first
 maximum first) and picks the values with one differentiable ``gather``; max unpooling is the
 ``scatter`` of the values to their indices. Adaptive average pooling is separable (a box average is the average, along one dim, of the
 averages along the others), so the 3-d form is the 2-d rule over (H, W) and then over D.
 """
-import numpy as np
+import math
 
 from ... import backend
+from ...backend import (
+    cpu as host,  # host-side arithmetic on shapes and on indices copied off the device
+)
 from ...ops.activation import relu
 from ...ops.linalg import _legacy, _tensor
 from ...rules import pool as _pool
@@ -170,46 +173,51 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _depth_back(pooled)
 
 
-# -- adaptive max pooling: indices on the host, values by one gather -------------------------------------
+# -- adaptive max pooling: indices found on the device, values by one gather -------------------------------------
 
 def _adaptive_windows(n, m):
     """(m, K) input positions of each output's window (floor(i n/m) to ceil((i+1) n/m)), short
-    windows padded with their last position (a repeat does not change which one is first)."""
-    i = np.arange(m)
+    windows padded with their last position (a repeat does not change which one is first);
+    worked out on the host from the sizes alone."""
+    i = host.arange(m)
     start, end = (i * n) // m, -((-(i + 1) * n) // m)
     width = int((end - start).max()) if m else 0
-    return np.minimum(start[:, None] + np.arange(width), end[:, None] - 1)
+    return host.minimum(start[:, None] + host.arange(width), end[:, None] - 1)
 
 
-def _first_max(a, windows, axis):
-    """Along ``axis`` (negative) of ``a``: for each window (a row of ``windows``), the
-    position of its first maximum, a NaN counting as the largest value."""
-    picked = np.take(a, windows, axis=axis)   # ``axis`` becomes (window, tap): the tap axis is ``axis``
+def _first_max(xp, a, windows, axis):
+    """Along ``axis`` (negative) of the device array ``a``: for each window (a row of the
+    device array ``windows``), the position of its first maximum, a NaN counting as the
+    largest value."""
+    picked = xp.take(a, windows, axis=axis)   # ``axis`` becomes (window, tap): the tap axis is ``axis``
     if picked.dtype.kind == "f":
-        picked = np.where(np.isnan(picked), np.inf, picked)
-    best = np.expand_dims(np.argmax(picked, axis=axis), axis)
+        picked = xp.where(xp.isnan(picked), xp.inf, picked)
+    best = xp.expand_dims(xp.argmax(picked, axis=axis), axis)
     where = windows.reshape(windows.shape + (1,) * (-axis - 1))
-    return np.take_along_axis(np.broadcast_to(where, picked.shape), best, axis=axis).squeeze(axis)
+    return xp.take_along_axis(xp.broadcast_to(where, picked.shape), best, axis=axis).squeeze(axis)
 
 
 def _adaptive_max(input, size):
     """(values, flat indices) of adaptive max pooling over the last ``len(size)`` dims: the
-    first maximum found dim by dim (last dim first), its coordinates resolved back outward."""
+    first maximum found dim by dim (last dim first), its coordinates resolved back outward.
+    The search runs on the input's device (its namespace ``xp``); only the windows, built
+    from the sizes, come from the host."""
     xp = backend.namespace_of(input._data)
-    current = xp.to_host(input._data)
+    current = input._data
     k = len(size)
     sizes = current.shape[-k:]
     stages = []
     for axis in range(-1, -k - 1, -1):
-        idx = _first_max(current, _adaptive_windows(sizes[axis], size[axis]), axis)
-        current = np.take_along_axis(current, idx, axis=axis)
+        windows = xp.asarray(_adaptive_windows(sizes[axis], size[axis]), dtype=host.int64)
+        idx = _first_max(xp, current, windows, axis)
+        current = xp.take_along_axis(current, idx, axis=axis)
         stages.append((axis, idx))
     flat = 0
     for j, (axis, idx) in enumerate(stages):
         for later_axis, later_idx in stages[j + 1:]:  # pick the rows the outer dims chose
-            idx = np.take_along_axis(idx, later_idx, axis=later_axis)
-        flat = flat + idx * int(np.prod(sizes[axis:][1:]))
-    indices = wrap(xp.asarray(flat, dtype=np.int64))
+            idx = xp.take_along_axis(idx, later_idx, axis=later_axis)
+        flat = flat + idx * math.prod(sizes[axis:][1:])
+    indices = wrap(xp.asarray(flat, dtype=host.int64))
     values = input.flatten(-k).gather(-1, indices.flatten(-k)).view(indices.shape)
     return values, indices
 
@@ -307,9 +315,9 @@ def _unpool(input, indices, size):
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({_sizes(input.shape)}) but got indices tensor with shape: {_sizes(indices.shape)}")
-    plane = int(np.prod(size))
+    plane = math.prod(size)
     idx = backend.namespace_of(indices._data).to_host(indices._data).reshape(-1)
-    outside = np.flatnonzero((idx < 0) | (idx >= plane))
+    outside = host.flatnonzero((idx < 0) | (idx >= plane))
     if outside.size:  # the first one in scan order, as PyTorch reports it
         bad = int(idx[outside[0]])
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "

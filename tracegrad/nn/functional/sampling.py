@@ -11,9 +11,10 @@ or cubic filter by the shrink factor (PyTorch's normalised ``_compute_weights_aa
 """
 import math
 
-import numpy as np
-
 from ... import backend
+from ...backend import (
+    cpu as host,  # host-side taps and weights, from the sizes and scales alone
+)
 from ...ops.linalg import _legacy, _tensor
 from ...runtime.tensor import wrap
 
@@ -27,7 +28,7 @@ _DIM_NAMES = {1: ("W",), 2: ("H", "W"), 3: ("D", "H", "W")}
 
 
 def _is_integer(x):
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+    return isinstance(x, (int, host.integer)) and not isinstance(x, bool)
 
 
 def _output_geometry(input, size, scale_factor, mode, recompute_scale_factor):
@@ -96,32 +97,32 @@ def _scale(dtype, n_in, n_out, scale_factor, align_corners):
 
 def _nearest_taps(dtype, n_in, n_out, scale_factor, exact):
     """One tap per output: ``floor((o [+ 0.5]) * scale)``, computed in float32 as PyTorch does."""
-    scale = _scale(np.dtype(np.float32), n_in, n_out, scale_factor, False)
-    o = np.arange(n_out, dtype=np.float32)
-    source = np.floor((o + np.float32(0.5)) * scale if exact else o * scale).astype(np.int64)
-    return [(np.minimum(source, n_in - 1), np.ones(n_out, dtype=dtype))]
+    scale = _scale(host.dtype(host.float32), n_in, n_out, scale_factor, False)
+    o = host.arange(n_out, dtype=host.float32)
+    source = host.floor((o + host.float32(0.5)) * scale if exact else o * scale).astype(host.int64)
+    return [(host.minimum(source, n_in - 1), host.ones(n_out, dtype=dtype))]
 
 
 def _source(dtype, n_in, n_out, scale_factor, align_corners, cubic):
     """``area_pixel_compute_source_index``, then PyTorch's ``guard_index_and_lambda``:
     the left neighbour (at most n_in - 1) and the fraction past it, in [0, 1]."""
     scale = _scale(dtype, n_in, n_out, scale_factor, align_corners)
-    o = np.arange(n_out, dtype=dtype)
+    o = host.arange(n_out, dtype=dtype)
     if align_corners:
         real = scale * o
     else:
         real = scale * (o + dtype.type(0.5)) - dtype.type(0.5)
         if not cubic:
-            real = np.maximum(real, dtype.type(0))
-    left = np.minimum(np.floor(real).astype(np.int64), n_in - 1)
-    return left, np.clip(real - left, 0, 1).astype(dtype)
+            real = host.maximum(real, dtype.type(0))
+    left = host.minimum(host.floor(real).astype(host.int64), n_in - 1)
+    return left, host.clip(real - left, 0, 1).astype(dtype)
 
 
 def _linear_taps(dtype, n_in, n_out, scale_factor, align_corners):
     if n_in == n_out:  # PyTorch copies
-        return [(np.arange(n_in), np.ones(n_in, dtype=dtype))]
+        return [(host.arange(n_in), host.ones(n_in, dtype=dtype))]
     left, frac = _source(dtype, n_in, n_out, scale_factor, align_corners, False)
-    right = np.minimum(left + 1, n_in - 1)
+    right = host.minimum(left + 1, n_in - 1)
     return [(left, (1 - frac).astype(dtype)), (right, frac)]
 
 
@@ -137,18 +138,18 @@ def _cubic_taps(dtype, n_in, n_out, scale_factor, align_corners):
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
     weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
-    return [(np.clip(left + j - 1, 0, n_in - 1), w.astype(dtype)) for j, w in enumerate(weights)]
+    return [(host.clip(left + j - 1, 0, n_in - 1), w.astype(dtype)) for j, w in enumerate(weights)]
 
 
 def _linear_filter(x):
-    return np.maximum(1 - np.abs(x), 0)
+    return host.maximum(1 - host.abs(x), 0)
 
 
 def _cubic_filter(x, a=-0.5):
     """The antialiasing cubic (a = -0.5, as PIL and PyTorch's antialiased kernels use)."""
-    x = np.abs(x)
-    return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
-                    np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0))
+    x = host.abs(x)
+    return host.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                    host.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0))
 
 
 def _antialias_taps(dtype, n_in, n_out, scale_factor, align_corners, cubic):
@@ -159,15 +160,15 @@ def _antialias_taps(dtype, n_in, n_out, scale_factor, align_corners, cubic):
     support = half * scale if scale >= 1.0 else half
     width = int(math.ceil(support)) * 2 + 1
     invscale = 1.0 / scale if scale >= 1.0 else 1.0
-    center = scale * (np.arange(n_out) + 0.5)
-    xmin = np.maximum((center - support + 0.5).astype(np.int64), 0)
-    xsize = np.clip(np.minimum((center + support + 0.5).astype(np.int64), n_in) - xmin, 0, width)
-    j = np.arange(width)
+    center = scale * (host.arange(n_out) + 0.5)
+    xmin = host.maximum((center - support + 0.5).astype(host.int64), 0)
+    xsize = host.clip(host.minimum((center + support + 0.5).astype(host.int64), n_in) - xmin, 0, width)
+    j = host.arange(width)
     filt = _cubic_filter if cubic else _linear_filter
-    weights = np.where(j < xsize[:, None], filt((j + xmin[:, None] - center[:, None] + 0.5) * invscale), 0.0)
+    weights = host.where(j < xsize[:, None], filt((j + xmin[:, None] - center[:, None] + 0.5) * invscale), 0.0)
     total = weights.sum(1, keepdims=True)
-    weights = np.where(total != 0, weights / np.where(total == 0, 1, total), weights)
-    index = np.minimum(xmin[:, None] + j, n_in - 1)
+    weights = host.where(total != 0, weights / host.where(total == 0, 1, total), weights)
+    index = host.minimum(xmin[:, None] + j, n_in - 1)
     return [(index[:, t], weights[:, t].astype(dtype)) for t in range(width)]
 
 
@@ -178,8 +179,8 @@ def _resample(input, dim, taps):
     shape = (-1,) + (1,) * (input.ndim - 1 - dim)
     out = None
     for index, weight in taps:
-        picked = input.index_select(dim, wrap(xp.asarray(index, dtype=np.int64)))
-        if len(taps) > 1 or not np.all(weight == 1):
+        picked = input.index_select(dim, wrap(xp.asarray(index, dtype=host.int64)))
+        if len(taps) > 1 or not host.all(weight == 1):
             picked = picked * wrap(xp.asarray(weight, dtype=dtype).reshape(shape))
         out = picked if out is None else out + picked
     return out
@@ -226,7 +227,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if not input.dtype.is_floating_point and input.dtype.name != "uint8":
         kernel = "compute_indices_weights_nearest" if mode.startswith("nearest") else f"upsample_{mode}"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy(input)}'")
-    dtype = np.dtype(input._data.dtype) if input.dtype.is_floating_point else np.dtype(np.float32)
+    dtype = host.dtype(input._data.dtype) if input.dtype.is_floating_point else host.dtype(host.float32)
     out = input
     for k, n_out in enumerate(output_size):
         n_in, scale = input.shape[k + 2], None if scales is None else scales[k]

@@ -5,8 +5,9 @@ scatters written out of place (``index_add``, ``cat``) so that they differentiat
 import collections
 import itertools
 
-import numpy as np
-
+from ...backend import (
+    cpu as host,  # host-side arithmetic on the labels copied off the device
+)
 from ...ops.shape import cat
 from ...runtime import creation
 from .. import functional as F
@@ -69,7 +70,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         is_batched = targ_dim > 0
         input = input_ if is_batched else input_.unsqueeze(0)
         target = target_ if is_batched else target_.unsqueeze(0)
-        labels = np.asarray(target.tolist(), dtype=np.int64).reshape(-1)
+        labels = host.asarray(target.tolist(), dtype=host.int64).reshape(-1)
         batch_size = labels.size
         if batch_size and (labels.min() < 0 or labels.max() >= self.n_classes):
             raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
@@ -77,7 +78,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         gather_inds = labels.copy()  # shortlist targets are their own head class; others their cluster's token
         output = input.new_zeros(batch_size)
         for i, (low, high) in enumerate(itertools.pairwise(self.cutoffs)):
-            rows = np.flatnonzero((labels >= low) & (labels < high))
+            rows = host.flatnonzero((labels >= low) & (labels < high))
             if rows.size == 0:
                 continue
             gather_inds[rows] = self.shortlist_size + i
