@@ -16,7 +16,7 @@ from .feature_norm import *
 from .activation_extra import *
 from .im2col import *
 from .embedding_bag import *
-from .margin_loss import *
+from .margin_losses import *
 from .grid_sample import *
 from .ctc import *
 from .fractional_pool import *

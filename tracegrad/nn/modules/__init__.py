@@ -22,7 +22,7 @@ from .activation_extra import *
 from .instancenorm import *
 from .pooling_extra import *
 from .embedding_bag import *
-from .margin_loss import *
+from .margin_losses import *
 from .lazy import *
 from .adaptive import *
 from .lazy_norm import *

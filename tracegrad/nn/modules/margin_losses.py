@@ -1,5 +1,5 @@
 """The margin, embedding and likelihood loss modules: PyTorch's constructor signatures and
-defaults around the functional forms of :mod:`tracegrad.nn.functional.margin_loss`."""
+defaults around the functional forms of :mod:`tracegrad.nn.functional.margin_losses`."""
 from .. import functional as F
 from .activation_extra import PairwiseDistance
 from .loss import _Loss, _WeightedLoss
