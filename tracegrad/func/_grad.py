@@ -173,6 +173,15 @@ def _split_aux(out, has_aux, api):
     return out
 
 
+def _call_lifted(func, args, kwargs, nums, has_aux, api):
+    """``func`` run on its arguments with those at ``nums`` lifted (inside a transform's
+    level): ``(lifted leaves, their spec, whether results stay differentiable, out, aux)``."""
+    lifted, tree, spec, tracked = _lift_tree(_chosen(args, nums))
+    out = func(*_replace(args, nums, tree), **kwargs)
+    out, aux = _split_aux(out, has_aux, api)
+    return lifted, spec, tracked, out, aux
+
+
 # -- grad -----------------------------------------------------------------------------------------
 
 def grad_and_value(func, argnums=0, has_aux=False):
@@ -182,9 +191,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
         with _Level() as level:
-            lifted, tree, spec, tracked = _lift_tree(_chosen(args, nums))
-            out = func(*_replace(args, nums, tree), **kwargs)
-            out, aux = _split_aux(out, has_aux, "grad_and_value")
+            lifted, spec, tracked, out, aux = _call_lifted(func, args, kwargs, nums, has_aux, "grad_and_value")
             if not isinstance(out, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "  # noqa: TRY004
                                    f"{type(out)}")
@@ -256,9 +263,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
         with _Level() as level:
-            lifted, tree, spec, tracked = _lift_tree(_chosen(args, nums))
-            out = func(*_replace(args, nums, tree), **kwargs)
-            out, aux = _split_aux(out, has_aux, "jacrev")
+            lifted, spec, tracked, out, aux = _call_lifted(func, args, kwargs, nums, has_aux, "jacrev")
             outs, out_spec = flatten(out)
             for o in outs:
                 if not isinstance(o, Tensor):
