@@ -80,6 +80,33 @@ def test_jacfwd_of_a_small_function_is_quick():
     assert elapsed < 2.0, f"jacfwd of a 64-input function took {elapsed:.2f}s"
 
 
+def test_namedtuple_outputs_keep_their_type():
+    """max's and sort's (values, indices) are pytree nodes: jvp and jacfwd give tangents and
+    Jacobians in the same namedtuple (integer indices get zero tangents)."""
+    x = tg.tensor([[1.0, 5.0], [4.0, 2.0]])
+    out, tangent = jvp(lambda a: a.max(1), (x,), (tg.tensor([[10.0, 20.0], [30.0, 40.0]]),))
+    assert type(out).__name__ == type(tangent).__name__ == "max"
+    np.testing.assert_allclose(tangent.values.numpy(), [20.0, 30.0])
+    assert tangent.indices.tolist() == [0, 0] and tangent.indices.dtype == tg.int64
+    jac = jacfwd(lambda a: a.sort(0))(x)
+    assert type(jac).__name__ == "sort" and jac.values.shape == (2, 2, 2, 2)
+    np.testing.assert_allclose(jac.values.numpy().reshape(4, 4),  # values [[1, 2], [4, 5]]
+                               [[1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 0]])
+
+
+@pytest.mark.torch
+def test_namedtuple_outputs_match_torch_func():
+    import torch
+    import torch.func  # noqa: F401
+    def plain(tree):  # namedtuples of the two libraries as plain tuples, for _same
+        return tuple(plain(t) for t in tree) if isinstance(tree, tuple) else tree
+    for script in (lambda lib: lib.func.jvp(lambda a: a.max(1), (lib.tensor(X),), (lib.tensor(X) * 3,)),
+                   lambda lib: lib.func.jacfwd(lambda a: a.topk(2, 1))(lib.tensor(X))):
+        theirs, ours = script(torch), script(tg)
+        _same(plain(theirs), plain(ours))
+        assert type(ours).__name__ == type(theirs).__name__
+
+
 # -- against torch.func ---------------------------------------------------------------------------
 
 def _run(lib, script):

@@ -195,3 +195,15 @@ def test_vjp_cotangent_shape_error():
 
 def test_unused_input_gets_zeros():
     both(lambda lib, fn: fn.grad(lambda x, y: (x ** 2).sum(), argnums=(0, 1)), X, Y)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib, fn: fn.jacrev(lambda x: x.argmax(0)),            # an integer output
+    lambda lib, fn: fn.jacrev(lambda x: x.max(0)),               # max's indices
+    lambda lib, fn: lambda x: fn.vjp(lambda a: (a.sum(), a > 0), x),  # a bool output
+])
+def test_integer_outputs_are_refused_by_vjp_and_jacrev(case):
+    """A zero Jacobian for argmax's indices would hide the slip: torch.func refuses it."""
+    ours = error_of(lambda: case(tg, F)(tg.tensor(X)))
+    theirs = error_of(lambda: case(torch, torch.func)(torch.tensor(X)))
+    assert ours[0] is theirs[0] and ours[1].replace("tracegrad.", "torch.") == theirs[1]

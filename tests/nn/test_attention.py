@@ -71,6 +71,36 @@ def test_bool_mask_keeps_true_positions_and_float_mask_is_added():
     np.testing.assert_allclose(sdpa(q, k, v, attn_mask=add), reference(q, k, v, add), rtol=1e-12, atol=1e-12)
 
 
+def test_a_float32_mask_is_added_to_float64_scores():
+    """PyTorch takes a float32 mask for any query dtype (bool, float or the query's dtype):
+    it is added in the query's dtype, and its gradient comes back in float32."""
+    q, k, v = randn(2, 4, 3), randn(2, 5, 3), randn(2, 5, 2)
+    add = randn(4, 5).astype(np.float32)
+    mask = tg.tensor(add, requires_grad=True)
+    out = F.scaled_dot_product_attention(tg.tensor(q), tg.tensor(k), tg.tensor(v), attn_mask=mask)
+    assert out.dtype == tg.float64
+    np.testing.assert_allclose(out.detach().numpy(), reference(q, k, v, add.astype(np.float64)), rtol=1e-12)
+    out.sum().backward()
+    assert mask.grad.dtype == tg.float32 and mask.grad.shape == (4, 5)
+    with pytest.raises(RuntimeError, match="attn_mask.dtype: c10::Half and  query.dtype: double"):
+        F.scaled_dot_product_attention(tg.tensor(q), tg.tensor(k), tg.tensor(v), attn_mask=mask.detach().half())
+
+
+@pytest.mark.torch
+def test_a_float32_mask_with_float64_query_matches_torch():
+    import torch
+    q, k, v, add = randn(2, 4, 3), randn(2, 5, 3), randn(2, 5, 2), randn(4, 5).astype(np.float32)
+    results = []
+    for lib in (torch, tg):
+        mask = lib.tensor(add, requires_grad=True)
+        out = lib.nn.functional.scaled_dot_product_attention(lib.tensor(q), lib.tensor(k), lib.tensor(v),
+                                                             attn_mask=mask)
+        (out * out).sum().backward()
+        results.append((out.detach().numpy(), mask.grad.numpy()))
+    for theirs, ours in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
 def test_fully_masked_rows_give_zeros_and_zero_gradients():
     q, k, v = (tg.tensor(randn(*s), requires_grad=True) for s in ((3, 2), (4, 2), (4, 2)))
     keep = np.ones((3, 4), bool)

@@ -40,8 +40,33 @@ def test_bincount_of_small_ints_matches_torch():
 
 def test_bincount_without_torch():
     assert tg.bincount(tg.tensor([1, 1, 4])).tolist() == [0, 2, 0, 0, 1]
-    r = tg.bincount(tg.tensor([1, 1, 4]), tg.tensor([0.5, 1.0, 2.0], requires_grad=True))
+    r = tg.bincount(tg.tensor([1, 1, 4]), tg.tensor([0.5, 1.0, 2.0]))
     assert r.tolist() == [0.0, 1.5, 0.0, 0.0, 2.0] and r.dtype == tg.float32 and not r.requires_grad
+
+
+def test_bincount_weights_that_require_grad_get_their_gradient():
+    """Summed weights are a scatter_add: each weight's gradient is its bin's (PyTorch marks
+    the result as requiring grad but has no derivative; dropping it silently would be wrong)."""
+    w = tg.tensor([0.5, 1.0, 2.0, 4.0], requires_grad=True)
+    r = tg.bincount(tg.tensor([1, 1, 4, 0]), w, minlength=6)
+    assert r.requires_grad and r.tolist() == [4.0, 1.5, 0.0, 0.0, 2.0, 0.0]
+    (r * tg.arange(6.0)).sum().backward()
+    assert w.grad.tolist() == [1.0, 1.0, 4.0, 0.0]
+    tangent = tg.func.jvp(lambda v: tg.bincount(tg.tensor([2, 0, 2]), v), (w.detach()[:3],),
+                          (tg.tensor([1.0, 10.0, 100.0]),))[1]
+    assert tangent.tolist() == [10.0, 0.0, 101.0]
+
+
+@pytest.mark.torch
+def test_bincount_weights_that_require_grad_match_torch_forward():
+    for lib in (tg, torch):
+        empty = lib.bincount(lib.zeros(0, dtype=lib.int64), lib.zeros(0, dtype=lib.float64, requires_grad=True), 3)
+        assert empty.tolist() == [0, 0, 0] and str(empty.dtype).endswith("int64")
+    a, b = _pair([1, 1, 4, 0], "int64")
+    w, tw = _pair([0.5, 1.0, 2.0, 4.0], "float64")
+    ours, theirs = tg.bincount(a, w.requires_grad_(), 2), torch.bincount(b, tw.requires_grad_(), 2)
+    assert ours.requires_grad and theirs.requires_grad
+    _same(ours.detach(), theirs.detach())
 
 
 @pytest.mark.torch

@@ -190,3 +190,30 @@ def test_out_dtype_rules_without_torch():
     with pytest.raises(TypeError, match="torch.cat\\(\\): input types can't be cast to the desired output type Long"):
         tg.cat([tg.ones(2)], out=tg.empty(2, dtype=tg.int64))
     assert tg.sum(tg.tensor([1.5, 2.0]), 0, out=tg.empty((), dtype=tg.int64)).item() == 3
+
+
+def test_dtype_other_than_outs_is_refused():
+    """``sum(x, dtype=float32, out=float64 tensor)`` would compute in one dtype and store in
+    another: PyTorch refuses it; a matching dtype is fine."""
+    x = tg.tensor([[1.5, 2.0], [3.0, 4.0]], dtype=tg.float64)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got double instead"):
+        tg.sum(x, 0, dtype=tg.float32, out=tg.empty(0, dtype=tg.float64))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got long int instead"):
+        tg.mean(x, 0, dtype=tg.float32, out=tg.empty(0, dtype=tg.int64))
+    with pytest.raises(RuntimeError, match="nansum: provided dtype must match dtype of result. Got Double and Float."):
+        tg.nansum(x, 0, dtype=tg.float32, out=tg.empty(0, dtype=tg.float64))
+    o = tg.cumsum(x, 1, dtype=tg.float32, out=tg.empty(0, dtype=tg.float32))
+    assert o.dtype == tg.float32 and o.tolist() == [[1.5, 3.5], [3.0, 7.0]]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["sum", "prod", "cumsum", "cumprod", "mean", "nansum", "nanmean"])
+def test_dtype_other_than_outs_matches_torch(name):
+    def call(lib):
+        args = (lib.ones(2, 3, dtype=lib.float64), 0)
+        getattr(lib, name)(*args, dtype=lib.float32, out=lib.empty(0, dtype=lib.float64))
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch)
+    with pytest.raises(RuntimeError) as ours:
+        call(tg)
+    assert str(ours.value) == str(theirs.value)

@@ -286,6 +286,15 @@ def test_oracle_non_differentiable_results(prog):
     lambda L: L.ones(2, 3).flatten(1, 0),
     lambda L: L.ones(2, 3).repeat(2),
     lambda L: L.ones(2, 3).expand(3, 3),
+    # a source of another dtype is refused, not cast (float32 self, float64 source)
+    lambda L: L.zeros(2, 3).scatter_add(1, L.tensor([[0, 1, 1]] * 2), L.ones(2, 3, dtype=L.float64)),
+    lambda L: L.zeros(2, 3).scatter_(1, L.tensor([[0, 1, 1]] * 2), L.ones(2, 3, dtype=L.float64)),
+    lambda L: L.zeros(2, 3, dtype=L.float64).scatter(1, L.tensor([[0, 1, 1]] * 2), L.ones(2, 3)),
+    lambda L: L.zeros(2, 3).index_add(0, L.tensor([0]), L.ones(1, 3, dtype=L.float64)),
+    lambda L: L.zeros(2, 3).index_copy(0, L.tensor([0]), L.ones(1, 3, dtype=L.float64)),
+    lambda L: L.zeros(2, 3).index_put((L.tensor([0]),), L.ones(3, dtype=L.float64)),
+    lambda L: L.zeros(2, 3).index_put_((L.tensor([0]),), L.ones(3, dtype=L.float64)),
+    lambda L: L.zeros(2, 3).masked_scatter(L.ones(2, 3, dtype=L.bool), L.ones(2, 3, dtype=L.float64)),
 ], ids=src_id)
 def test_oracle_error_types_and_messages(prog):
     torch = pytest.importorskip("torch")
@@ -474,6 +483,19 @@ def test_gather_scatter_index_select_hand_derived():
     sa = tg.zeros(3).scatter_add(0, tg.tensor([0, 0, 2]), tg.tensor([1.0, 2.0, 3.0]))
     assert sa.tolist() == [3.0, 0.0, 3.0]
     assert tg.tensor([[1, 2], [3, 4]]).index_select(0, tg.tensor([1, 1])).tolist() == [[3, 4], [3, 4]]
+
+
+def test_writing_ops_refuse_a_source_of_another_dtype():
+    """scatter/index_put & co. write ``src`` into ``self`` as it is: torch refuses a float64
+    source for a float32 tensor rather than casting it; a scalar value and setitem do cast."""
+    with pytest.raises(RuntimeError, match=r"scatter\(\): Expected self.dtype to be equal to src.dtype"):
+        tg.zeros(3).scatter_add(0, tg.tensor([0, 0, 2]), tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64))
+    with pytest.raises(RuntimeError, match="got Float for the destination and Double for the source"):
+        tg.zeros(3).index_put_((tg.tensor([1]),), tg.tensor([2.0], dtype=tg.float64))
+    assert tg.zeros(3).scatter(0, tg.tensor([1]), 2).tolist() == [0.0, 2.0, 0.0]
+    x = tg.zeros(3)
+    x[tg.tensor([1])] = tg.tensor([2.0], dtype=tg.float64)
+    assert x.dtype == tg.float32 and x.tolist() == [0.0, 2.0, 0.0]
 
 
 def test_masked_fill_and_where_values():

@@ -47,8 +47,9 @@ def _spec_repr(spec, indent):
 
 
 def tree_flatten(tree):
-    """(leaves, spec) of a pytree."""
-    if isinstance(tree, (tuple, list)) and not hasattr(tree, "_fields"):
+    """(leaves, spec) of a pytree. Namedtuples (``max``'s ``(values, indices)``) are nodes,
+    as in torch's pytree, so a function returning one has a tangent and a Jacobian."""
+    if isinstance(tree, (tuple, list)):
         leaves, specs = [], []
         for item in tree:
             sub, spec = tree_flatten(item)
@@ -77,7 +78,7 @@ def _build(it, spec):
     items = [_build(it, c) for c in spec.children]
     if spec.kind is dict:
         return dict(zip(spec.context, items))
-    return spec.kind(items)
+    return spec.kind._make(items) if hasattr(spec.kind, "_make") else spec.kind(items)
 
 
 # -- jvp --------------------------------------------------------------------------------------

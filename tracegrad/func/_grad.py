@@ -232,6 +232,7 @@ def vjp(func, *primals, has_aux=False):
             if not isinstance(o, Tensor):
                 raise RuntimeError("Expected f to be a function that has non-empty output; (either "  # noqa: TRY004
                                    f"Tensor or a tuple of Tensors), got {type(o)}")
+        _check_differentiable_outputs(outs)
     keep = level.outer or tracked
     primal_spec = flatten(primals)[1]
 
@@ -249,6 +250,15 @@ def vjp(func, *primals, has_aux=False):
 
     result = (_plain(out, keep), vjp_fn)
     return result + (_plain(aux, keep),) if has_aux else result
+
+
+def _check_differentiable_outputs(outs):
+    """vjp and jacrev refuse an integer or bool output, as torch.func does (a cotangent for
+    ``argmax``'s or ``max``'s indices has no meaning; a zero Jacobian would hide the slip)."""
+    for o in outs:
+        if not (o.dtype.is_floating_point or o.is_complex()):
+            raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or complex Tensors, "
+                               f"got Tensor with dtype {o.dtype}")
 
 
 # -- jacrev and hessian -----------------------------------------------------------------------------
@@ -269,6 +279,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                 if not isinstance(o, Tensor):
                     raise RuntimeError("jacrev(f, ...)(*args): expected f(*args) to return only tensors, got "  # noqa: TRY004
                                        f"unsupported type {type(o)}")
+            _check_differentiable_outputs(outs)
             keep = level.outer or tracked
             per_output = [unflatten(spec, _jacobian_rows(o, lifted, keep or _dual(lifted))) for o in outs]
         jac = unflatten(out_spec, per_output)

@@ -14,6 +14,7 @@ from ..backend import dtypes as _dt
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor, wrap
 from ._args import per_sample
+from .indexing import _same_dtype
 
 __all__ = ["METHODS", "FUNCTIONS", "CONSTANTS", "layout", "strided", "memory_format"]
 
@@ -279,12 +280,15 @@ def _along(index, dim, like):
 
 
 def index_add(self, dim, index, source, *, alpha=1):
+    _same_dtype(self, source, "index_add_(): self ({d}) and source ({s}) must have the same scalar type")
     dim = dim % max(self.ndim, 1)
     src = source * alpha if alpha != 1 else source
     return self.scatter_add(dim, _along(index, dim, src), src)
 
 
 def index_copy(self, dim, index, source):
+    _same_dtype(self, source, "index_copy_(): self and source expected to have the same dtype, but got "
+                              "(self) {d} and (source) {s}")
     dim = dim % max(self.ndim, 1)
     return self.scatter(dim, _along(index, dim, source), source)
 
@@ -300,6 +304,7 @@ def index_fill(self, dim, index, value):
 
 def masked_scatter(self, mask, source):
     """``source``'s leading elements written, in order, where ``mask`` is True."""
+    _same_dtype(self, source, "masked_scatter: expected self and source to have same dtypes but got{d} and {s}")
     mask = mask.expand(self.shape) if mask.shape != self.shape else mask
     count = int(mask.sum().item())
     picked = source.reshape(-1)[:count]

@@ -1,10 +1,12 @@
 """Counting with PyTorch's signatures and checks: ``bincount``, ``histc`` and
 ``histogram``. The kernels (:mod:`tracegrad.rules.counting`) have no derivative, so the
-results never require grad."""
+results never require grad -- except ``bincount``'s sums of ``weights`` that require grad,
+which are a ``scatter_add`` (so the weights' gradient is not silently dropped)."""
 import math
 
 from .. import backend
 from ..rules import counting as C
+from ..runtime.creation import zeros
 from ..runtime.tensor import Tensor, wrap
 from . import return_types
 
@@ -18,7 +20,18 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
         raise RuntimeError("weights should be 1-d and have the same length as input")
+    if input.numel() == 0:  # (PyTorch counts nothing as int64 zeros, weights or not)
+        weights = None
+    if weights is not None and weights.dtype.is_floating_point and _differentiated(weights):
+        size = max(int(minlength), int(input.max()) + 1)
+        return zeros(size, dtype=weights.dtype, device=weights.device).scatter_add(0, input, weights)
     return C.bincount(input, weights, minlength=int(minlength))
+
+
+def _differentiated(t):
+    """Whether a gradient (reverse) or a tangent (forward AD) is taken through ``t``."""
+    from ..autograd import forward_ad
+    return t.requires_grad or forward_ad.unpack_dual(t).tangent is not None
 
 
 def _float_only(input, kernel):

@@ -168,12 +168,26 @@ def setitem(x, index, value):
         apply_inplace(I.index_put, (x, value) + tuple(arrays), {"index": structure, "accumulate": False})
 
 
+def _same_dtype(input, source, message):
+    """torch's ops that write a source tensor into ``input`` refuse another dtype (a cast
+    would silently change the values written); ``message`` takes ``{d}`` and ``{s}``."""
+    if isinstance(source, Tensor) and isinstance(input, Tensor) and source.dtype != input.dtype:
+        raise RuntimeError(message.format(d=input.dtype.scalar_name, s=source.dtype.scalar_name))
+
+
+_INDEX_PUT_DTYPES = ("Index put requires the source and destination dtypes match, got {d} for the "
+                     "destination and {s} for the source.")
+_SCATTER_DTYPES = "scatter(): Expected self.dtype to be equal to src.dtype"
+
+
 def index_put(input, indices, values, accumulate=False):
+    _same_dtype(input, values, _INDEX_PUT_DTYPES)
     structure, arrays, _ = split_index(input, tuple(indices))
     return I.index_put(input, values, *arrays, index=structure, accumulate=accumulate)
 
 
 def index_put_(input, indices, values, accumulate=False):
+    _same_dtype(input, values, _INDEX_PUT_DTYPES)
     structure, arrays, _ = split_index(input, tuple(indices))
     return apply_inplace(I.index_put, (input, values) + tuple(arrays),
                          {"index": structure, "accumulate": accumulate})
@@ -238,6 +252,7 @@ def _scatter_args(input, dim, index, src, value):
         src = value
     if src is None:
         raise TypeError("scatter() needs 'src' or 'value'")
+    _same_dtype(input, src, _SCATTER_DTYPES)
     return d, src
 
 
@@ -257,11 +272,13 @@ def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
 
 def scatter_add(input, dim, index, src):
     d = _check_index(input, dim, index, "scatter_add")
+    _same_dtype(input, src, _SCATTER_DTYPES)
     return I.scatter_add(input, index, src, dim=d)
 
 
 def scatter_add_(input, dim, index, src):
     d = _check_index(input, dim, index, "scatter_add")
+    _same_dtype(input, src, _SCATTER_DTYPES)
     return apply_inplace(I.scatter_add, (input, index, src), {"dim": d})
 
 

@@ -131,6 +131,12 @@ OUT_DTYPE_RULES = {
 
 IN_OUT_DTYPE = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod"})
 
+# a ``dtype=`` other than out's is an error in PyTorch (it would otherwise silently compute
+# in one dtype and store in another); {d}: the dtype given, {o}: out's
+_DTYPE_VS_OUT = ("Expected out tensor to have dtype {d_c}, but got {o_c} instead", "sum prod cumsum cumprod mean")
+_NAN_DTYPE_VS_OUT = ("nansum: provided dtype must match dtype of result. Got {o_s} and {d_s}.", "nansum nanmean")
+DTYPE_VS_OUT = {name: message for message, names in (_DTYPE_VS_OUT, _NAN_DTYPE_VS_OUT) for name in names.split()}
+
 
 def _requires_grad(values):
     for v in values:
@@ -161,6 +167,7 @@ def accepts_out(fn, name=None, rule=CAST, in_out_dtype=False, refuse_grad=True):
                             f"not {type(out).__name__}")
         if refuse_grad and is_grad_enabled() and _requires_grad(args + tuple(kwargs.values()) + outs):
             raise RuntimeError(_NO_GRAD.format(name=name))
+        _check_dtype_vs_out(name, kwargs.get("dtype"), outs[0])
         if in_out_dtype and kwargs.get("dtype") is None:
             kwargs["dtype"] = outs[0].dtype
         result = fn(*args, **kwargs)
@@ -184,6 +191,14 @@ def accepts_out(fn, name=None, rule=CAST, in_out_dtype=False, refuse_grad=True):
 
     with_out.accepts_out = True
     return with_out
+
+
+def _check_dtype_vs_out(name, dtype, out):
+    message = DTYPE_VS_OUT.get(name)
+    if message is not None and dtype is not None and dtype != out.dtype:
+        raise RuntimeError(message.format(d_c=_C_NAMES.get(dtype.name, dtype.name),
+                                          o_c=_C_NAMES.get(out.dtype.name, out.dtype.name),
+                                          d_s=dtype.scalar_name, o_s=out.dtype.scalar_name))
 
 
 def write_out(out, result, warn=True):

@@ -42,7 +42,7 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{_c_name(query)} key.dtype: {_c_name(key)} and value.dtype: {_c_name(value)} "
                            "instead.")
-    if attn_mask is not None and attn_mask.dtype.name != "bool" and attn_mask.dtype != query.dtype:
+    if attn_mask is not None and attn_mask.dtype.name not in ("bool", "float32") and attn_mask.dtype != query.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_c_name(attn_mask)} and  query.dtype: {_c_name(query)} instead.")
     if is_causal and attn_mask is not None:
@@ -94,8 +94,10 @@ def _future(L, S, device):
 
 def _additive(attn_mask, query):
     """A bool mask (True = take part) as the float mask PyTorch turns it into: 0 or -inf."""
-    if attn_mask is None or attn_mask.dtype.name != "bool":
-        return attn_mask
+    if attn_mask is None:
+        return None
+    if attn_mask.dtype.name != "bool":  # (a float32 mask is added in the query's dtype, as in PyTorch)
+        return attn_mask if attn_mask.dtype == query.dtype else attn_mask.to(query.dtype)
     with no_grad():
         return zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill_(
             attn_mask.logical_not(), float("-inf"))
