@@ -265,7 +265,12 @@ def test_unique_without_torch():
     assert (v.tolist(), inv.tolist(), cnt.tolist()) == ([1, 2, 3], [2, 0, 1, 2, 0, 0], [3, 1, 2])
     v, inv, cnt = tg.unique_consecutive(tg.tensor([1, 1, 2, 2, 3, 1, 1, 2]), return_inverse=True, return_counts=True)
     assert (v.tolist(), inv.tolist(), cnt.tolist()) == ([1, 2, 3, 1, 2], [0, 0, 1, 1, 2, 3, 3, 4], [2, 2, 1, 2, 1])
-    assert not tg.unique(tg.ones(2, 3, requires_grad=True)).requires_grad
+    # as in PyTorch: tied to its input, with a backward that refuses (not silently constant)
+    u = tg.unique(tg.ones(2, 3, requires_grad=True))
+    assert u.requires_grad
+    with pytest.raises(NotImplementedError, match="the derivative for '_unique2' is not implemented"):
+        u.sum().backward()
+    assert not tg.unique(tg.ones(2, 3, requires_grad=True), return_counts=True)[1].requires_grad
 
 
 # -- multinomial ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from ..rules import counting as C
 from ..runtime.creation import zeros
 from ..runtime.tensor import Tensor, wrap
 from . import return_types
+from .no_derivative import refusing_backward
 
 
 def bincount(input, weights=None, minlength=0):
@@ -72,7 +73,7 @@ def histc(input, bins=100, min=0, max=0):
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     edges = wrap(_linear_edges(input, bins, lo, hi))
-    return C.histogram_counts(input.detach(), edges, linear=True)
+    return refusing_backward("histc", C.histogram_counts(input.detach(), edges, linear=True), input)
 
 
 def histogram(input, bins, *, range=None, weight=None, density=False):
@@ -107,7 +108,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     if density:
         widths = edges[1:] - edges[:-1]
         hist = hist / (hist.sum() * widths)
-    return return_types.histogram(hist, edges)
+    return return_types.histogram(refusing_backward("histogram", hist, input, weight), edges)
 
 
 FUNCTIONS = {n: globals()[n] for n in ("bincount", "histc", "histogram")}

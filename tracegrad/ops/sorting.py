@@ -16,6 +16,7 @@ from ..runtime.tensor import Tensor
 from . import return_types
 from ._args import wrap_dim
 from .devices import on_device_of
+from .no_derivative import refusing_backward
 
 
 def sort(input, dim=-1, descending=False, stable=False):
@@ -114,7 +115,9 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 # -- distinct values -----------------------------------------------------------------------
 
-def _pick(values, inverse, counts, return_inverse, return_counts):
+def _pick(values, inverse, counts, return_inverse, return_counts, input=None, name=None):
+    if input is not None:
+        values = refusing_backward(name, values, input)
     if not (return_inverse or return_counts):
         return values
     return (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
@@ -126,8 +129,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     d = None if dim is None else wrap_dim(dim, input.ndim)
     if d is None and input.ndim == 0:
         values, inverse, counts = C.unique(input.reshape(1))
-        return _pick(values, inverse.reshape(()), counts, return_inverse, return_counts)
-    return _pick(*C.unique(input, dim=d), return_inverse, return_counts)
+        return _pick(values, inverse.reshape(()), counts, return_inverse, return_counts, input, "_unique2")
+    return _pick(*C.unique(input, dim=d), return_inverse, return_counts, input, "_unique2")
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
@@ -135,8 +138,9 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     d = None if dim is None else wrap_dim(dim, input.ndim)
     if d is None and input.ndim == 0:
         values, inverse, counts = C.unique_consecutive(input.reshape(1))
-        return _pick(values, inverse.reshape(()), counts, return_inverse, return_counts)
-    return _pick(*C.unique_consecutive(input, dim=d), return_inverse, return_counts)
+        return _pick(values, inverse.reshape(()), counts, return_inverse, return_counts, input,
+                     "unique_consecutive")
+    return _pick(*C.unique_consecutive(input, dim=d), return_inverse, return_counts, input, "unique_consecutive")
 
 
 FUNCTIONS = {n: globals()[n] for n in (
