@@ -7,10 +7,10 @@ methods to :class:`~tracegrad.runtime.tensor.Tensor`.
 from ..runtime.tensor import Tensor
 from . import activation, arrays, complex_, conversion, indexing, linalg, pointwise, reduction, shape
 from . import special
-from . import compat_functions, compat_tensor, distance, histogram, out, sampling, sorting
+from . import compat_functions, compat_tensor, distance, histogram, order_stats, out, sampling, sorting
 
 MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
-MODULES += (sorting, histogram, sampling, distance)
+MODULES += (sorting, histogram, sampling, distance, order_stats)
 from . import linalg_legacy  # noqa: E402  (over tracegrad.linalg, which needs the modules above)
 MODULES += (linalg_legacy,)
 MODULES += (compat_tensor, compat_functions)  # composed from the above: last, and must not shadow them

@@ -1,7 +1,7 @@
 """Named results such as ``max(x, dim)``'s ``(values, indices)``, printed like PyTorch's."""
 import collections
 
-__all__ = ["max", "min", "sort", "topk", "mode", "median", "kthvalue", "histogram"]
+__all__ = ["max", "min", "sort", "topk", "mode", "median", "nanmedian", "kthvalue", "histogram"]
 
 
 def _structseq(name, fields):
@@ -21,6 +21,7 @@ sort = _structseq("sort", ["values", "indices"])
 topk = _structseq("topk", ["values", "indices"])
 mode = _structseq("mode", ["values", "indices"])
 median = _structseq("median", ["values", "indices"])
+nanmedian = _structseq("nanmedian", ["values", "indices"])
 kthvalue = _structseq("kthvalue", ["values", "indices"])
 histogram = _structseq("histogram", ["hist", "bin_edges"])
 
