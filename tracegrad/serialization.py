@@ -23,7 +23,6 @@ fresh, contiguous leaves, as in PyTorch: the graph and ``.grad`` are not saved. 
 Tensor object saved twice comes back as one object, but storage shared between *different*
 tensors (a view and its base) is not preserved: each is saved as its own copy.
 """
-import contextlib
 import io
 import json
 import math
@@ -37,12 +36,18 @@ from base64 import b64decode, b64encode
 from collections import Counter, OrderedDict, namedtuple
 
 from . import backend
+from ._file_args import name_of as _name_of
+from ._file_args import opened as _opened
+from ._file_args import seekable as _seekable
+from ._map_location import check_map_location as _check_map_location
+from ._map_location import parameter_class as _parameter_class
+from ._map_location import restore as _restore
 from ._weights_only import (Unsaveable, add_safe_globals, clear_safe_globals, decode_object,  # noqa: F401
                             encode_object, get_safe_globals, safe_globals)
 from .backend.device import device
 from .backend.dtypes import ALL as _DTYPES
 from .backend.dtypes import dtype
-from .runtime.tensor import Size, Tensor, wrap
+from .runtime.tensor import Size, Tensor
 from .runtime.vmapped import is_vmapped
 
 __all__ = ["load", "save"]
@@ -584,91 +589,3 @@ def _global(path, loading):
         raise TypeError(path)
     from ._weights_only import lookup
     return lookup(path, loading.weights_only)
-
-
-# -- devices --------------------------------------------------------------------------------
-def _check_map_location(map_location):
-    ok = (map_location is None or isinstance(map_location, (str, device)) or callable(map_location)
-          or isinstance(map_location, dict) and all(isinstance(k, str) and isinstance(v, (str, device))
-                                                    for k, v in map_location.items()))
-    if not ok:
-        raise TypeError("map_location should be None, a str, a tracegrad.device, a dict of device "
-                        f"names or a callable, not {type(map_location).__name__}")
-    if isinstance(map_location, (str, device)):
-        device(map_location)  # a bad device string fails now, before reading
-
-
-def _restore(entry, array, map_location):
-    """A leaf tensor (or Parameter) with ``array``'s values, on the device asked for."""
-    saved = entry["device"]
-    t = wrap(array)
-    if callable(map_location):
-        moved = map_location(t, saved)
-        if moved is not None and not isinstance(moved, Tensor):
-            raise TypeError(f"map_location returned {type(moved).__name__}; expected a Tensor or None")
-        target = None if moved is not None else device(saved)
-        t = moved if moved is not None else t
-    elif isinstance(map_location, dict):
-        target = device(map_location.get(saved, saved))
-    else:
-        target = device(saved if map_location is None else map_location)
-    if target is not None and target.type != "cpu":
-        if not _has_device(target):
-            raise RuntimeError("Attempting to deserialize object on a CUDA device but "
-                               "tracegrad.cuda.is_available() is False. If you are running on a "
-                               "CPU-only machine, please use tracegrad.load with "
-                               "map_location=tracegrad.device('cpu') to map your storages to the CPU.")
-        t = t.to(target)
-    if t.grad_fn is not None:  # a callable map_location may hand back a computed tensor
-        t = t.detach()
-    t.requires_grad_(entry["requires_grad"])
-    param = _parameter_class()
-    if entry["parameter"] and param is not None:
-        t = param(t, requires_grad=entry["requires_grad"])
-    return t
-
-
-def _has_device(target):
-    """True when tensors can be made on ``target``'s device type (its namespace is loaded,
-    or can be)."""
-    from . import cuda
-    return target.type in {ns.name for ns in backend.loaded()} or cuda.is_available()
-
-
-def _parameter_class():
-    """``tracegrad.nn.Parameter`` once it exists (None while nn is being built)."""
-    from . import nn
-    return getattr(nn, "Parameter", None)
-
-
-# -- files ----------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _opened(f, mode):
-    """``f`` opened in ``mode`` when it is a path; a file object is used as it is (and left open)."""
-    if isinstance(f, (str, bytes, os.PathLike)):
-        path = os.fspath(f)
-        parent = os.path.dirname(path)
-        if "w" in mode and parent and not os.path.isdir(parent):
-            raise RuntimeError(f"Parent directory {os.fsdecode(parent)} does not exist.")
-        with open(path, mode) as fh:
-            yield fh
-    elif hasattr(f, "write" if "w" in mode else "read"):
-        yield f
-    else:
-        need = "written" if "w" in mode else "read"
-        raise TypeError(f"expected a path or a binary file object that can be {need}, "
-                        f"got {type(f).__name__}")
-
-
-def _seekable(fh):
-    try:
-        return fh.seekable()
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
-def _name_of(f):
-    if isinstance(f, (str, bytes, os.PathLike)):
-        return repr(os.fsdecode(os.fspath(f)))
-    name = getattr(f, "name", None)
-    return repr(name) if isinstance(name, str) else f"the {type(f).__name__} given"
