@@ -9,31 +9,13 @@ again. Both are holomorphic, so in JAX's convention their rules hold for complex
 as written (transposes, no conjugates).
 """
 from . import lapack
-from .broadcast import sum_to
 from .core import FLOAT, KEEP, primitive
-from .index import basic_index
+from .decomp import columns, mT, rows, shaped_like
 from .linalg import eye_of, matmul
 from .scipy_linalg import solve_triangular
-from .shape import cat, transpose, tril, triu
+from .shape import cat, tril, triu
 
 __all__ = ["lu_factor", "lu_permute", "unpack"]
-
-
-def _mT(a):
-    return transpose(a, dim0=a.ndim - 2, dim1=a.ndim - 1)
-
-
-def _shaped_like(grad, shape):
-    shape = tuple(shape)
-    return grad if tuple(grad.shape) == shape else sum_to(grad, shape=shape)
-
-
-def _cols(m, start, stop=None):
-    return basic_index(m, index=(Ellipsis, slice(None), slice(start, stop)))
-
-
-def _rows(m, start, stop=None):
-    return basic_index(m, index=(Ellipsis, slice(start, stop), slice(None)))
 
 
 # -- the pivots' permutation ------------------------------------------------------------------------
@@ -54,7 +36,7 @@ def lu_permute(xp, x, pivots, *, transpose=False):
 
 @lu_permute.vjp("x", uses="pivots")
 def lu_permute_vjp(g, out, x, pivots, *, transpose=False):
-    return _shaped_like(lu_permute(g, pivots, transpose=not transpose), x.shape)
+    return shaped_like(lu_permute(g, pivots, transpose=not transpose), x.shape)
 
 
 # -- lu_factor -----------------------------------------------------------------------------------
@@ -69,8 +51,8 @@ def unpack(lu):
     """``(L, U)`` from a packed ``LU`` (``m x k`` unit lower, ``k x n`` upper), differentiably."""
     m, n = lu.shape[-2:]
     k = min(m, n)
-    low = tril(_cols(lu, 0, k), diagonal=-1) + _cols(eye_of(lu, n=m), 0, k)
-    return low, triu(_rows(lu, 0, k))
+    low = tril(columns(lu, 0, k), diagonal=-1) + columns(eye_of(lu, n=m), 0, k)
+    return low, triu(rows(lu, 0, k))
 
 
 def _lt_solve(low, m):
@@ -80,7 +62,7 @@ def _lt_solve(low, m):
 
 def _right_ut_solve(m, up):
     """``m U^{-T}`` for upper ``U``."""
-    return _mT(solve_triangular(up, _mT(m)))
+    return mT(solve_triangular(up, mT(m)))
 
 
 def _l_solve(low, m):
@@ -90,7 +72,7 @@ def _l_solve(low, m):
 
 def _right_u_solve(m, up):
     """``m U^{-1}`` for upper ``U``."""
-    return _mT(solve_triangular(up, _mT(m), trans=1))
+    return mT(solve_triangular(up, mT(m), trans=1))
 
 
 @lu_factor.vjp("a", uses="out")
@@ -101,19 +83,19 @@ def lu_factor_vjp(g, out, a):
     m, n = lu.shape[-2:]
     k = min(m, n)
     low, up = unpack(lu)
-    g_low, g_up = tril(_cols(g_lu, 0, k), diagonal=-1), triu(_rows(g_lu, 0, k))
+    g_low, g_up = tril(columns(g_lu, 0, k), diagonal=-1), triu(rows(g_lu, 0, k))
     if m == n:
-        inner = tril(matmul(_mT(low), g_low), diagonal=-1) + triu(matmul(g_up, _mT(up)))
+        inner = tril(matmul(mT(low), g_low), diagonal=-1) + triu(matmul(g_up, mT(up)))
         grad = _lt_solve(low, _right_ut_solve(inner, up))
     elif m < n:
-        up1, up2, g_up1, g_up2 = _cols(up, 0, k), _cols(up, k), _cols(g_up, 0, k), _cols(g_up, k)
-        inner = (tril(matmul(_mT(low), g_low) - matmul(g_up2, _mT(up2)), diagonal=-1)
-                 + triu(matmul(g_up1, _mT(up1))))
+        up1, up2, g_up1, g_up2 = columns(up, 0, k), columns(up, k), columns(g_up, 0, k), columns(g_up, k)
+        inner = (tril(matmul(mT(low), g_low) - matmul(g_up2, mT(up2)), diagonal=-1)
+                 + triu(matmul(g_up1, mT(up1))))
         grad = cat(_lt_solve(low, _right_ut_solve(inner, up1)), _lt_solve(low, g_up2), dim=lu.ndim - 1)
     else:
-        low1, low2, g_low1, g_low2 = _rows(low, 0, k), _rows(low, k), _rows(g_low, 0, k), _rows(g_low, k)
-        inner = (tril(matmul(_mT(low1), g_low1), diagonal=-1)
-                 + triu(matmul(g_up, _mT(up)) - matmul(_mT(low2), g_low2)))
+        low1, low2, g_low1, g_low2 = rows(low, 0, k), rows(low, k), rows(g_low, 0, k), rows(g_low, k)
+        inner = (tril(matmul(mT(low1), g_low1), diagonal=-1)
+                 + triu(matmul(g_up, mT(up)) - matmul(mT(low2), g_low2)))
         grad = cat(_lt_solve(low1, _right_ut_solve(inner, up)), _right_ut_solve(g_low2, up), dim=lu.ndim - 2)
     return lu_permute(grad, pivots)
 
@@ -131,14 +113,14 @@ def lu_factor_jvp(t, out, a):
         dk = _right_u_solve(_l_solve(low, d), up)
         return matmul(low, tril(dk, diagonal=-1)) + matmul(triu(dk), up), None
     if m < n:
-        up1, up2 = _cols(up, 0, k), _cols(up, k)
-        dk = _right_u_solve(_l_solve(low, _cols(d, 0, k)), up1)
+        up1, up2 = columns(up, 0, k), columns(up, k)
+        dk = _right_u_solve(_l_solve(low, columns(d, 0, k)), up1)
         d_low = matmul(low, tril(dk, diagonal=-1))
-        d_up = cat(matmul(triu(dk), up1), _l_solve(low, _cols(d, k) - matmul(d_low, up2)), dim=lu.ndim - 1)
-        return d_up + cat(d_low, 0 * _cols(d_up, k), dim=lu.ndim - 1), None
-    low1, low2 = _rows(low, 0, k), _rows(low, k)
-    dk = _right_u_solve(_l_solve(low1, _rows(d, 0, k)), up)
+        d_up = cat(matmul(triu(dk), up1), _l_solve(low, columns(d, k) - matmul(d_low, up2)), dim=lu.ndim - 1)
+        return d_up + cat(d_low, 0 * columns(d_up, k), dim=lu.ndim - 1), None
+    low1, low2 = rows(low, 0, k), rows(low, k)
+    dk = _right_u_solve(_l_solve(low1, rows(d, 0, k)), up)
     d_up = matmul(triu(dk), up)
     d_low = cat(matmul(low1, tril(dk, diagonal=-1)),
-                _right_u_solve(_rows(d, k), up) - matmul(low2, triu(dk)), dim=lu.ndim - 2)
-    return d_low + cat(d_up, 0 * _rows(d_low, k), dim=lu.ndim - 2), None
+                _right_u_solve(rows(d, k), up) - matmul(low2, triu(dk)), dim=lu.ndim - 2)
+    return d_low + cat(d_up, 0 * rows(d_low, k), dim=lu.ndim - 2), None
