@@ -1,6 +1,7 @@
 """Argument normalisation shared by the torch-style functions: dims, shapes, scalars."""
 from ..runtime.shapes import shape_args
-from ..runtime.tensor import PLAIN_SUBCLASSES, Tensor, wrap_dim
+from ..runtime.tensor import Tensor, wrap_dim
+from ..runtime.vmapped import is_vmapped
 
 __all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type", "per_sample",
            "every_sample"]
@@ -9,14 +10,15 @@ __all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result
 def per_sample(t):
     """Whether ``t`` is one sample of a batch under ``vmap`` (a BatchedTensor of
     tracegrad.func): its ``_data`` holds sample 0 only, so code that reads values must go
-    through primitives (which batch) instead."""
-    return isinstance(t, Tensor) and type(t) is not Tensor and type(t) not in PLAIN_SUBCLASSES
+    through primitives (which batch) instead. (runtime.vmapped's test: a user's Tensor
+    subclass is not a sample.)"""
+    return is_vmapped(t)
 
 
 def every_sample(t):
     """The Tensor of all samples' values behind ``t`` (``t`` itself outside vmap): for code
     that checks values (index bounds), never for computing a result."""
-    while per_sample(t) and hasattr(type(t), "_phys"):
+    while is_vmapped(t):
         t = t._phys
     return t
 
