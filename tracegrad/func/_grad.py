@@ -65,16 +65,12 @@ def _with_tangent_of(x, lifted):
     return lifted
 
 
-def _is_dual(x):
-    return forward.ACTIVE[0] and isinstance(x, Tensor) and forward.tangent_of(x) is not None
-
-
 def _lift_tree(tree):
     """(lifted leaves, lifted tree, spec, whether the results must stay differentiable:
     an input requires grad or carries a tangent)."""
     leaves, spec = flatten(tree)
     lifted = [_lift(x) for x in leaves]
-    return lifted, unflatten(spec, lifted), spec, any(x.requires_grad or _is_dual(x) for x in leaves)
+    return lifted, unflatten(spec, lifted), spec, any(x.requires_grad for x in leaves) or _dual(leaves)
 
 
 class _Level:
@@ -113,7 +109,7 @@ def _detached(x):
 def _dual(tensors):
     """Whether a forward AD tangent rides on one of ``tensors``: the backward pass must then
     run on Tensors (``create_graph``) for the tangents to go through the vjps."""
-    return forward.ACTIVE[0] and any(forward.tangent_of(t) is not None for t in tensors)
+    return forward.ACTIVE[0] and forward.has_tangent(tensors)
 
 
 def _gradients(outputs, inputs, cotangents, create_graph, retain_graph=None):
@@ -123,12 +119,13 @@ def _gradients(outputs, inputs, cotangents, create_graph, retain_graph=None):
     if pairs:
         found = autograd.grad([o for o, _ in pairs], inputs, [c for _, c in pairs], retain_graph=retain_graph,
                               create_graph=create_graph, allow_unused=True)
-    return [g if g is not None else _zeros_like(x) for g, x in zip(found, inputs)]
+    return [g if g is not None else _zeros(tuple(x.shape), x) for g, x in zip(found, inputs)]
 
 
-def _zeros_like(x):
+def _zeros(shape, like):
+    """Zeros of ``shape`` in ``like``'s dtype and device (a plain tensor, also under vmap)."""
     from ..runtime.creation import zeros
-    return zeros(tuple(x.shape), dtype=x.dtype, device=x.device)
+    return zeros(shape, dtype=like.dtype, device=like.device)
 
 
 # -- argnums ------------------------------------------------------------------------------------
@@ -302,13 +299,8 @@ def _jacobian_rows(o, inputs, create_graph):
     result = []
     for x, acc in zip(inputs, rows):
         shape = tuple(o.shape) + tuple(x.shape)
-        result.append(stack(acc, 0).reshape(shape) if acc else _zeros_like_shape(x, shape))
+        result.append(stack(acc, 0).reshape(shape) if acc else _zeros(shape, x))
     return result
-
-
-def _zeros_like_shape(x, shape):
-    from ..runtime.creation import zeros
-    return zeros(shape, dtype=x.dtype, device=x.device)
 
 
 def hessian(func, argnums=0):
