@@ -7,9 +7,9 @@ PyTorch's single-tensor update, on the backend arrays in place: ``p *= 1 - lambd
 0-d tensors in the ``step`` counter's precision.
 """
 from ..runtime.tensor import Tensor
-from ._inplace import advance, bump, directed_grad, operands, real_view, scalar_state, step_counter, zeros_state
-from .optimizer import (Optimizer, as_float, check_capturable, check_impl_flags, check_lr, check_non_negative,
-                        closure_loss)
+from ._inplace import bump, directed_grad, operands, real_view, scalar_state, step_counter, zeros_state
+from .optimizer import (Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss,
+                        stepped_params)
 
 __all__ = ["ASGD"]
 
@@ -35,17 +35,12 @@ class ASGD(Optimizer):
         for group in self.param_groups:
             lr, lambd, alpha, t0 = as_float(group["lr"]), group["lambd"], group["alpha"], group["t0"]
             weight_decay = group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = step_counter(p, on_param_device=True)
-                    st["eta"] = scalar_state(p, lr, on_param_device=True)
-                    st["mu"] = scalar_state(p, 1.0, on_param_device=True)
-                    st["ax"] = zeros_state(p)
-                check_capturable(group, p, "params, mus, etas, and state_steps")
-                step = advance(st["step"])
+            def init(p, st, lr=lr):
+                st["step"] = step_counter(p, on_param_device=True)
+                st["eta"] = scalar_state(p, lr, on_param_device=True)
+                st["mu"] = scalar_state(p, 1.0, on_param_device=True)
+                st["ax"] = zeros_state(p)
+            for p, st, step in stepped_params(self, group, init, what="params, mus, etas, and state_steps"):
                 eta, mu = float(st["eta"]._data), float(st["mu"]._data)
                 ops = operands(p._data, weight_decay, 1 - lambd * eta, eta, real=True)
                 _update(p, p._data, p.grad._data, st, ops, mu, weight_decay != 0, group["maximize"])

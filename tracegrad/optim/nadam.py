@@ -7,10 +7,10 @@ PyTorch's single-tensor update, on the backend arrays in place: Adam's moments, 
 """
 from .. import backend
 from ..runtime.tensor import wrap
-from ._inplace import advance, bump, operands, real_view, scalar_dtype, scalar_state, step_counter, zeros_state
+from ._inplace import bump, operands, real_view, scalar_dtype, scalar_state, step_counter, zeros_state
 from .adam import decay, update_moments
-from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
-                        check_non_negative, closure_loss)
+from .optimizer import (Optimizer, as_float, check_betas, check_impl_flags, check_lr, check_non_negative,
+                        closure_loss, stepped_params)
 
 __all__ = ["NAdam"]
 
@@ -51,19 +51,13 @@ class NAdam(Optimizer):
             values = (1 - beta1 if small else beta1, beta2, 1 - beta2, group["eps"], weight_decay,
                       1 - lr * weight_decay)
             flags = (small, weight_decay != 0, group["decoupled_weight_decay"], group["maximize"])
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    on_device = group["capturable"]
-                    st["step"] = step_counter(p, on_device)
-                    st["mu_product"] = scalar_state(p, 1.0, on_device)
-                    st["exp_avg"] = zeros_state(p)
-                    st["exp_avg_sq"] = zeros_state(p)
-                check_capturable(group, p, "params, mu_products and state_steps",
-                                 what_foreach="params, mu_products, and state_steps")
-                step = advance(st["step"])
+            def init(p, st, on_device=group["capturable"]):  # (PyTorch's order of state keys)
+                st["step"] = step_counter(p, on_device)
+                st["mu_product"] = scalar_state(p, 1.0, on_device)
+                st["exp_avg"] = zeros_state(p)
+                st["exp_avg_sq"] = zeros_state(p)
+            for p, st, step in stepped_params(self, group, init, what="params, mu_products and state_steps",
+                                              what_foreach="params, mu_products, and state_steps"):
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 product_t = st["mu_product"]

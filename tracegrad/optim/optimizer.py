@@ -19,7 +19,7 @@ from ..runtime import dispatch, grad_mode
 from ..runtime.hooks import RemovableHandle
 from ..runtime.profiler import record_function
 from ..runtime.tensor import Tensor, wrap
-from ._inplace import scalar_dtype
+from ._inplace import advance, scalar_dtype, step_counter, zeros_state
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -173,7 +173,6 @@ def stepped_params(optimizer, group, init, **capturable):
     made by ``init(param, state)`` on first use, ``check_capturable(group, param, **capturable)``
     passed, and its step counter advanced (``step`` is the new count) -- the loop every
     optimizer's ``step`` opens with."""
-    from ._inplace import advance
     for p in group["params"]:
         if p.grad is None:
             continue
@@ -187,8 +186,6 @@ def stepped_params(optimizer, group, init, **capturable):
 def zero_buffers(group, *names):
     """A state ``init`` for :func:`stepped_params`: a step counter (on the parameter's device
     when the group is capturable) and a zero buffer per name."""
-    from ._inplace import step_counter, zeros_state
-
     def init(p, st):
         st["step"] = step_counter(p, group["capturable"])
         for name in names:

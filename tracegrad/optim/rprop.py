@@ -7,8 +7,9 @@ where the sign flipped, ``g = 0``; ``p -= sign(g) * step_size``; ``prev = g``.
 """
 from .. import backend
 from ..runtime.tensor import wrap
-from ._inplace import advance, bump, operands, real_view, step_counter, zeros_state
-from .optimizer import Optimizer, as_float, check_capturable, check_impl_flags, check_lr, closure_loss
+from ._inplace import bump, operands, real_view
+from .optimizer import (Optimizer, as_float, check_impl_flags, check_lr, closure_loss, stepped_params,
+                        zero_buffers)
 
 __all__ = ["Rprop"]
 
@@ -34,19 +35,12 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = step_counter(p, group["capturable"])
-                    st["prev"] = zeros_state(p)
-                    lr = as_float(group["lr"])
-                    data = p.grad._data
-                    fill = complex(lr, lr) if data.dtype.kind == "c" else lr
-                    st["step_size"] = wrap(backend.namespace_of(data).full_like(data, fill))
-                check_capturable(group, p, xla=(True, True))
-                advance(st["step"])
+            def init(p, st, buffers=zero_buffers(group, "prev"), lr=as_float(group["lr"])):
+                buffers(p, st)
+                data = p.grad._data
+                fill = complex(lr, lr) if data.dtype.kind == "c" else lr
+                st["step_size"] = wrap(backend.namespace_of(data).full_like(data, fill))
+            for p, st, _ in stepped_params(self, group, init, xla=(True, True)):
                 ops = operands(p._data, etaminus, etaplus, step_size_min, step_size_max)
                 _update(p, p._data, p.grad._data, st, ops, group["maximize"])
         return loss
