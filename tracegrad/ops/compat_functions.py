@@ -11,6 +11,7 @@ import warnings
 from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime.tensor import Tensor, wrap
+from .out import can_cast  # noqa: F401  (torch.can_cast: listed in FUNCTIONS below)
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -439,12 +440,6 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     t = test_elements if isinstance(test_elements, Tensor) else creation.tensor(test_elements)
     hit = (e.detach().unsqueeze(-1) == t.detach().reshape(-1)).any(-1) if t.numel() else e.new_zeros(e.shape, dtype=_dt.bool_)
     return ~hit if invert else hit
-
-
-def can_cast(from_, to):
-    if to is _dt.bool_:
-        return from_ is _dt.bool_
-    return from_.category <= to.category
 
 
 def fill(input, value):

@@ -25,7 +25,6 @@ applies the wrapper when the function table is built.
 import functools
 import warnings
 
-from ..backend import dtypes as _dt
 from ..runtime.grad_mode import is_grad_enabled
 from ..runtime.tensor import Tensor
 from . import return_types
@@ -46,9 +45,9 @@ _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bf
             "complex128": "c10::complex<double>"}
 
 
-def can_cast(src, dst):
+def can_cast(from_, to):
     """``torch.can_cast``: no cast to a lower category (complex > float > int > bool)."""
-    return _dt.KIND_CATEGORY[src.np.kind] <= _dt.KIND_CATEGORY[dst.np.kind]
+    return from_.category <= to.category
 
 
 # A rule takes the result and out (Tensors) and returns the error to raise, or None.
