@@ -275,13 +275,14 @@ def run_batched_inplace(prim, args, params):
     if not (type(self) is BatchedTensor and self._level == level):
         raise RuntimeError(_INPLACE.format(op="inplace arithmetic" if prim.name in ELEMENTWISE else prim.name + "_"))
     node = None
-    if grad_mode.state.mode == grad_mode.GRAD and prim.differentiable:
-        node_args = None  # the vjps read self as it was: a copy of it, with its history
-        if any(a.requires_grad for a in args if type(a) is BatchedTensor and a._level == level):
-            node_args = (_before(self, level),) + tuple(args[1:])
-        node = _logical_node(prim, args, params, level, node_args)
-    dual = forward.ACTIVE[0] and forward.has_tangent(args) and \
-        forward.inplace_rule(prim, args, params, before=_before(self, level))
+    recording = grad_mode.state.mode == grad_mode.GRAD and prim.differentiable
+    saves_old = recording and any(a.requires_grad for a in args if type(a) is BatchedTensor and a._level == level)
+    tangents = forward.ACTIVE[0] and forward.has_tangent(args)
+    # self as it was (a copy, with its history), made once for the vjps and the tangent rule
+    before = _before(self, level) if saves_old or tangents else None
+    if recording:
+        node = _logical_node(prim, args, params, level, (before,) + tuple(args[1:]) if saves_old else None)
+    dual = tangents and forward.inplace_rule(prim, args, params, before=before)
     phys, flags = _split(args, level)
     with forward.suspended():
         out = rule_for(prim)(prim, phys, tuple(flags), params, _size_of(level))
