@@ -9,9 +9,12 @@ import warnings as _warnings
 import numpy as _np
 
 from . import cpu
+from .allocator import keep_freed_memory as _keep_freed_memory
 from .device import CPU, device
 from .dtypes import (as_dtype, from_numpy_dtype, get_default_dtype, promote_types,  # noqa: F401
                      result_type, set_default_dtype)
+
+_keep_freed_memory()  # NumPy temporaries reuse freed memory instead of page-faulting it in (see allocator.py)
 
 __all__ = ["cpu", "device", "namespace_of", "namespace_for", "device_of", "is_array",
            "register", "unregister", "loaded", "move", "seed_all", "ARRAY_TYPES",
