@@ -57,3 +57,22 @@ def test_fdlibm_erf_nan_shapes_and_integer_inputs():
     ints = fdlibm_erf(np.array([[0, 1], [2, -3]]))
     assert ints.dtype == np.float64 and ints.shape == (2, 2)
     np.testing.assert_array_equal(ints, [[0.0, math.erf(1)], [math.erf(2), math.erf(-3)]])
+
+
+def test_float32_erf_within_one_ulp_of_the_correctly_rounded_value():
+    """erf_float32 on 2 million float32 numbers spread over every exponent from the
+    subnormals to 4.5 (beyond, erf rounds to 1), both signs, plus the special values."""
+    from tracegrad.backend.cpu_erf import erf_float32
+    bits = np.random.default_rng(3).integers(0, 0x40900000, 1_000_000, dtype=np.uint32)
+    x = bits.view(np.float32)
+    x = np.concatenate([x, -x, np.array([0.0, -0.0, np.inf, -np.inf, 4.0, 10.0, 1e-45], np.float32)])
+    want = np.array([math.erf(float(v)) for v in x[:2000]]).astype(np.float32)  # the C library's
+    got = erf_float32(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    assert _ulps(got[:2000], want).max() <= 1.0
+    scipy_special = pytest.importorskip("scipy.special")
+    rounded = scipy_special.erf(x.astype(np.float64)).astype(np.float32)  # float64 erf, rounded once
+    assert _ulps(got, rounded).max() <= 1.0
+    assert (np.signbit(got) == np.signbit(x)).all()
+    assert np.isnan(erf_float32(np.array([np.nan], np.float32))).all()
+    assert erf_float32(np.zeros((2, 0), np.float32)).shape == (2, 0)
