@@ -261,8 +261,8 @@ def _check_differentiable_outputs(outs):
 # -- jacrev and hessian -----------------------------------------------------------------------------
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
-    """The Jacobian of ``func`` w.r.t. the inputs ``argnums`` by reverse mode: one vjp per
-    output element (``chunk_size`` is accepted; the rows are computed one at a time)."""
+    """The Jacobian of ``func`` w.r.t. the inputs ``argnums`` by reverse mode: the vjps of
+    all output elements in one vmapped backward pass (``chunk_size`` rows per pass)."""
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
 
@@ -278,29 +278,46 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                                        f"unsupported type {type(o)}")
             _check_differentiable_outputs(outs)
             keep = level.outer or tracked
-            per_output = [unflatten(spec, _jacobian_rows(o, lifted, keep or _dual(lifted))) for o in outs]
+            per_output = [unflatten(spec, _jacobian_rows(o, lifted, keep or _dual(lifted), chunk_size))
+                          for o in outs]
         jac = unflatten(out_spec, per_output)
         return (_plain(jac, keep), _plain(aux, keep)) if has_aux else _plain(jac, keep)
     return wrapper
 
 
-def _jacobian_rows(o, inputs, create_graph):
-    """[d o / d x for x in inputs], each shaped ``o.shape + x.shape``."""
-    from ..ops.shape import stack
-    from ..runtime.creation import zeros
+def _jacobian_rows(o, inputs, create_graph, chunk_size=None):
+    """[d o / d x for x in inputs], each shaped ``o.shape + x.shape``: the vjps of the rows
+    of the identity, vmapped (one batched backward pass per ``chunk_size`` rows, all of them
+    by default), as torch.func does. ``chunk_size=1``, or a pass that the batching rules
+    cannot take, computes them one row at a time."""
+    from ..ops.shape import cat
+    from ..runtime.creation import eye
+    from ._vmap import vmap
     n = o.numel()
-    rows = [[] for _ in inputs]
-    for j in range(n):
-        basis = zeros(n, dtype=o.dtype, device=o.device)
-        basis[j] = 1
-        for acc, g in zip(rows, _gradients([o], inputs, [basis.reshape(tuple(o.shape))], create_graph,
-                                           retain_graph=True)):
-            acc.append(g)
+    if n == 0:
+        return [_zeros(tuple(o.shape) + tuple(x.shape), x) for x in inputs]
+    basis = eye(n, dtype=o.dtype, device=o.device).reshape((n,) + tuple(o.shape))
+    step = n if chunk_size is None else chunk_size
+    chunks = [basis[j:j + step] for j in range(0, n, step)]
+
+    def vjps(v):
+        return tuple(_gradients([o], inputs, [v], create_graph, retain_graph=True))
+    try:
+        if step == 1:
+            raise _RowByRow
+        parts = [vmap(vjps)(chunk) for chunk in chunks]
+    except Exception:  # noqa: BLE001 -- the row-by-row pass gives the answer, or the error
+        parts = [tuple(g.unsqueeze(0) for g in vjps(row)) for row in basis]
     result = []
-    for x, acc in zip(inputs, rows):
-        shape = tuple(o.shape) + tuple(x.shape)
-        result.append(stack(acc, 0).reshape(shape) if acc else _zeros(shape, x))
+    for k, x in enumerate(inputs):
+        rows = [p[k] for p in parts]
+        full = rows[0] if len(rows) == 1 else cat(rows, 0)
+        result.append(full.reshape(tuple(o.shape) + tuple(x.shape)))
     return result
+
+
+class _RowByRow(Exception):
+    """chunk_size=1: PyTorch computes the rows in a loop then, without vmap."""
 
 
 def hessian(func, argnums=0):

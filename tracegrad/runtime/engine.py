@@ -45,6 +45,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                                "passed to `backward()`. Please only use `grad_tensors`.")
         warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
         grad_tensors = grad_variables
+    if grad_tensors is not None and any(
+            is_vmapped(g) for g in ((grad_tensors,) if isinstance(grad_tensors, Tensor) else grad_tensors)):
+        raise RuntimeError(BACKWARD_IN_VMAP)
     grads = _root_grads(tensors, grad_tensors, create_graph)
     roots = _root_edges(tensors)
     if retain_graph is None:
@@ -68,9 +71,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated)."""
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by tracegrad")
     outputs = _as_tuple(outputs, "outputs")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     inputs_seq = _as_tuple(inputs, "inputs")
     if allow_unused is None:
         allow_unused = materialize_grads
@@ -80,12 +84,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t in inputs_seq:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    grads = _root_grads(outputs, grad_outputs, create_graph)
-    roots = _root_edges(outputs)
     if retain_graph is None:
         retain_graph = create_graph
+    # A cotangent with one value per sample (a vmap over a vjp, as jacrev runs) must reach
+    # the vjps as a Tensor, so that they run through the batching rules (its array holds
+    # one sample only): the pass runs as with create_graph, and the results are detached.
+    batched = not create_graph and grad_outputs is not None and any(
+        is_vmapped(g) for g in ((grad_outputs,) if isinstance(grad_outputs, Tensor) else grad_outputs))
+    grads = _root_grads(outputs, grad_outputs, create_graph or batched)
+    roots = _root_edges(outputs)
     targets = [_input_edge(t, i) for i, t in enumerate(inputs_seq)]
-    captured = run(roots, grads, retain_graph, create_graph, targets=targets)
+    captured = run(roots, grads, retain_graph, create_graph or batched, targets=targets)
+    if batched:
+        captured = [None if g is None else g.detach() for g in captured]
     result = []
     for i, (t, g) in enumerate(zip(inputs_seq, captured)):
         if g is None:
@@ -98,6 +109,28 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = wrap(g)
         result.append(g)
     return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad(..., is_grads_batched=True)``: the first dim of each cotangent indexes
+    independent vjps, computed in one pass by vmapping over it (as PyTorch does)."""
+    from ..func import vmap
+    if grad_outputs is None:
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    cotangents = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    for i, (out, g) in enumerate(zip(outputs, cotangents)):
+        if isinstance(g, Tensor) and tuple(g.shape[1:]) != tuple(out.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the "
+                "batch dimension. The sizes of the remaining dimensions are expected to match the shape "
+                f"of corresponding output, but a mismatch was detected: grad_output[{i}] has a shape of "
+                f"{g.shape[1:] if g.ndim else g.shape} and output[{i}] has a shape of {out.shape}. "
+                "If you only want some tensors in `grad_output` to be considered batched, consider using vmap.")
+
+    def one(*gs):
+        return grad(outputs, inputs, gs, retain_graph=True if retain_graph is None else retain_graph,
+                    create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+    return vmap(one)(*cotangents)
 
 
 def _as_tuple(x, what):
