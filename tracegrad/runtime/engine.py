@@ -179,11 +179,23 @@ def run(roots, root_grads, keep_graph, create_graph, targets=None):
     them runs and their gradients are returned, in order."""
     prev = grad_mode.swap(create_graph)
     outer, _pass.targeted = getattr(_pass, "targeted", False), targets is not None
+    outer_callbacks, _pass.callbacks = getattr(_pass, "callbacks", None), []
     try:
-        return _run(roots, root_grads, keep_graph, create_graph, targets)
+        captured = _run(roots, root_grads, keep_graph, create_graph, targets)
+        for callback in _pass.callbacks:  # (a callback may queue more: they run too)
+            callback()
+        return captured
     finally:
-        _pass.targeted = outer
+        _pass.targeted, _pass.callbacks = outer, outer_callbacks
         grad_mode.restore(prev)
+
+
+def queue_callback(callback):
+    """Run ``callback()`` when the backward pass running in this thread ends (torch's
+    ``Variable._execution_engine.queue_callback``; DDP waits for its all-reduces there)."""
+    if getattr(_pass, "callbacks", None) is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _pass.callbacks.append(callback)
 
 
 _pass = threading.local()  # what the pass running in this thread was asked for
