@@ -238,6 +238,7 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
         if n in deps:
             _buffer(buffers, fresh, n, nr, g, (g,), graph)  # the caller's gradient: not fresh
     ready = [(n, buffers.pop(n, None)) for n in root_nodes if n in deps and deps[n] == 0]
+    leaves = []  # leaves made ready by the node running now
     accumulate_grad = AccumulateGrad
     apply = checked_apply if dispatch.anomaly_enabled else _plain_apply
     accumulate = _accumulate_grad
@@ -305,11 +306,14 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
                             fresh[nxt] = _is_fresh(g, grads, graph)
                 elif g is not None:
                     _add_grad(buf, fresh, nxt, nr, g, grads, graph)
-                ready.append((nxt, buf))
+                (leaves if type(nxt) is accumulate_grad else ready).append((nxt, buf))
             else:
                 deps[nxt] = d - 1
                 if g is not None:
                     _buffer(buffers, fresh, nxt, nr, g, grads, graph)
+        if leaves:  # on top, so that leaves accumulate (and run their post-accumulate hooks) as
+            ready.extend(leaves)  # soon as their gradient is complete, as torch's engine
+            leaves.clear()  # does: DDP starts averaging while backward goes on
 
 
 def _plain_apply(node, grads, graph):
