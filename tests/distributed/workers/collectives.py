@@ -215,6 +215,15 @@ dist.all_reduce(t)  # still in step after all that
 same(t, all_values().sum(axis=0), "all_reduce after errors")
 ok("mismatches")
 
+# TRACEGRAD_DISTRIBUTED_CHECK=0: no signature exchange, same results
+from tracegrad.distributed import _buffers  # noqa: E402
+_buffers.CHECK = False
+t = torch.from_numpy(value(rank))
+dist.all_reduce(t, op=ReduceOp.MAX)
+same(t, all_values().max(axis=0), "all_reduce unchecked")
+_buffers.CHECK = True
+ok("unchecked")
+
 dist.barrier()
 dist.destroy_process_group()
 assert not dist.is_initialized()
