@@ -53,9 +53,29 @@ class Lent:
         self.tensor._bump_version()
 
 
+_CUDA_AWARE = []
+
+
 def _cuda_aware():
-    query = getattr(_mpi.MPI(), "Query_cuda_support", None)
-    return bool(query and query())
+    """Whether MPI reads and writes device memory itself: MPIX_Query_cuda_support(), which
+    MPICH and Open MPI export (mpi4py does not wrap it); TRACEGRAD_MPI_CUDA_AWARE=0/1
+    overrides. Asked once."""
+    if not _CUDA_AWARE:
+        forced = os.environ.get("TRACEGRAD_MPI_CUDA_AWARE")
+        _CUDA_AWARE.append(forced == "1" if forced in ("0", "1") else _query_cuda_support())
+    return _CUDA_AWARE[0]
+
+
+def _query_cuda_support():
+    import ctypes
+    _mpi.MPI()  # (the library is loaded, and initialised)
+    for name in ("libmpi.so.12", "libmpi.so.40", "libmpi.so"):
+        try:
+            query = getattr(ctypes.CDLL(name), "MPIX_Query_cuda_support", None)
+        except OSError:
+            continue
+        return bool(query is not None and query())
+    return False
 
 
 def lend(t, what="tensor"):

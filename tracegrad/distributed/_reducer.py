@@ -112,7 +112,9 @@ class Reducer:
 
     def _launch(self, bucket):
         """Copy the bucket's gradients into one flat array (zeros for unused ones), divided by
-        the world size, and start its all-reduce."""
+        the world size, and start its all-reduce. (Alone, the average is the gradient itself.)"""
+        if self.pg.size() == 1:
+            return
         n = len(bucket.params)
         dtype = bucket.params[0]._data.dtype
         flat = np.empty(bucket.total + (n if self.find_unused else 0), dtype)
@@ -134,10 +136,10 @@ class Reducer:
         """End of backward: wait for every bucket and give each parameter its average."""
         self.expecting = False
         launched = self.buckets[:self.next_bucket]
-        _mpi.MPI().Request.Waitall([b.request for b in launched])
+        _mpi.MPI().Request.Waitall([b.request for b in launched if b.request is not None])
         if self.next_bucket < len(self.buckets):
             raise RuntimeError(self._unreduced_message())
-        for bucket in launched:
+        for bucket in launched if self.pg.size() > 1 else ():
             for j, p in enumerate(bucket.params):
                 if self.find_unused and bucket.flat[bucket.total + j] == 0:
                     continue  # no rank used it: its grad stays as it was
