@@ -14,7 +14,7 @@ from .. import backend
 from ..runtime.tensor import Tensor
 from . import _mpi
 
-__all__ = ["Work", "Lent", "lend", "agree", "check_tensor"]
+__all__ = ["Work", "Lent", "lend", "agree", "check_tensor", "signature", "row"]
 
 # dtypes by index, so that a signature (ints) can name each rank's dtype in an error
 _DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex64",
@@ -90,9 +90,14 @@ def lend(t, what="tensor"):
     return Lent(t, ns.to_host(data), True)
 
 
+_NAMES = {}  # dtype -> its name (numpy's dtype.name is slow to compute)
+
+
 def dtype_name(arr):
-    name = arr.dtype.name
-    return "bfloat16" if "bfloat16" in name else name
+    name = _NAMES.get(arr.dtype)
+    if name is None:
+        name = _NAMES[arr.dtype] = "bfloat16" if "bfloat16" in arr.dtype.name else arr.dtype.name
+    return name
 
 
 class Work:
@@ -150,12 +155,19 @@ def finished(work, async_op):
 
 
 def signature(kind, arg, arr=None, shape=None, dtype=None):
+    """One rank's call as :func:`row` describes it, for :func:`agree` (None when unchecked)."""
+    return row(kind, arg, arr, shape, dtype) if CHECK else None
+
+
+def row(kind, arg, arr=None, shape=None, dtype=None):
     """A fixed-length row of ints describing one rank's call (``arr`` or ``shape``/``dtype``)."""
     if arr is not None:
-        shape, dtype = arr.shape, dtype_name(arr)
+        shape, dtype, size = arr.shape, dtype_name(arr), arr.size
+    else:
+        size = int(np.prod(shape, dtype=np.int64))
     dims = list(shape)[:_MAX_DIMS]
     code = _DTYPES.index(dtype) if dtype in _DTYPES else len(_DTYPES)
-    return [0, kind, arg, code, int(np.prod(shape, dtype=np.int64)), len(shape)] + dims + [0] * (_MAX_DIMS - len(dims))
+    return [0, kind, arg, code, size, len(shape)] + dims + [0] * (_MAX_DIMS - len(dims))
 
 
 def _describe(row):

@@ -44,27 +44,21 @@ def _op_name(code):
         return ""
 
 
+_MPI_OPS = {}  # (op, is_bool) -> MPI.Op, filled once MPI is loaded
+
+
 def _mpi_op(op, arr):
-    """The MPI reduction and the array MPI reduces for ``op`` on ``arr`` (bool as bytes,
-    where sum is ``or`` and product is ``and``), and the finishing step AVG needs."""
-    MPI = _mpi.MPI()
-    if not isinstance(op, ReduceOp.RedOpType):
-        raise TypeError(f"op must be a tracegrad.distributed.ReduceOp (ReduceOp.SUM...), got {op!r}")
-    kind = arr.dtype.kind
-    if op is ReduceOp.PREMUL_SUM:
-        raise NotImplementedError(f"ReduceOp.{op.name} is not supported by tracegrad.distributed")
-    if op is ReduceOp.AVG and kind not in "fc":
-        raise RuntimeError(f"result type Float can't be cast to the desired output type {_torch_name(arr)}")
-    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "biu":
-        raise RuntimeError(f"Cannot use ReduceOp.{op.name} with {_torch_name(arr)}")
-    if op in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
-        raise RuntimeError(f"all_reduce does not support {op.name} on complex tensors")
-    if kind == "b":
-        table = {ReduceOp.SUM: MPI.LOR, ReduceOp.MAX: MPI.LOR, ReduceOp.BOR: MPI.LOR, ReduceOp.PRODUCT: MPI.LAND,
-                 ReduceOp.MIN: MPI.LAND, ReduceOp.BAND: MPI.LAND, ReduceOp.BXOR: MPI.LXOR}
-        return table[op]
-    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
-            ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
+    """The MPI reduction for ``op`` on ``arr`` (bool: as bytes, where sum is ``or`` and
+    product is ``and``); AVG is a SUM, divided afterwards."""
+    if not _MPI_OPS:
+        MPI = _mpi.MPI()
+        R = ReduceOp
+        _MPI_OPS.update({(R.SUM, False): MPI.SUM, (R.AVG, False): MPI.SUM, (R.PRODUCT, False): MPI.PROD,
+                         (R.MIN, False): MPI.MIN, (R.MAX, False): MPI.MAX, (R.BAND, False): MPI.BAND,
+                         (R.BOR, False): MPI.BOR, (R.BXOR, False): MPI.BXOR, (R.SUM, True): MPI.LOR,
+                         (R.MAX, True): MPI.LOR, (R.BOR, True): MPI.LOR, (R.PRODUCT, True): MPI.LAND,
+                         (R.MIN, True): MPI.LAND, (R.BAND, True): MPI.LAND, (R.BXOR, True): MPI.LXOR})
+    return _MPI_OPS[op, arr.dtype.kind == "b"]
 
 
 def _code(op):
@@ -75,10 +69,17 @@ def _code(op):
 
 def _op_error(op, arr):
     """What is wrong with reducing ``arr`` with ``op`` (None: nothing), for ``agree``."""
-    try:
-        _mpi_op(op, arr)
-    except (RuntimeError, NotImplementedError) as e:
-        return str(e)
+    kind = arr.dtype.kind
+    if op is ReduceOp.SUM or (op is ReduceOp.AVG and kind in "fc"):  # (the usual case, at once)
+        return None
+    if op is ReduceOp.PREMUL_SUM:
+        return f"ReduceOp.{op.name} is not supported by tracegrad.distributed"
+    if op is ReduceOp.AVG:
+        return f"result type Float can't be cast to the desired output type {_torch_name(arr)}"
+    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "biu":
+        return f"Cannot use ReduceOp.{op.name} with {_torch_name(arr)}"
+    if op in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
+        return f"{op.name} is not defined on complex tensors"
     return None
 
 

@@ -5,12 +5,12 @@ shape or dtype raises instead of truncating or reinterpreting bytes."""
 import numpy as np
 
 from . import _mpi
-from ._buffers import Work, dtype_name, lend, signature, _describe
+from ._buffers import Work, lend, row, _describe
 from .process_group import group_rank, resolve
 
 __all__ = ["send", "recv", "isend", "irecv", "P2POp", "batch_isend_irecv"]
 
-_HEADER_LEN = len(signature(0, 0, shape=(), dtype="bool"))
+_HEADER_LEN = len(row(0, 0, shape=(), dtype="bool"))
 
 
 def _peer(pg, rank, group_rank_, what):
@@ -37,7 +37,7 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
         raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of the "
                          "current process.")
     lent = lend(tensor)
-    header = np.array(signature(0, 0, lent.buf), dtype=np.int64)
+    header = np.array(row(0, 0, lent.buf), dtype=np.int64)
     data = np.ascontiguousarray(lent.buf)
     requests = [pg.comm.Isend(header, peer, tag), pg.comm.Isend(_mpi_buf(data), peer, tag)]
     return Work(requests, lambda: (header, data), [tensor])  # (keeps both alive until then)
@@ -56,7 +56,7 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     lent = lend(tensor)
     header = np.empty(_HEADER_LEN, dtype=np.int64)
     status = MPI.Status()
-    expected = signature(0, 0, lent.buf)
+    expected = row(0, 0, lent.buf)
     if peer == MPI.ANY_SOURCE:  # the data must come from whoever sent the header: received after it
         request = pg.comm.Irecv(header, peer, tag)
 
@@ -101,7 +101,7 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
         status = MPI.Status()
         pg.comm.Recv(header, MPI.ANY_SOURCE, tag, status)
         peer = status.Get_source()
-        _check_header(header, signature(0, 0, lent.buf), peer)
+        _check_header(header, row(0, 0, lent.buf), peer)
         pg.comm.Recv(_mpi_buf(lent.buf), peer, tag)
         lent.give_back()
         return pg.ranks[peer]
