@@ -8,7 +8,7 @@ from tracegrad.distributed._reducer import bucket_assignment
 
 from .launch import needs_mpi, run
 
-CHECKS = ["construction", "gradients", "overlap", "no_sync", "uneven batch", "find_unused_parameters",
+CHECKS = ["construction", "gradients", "overlap", "no_sync", "second backward refused", "uneven batch", "find_unused_parameters",
           "unused parameters refused", "broadcast_buffers", "device tensors", "done"]
 
 

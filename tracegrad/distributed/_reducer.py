@@ -65,6 +65,7 @@ class Reducer:
                 self.where[id(p)] = (bucket, j)
         self.expecting = False    # a synchronised backward is due (set by each DDP forward)
         self.started = False      # its first hook has fired
+        self.spent = False        # the last synchronised backward has ended, no forward since
         self.unused = ()
         self.next_bucket = 0
         self.used = None
@@ -78,7 +79,7 @@ class Reducer:
     def prepare_for_backward(self, outputs):
         """Called by DDP's forward: the next backward averages the gradients. With
         ``find_unused_parameters``, find those ``outputs`` do not depend on."""
-        self.expecting, self.started, self.next_bucket = True, False, 0
+        self.expecting, self.started, self.spent, self.next_bucket = True, False, False, 0
         for bucket in self.buckets:
             bucket.pending, bucket.flat, bucket.request = len(bucket.params), None, None
         self.used = set()
@@ -86,8 +87,18 @@ class Reducer:
             reached = _leaves_reached(outputs)
             self.unused = [p for p in self.params if id(p) not in reached]
 
+    def forward_without_sync(self):
+        """A DDP forward under no_sync() (or without grad): its backward averages nothing."""
+        self.expecting = self.spent = False
+
     def _ready(self, param):
         if not self.expecting:
+            if self.spent:  # a second backward after one synchronised forward: its gradients
+                raise RuntimeError(  # would silently stay local
+                    "Expected to mark a variable ready only once. This error is caused by a second backward pass "
+                    "after one DistributedDataParallel forward (backward twice with retain_graph=True), or by "
+                    "using a module parameter outside the DDP module's forward. Run the DDP forward again before "
+                    "each backward, or use no_sync() for the passes that must not average.")
             return  # under no_sync(), or a backward with no DDP forward before it
         if not self.started:
             self.started = True
@@ -134,7 +145,7 @@ class Reducer:
 
     def _finish(self):
         """End of backward: wait for every bucket and give each parameter its average."""
-        self.expecting = False
+        self.expecting, self.spent = False, True
         launched = self.buckets[:self.next_bucket]
         _mpi.MPI().Request.Waitall([b.request for b in launched if b.request is not None])
         if self.next_bucket < len(self.buckets):

@@ -108,6 +108,19 @@ for h in halves:
 close(grads(model.module), grads(single), "no_sync then sync")
 ok("no_sync")
 
+# -- a second backward after one forward would leave local gradients: refused ---------------------
+model = DDP(make_model(rank))
+loss = model(x[rank::n]).sum()
+loss.backward(retain_graph=True)
+try:
+    loss.backward()
+except RuntimeError as e:
+    assert "Expected to mark a variable ready only once" in str(e), e
+else:
+    raise AssertionError("a second backward after one DDP forward was not refused")
+model(x[rank::n]).sum().backward()  # a forward re-arms it
+ok("second backward refused")
+
 # -- uneven last batch: rank r has r+1 samples; DDP averages the ranks' mean-loss gradients ------
 model = DDP(make_model(rank))
 nn.functional.mse_loss(model(x[:rank + 1]), y[:rank + 1]).backward()

@@ -1,11 +1,11 @@
 """``DistributedDataParallel``: one model replica per MPI process, gradients averaged.
 
 At construction every rank checks it holds the same parameters (shapes, dtypes) and takes
-rank 0's parameters and buffers. Each forward (training, gradients on) re-broadcasts the
-buffers from rank 0 when ``broadcast_buffers`` and arms the Reducer
-(``tracegrad.distributed._reducer``), whose hooks average the gradients in buckets while
-backward runs. ``no_sync()`` skips the averaging, so gradients accumulate locally until the
-next synchronised backward. CuPy tensors are averaged through host copies (see
+rank 0's parameters and buffers. Each forward with gradients on (training or not, as
+torch) re-broadcasts the buffers from rank 0 when ``broadcast_buffers`` and arms the
+Reducer (``tracegrad.distributed._reducer``), whose hooks average the gradients in buckets
+while backward runs. ``no_sync()`` skips the averaging, so gradients accumulate locally
+until the next synchronised backward. CuPy tensors are averaged through host copies (see
 ``tracegrad.distributed._buffers``)."""
 import contextlib
 
@@ -76,15 +76,18 @@ class DistributedDataParallel(Module):
                 dist.broadcast(t.detach(), src=self.process_group.ranks[0], group=self.process_group)
 
     def forward(self, *inputs, **kwargs):
-        training = self.module.training and grad_mode.is_grad_enabled()
-        if self.process_group is not None and self.broadcast_buffers and training and self.process_group.size() > 1:
+        syncing = grad_mode.is_grad_enabled()  # (as torch: whether training or not)
+        if self.process_group is not None and self.broadcast_buffers and syncing and self.process_group.size() > 1:
             from ... import distributed as dist
             with grad_mode.no_grad():
                 for b in self.module.buffers():
                     dist.broadcast(b.detach(), src=self.process_group.ranks[0], group=self.process_group)
         output = self.module(*inputs, **kwargs)
-        if self.reducer is not None and training and self.require_backward_grad_sync:
-            self.reducer.prepare_for_backward(_tensors_in(output))
+        if self.reducer is not None:
+            if syncing and self.require_backward_grad_sync:
+                self.reducer.prepare_for_backward(_tensors_in(output))
+            else:
+                self.reducer.forward_without_sync()
         return output
 
     @contextlib.contextmanager
