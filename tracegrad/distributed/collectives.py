@@ -323,7 +323,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     """Rank r's ``input_tensor_list[j]`` into rank j's ``output_tensor_list[r]`` (any sizes,
-    as long as each pair agrees)."""
+    as long as each pair agrees). It runs at once (MPI_Alltoallv after an exchange of the
+    sizes): with ``async_op`` the Work returned is already complete."""
     pg = resolve(group)
     if pg is None:
         return None
