@@ -15,8 +15,9 @@ from .collectives import (ReduceOp, all_gather, all_gather_into_tensor, all_redu
 from .objects import all_gather_object, broadcast_object_list, gather_object, scatter_object_list
 from .p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
 from .process_group import (Backend, GroupMember, ProcessGroup, destroy_process_group, get_backend,
-                            get_process_group_ranks, get_rank, get_world_size, group, init_process_group,
-                            is_gloo_available, is_initialized, is_mpi_available, is_nccl_available, new_group)
+                            get_global_rank, get_group_rank, get_process_group_ranks, get_rank,
+                            get_world_size, group, init_process_group, is_gloo_available, is_initialized,
+                            is_mpi_available, is_nccl_available, new_group)
 from . import _mpi
 
 
@@ -30,10 +31,10 @@ def is_torchelastic_launched():
 
 
 __all__ = ["is_available", "init_process_group", "destroy_process_group", "is_initialized", "get_rank",
-           "get_world_size", "get_backend", "new_group", "get_process_group_ranks", "Backend", "ProcessGroup",
-           "GroupMember", "group", "ReduceOp", "Work", "all_reduce", "reduce", "broadcast", "all_gather",
-           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter",
-           "all_to_all", "all_to_all_single", "barrier", "monitored_barrier", "send", "recv", "isend", "irecv",
-           "P2POp", "batch_isend_irecv", "broadcast_object_list", "all_gather_object", "gather_object",
-           "scatter_object_list", "is_mpi_available", "is_gloo_available", "is_nccl_available",
+           "get_world_size", "get_backend", "new_group", "get_process_group_ranks", "get_global_rank",
+           "get_group_rank", "Backend", "ProcessGroup", "GroupMember", "group", "ReduceOp", "Work", "all_reduce",
+           "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+           "gather", "scatter", "all_to_all", "all_to_all_single", "barrier", "monitored_barrier", "send", "recv",
+           "isend", "irecv", "P2POp", "batch_isend_irecv", "broadcast_object_list", "all_gather_object",
+           "gather_object", "scatter_object_list", "is_mpi_available", "is_gloo_available", "is_nccl_available",
            "is_torchelastic_launched"]

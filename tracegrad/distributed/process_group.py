@@ -12,7 +12,7 @@ from . import _mpi
 
 __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group", "is_initialized",
            "destroy_process_group", "new_group", "get_rank", "get_world_size", "get_backend",
-           "get_process_group_ranks", "is_mpi_available", "is_gloo_available", "is_nccl_available",
+           "get_process_group_ranks", "get_global_rank", "get_group_rank", "is_mpi_available", "is_gloo_available", "is_nccl_available",
            "default_group", "resolve"]
 
 NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
@@ -220,6 +220,16 @@ def get_backend(group=None):
 def get_process_group_ranks(group):
     pg = resolve(group)
     return list(pg.ranks)
+
+
+def get_global_rank(group, group_rank):
+    """The global rank of ``group``'s rank ``group_rank``."""
+    return resolve(group).ranks[group_rank]
+
+
+def get_group_rank(group, global_rank):
+    """``global_rank``'s rank inside ``group``."""
+    return group_rank(resolve(group), global_rank, "global_rank")
 
 
 def group_rank(pg, global_rank, what):

@@ -177,6 +177,8 @@ ok("objects")
 evens = dist.new_group([r for r in range(n) if r % 2 == 0])
 if rank % 2 == 0:
     assert dist.get_world_size(evens) == (n + 1) // 2 and dist.get_rank(evens) == rank // 2
+    assert dist.get_global_rank(evens, rank // 2) == rank and dist.get_group_rank(evens, rank) == rank // 2
+    assert dist.get_process_group_ranks(evens) == list(range(0, n, 2))
     t = torch.tensor([float(rank)])
     dist.all_reduce(t, group=evens)
     same(t, np.array([float(sum(range(0, n, 2)))], dtype=np.float32), "group all_reduce")
