@@ -33,13 +33,19 @@ def missing():
 needs_mpi = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 
 
+def _oversubscribe():
+    """Open MPI refuses more ranks than cores unless told (MPICH runs them as they come)."""
+    version = subprocess.run([mpiexec(), "--version"], capture_output=True, text=True, timeout=30)
+    return ["--oversubscribe"] if "Open MPI" in version.stdout + version.stderr else []
+
+
 def run(n, script, *args, timeout=TIMEOUT, check=True):
     """``mpiexec -n n python script args``: the finished process (stdout and stderr as text).
     With ``check`` a non-zero exit fails the test, showing the output."""
     path = script if os.path.isabs(str(script)) else WORKERS / script
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                PYTHONUNBUFFERED="1")
-    command = [mpiexec(), "-n", str(n), sys.executable, str(path), *map(str, args)]
+    command = [mpiexec(), "-n", str(n), *_oversubscribe(), sys.executable, str(path), *map(str, args)]
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired as e:
