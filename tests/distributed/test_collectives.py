@@ -105,3 +105,8 @@ def test_spawn_outside_mpiexec_says_how_to_launch(monkeypatch):
     seen = []
     tg.multiprocessing.spawn(lambda rank, x: seen.append((rank, x)), args=("a",), nprocs=1)
     assert seen == [(0, "a")]
+
+
+def test_differentiable_all_reduce_is_sum_only():
+    with pytest.raises(NotImplementedError, match="supports ReduceOp.SUM only"):
+        dist.nn.functional.all_reduce(tg.ones(2), op=dist.ReduceOp.MAX)

@@ -9,7 +9,7 @@ from tracegrad.distributed._reducer import bucket_assignment
 from .launch import needs_mpi, run
 
 CHECKS = ["construction", "gradients", "overlap", "no_sync", "second backward refused", "uneven batch", "find_unused_parameters",
-          "unused parameters refused", "broadcast_buffers", "device tensors", "done"]
+          "unused parameters refused", "broadcast_buffers", "SyncBatchNorm", "device tensors", "done"]
 
 
 @needs_mpi

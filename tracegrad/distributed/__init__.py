@@ -18,7 +18,7 @@ from .process_group import (Backend, GroupMember, ProcessGroup, destroy_process_
                             get_global_rank, get_group_rank, get_process_group_ranks, get_rank,
                             get_world_size, group, init_process_group, is_gloo_available, is_initialized,
                             is_mpi_available, is_nccl_available, new_group)
-from . import _mpi
+from . import _mpi, nn  # noqa: F401  (tracegrad.distributed.nn.functional: differentiable collectives)
 
 
 def is_available():

@@ -194,6 +194,28 @@ for broadcast in (True, False):
     assert model.module.seen == expected, (broadcast, model.module.seen)
 ok("broadcast_buffers")
 
+# -- SyncBatchNorm: the whole batch's statistics, all ranks together ------------------------------
+images = torch.from_numpy(np.random.default_rng(5).standard_normal((2 * n, 3, 4, 4)))
+weights = torch.from_numpy(np.random.default_rng(6).standard_normal((2 * n, 3, 4, 4)))
+sync, whole = nn.SyncBatchNorm(3), nn.BatchNorm2d(3)
+for bn in (sync, whole):
+    with torch.no_grad():
+        bn.weight.copy_(torch.tensor([1.5, -0.5, 2.0]))
+        bn.bias.copy_(torch.tensor([0.1, 0.2, -0.3]))
+mine = images[2 * rank:2 * rank + 2].clone().requires_grad_()
+everyone = images.clone().requires_grad_()
+out = sync(mine)
+(out * weights[2 * rank:2 * rank + 2]).sum().backward()
+expected = whole(everyone)
+(expected * weights).sum().backward()
+close([out.detach().numpy(), mine.grad.numpy(), sync.running_mean.numpy(), sync.running_var.numpy()],
+      [expected[2 * rank:2 * rank + 2].detach().numpy(), everyone.grad[2 * rank:2 * rank + 2].numpy(),
+       whole.running_mean.numpy(), whole.running_var.numpy()], "SyncBatchNorm")
+local_w = [None] * n
+dist.all_gather_object(local_w, sync.weight.grad.numpy())
+close([sum(local_w)], [whole.weight.grad.numpy()], "SyncBatchNorm weight gradient summed over ranks")
+ok("SyncBatchNorm")
+
 # -- device (CuPy) tensors through host staging, on the stub device ------------------------------
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "backend"))
 from stub_device import as_cuda  # noqa: E402
