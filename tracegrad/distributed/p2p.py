@@ -65,9 +65,7 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
             _check_header(header, expected, status.Get_source())
             pg.comm.Recv(_mpi_buf(lent.buf), status.Get_source(), tag)
             lent.give_back()
-        work = Work([], finish, [tensor])
-        work.source = status
-        return work
+        return Work([], finish, [tensor])  # (completes when waited on: the sender is known then)
     requests = [pg.comm.Irecv(header, peer, tag), pg.comm.Irecv(_mpi_buf(lent.buf), peer, tag)]
 
     def check():
