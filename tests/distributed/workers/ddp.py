@@ -1,7 +1,6 @@
 """DistributedDataParallel on this job's ranks (run by tests/distributed/test_ddp.py under
 mpiexec -n 2 and -n 4): its gradients against single-process gradients computed on every
 rank from the same data. Prints ``ok <name>`` lines on rank 0; a failure aborts the job."""
-import copy
 import pathlib
 import sys
 
