@@ -31,6 +31,7 @@ from . import func  # noqa: F401  (torch.func: grad, vmap, functional_call...)
 from .func import vmap  # noqa: F401  (torch.vmap)
 from .serialization import *  # noqa: F403
 from . import random, utils  # noqa: F401  (torch.random, torch.utils.checkpoint)
+from . import distributed, multiprocessing  # noqa: F401  (mpi4py is imported by init_process_group)
 from .random import get_rng_state, set_rng_state  # noqa: F401
 
 globals().update(_ops.FUNCTIONS)

@@ -1,6 +1,7 @@
 """``tracegrad.autograd``: the engine's front doors, as in ``torch.autograd``."""
 from ..runtime.engine import backward, grad
 from ..runtime.engine import is_checkpoint_valid as _is_checkpoint_valid
+from ..runtime.engine import queue_callback as _queue_callback
 from ..runtime.function import Function, FunctionCtx, once_differentiable
 from . import forward_ad, function, functional, graph, profiler
 from ..runtime.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
@@ -25,6 +26,16 @@ class Variable(metaclass=_VariableMeta):
         t = data.detach()
         t.requires_grad_(requires_grad)
         return t
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: torch's handle on the backward engine."""
+
+    def queue_callback(self, callback):
+        _queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()
 
 
 __all__ = ["backward", "grad", "Variable", "graph", "forward_ad", "function", "functional", "profiler", "Function", "FunctionCtx",

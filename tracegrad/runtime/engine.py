@@ -212,11 +212,23 @@ def run(roots, root_grads, keep_graph, create_graph, targets=None):
     them runs and their gradients are returned, in order."""
     prev = grad_mode.swap(create_graph)
     outer, _pass.targeted = getattr(_pass, "targeted", False), targets is not None
+    outer_callbacks, _pass.callbacks = getattr(_pass, "callbacks", None), []
     try:
-        return _run(roots, root_grads, keep_graph, create_graph, targets)
+        captured = _run(roots, root_grads, keep_graph, create_graph, targets)
+        for callback in _pass.callbacks:  # (a callback may queue more: they run too)
+            callback()
+        return captured
     finally:
-        _pass.targeted = outer
+        _pass.targeted, _pass.callbacks = outer, outer_callbacks
         grad_mode.restore(prev)
+
+
+def queue_callback(callback):
+    """Run ``callback()`` when the backward pass running in this thread ends (torch's
+    ``Variable._execution_engine.queue_callback``; DDP waits for its all-reduces there)."""
+    if getattr(_pass, "callbacks", None) is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _pass.callbacks.append(callback)
 
 
 _pass = threading.local()  # what the pass running in this thread was asked for
@@ -259,6 +271,7 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
         if n in deps:
             _buffer(buffers, fresh, n, nr, g, (g,), graph)  # the caller's gradient: not fresh
     ready = [(n, buffers.pop(n, None)) for n in root_nodes if n in deps and deps[n] == 0]
+    leaves = []  # leaves made ready by the node running now
     accumulate_grad = AccumulateGrad
     apply = checked_apply if dispatch.anomaly_enabled else _plain_apply
     accumulate = _accumulate_grad
@@ -326,11 +339,14 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
                             fresh[nxt] = _is_fresh(g, grads, graph)
                 elif g is not None:
                     _add_grad(buf, fresh, nxt, nr, g, grads, graph)
-                ready.append((nxt, buf))
+                (leaves if type(nxt) is accumulate_grad else ready).append((nxt, buf))
             else:
                 deps[nxt] = d - 1
                 if g is not None:
                     _buffer(buffers, fresh, nxt, nr, g, grads, graph)
+        if leaves:  # on top, so that leaves accumulate (and run their post-accumulate hooks) as
+            ready.extend(leaves)  # soon as their gradient is complete, as torch's engine
+            leaves.clear()  # does: DDP starts averaging while backward goes on
 
 
 def _plain_apply(node, grads, graph):

@@ -1,7 +1,7 @@
-"""The single-process forms of PyTorch's parallel wrappers, so that scripts written for them
+"""PyTorch's parallel wrappers, so that scripts written for them
 run: ``DataParallel`` (calls its module directly when there is at most one device),
-``SyncBatchNorm`` (batch norm; synchronising statistics across processes is refused with a
-clear error), and the deprecated ``Container``."""
+``SyncBatchNorm`` (batch norm; across MPI processes its statistics are the whole batch's,
+see ``tracegrad.distributed._sync_batchnorm``), and the deprecated ``Container``."""
 import warnings
 
 from ...runtime.grad_mode import no_grad
@@ -58,8 +58,9 @@ def _world_size(process_group):
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Batch norm whose statistics PyTorch averages over the processes of ``process_group``;
-    in a single process it is exactly :class:`BatchNorm2d` (any rank >= 2)."""
+    """Batch norm whose statistics are those of the whole batch, every process of
+    ``process_group`` together; in a single process it is exactly :class:`BatchNorm2d`
+    (any rank >= 2)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):
@@ -76,8 +77,13 @@ class SyncBatchNorm(_BatchNorm):
         if input.size(1) == 0:
             raise ValueError("SyncBatchNorm number of input channels should be non-zero")
         if self.training and _world_size(self.process_group) > 1:
-            raise NotImplementedError("SyncBatchNorm across processes is not supported by tracegrad; use "
-                                      "BatchNorm (per-process statistics)")
+            from ...distributed._sync_batchnorm import sync_batch_norm
+            factor = 0.0 if self.momentum is None else self.momentum
+            if self.track_running_stats and self.num_batches_tracked is not None:
+                if self.momentum is None:  # a cumulative average, as batch norm's
+                    factor = 1.0 / (float(self.num_batches_tracked) + 1)
+                self.num_batches_tracked.add_(1)
+            return sync_batch_norm(self, input, factor)
         return super().forward(input)
 
     @classmethod

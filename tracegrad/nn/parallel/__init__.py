@@ -1,9 +1,11 @@
-"""``tracegrad.nn.parallel``: torch.nn.parallel's single-process data parallelism.
+"""``tracegrad.nn.parallel``: torch.nn.parallel's data parallelism.
 
-tracegrad drives at most one device, so ``DataParallel`` has at most one replica: on the
-CPU it calls the wrapped module, on CUDA it moves the inputs to the device first, as
-PyTorch does with one device id. More than one device id is refused.
+``DataParallel`` is single-process: tracegrad drives at most one device, so it has at most
+one replica (on CUDA it moves the inputs to the device first, as PyTorch does with one
+device id; more than one is refused). ``DistributedDataParallel`` runs one replica per MPI
+process (``tracegrad.distributed``) and averages the gradients.
 """
 from .data_parallel import DataParallel, data_parallel
+from .distributed import DistributedDataParallel
 
-__all__ = ["DataParallel", "data_parallel"]
+__all__ = ["DataParallel", "data_parallel", "DistributedDataParallel"]

@@ -3,7 +3,6 @@
 repeating keys (or cut, with ``drop_last``) so that all get as many. Shuffled, the order is
 a permutation seeded with ``seed + epoch``: the same on every replica, new each epoch
 (``set_epoch``). Without ``num_replicas``/``rank`` it asks ``tracegrad.distributed``."""
-import importlib
 import math
 
 from ...runtime.creation import Generator, randperm
@@ -13,14 +12,11 @@ __all__ = ["DistributedSampler"]
 
 
 def _distributed():
-    """``tracegrad.distributed`` when it is there and available, else torch's error."""
-    try:
-        dist = importlib.import_module("tracegrad.distributed")
-    except ImportError:
-        dist = None
-    if dist is None or not dist.is_available():
+    """``tracegrad.distributed`` where it can run (mpi4py is installed), else torch's error."""
+    from ... import distributed
+    if not distributed.is_available():
         raise RuntimeError("Requires distributed package to be available")
-    return dist
+    return distributed
 
 
 class DistributedSampler(Sampler):
