@@ -1,0 +1,156 @@
+"""Fusion of compiled tapes on the CPU: runs of scalar lines become one Numba kernel.
+
+A run of consecutive elementwise eqns of one result shape -- a whole straight-line tape,
+forward and backward, when all its ops are scalar -- is written as one kernel: one loop
+over the elements whose body is the run's lines on scalars, as the shared emitter writes
+them (``t2 = np.tanh(t1)``), so intermediate values never become arrays. The tape's
+source shows the kernel (decorated ``@cpu_kernel``) above the function that calls it.
+
+A line is fused only where the scalar code computes what NumPy does: float32/float64
+operands and result (NumPy's promotion of float operands is Numba's), each array operand
+of the result's shape or a single element (broadcasting by repetition), Python-number
+operands cast to the line's dtype as NumPy 2 treats them (``x32 * 1.01`` stays float32),
+and division by zero giving inf/nan (``error_model="numpy"``). Other lines run unfused.
+"""
+from ...backend import cpu as np  # dtypes (host metadata)
+
+from ...rules.core import Primitive
+from ..emit import elementwise, prim_expr
+from .. import jit
+from .tape import Var
+
+__all__ = ["cpu_fusable", "KernelWriter"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def cpu_fusable(e):
+    """The eqn's result shape where the CPU kernel can compute it exactly, else None."""
+    op = e.op
+    if not isinstance(op, Primitive) or e.multi or len(e.outs) != 1 or op.name in jit.NOT_SCALAR:
+        return None
+    out = e.outs[0]
+    shape, dtype = out.shape, out.npdtype
+    if dtype not in _FLOATS:
+        return None
+    metas, dtypes = [], []
+    for a in e.ins:
+        if isinstance(a, Var):
+            if a.npdtype not in _FLOATS or not (a.shape == shape or _one_element(a.shape, shape)):
+                return None
+            metas.append((a.shape, a.npdtype))
+            dtypes.append(a.npdtype)
+        elif type(a) in (int, float):
+            metas.append(None)
+        else:
+            return None
+    if not dtypes or np.result_type(*dtypes) != dtype or not elementwise(op, e.params, metas):
+        return None
+    return shape
+
+
+def _one_element(shape, full):
+    n = 1
+    for s in shape:
+        n *= s
+    return n == 1 and len(shape) <= len(full)
+
+
+def scalar_literal(value, dtype):
+    """A Python number as NumPy 2 reads it next to an array of ``dtype``: of that dtype."""
+    value = float(value)
+    if value != value:
+        text = "np.nan"
+    elif value in (float("inf"), float("-inf")):
+        text = "np.inf" if value > 0 else "-np.inf"
+    else:
+        text = repr(value)
+    return f"np.{dtype.name}({text})"
+
+
+class KernelWriter:
+    """Writes one kernel: ``params`` (names of the arrays it reads, in call order), the
+    scalar ``lines`` of its loop body, the ``results`` (name, dtype) it stores per element."""
+
+    def __init__(self, name, used, size):
+        self.name, self.used, self.size = name, used, size
+        self.params = []       # (array parameter, its flat view, the scalar it names) per input
+        self.broadcast = set() # params of one element (read once, before the loop)
+        self.lines = []
+
+    def fresh(self, base):
+        from ..emit import fresh_name
+        return fresh_name(self.used, base, "_")
+
+    def add_param(self, scalar, full):
+        array, flat = self.fresh(f"{scalar}_in"), self.fresh(f"{scalar}_")
+        self.params.append((array, flat, scalar))
+        if not full:
+            self.broadcast.add(scalar)
+
+    def source(self, results):
+        """The kernel module's source (the file Numba compiles and caches) and the def alone
+        (what the tape's source shows)."""
+        parallel = self.size >= jit.PARALLEL_MIN
+        full = [(a, f, s) for a, f, s in self.params if s not in self.broadcast]
+        n, i = self.fresh("n"), self.fresh("i")
+        outs = [(r, self.fresh(f"{r}_out"), dt) for r, dt in results]
+        body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        for a, f, s in self.params:
+            body.append(f"    {f} = np.ravel({a})" if s not in self.broadcast
+                        else f"    {s} = np.ravel({a})[0]")
+        body.append(f"    {n} = {full[0][1]}.size")
+        body += [f"    {o} = np.empty({n}, np.{dt.name})" for _, o, dt in outs]
+        loop = "numba.prange" if parallel else "range"
+        body.append(f"    for {i} in {loop}({n}):")
+        body += [f"        {s} = {f}[{i}]" for _, f, s in full]
+        body += [f"        {line}" for line in self.lines]
+        body += [f"        {o}[{i}] = {r}" for r, o, _ in outs]
+        shape = f"{full[0][0]}.shape"
+        rets = [f"{o}.reshape({shape})" for _, o, _ in outs]
+        body.append(f"    return {', '.join(rets)}")
+        options = "cache=True, error_model=\"numpy\", nogil=True" + (", parallel=True" if parallel else "")
+        text = "\n".join(body)
+        module = f"import numpy as np\nimport numba\n\n\n@numba.njit({options})\n{text}\n"
+        # the same lines on whole arrays: NumPy's unfused computation, run until the kernel
+        # is worth compiling (see jit.HOT_CALLS)
+        arrays = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        arrays += [f"    {s} = {a}" for a, _, s in self.params]
+        arrays += [f"    {line}" for line in self.lines]
+        arrays.append(f"    return {', '.join(r for r, _ in results)}")
+        return module, text, "\n".join(arrays) + "\n"
+
+
+def write_run(writer, start, stop):
+    """Emit the kernel for the tape writer's eqns ``[start, stop)`` (all :func:`cpu_fusable`,
+    one result shape) and the line calling it; return the outside Vars it reads."""
+    m, eqns = writer.m, writer.tape.eqns[start:stop]
+    made = {o.id for e in eqns for o in e.outs}
+    outer = list(dict.fromkeys(a for e in eqns for a in e.in_vars() if a.id not in made))
+    shape = eqns[0].outs[0].shape
+    size = 1
+    for s in shape:
+        size *= s
+    helper = m.local(f"{writer.name}_fused{len(m.prelude)}")
+    k = KernelWriter(helper, m.used, size)
+    for a in outer:
+        k.add_param(writer.ref(a), a.shape == shape)
+    for e in eqns:
+        dtype = e.outs[0].npdtype
+        args = [writer.ref(a) if isinstance(a, Var) else scalar_literal(a, dtype) for a in e.ins]
+        rhs = prim_expr(m, e.op, args, e.params, [(a.shape, a.npdtype) if isinstance(a, Var) else None
+                                                  for a in e.ins], "np")
+        k.lines.append(f"{writer.fresh(e.outs[0])} = {rhs}")
+    results = [(writer.names[o.id], o.npdtype) for e in eqns for o in e.outs
+               if o.id in writer.out_ids or writer.last.get(o.id, -1) >= stop]
+    module, text, arrays = k.source(results)
+    kernels = m.env.get("cpu_kernel")
+    if kernels is None:
+        kernels = m.env["cpu_kernel"] = jit.Kernels(m.env)
+        m.used.add("cpu_kernel")
+    kernels.sources[helper] = module, arrays
+    m.prelude.append(f"@cpu_kernel\n{text}")
+    names = [r for r, _ in results]
+    m.emit(f"{', '.join(names)} = {helper}({', '.join(writer.ref(a) for a in outer)})")
+    writer.live.update(dict.fromkeys(names))
+    return outer
