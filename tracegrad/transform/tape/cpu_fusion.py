@@ -69,56 +69,95 @@ def scalar_literal(value, dtype):
 
 
 class KernelWriter:
-    """Writes one kernel: ``params`` (names of the arrays it reads, in call order), the
-    scalar ``lines`` of its loop body, the ``results`` (name, dtype) it stores per element."""
+    """Writes one kernel: its parameters (the arrays it reads, in call order), its lines
+    (``(target, dtype, operands, rhs)``: ``rhs(texts)`` writes the line's expression from
+    its operands' texts) and the results it hands back.
+
+    The elements are taken in blocks of :data:`BLOCK`: each line is a loop over the block,
+    its values kept in small scratch rows (reused once a value is dead), so that the
+    operations of one line are independent of each other -- a chain of dependent ``tanh``
+    calls per element would wait on each one's latency -- and the block's values stay in
+    the cache instead of streaming through memory."""
 
     def __init__(self, name, used, size):
         self.name, self.used, self.size = name, used, size
-        self.params = []       # (array parameter, its flat view, the scalar it names) per input
-        self.broadcast = set() # params of one element (read once, before the loop)
+        self.params = []       # (array parameter, its flat view, the value it names)
+        self.broadcast = set() # values of one element (read once, before the loop)
         self.lines = []
 
     def fresh(self, base):
         from ..emit import fresh_name
         return fresh_name(self.used, base, "_")
 
-    def add_param(self, scalar, full):
-        array, flat = self.fresh(f"{scalar}_in"), self.fresh(f"{scalar}_")
-        self.params.append((array, flat, scalar))
+    def add_param(self, value, full):
+        array, flat = self.fresh(f"{value}_in"), self.fresh(f"{value}_")
+        self.params.append((array, flat, value))
         if not full:
-            self.broadcast.add(scalar)
+            self.broadcast.add(value)
+
+    def rows(self, results):
+        """Scratch row per line's target (None for a result, written in place): dtype ->
+        rows needed, and target -> (dtype, row)."""
+        last = {}
+        for k, (_, _, operands, _) in enumerate(self.lines):
+            for o in operands:
+                last[o] = k
+        free, count, where = {}, {}, {}
+        for k, (target, dtype, operands, _) in enumerate(self.lines):
+            if target not in results:
+                pool = free.setdefault(dtype.name, [])
+                row = pool.pop() if pool else count.get(dtype.name, 0)
+                count[dtype.name] = max(count.get(dtype.name, 0), row + 1)
+                where[target] = (dtype.name, row)
+            for o in dict.fromkeys(operands):
+                if last.get(o) == k and o in where:
+                    free[where[o][0]].append(where[o][1])
+        return count, where
 
     def source(self, results):
-        """The kernel module's source (the file Numba compiles and caches) and the def alone
-        (what the tape's source shows)."""
+        """The kernel module's source (the file Numba compiles and caches), the def alone
+        (what the tape's source shows), and the lines on whole arrays (unfused: what runs
+        should Numba fail)."""
         parallel = self.size >= jit.PARALLEL_MIN
-        full = [(a, f, s) for a, f, s in self.params if s not in self.broadcast]
-        n, i = self.fresh("n"), self.fresh("i")
-        outs = [(r, self.fresh(f"{r}_out"), dt) for r, dt in results]
+        full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
+        n, j, blk, b0, m = (self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
+        outs = {r: (self.fresh(f"{r}_out"), dt) for r, dt in results}
+        count, where = self.rows(outs)
+        scratch = {dt: self.fresh(f"scratch_{dt}") for dt in count}
         body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
-        for a, f, s in self.params:
-            body.append(f"    {f} = np.ravel({a})" if s not in self.broadcast
-                        else f"    {s} = np.ravel({a})[0]")
+        for a, f, v in self.params:
+            body.append(f"    {f} = np.ravel({a})" if v not in self.broadcast
+                        else f"    {v} = np.ravel({a})[0]")
         body.append(f"    {n} = {full[0][1]}.size")
-        body += [f"    {o} = np.empty({n}, np.{dt.name})" for _, o, dt in outs]
+        body += [f"    {o} = np.empty({n}, np.{dt.name})" for o, dt in outs.values()]
         loop = "numba.prange" if parallel else "range"
-        body.append(f"    for {i} in {loop}({n}):")
-        body += [f"        {s} = {f}[{i}]" for _, f, s in full]
-        body += [f"        {line}" for line in self.lines]
-        body += [f"        {o}[{i}] = {r}" for r, o, _ in outs]
+        body.append(f"    for {blk} in {loop}(({n} + {BLOCK - 1}) // {BLOCK}):")
+        body.append(f"        {b0} = {blk} * {BLOCK}")
+        body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
+        body += [f"        {name} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, name in scratch.items()]
+        body += [f"        {v} = {f}[{b0}:{b0} + {m}]" for _, f, v in full]
+        for target, dtype, operands, rhs in self.lines:
+            if target in outs:
+                body.append(f"        {target} = {outs[target][0]}[{b0}:{b0} + {m}]")
+            else:
+                dt, row = where[target]
+                body.append(f"        {target} = {scratch[dt]}[{row}]")
+            texts = [o if o in self.broadcast else f"{o}[{j}]" for o in operands]
+            body.append(f"        for {j} in range({m}):")
+            body.append(f"            {target}[{j}] = {rhs(texts)}")
         shape = f"{full[0][0]}.shape"
-        rets = [f"{o}.reshape({shape})" for _, o, _ in outs]
-        body.append(f"    return {', '.join(rets)}")
-        options = "cache=True, error_model=\"numpy\", nogil=True" + (", parallel=True" if parallel else "")
+        body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
+        options = 'cache=True, error_model="numpy", nogil=True' + (", parallel=True" if parallel else "")
         text = "\n".join(body)
         module = f"import numpy as np\nimport numba\n\n\n@numba.njit({options})\n{text}\n"
-        # the same lines on whole arrays: NumPy's unfused computation, run until the kernel
-        # is worth compiling (see jit.HOT_CALLS)
         arrays = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
-        arrays += [f"    {s} = {a}" for a, _, s in self.params]
-        arrays += [f"    {line}" for line in self.lines]
-        arrays.append(f"    return {', '.join(r for r, _ in results)}")
+        arrays += [f"    {v} = {a}" for a, _, v in self.params]
+        arrays += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs in self.lines]
+        arrays.append(f"    return {', '.join(outs)}")
         return module, text, "\n".join(arrays) + "\n"
+
+
+BLOCK = 256  # elements per block (a scratch row of float64 is 2 KiB)
 
 
 def write_run(writer, start, stop):
@@ -136,11 +175,7 @@ def write_run(writer, start, stop):
     for a in outer:
         k.add_param(writer.ref(a), a.shape == shape)
     for e in eqns:
-        dtype = e.outs[0].npdtype
-        args = [writer.ref(a) if isinstance(a, Var) else scalar_literal(a, dtype) for a in e.ins]
-        rhs = prim_expr(m, e.op, args, e.params, [(a.shape, a.npdtype) if isinstance(a, Var) else None
-                                                  for a in e.ins], "np")
-        k.lines.append(f"{writer.fresh(e.outs[0])} = {rhs}")
+        k.lines.append(_line(m, writer, e))
     results = [(writer.names[o.id], o.npdtype) for e in eqns for o in e.outs
                if o.id in writer.out_ids or writer.last.get(o.id, -1) >= stop]
     module, text, arrays = k.source(results)
@@ -154,3 +189,17 @@ def write_run(writer, start, stop):
     m.emit(f"{', '.join(names)} = {helper}({', '.join(writer.ref(a) for a in outer)})")
     writer.live.update(dict.fromkeys(names))
     return outer
+
+
+def _line(m, writer, e):
+    """``(target, dtype, operands, rhs)`` for eqn ``e`` (see :class:`KernelWriter`): its
+    expression as the shared emitter writes it, Python numbers cast to the line's dtype."""
+    dtype = e.outs[0].npdtype
+    operands = [writer.ref(a) for a in e.in_vars()]
+    metas = [(a.shape, a.npdtype) if isinstance(a, Var) else None for a in e.ins]
+
+    def rhs(texts):
+        it = iter(texts)
+        args = [next(it) if isinstance(a, Var) else scalar_literal(a, dtype) for a in e.ins]
+        return prim_expr(m, e.op, args, e.params, metas, "np")
+    return writer.fresh(e.outs[0]), dtype, operands, rhs
