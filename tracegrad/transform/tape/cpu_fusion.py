@@ -15,7 +15,7 @@ and division by zero giving inf/nan (``error_model="numpy"``). Other lines run u
 from ...backend import cpu as np  # dtypes (host metadata)
 
 from ...rules.core import Primitive
-from ..emit import elementwise, prim_expr
+from ..emit import _BINARY, elementwise, prim_expr
 from .. import jit
 from .tape import Var
 
@@ -70,14 +70,17 @@ def scalar_literal(value, dtype):
 
 class KernelWriter:
     """Writes one kernel: its parameters (the arrays it reads, in call order), its lines
-    (``(target, dtype, operands, rhs)``: ``rhs(texts)`` writes the line's expression from
-    its operands' texts) and the results it hands back.
+    (``(target, dtype, operands, rhs, call)``: ``rhs(texts)`` writes the line's expression
+    from its operands' texts; ``call``: it calls a function such as ``np.tanh``) and the
+    results it hands back.
 
-    The elements are taken in blocks of :data:`BLOCK`: each line is a loop over the block,
-    its values kept in small scratch rows (reused once a value is dead), so that the
-    operations of one line are independent of each other -- a chain of dependent ``tanh``
-    calls per element would wait on each one's latency -- and the block's values stay in
-    the cache instead of streaming through memory."""
+    A small array is one loop over its elements running all the lines on scalars. A large
+    one is taken in blocks of :data:`BLOCK` elements, and the lines in groups that end at
+    each function call, one loop per group: a value used by a later group is kept in a
+    scratch row of the block (rows are reused once a value is dead), the others are
+    scalars. One loop over a long chain of dependent ``tanh`` calls per element would
+    wait on each call's latency (twice NumPy's time on 2**20 floats); grouped, consecutive
+    elements' calls overlap, and a block's values stay in the cache."""
 
     def __init__(self, name, used, size):
         self.name, self.used, self.size = name, used, size
@@ -95,16 +98,31 @@ class KernelWriter:
         if not full:
             self.broadcast.add(value)
 
-    def rows(self, results):
-        """Scratch row per line's target (None for a result, written in place): dtype ->
-        rows needed, and target -> (dtype, row)."""
-        last = {}
-        for k, (_, _, operands, _) in enumerate(self.lines):
+    def groups(self):
+        """``[(start, stop)]`` over the lines: one loop each."""
+        if self.size <= BLOCK:
+            return [(0, len(self.lines))]
+        groups, start = [], 0
+        for k, line in enumerate(self.lines):
+            if line[4] or k == len(self.lines) - 1:
+                groups.append((start, k + 1))
+                start = k + 1
+        return groups
+
+    def rows(self, groups, results):
+        """The scratch row of each value a later group reads (results are written in
+        place instead): dtype -> rows needed, and value -> (dtype, row)."""
+        of_line = [g for g, (a, b) in enumerate(groups) for _ in range(a, b)]
+        group = {line[0]: of_line[k] for k, line in enumerate(self.lines)}
+        last, escapes = {}, set()
+        for k, (_, _, operands, _, _) in enumerate(self.lines):
             for o in operands:
                 last[o] = k
+                if o in group and group[o] != of_line[k]:
+                    escapes.add(o)
         free, count, where = {}, {}, {}
-        for k, (target, dtype, operands, _) in enumerate(self.lines):
-            if target not in results:
+        for k, (target, dtype, operands, _, _) in enumerate(self.lines):
+            if target in escapes and target not in results:
                 pool = free.setdefault(dtype.name, [])
                 row = pool.pop() if pool else count.get(dtype.name, 0)
                 count[dtype.name] = max(count.get(dtype.name, 0), row + 1)
@@ -122,8 +140,10 @@ class KernelWriter:
         full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
         n, j, blk, b0, m = (self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
         outs = {r: (self.fresh(f"{r}_out"), dt) for r, dt in results}
-        count, where = self.rows(outs)
+        groups = self.groups()
+        count, where = self.rows(groups, outs)
         scratch = {dt: self.fresh(f"scratch_{dt}") for dt in count}
+        arrays = set(where) | set(outs) | {v for _, _, v in full}
         body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
         for a, f, v in self.params:
             body.append(f"    {f} = np.ravel({a})" if v not in self.broadcast
@@ -136,25 +156,28 @@ class KernelWriter:
         body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
         body += [f"        {name} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, name in scratch.items()]
         body += [f"        {v} = {f}[{b0}:{b0} + {m}]" for _, f, v in full]
-        for target, dtype, operands, rhs in self.lines:
-            if target in outs:
-                body.append(f"        {target} = {outs[target][0]}[{b0}:{b0} + {m}]")
-            else:
-                dt, row = where[target]
-                body.append(f"        {target} = {scratch[dt]}[{row}]")
-            texts = [o if o in self.broadcast else f"{o}[{j}]" for o in operands]
+        for start, stop in groups:
+            for target, _, _, _, _ in self.lines[start:stop]:
+                if target in outs:
+                    body.append(f"        {target} = {outs[target][0]}[{b0}:{b0} + {m}]")
+                elif target in where:
+                    dt, row = where[target]
+                    body.append(f"        {target} = {scratch[dt]}[{row}]")
             body.append(f"        for {j} in range({m}):")
-            body.append(f"            {target}[{j}] = {rhs(texts)}")
+            for target, _, operands, rhs, _ in self.lines[start:stop]:
+                texts = [f"{o}[{j}]" if o in arrays else o for o in operands]
+                lhs = f"{target}[{j}]" if target in arrays else target
+                body.append(f"            {lhs} = {rhs(texts)}")
         shape = f"{full[0][0]}.shape"
         body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
         options = 'cache=True, error_model="numpy", nogil=True' + (", parallel=True" if parallel else "")
         text = "\n".join(body)
         module = f"import numpy as np\nimport numba\n\n\n@numba.njit({options})\n{text}\n"
-        arrays = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
-        arrays += [f"    {v} = {a}" for a, _, v in self.params]
-        arrays += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs in self.lines]
-        arrays.append(f"    return {', '.join(outs)}")
-        return module, text, "\n".join(arrays) + "\n"
+        unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        unfused += [f"    {v} = {a}" for a, _, v in self.params]
+        unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
+        unfused.append(f"    return {', '.join(outs)}")
+        return module, text, "\n".join(unfused) + "\n"
 
 
 BLOCK = 256  # elements per block (a scratch row of float64 is 2 KiB)
@@ -184,7 +207,8 @@ def write_run(writer, start, stop):
         kernels = m.env["cpu_kernel"] = jit.Kernels(m.env)
         m.used.add("cpu_kernel")
     kernels.sources[helper] = module, arrays
-    m.prelude.append(f"@cpu_kernel\n{text}")
+    m.prelude.append(f"# {len(eqns)} lines of {writer.name} as one Numba kernel (cached in "
+                     f"{jit.cache_dir()})\n@cpu_kernel\n{text}")
     names = [r for r, _ in results]
     m.emit(f"{', '.join(names)} = {helper}({', '.join(writer.ref(a) for a in outer)})")
     writer.live.update(dict.fromkeys(names))
@@ -202,4 +226,5 @@ def _line(m, writer, e):
         it = iter(texts)
         args = [next(it) if isinstance(a, Var) else scalar_literal(a, dtype) for a in e.ins]
         return prim_expr(m, e.op, args, e.params, metas, "np")
-    return writer.fresh(e.outs[0]), dtype, operands, rhs
+    call = e.op.name not in _BINARY and e.op.name != "neg"
+    return writer.fresh(e.outs[0]), dtype, operands, rhs, call

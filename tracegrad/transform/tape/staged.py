@@ -19,7 +19,7 @@ from ...backend import cpu as np  # host-side type checks only
 from ...runtime.tensor import Tensor, wrap
 from ..reads import state_of
 from .. import jit
-from .codegen import GuardFailed, compile_tape, has_cpu_runs
+from .codegen import GuardFailed, compile_tape, has_cpu_runs, tape_source
 from .interpret import INTERPRET_OVER, Interpreted
 from .optimize import optimize
 from ..reads import Reads
@@ -116,6 +116,12 @@ class _Variant:
         if self.calls == jit.HOT_CALLS + 1 and self._source is not None and has_cpu_runs(self.tape):
             self.fn, self._source = compile_tape(self.tape, self.name, self.hints, cpu_kernels=True)
 
+    def fused_source(self):
+        """The source this variant runs once hot: with its CPU kernels, where it gets any."""
+        if self._source is not None and has_cpu_runs(self.tape):
+            return tape_source(self.tape, self.name, self.hints, cpu_kernels=True)
+        return self.source
+
     def finish(self, flat):
         if self.single:
             out = flat[0]
@@ -151,6 +157,15 @@ class Staged:
             raise AttributeError("no source yet: call the function once (the code is "
                                  "generated for the signature of its arguments)")
         return self._last.source
+
+    @property
+    def fused_source(self):
+        """``source`` as it reads once the function is hot (its elementwise runs compiled
+        into CPU kernels, see :mod:`tracegrad.transform.jit`)."""
+        if self._last is None:
+            raise AttributeError("no source yet: call the function once (the code is "
+                                 "generated for the signature of its arguments)")
+        return self._last.fused_source()
 
     @property
     def tape(self):
