@@ -50,7 +50,8 @@ def test_a_straight_line_tape_becomes_one_kernel_equal_to_the_unfused_one(dtype,
     x = np.linspace(-1.5, 1.5, int(np.prod(shape))).reshape(shape).astype(dtype)
     got, source = hot(chain, x)
     want, plain = cold(chain, x)
-    assert source.count("@cpu_kernel") == 1 and "@cpu_kernel" not in plain
+    assert source.count("@cpu_kernel") == (1 if shape else 0)  # (0-d: NumPy scalars, unfused)
+    assert "@cpu_kernel" not in plain
     assert got.dtype == want.dtype == dtype and got.shape == want.shape == shape
     np.testing.assert_allclose(got, want, rtol=RTOL[dtype])
 
@@ -180,3 +181,34 @@ def test_the_source_shows_which_lines_the_kernel_runs():
     assert "lines of dchain_dy as one Numba kernel" in kernel and "@cpu_kernel\ndef dchain_dy_fused0(" in kernel
     assert kernel.count("np.tanh(") == 3 and "for j in range(m):" in kernel
     assert "dchain_dy_fused0(y)" in function
+
+
+# -- the tape zoo, fused against unfused ------------------------------------------------------
+
+def _zoo():
+    from .test_tape_zoo import ZOO
+    return [pytest.param(c, id=c.name) for c in ZOO if "fd" not in c.xfail]
+
+
+@pytest.mark.parametrize("case", _zoo())
+def test_zoo_entry_fused_equals_unfused(case):
+    args = case.args(np.random.default_rng(7))
+    with np.errstate(all="ignore"):
+        got, source = hot(case.fn, *args, argnums=case.argnums)
+        want, _ = cold(case.fn, *args, argnums=case.argnums)
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=RTOL.get(w.dtype.type, 1e-12), atol=1e-300,
+                                   equal_nan=True)
+    _FUSED[case.name] = "@cpu_kernel" in source
+
+
+_FUSED = {}
+
+
+def test_many_zoo_entries_fuse():
+    if len(_FUSED) < 40:
+        pytest.skip("run with the zoo tests of this file")
+    assert sum(_FUSED.values()) >= 20, _FUSED

@@ -31,12 +31,13 @@ def cpu_fusable(e):
         return None
     out = e.outs[0]
     shape, dtype = out.shape, out.npdtype
-    if dtype not in _FLOATS:
+    if dtype not in _FLOATS or not shape:  # (0-d values may be NumPy scalars, not arrays)
         return None
     metas, dtypes = [], []
     for a in e.ins:
         if isinstance(a, Var):
-            if a.npdtype not in _FLOATS or not (a.shape == shape or _one_element(a.shape, shape)):
+            if a.npdtype not in _FLOATS or not a.shape or not (
+                    a.shape == shape or _one_element(a.shape, shape)):
                 return None
             metas.append((a.shape, a.npdtype))
             dtypes.append(a.npdtype)
