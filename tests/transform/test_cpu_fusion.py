@@ -212,3 +212,17 @@ def test_many_zoo_entries_fuse():
     if len(_FUSED) < 40:
         pytest.skip("run with the zoo tests of this file")
     assert sum(_FUSED.values()) >= 20, _FUSED
+
+
+def test_show_tape_prints_the_kernels_the_hot_tape_runs(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text("import numpy as np\n\ndef loss(x, w):\n    h = np.tanh(x * w + 1.0)\n"
+                    "    return np.sum(h * h)\n")
+    out = subprocess.run([sys.executable, "-m", "tracegrad", "show", f"{path}:loss", "--mode", "tape",
+                          "--args", "np.ones(3), np.ones(3)", "--wrt", "0,1", "--color", "never"],
+                         capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.getcwd(), TRACEGRAD_CACHE_DIR=str(tmp_path)))
+    kernel, function = out.stdout.split("\ndef dloss_dx_dw(")
+    assert "lines of dloss_dx_dw as one Numba kernel" in kernel
+    assert "t2 = np.tanh(t1)" in kernel and "dx[j] = g2 * w[j]" in kernel
+    assert "dx, dw = dloss_dx_dw_fused0(x, w)" in function

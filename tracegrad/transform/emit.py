@@ -11,6 +11,7 @@ import itertools
 import keyword
 import linecache
 import math
+import re
 import types
 import weakref
 
@@ -201,7 +202,12 @@ def prim_expr(module, prim, args, params, metas=None, xp="xp"):
 
 
 def _simple(expr):
-    return expr.replace("_", "a").replace(".", "a").isalnum() or _number(expr)
+    return expr.replace("_", "a").replace(".", "a").isalnum() or _number(expr) or \
+        _INDEXED_OR_CALL.fullmatch(expr) is not None
+
+
+# ``a[j]`` and ``np.float32(1.01)``: one operand in a CPU kernel's lines
+_INDEXED_OR_CALL = re.compile(r"[A-Za-z_][\w.]*(\[\w+\]|\([\w.]+\))")
 
 
 def _number(expr):
