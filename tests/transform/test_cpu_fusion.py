@@ -226,3 +226,18 @@ def test_show_tape_prints_the_kernels_the_hot_tape_runs(tmp_path):
     assert "lines of dloss_dx_dw as one Numba kernel" in kernel
     assert "t2 = np.tanh(t1)" in kernel and "dx[j] = g2 * w[j]" in kernel
     assert "dx, dw = dloss_dx_dw_fused0(x, w)" in function
+
+
+def tanh_product(x, w):
+    return np.sum(np.tanh(x * w + 1.0) * x)
+
+
+def test_any_memory_layout_is_read_as_numpy_reads_it():
+    x = np.linspace(-1, 1, 24).reshape(4, 6)
+    for a, b in [(x.T, np.asfortranarray(x.T)), (np.broadcast_to(x[0], (4, 6)), x), (x[:, ::2], x[:, 1::2])]:
+        got, source = hot(tanh_product, a, b, argnums=(0, 1))
+        want, _ = cold(tanh_product, a, b, argnums=(0, 1))
+        assert "@cpu_kernel" in source
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-12)

@@ -140,11 +140,11 @@ class LazyKernel:
         try:
             kernel = load_kernel(self.module, self.name)
             out = kernel(*args)  # (compiled now for these argument types, or read from the cache)
-        except Exception as e:  # a kernel Numba cannot compile: a bug, but not the user's
-            if not type(e).__module__.startswith("numba"):
-                raise
+        except Exception as e:  # a kernel Numba cannot compile (a bug, but not the user's)
+            if not (type(e).__module__.startswith("numba") or isinstance(e, OSError)):
+                raise             # or a cache directory that cannot be written
             warnings.warn(f"tracegrad: Numba could not compile the fused kernel {self.name} "
-                          f"({type(e).__name__}); it runs unfused", RuntimeWarning, stacklevel=2)
+                          f"({type(e).__name__}: {e}); it runs unfused", RuntimeWarning, stacklevel=2)
             kernel = out = None
         self.bind(kernel or self.unfused)
         return self.unfused(*args) if kernel is None else out
