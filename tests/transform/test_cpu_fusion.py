@@ -14,6 +14,8 @@ from tracegrad.transform import jit
 
 pytest.importorskip("numba")
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tg.__file__)))  # (for subprocesses)
+
 # fused against unfused: the kernels call the C library's exp/tanh/..., NumPy its own
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
 
@@ -151,7 +153,7 @@ def test_a_numba_failure_falls_back_to_the_lines_on_whole_arrays(monkeypatch):
 def test_import_tracegrad_does_not_import_numba():
     code = "import sys, tracegrad; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=os.getcwd()))
+                         env=dict(os.environ, PYTHONPATH=ROOT), cwd=os.path.dirname(ROOT))
     assert out.stdout.strip() == "False"
 
 
@@ -163,7 +165,7 @@ def test_kernels_are_cached_on_disk_for_the_next_process(tmp_path):
             "g = tg.grad(f, mode='tape')\n"
             "for _ in range(3): g(np.ones(4))\n"
             "print(type(g._last.fn.__globals__['df_dy_fused0']).__name__)\n")
-    env = dict(os.environ, PYTHONPATH=os.getcwd(), TRACEGRAD_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=ROOT, TRACEGRAD_CACHE_DIR=str(tmp_path))
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              check=True, env=env)
@@ -221,7 +223,7 @@ def test_show_tape_prints_the_kernels_the_hot_tape_runs(tmp_path):
     out = subprocess.run([sys.executable, "-m", "tracegrad", "show", f"{path}:loss", "--mode", "tape",
                           "--args", "np.ones(3), np.ones(3)", "--wrt", "0,1", "--color", "never"],
                          capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=os.getcwd(), TRACEGRAD_CACHE_DIR=str(tmp_path)))
+                         env=dict(os.environ, PYTHONPATH=ROOT, TRACEGRAD_CACHE_DIR=str(tmp_path)))
     kernel, function = out.stdout.split("\ndef dloss_dx_dw(")
     assert "lines of dloss_dx_dw as one Numba kernel" in kernel
     assert "t2 = np.tanh(t1)" in kernel and "dx[j] = g2 * w[j]" in kernel
