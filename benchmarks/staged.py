@@ -5,6 +5,11 @@ HIPS autograd when installed).
            staged once, then run from the cache (warm) -- the tape's compiled code and
            the AST path's generated adjoint against the same forward and backward
            written by hand;
+  fused:   the same gradient once its variant is hot (see tracegrad.transform.jit): the
+           200-step chain on 16 float32 and a 20-step one on 2**20 float64, with the
+           CPU kernels (Numba) and without (``tracegrad.fusion(False)``);
+  compile: the 20-step chain's kernel compiled in a fresh process, then read from the
+           on-disk cache by a second one (each in a subprocess, a new cache directory);
   staging: tracing, differentiating, optimising and compiling that function once (a new
            ``grad`` object each time, so nothing is cached); and the AST transformation
            of a 50-line function with loops and branches (cache cleared each time);
@@ -16,12 +21,17 @@ Run: ``python benchmarks/staged.py`` (``--quick`` for fewer repeats).
 import argparse
 import importlib.util
 import inspect
+import os
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 
 import numpy as np
 
 import tracegrad as tg
+from tracegrad.transform import jit
 from tracegrad.transform.ast import clear_cache
 
 from chain import STEPS, WIDTH, best_times, chain_autograd, chain_numpy
@@ -57,6 +67,84 @@ def bench_chain(repeats):
         for mode in ("tape", "ast"):
             print(f"  tracegrad ({mode}) is {times['autograd (HIPS)'] / times[f'tracegrad grad ({mode})']:.1f}x "
                   "faster than HIPS autograd")
+
+
+def short_chain(y):
+    for _ in range(SHORT_STEPS):
+        y = np.tanh(y * 1.01 + 0.1)
+    return y.sum()
+
+
+SHORT_STEPS, LARGE = 20, 2 ** 20
+
+
+def bench_fused(repeats):
+    """Hot gradients with and without CPU kernels, against the chain by hand."""
+    if not jit.available():
+        print("fused: Numba is not installed (pip install tracegrad[jit]): skipped")
+        return
+    cases = [(chain, STEPS, WIDTH, np.float32, 20), (short_chain, SHORT_STEPS, LARGE, np.float64, 1)]
+    for fn, steps, width, dtype, inner in cases:
+        x0 = np.linspace(-1, 1, width).astype(dtype)
+        fns = {"numpy (hand-written)": chain_numpy(x0, steps)}
+        expected = fns["numpy (hand-written)"]()
+        for mode in ("tape", "ast"):
+            for fused in (True, False):
+                with tg.fusion(fused):
+                    g = tg.grad(fn, mode=mode)
+                    for _ in range(jit.HOT_CALLS + 2):  # hot: compiled with kernels
+                        got = g(x0)
+                np.testing.assert_allclose(got, expected, rtol=1e-4 if dtype == np.float32 else 1e-10,
+                                           atol=1e-30)
+                fns[f"{mode} {'fused' if fused else 'unfused'}"] = (lambda g: lambda: g(x0))(g)
+        times = best_times(fns, repeats, inner)
+        base = times["numpy (hand-written)"]
+        print(f"fused: grad of tanh(y*1.01+0.1), {steps} steps, {width} {np.dtype(dtype).name}, hot")
+        for name, t in times.items():
+            ratio = "" if t is base else f"{t / base:8.2f}x numpy"
+            print(f"  {name:24s} {t * 1e6:11.1f} us/call{ratio}")
+
+
+_COMPILE_SCRIPT = """
+import time, numpy as np
+start = time.perf_counter()
+import numba  # Numba's start-up, once per process: its import and its JIT's first compile
+numba.njit(lambda v: v + 1)(1.0)
+numba_start = time.perf_counter() - start
+import tracegrad as tg
+from tracegrad.transform import jit
+from staged import short_chain
+jit.HOT_CALLS = 0
+x0 = np.linspace(-1, 1, 64)
+g = tg.grad(short_chain, mode="tape")
+start = time.perf_counter(); g(x0); staged = time.perf_counter() - start
+start = time.perf_counter(); g(x0); g(x0); kernels = time.perf_counter() - start  # compiled or read
+start = time.perf_counter(); g(x0); g(x0); warm = time.perf_counter() - start
+print(numba_start, staged, kernels - warm)
+"""
+
+
+def bench_compile(repeats):
+    """Staging and kernel compilation of the 20-step chain in fresh processes: the first
+    with an empty kernel cache, the second reading it."""
+    if not jit.available():
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.path.dirname(here),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    firsts, cached = [], []
+    for _ in range(max(1, repeats // 3)):
+        with tempfile.TemporaryDirectory() as cache:
+            env["TRACEGRAD_CACHE_DIR"] = cache
+            for runs in (firsts, cached):
+                out = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT], env=env, cwd=here,
+                                     capture_output=True, text=True, check=True).stdout
+                runs.append([float(v) for v in out.split()])
+    first, again = min(firsts, key=lambda r: r[2]), min(cached, key=lambda r: r[2])
+    print(f"compile: the {SHORT_STEPS}-step chain's kernel in a fresh process (Numba's start-up "
+          f"-- import, first JIT compile -- {again[0] * 1e3:.0f} ms before, once per process)")
+    print(f"  first process (compiled)  {first[2] * 1e3:9.1f} ms   (staging {first[1] * 1e3:.1f} ms)")
+    print(f"  second process (cached)   {again[2] * 1e3:9.1f} ms   (staging {again[1] * 1e3:.1f} ms)")
 
 
 def bench_staging(repeats):
@@ -187,6 +275,8 @@ def main():
     args = parser.parse_args()
     repeats = 3 if args.quick else 9
     bench_chain(repeats)
+    bench_fused(repeats)
+    bench_compile(repeats)
     bench_staging(repeats)
     bench_memory()
 

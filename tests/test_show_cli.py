@@ -127,13 +127,14 @@ def test_tape_mode_traces_the_example_arguments(model, capsys):
     args = "np.ones(WIDTH), np.ones((WIDTH, 2))"  # the file's globals are in scope
     status, out, err = run_show(capsys, f"{model}:f", "--mode", "tape", "--wrt", "1", "--args", args)
     assert (status, err) == (0, "")
-    node = function_def(out)
+    # the tape as it runs once hot: its CPU kernels (where Numba is installed) come first
+    node = [n for n in ast.parse(out).body if isinstance(n, ast.FunctionDef)][-1]
     assert node.name == "df_dw"
     assert [a.arg for a in node.args.args] == ["x", "w"]  # no seed: the tape's code
-    assert "xp.tanh(" in out and "# grad of" not in out
+    assert "tanh(" in out and "# grad of" not in out
     tape = tracegrad.grad(loaded(model, "f"), argnums=1, mode="tape")
     tape(np.ones(3), np.ones((3, 2)))
-    assert out == tape.source
+    assert out == tape.fused_source
 
 
 def test_tape_mode_without_example_arguments_is_a_usage_error(model, capsys):

@@ -494,3 +494,52 @@ def test_eager_check_ran():
         pytest.skip("too few programs without hazards checked in this run")
     applicable = sum(n for k, n in stats.items() if not k.startswith("not applicable"))
     assert stats["ran"] >= 0.6 * applicable, summary["without_hazards"]
+
+
+def _tape_hot(f, program, fused):
+    """``run_mode``'s tape result once the variant is hot (compiled with CPU kernels where
+    ``fused``), or the error it raised."""
+    from tracegrad.transform import jit
+    args = copies(program.args)
+    previous = jit.HOT_CALLS, tracegrad.set_fusion(fused)
+    jit.HOT_CALLS = 0
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            g = tracegrad.grad(f, argnums=program.argnums, mode="tape")
+            for _ in range(3):
+                out = g(*copies(args))
+        return "ok", tuple(_arr(v) for v in _as_tuple(out, program.argnums))
+    except Exception as e:  # noqa: BLE001 - compared between the two runs
+        return "err", e
+    finally:
+        jit.HOT_CALLS = previous[0]
+        tracegrad.set_fusion(previous[1])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="needs Numba (the jit extra)")
+@_seeded
+@settings(**{**_settings, "max_examples": max(8, EXAMPLES // 10)})
+@given(st.data())
+def test_fused_tape_equals_unfused(data):
+    """A hot tape with CPU kernels answers what the unfused tape answers (to a few ulps)."""
+    program = _noted(data.draw(fp.grad_programs(hazards=False)))
+    f = load(program)
+    old = os.environ.get("TRACEGRAD_CACHE_DIR")
+    os.environ["TRACEGRAD_CACHE_DIR"] = os.path.join(_DIR, "kernels")
+    try:
+        plain, fused = _tape_hot(f, program, False), _tape_hot(f, program, True)
+    finally:
+        if old is None:
+            del os.environ["TRACEGRAD_CACHE_DIR"]
+        else:
+            os.environ["TRACEGRAD_CACHE_DIR"] = old
+    problems = []
+    if plain[0] != fused[0] or (plain[0] == "err" and type(plain[1]) is not type(fused[1])):
+        problems.append(f"unfused: {_desc(plain)}; fused: {_desc(fused)}")
+    elif plain[0] == "ok":
+        for a, b in zip(plain[1], fused[1]):
+            if a.shape != b.shape or a.dtype != b.dtype or not np.allclose(
+                    b, a, rtol=1e-10, atol=1e-12, equal_nan=True):
+                problems.append(f"fused {b!r} != unfused {a!r}")
+    report(program, problems)

@@ -16,7 +16,7 @@ def _is_number(a):
 _ALPHA = {"alpha": 1}  # add(x, y, alpha=a) with a != 1 is recorded as add(x, y * a)
 
 
-@primitive("AddBackward0", ufunc="add", saved_view=lambda params: _ALPHA, complex=True)
+@primitive("AddBackward0", ufunc="add", saved_view=lambda params: _ALPHA, complex=True, scalar=True)
 def add(xp, x, y):
     return x + y
 
@@ -45,7 +45,7 @@ def _sub_name(args, params):
     return "RsubBackward1" if _is_number(args[0]) else "SubBackward0"
 
 
-@primitive(_sub_name, ufunc="subtract", saved_view=lambda params: _ALPHA, complex=True)
+@primitive(_sub_name, ufunc="subtract", saved_view=lambda params: _ALPHA, complex=True, scalar=True)
 def sub(xp, x, y):
     return x - y
 
@@ -70,7 +70,7 @@ def sub_jvp_y(t, out, x, y):
     return expand_to(-t, out)
 
 
-@primitive("MulBackward0", ufunc="multiply", complex=True)
+@primitive("MulBackward0", ufunc="multiply", complex=True, scalar=True)
 def mul(xp, x, y):
     return x * y
 
@@ -95,7 +95,7 @@ def mul_jvp_y(t, out, x, y):
     return expand_to(x * t, out)
 
 
-@primitive("DivBackward0", dtypes=FLOAT, ufunc="true_divide", complex=True)
+@primitive("DivBackward0", dtypes=FLOAT, ufunc="true_divide", complex=True, scalar=True)
 def div(xp, x, y):
     return x / y
 
@@ -122,7 +122,7 @@ def div_jvp_y(t, out, x, y):
     return expand_to(-t * (x / y / y), out)
 
 
-@primitive("NegBackward0", dtypes=KEEP, diagonal=True, ufunc="negative", complex=True)
+@primitive("NegBackward0", dtypes=KEEP, diagonal=True, ufunc="negative", complex=True, scalar=True)
 def neg(xp, x):
     return -x
 
@@ -305,7 +305,7 @@ def _real_only(x, y, name):
 
 # maximum/minimum split the gradient evenly between tied operands, as PyTorch does. Their
 # kernels refuse complex operands, so the rules hold wherever they run.
-@primitive("MaximumBackward0", ufunc="maximum", complex=True)
+@primitive("MaximumBackward0", ufunc="maximum", complex=True, scalar=True)
 def maximum(xp, x, y):
     _real_only(x, y, "maximum")
     return xp.maximum(x, y)
@@ -331,7 +331,7 @@ def maximum_jvp_y(t, out, x, y):
     return expand_to(where(y > x, t, where(x == y, t / 2, 0.0)), out)
 
 
-@primitive("MinimumBackward0", ufunc="minimum", complex=True)
+@primitive("MinimumBackward0", ufunc="minimum", complex=True, scalar=True)
 def minimum(xp, x, y):
     _real_only(x, y, "minimum")
     return xp.minimum(x, y)
@@ -413,32 +413,32 @@ def clamp_tensor_jvp_hi(t, out, x, lo, hi):
 
 # -- comparisons and logic (no gradient) -----------------------------------------------------
 
-@primitive()
+@primitive(scalar=True)
 def eq(xp, x, y):
     return x == y
 
 
-@primitive()
+@primitive(scalar=True)
 def ne(xp, x, y):
     return x != y
 
 
-@primitive()
+@primitive(scalar=True)
 def lt(xp, x, y):
     return x < y
 
 
-@primitive()
+@primitive(scalar=True)
 def le(xp, x, y):
     return x <= y
 
 
-@primitive()
+@primitive(scalar=True)
 def gt(xp, x, y):
     return x > y
 
 
-@primitive()
+@primitive(scalar=True)
 def ge(xp, x, y):
     return x >= y
 

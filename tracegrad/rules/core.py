@@ -11,6 +11,11 @@ A primitive bundles, written once and shared by the eager, tape and AST paths:
   primitive with a diagonal Jacobian uses its vjp, a linear one applies itself to the
   tangent);
 * whether its derivatives hold for complex values (``complex=True``, see below);
+* whether it is *scalar* (``scalar=True``): on float operands its kernel is exactly its
+  operator or its NumPy ufunc applied element by element, so the emitters write it as
+  ``x * y`` or ``xp.tanh(x)`` and a fusing compiler (``cupy.fuse``, Numba on the CPU) may
+  compile the line as scalar code. Vjps need no declaration of their own: they are written
+  with primitives, so a vjp made of scalar ones fuses as it is;
 * what the eager runtime needs to record a PyTorch-like node: the node's name, which
   argument values each vjp reads (``uses``: only those are saved, so an input that no
   needed vjp reads may be modified in place afterwards), whether the result is a view,
@@ -120,12 +125,12 @@ class Primitive:
                  "inplace_impl", "cast", "number_edges", "argnames", "variadic", "params", "vjps",
                  "uses", "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal",
                  "_diff_pos", "_diff_flags", "_plans", "node_classes", "node_cls", "saved_names",
-                 "saved_view", "result_names", "saved_outputs", "complex", "__weakref__")
+                 "saved_view", "result_names", "saved_outputs", "complex", "scalar", "__weakref__")
 
     def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, view=False, nout=1,
                  ufunc=None, linear=False, diagonal=False, cast=None, number_edges=True,
                  saved_names=None, saved_view=None, result_names=None, saved_outputs=None,
-                 complex=False):
+                 complex=False, scalar=False):
         self.name = name or impl.__name__.rstrip("_")
         self.impl = impl
         self.node = node
@@ -171,6 +176,8 @@ class Primitive:
         # see the module docstring); differentiating complex values through any other
         # rule is refused.
         self.complex = complex
+        # Its kernel is its operator or ufunc, element by element (see the module docstring).
+        self.scalar = scalar
         if self.name in TABLE:
             raise ValueError(f"primitive {self.name!r} is already in the rule table")
         TABLE[self.name] = self

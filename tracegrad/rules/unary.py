@@ -11,7 +11,7 @@ _INV_LN10 = 1.0 / math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-@primitive("ExpBackward0", dtypes=FLOAT, diagonal=True, ufunc="exp", complex=True)
+@primitive("ExpBackward0", dtypes=FLOAT, diagonal=True, ufunc="exp", complex=True, scalar=True)
 def exp(xp, x):
     return xp.exp(x)
 
@@ -21,7 +21,7 @@ def exp_vjp(g, out, x):
     return g * out
 
 
-@primitive("Exp2Backward0", dtypes=FLOAT, diagonal=True, ufunc="exp2", complex=True)
+@primitive("Exp2Backward0", dtypes=FLOAT, diagonal=True, ufunc="exp2", complex=True, scalar=True)
 def exp2(xp, x):
     return xp.exp2(x)
 
@@ -31,7 +31,7 @@ def exp2_vjp(g, out, x):
     return g * (out * _LN2)  # (g * out may overflow where the slope times g does not)
 
 
-@primitive("ExpM1Backward0", dtypes=FLOAT, diagonal=True, ufunc="expm1", complex=True)
+@primitive("ExpM1Backward0", dtypes=FLOAT, diagonal=True, ufunc="expm1", complex=True, scalar=True)
 def expm1(xp, x):
     return xp.expm1(x)
 
@@ -41,7 +41,7 @@ def expm1_vjp(g, out, x):
     return g * (out + 1)
 
 
-@primitive("LogBackward0", dtypes=FLOAT, diagonal=True, ufunc="log", complex=True)
+@primitive("LogBackward0", dtypes=FLOAT, diagonal=True, ufunc="log", complex=True, scalar=True)
 def log(xp, x):
     return xp.log(x)
 
@@ -51,7 +51,7 @@ def log_vjp(g, out, x):
     return g / x
 
 
-@primitive("Log2Backward0", dtypes=FLOAT, diagonal=True, ufunc="log2", complex=True)
+@primitive("Log2Backward0", dtypes=FLOAT, diagonal=True, ufunc="log2", complex=True, scalar=True)
 def log2(xp, x):
     return xp.log2(x)
 
@@ -61,7 +61,7 @@ def log2_vjp(g, out, x):
     return g / (x * _LN2)
 
 
-@primitive("Log10Backward0", dtypes=FLOAT, diagonal=True, ufunc="log10", complex=True)
+@primitive("Log10Backward0", dtypes=FLOAT, diagonal=True, ufunc="log10", complex=True, scalar=True)
 def log10(xp, x):
     return xp.log10(x)
 
@@ -71,7 +71,7 @@ def log10_vjp(g, out, x):
     return g * _INV_LN10 / x  # (x * ln 10 overflows for x > max / 2.3)
 
 
-@primitive("Log1PBackward0", dtypes=FLOAT, diagonal=True, ufunc="log1p", complex=True)
+@primitive("Log1PBackward0", dtypes=FLOAT, diagonal=True, ufunc="log1p", complex=True, scalar=True)
 def log1p(xp, x):
     return xp.log1p(x)
 
@@ -81,7 +81,7 @@ def log1p_vjp(g, out, x):
     return g / (x + 1)
 
 
-@primitive("SqrtBackward0", dtypes=FLOAT, diagonal=True, ufunc="sqrt", complex=True)
+@primitive("SqrtBackward0", dtypes=FLOAT, diagonal=True, ufunc="sqrt", complex=True, scalar=True)
 def sqrt(xp, x):
     return xp.sqrt(x)
 
@@ -111,7 +111,7 @@ def reciprocal_vjp(g, out, x):
     return -g * out * out
 
 
-@primitive("SinBackward0", dtypes=FLOAT, diagonal=True, ufunc="sin", complex=True)
+@primitive("SinBackward0", dtypes=FLOAT, diagonal=True, ufunc="sin", complex=True, scalar=True)
 def sin(xp, x):
     return xp.sin(x)
 
@@ -121,7 +121,7 @@ def sin_vjp(g, out, x):
     return g * cos(x)
 
 
-@primitive("CosBackward0", dtypes=FLOAT, diagonal=True, ufunc="cos", complex=True)
+@primitive("CosBackward0", dtypes=FLOAT, diagonal=True, ufunc="cos", complex=True, scalar=True)
 def cos(xp, x):
     return xp.cos(x)
 
@@ -131,7 +131,7 @@ def cos_vjp(g, out, x):
     return -g * sin(x)
 
 
-@primitive("TanBackward0", dtypes=FLOAT, diagonal=True, ufunc="tan", complex=True)
+@primitive("TanBackward0", dtypes=FLOAT, diagonal=True, ufunc="tan", complex=True, scalar=True)
 def tan(xp, x):
     return xp.tan(x)
 
@@ -141,7 +141,7 @@ def tan_vjp(g, out, x):
     return g * (1 + out * out)
 
 
-@primitive("AsinBackward0", dtypes=FLOAT, diagonal=True, ufunc="arcsin", complex=True)
+@primitive("AsinBackward0", dtypes=FLOAT, diagonal=True, ufunc="arcsin", complex=True, scalar=True)
 def asin(xp, x):
     return xp.arcsin(x)
 
@@ -151,7 +151,7 @@ def asin_vjp(g, out, x):
     return g / sqrt(1 - x * x)
 
 
-@primitive("AcosBackward0", dtypes=FLOAT, diagonal=True, ufunc="arccos", complex=True)
+@primitive("AcosBackward0", dtypes=FLOAT, diagonal=True, ufunc="arccos", complex=True, scalar=True)
 def acos(xp, x):
     return xp.arccos(x)
 
@@ -161,7 +161,7 @@ def acos_vjp(g, out, x):
     return -g / sqrt(1 - x * x)
 
 
-@primitive("AtanBackward0", dtypes=FLOAT, diagonal=True, ufunc="arctan", complex=True)
+@primitive("AtanBackward0", dtypes=FLOAT, diagonal=True, ufunc="arctan", complex=True, scalar=True)
 def atan(xp, x):
     return xp.arctan(x)
 
@@ -171,7 +171,7 @@ def atan_vjp(g, out, x):
     return g / (1 + x * x)
 
 
-@primitive("SinhBackward0", dtypes=FLOAT, diagonal=True, ufunc="sinh", complex=True)
+@primitive("SinhBackward0", dtypes=FLOAT, diagonal=True, ufunc="sinh", complex=True, scalar=True)
 def sinh(xp, x):
     return xp.sinh(x)
 
@@ -181,7 +181,7 @@ def sinh_vjp(g, out, x):
     return g * cosh(x)
 
 
-@primitive("CoshBackward0", dtypes=FLOAT, diagonal=True, ufunc="cosh", complex=True)
+@primitive("CoshBackward0", dtypes=FLOAT, diagonal=True, ufunc="cosh", complex=True, scalar=True)
 def cosh(xp, x):
     return xp.cosh(x)
 
@@ -191,7 +191,7 @@ def cosh_vjp(g, out, x):
     return g * sinh(x)
 
 
-@primitive("TanhBackward0", dtypes=FLOAT, diagonal=True, ufunc="tanh", complex=True)
+@primitive("TanhBackward0", dtypes=FLOAT, diagonal=True, ufunc="tanh", complex=True, scalar=True)
 def tanh(xp, x):
     return xp.tanh(x)
 
@@ -214,7 +214,7 @@ def erf_vjp(g, out, x):
     return g * _TWO_OVER_SQRT_PI * exp(-x * x)
 
 
-@primitive("AbsBackward0", dtypes=KEEP, diagonal=True, ufunc="absolute", complex="real")
+@primitive("AbsBackward0", dtypes=KEEP, diagonal=True, ufunc="absolute", complex="real", scalar=True)
 def abs(xp, x):
     return xp.abs(x)
 
@@ -247,7 +247,7 @@ def conj_sgn(x):
 # real-only: its kernel refuses complex operands as PyTorch's does, but NumPy's sign of a
 # complex z (which AST mode's code runs) is z/|z|, whose derivative is not 0 -- the tape
 # records that as its own composition (see numpy_map/ufuncs.py).
-@primitive("SignBackward0", dtypes=KEEP, diagonal=True, ufunc="sign")
+@primitive("SignBackward0", dtypes=KEEP, diagonal=True, ufunc="sign", scalar=True)
 def sign(xp, x):
     if is_complex(x):
         raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
@@ -255,17 +255,17 @@ def sign(xp, x):
     return xp.sign(x)
 
 
-@primitive("FloorBackward0", dtypes=KEEP, diagonal=True, complex=True, ufunc="floor")
+@primitive("FloorBackward0", dtypes=KEEP, diagonal=True, complex=True, ufunc="floor", scalar=True)
 def floor(xp, x):
     return xp.floor(x)
 
 
-@primitive("CeilBackward0", dtypes=KEEP, diagonal=True, complex=True, ufunc="ceil")
+@primitive("CeilBackward0", dtypes=KEEP, diagonal=True, complex=True, ufunc="ceil", scalar=True)
 def ceil(xp, x):
     return xp.ceil(x)
 
 
-@primitive("TruncBackward0", dtypes=KEEP, diagonal=True, complex=True, ufunc="trunc")
+@primitive("TruncBackward0", dtypes=KEEP, diagonal=True, complex=True, ufunc="trunc", scalar=True)
 def trunc(xp, x):
     return xp.trunc(x)
 

@@ -11,6 +11,7 @@ import itertools
 import keyword
 import linecache
 import math
+import re
 import types
 import weakref
 
@@ -23,10 +24,6 @@ __all__ = ["registered", "Module", "prim_expr", "elementwise", "compile_source",
 # kernels that are exactly one Python operator on their operands
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=", "lt": "<",
            "le": "<=", "eq": "==", "ne": "!="}
-# ufunc-backed kernels whose result is exactly ``xp.<ufunc>(...)`` on float operands
-_UFUNC_CALL = {"tanh", "exp", "log", "sin", "cos", "tan", "sinh", "cosh", "sqrt", "absolute",
-               "expm1", "log1p", "log2", "log10", "exp2", "arcsin", "arccos", "arctan",
-               "sign", "floor", "ceil", "trunc", "maximum", "minimum"}
 
 _counter = itertools.count()
 _GENERATED_CALLS = {"bool", "int", "float", "complex", "len", "tuple", "list", "dict", "slice",
@@ -169,12 +166,13 @@ class Module:
 
 def elementwise(prim, params, metas):
     """Whether :func:`prim_expr` writes this application as one operator or ``xp.<ufunc>``
-    call: what an elementwise-fusing compiler (``cupy.fuse``) can take."""
-    if params:
+    call: what an elementwise-fusing compiler (``cupy.fuse``, Numba) can take. The rule
+    table says which primitives are such (``scalar=True``)."""
+    if params or not prim.scalar:
         return False
     if prim.name in _BINARY or prim.name == "neg":
         return True
-    return prim.ufunc in _UFUNC_CALL and all(m is None or m[1].kind in "fc" for m in metas)
+    return prim.ufunc is not None and all(m is None or m[1].kind in "fc" for m in metas)
 
 
 def prim_expr(module, prim, args, params, metas=None, xp="xp"):
@@ -204,7 +202,12 @@ def prim_expr(module, prim, args, params, metas=None, xp="xp"):
 
 
 def _simple(expr):
-    return expr.replace("_", "a").replace(".", "a").isalnum() or _number(expr)
+    return expr.replace("_", "a").replace(".", "a").isalnum() or _number(expr) or \
+        _INDEXED_OR_CALL.fullmatch(expr) is not None
+
+
+# ``a[j]`` and ``np.float32(1.01)``: one operand in a CPU kernel's lines
+_INDEXED_OR_CALL = re.compile(r"[A-Za-z_][\w.]*(\[\w+\]|\([\w.]+\))")
 
 
 def _number(expr):

@@ -5,6 +5,8 @@ from ...backend import cpu as np  # host-side type checks only
 
 from ...rules.core import Primitive
 from ..emit import Module, compile_parts, compile_source, elementwise, prim_expr
+from .. import jit
+from .cpu_fusion import cpu_fusable, write_run
 from .fusion import MAX_ARGS, MIN_RUN, fusable_runs, fusion_enabled
 from .tape import Guard, Var, namespace_of_var
 
@@ -36,25 +38,32 @@ def _guard_line(m, name, kind, value, k, args=()):
     return f"if {test}: raise GuardFailed({k})"
 
 
-def compile_tape(tape, name, out_hints=()):
+def compile_tape(tape, name, out_hints=(), cpu_kernels=False):
     """``(function, source)`` computing the tape's output leaves (as a tuple) from its
     inputs; runs of elementwise lines become one fused kernel where the inputs' array
-    namespace can fuse and fusion is on (see :mod:`.fusion`)."""
-    return _Writer(tape, name, out_hints).write()
+    namespace can fuse and fusion is on (see :mod:`.fusion`) -- on the CPU only when
+    ``cpu_kernels`` (a staged function asks once a variant is hot, see :mod:`.cpu_fusion`)."""
+    return _Writer(tape, name, out_hints, cpu_kernels).write()
 
 
-def tape_source(tape, name, out_hints=()):
+def tape_source(tape, name, out_hints=(), cpu_kernels=False):
     """The source :func:`compile_tape` would compile, written without compiling it."""
-    return _Writer(tape, name, out_hints).text()
+    return _Writer(tape, name, out_hints, cpu_kernels).text()
+
+
+def has_cpu_runs(tape):
+    """Whether compiling ``tape`` with ``cpu_kernels`` would fuse anything."""
+    on_cpu = all(namespace_of_var(v) in (None, np) for v in tape.inputs)
+    return on_cpu and bool(_cpu_runs(tape))
 
 
 class _Writer:
     """One tape's translation: the module being written, each Var's name, where each Var
     is last read (to ``del`` it right after), and which Vars are the outputs."""
 
-    def __init__(self, tape, name, out_hints):
+    def __init__(self, tape, name, out_hints, cpu_kernels=False):
         from ..tree import flatten
-        self.tape, self.name = tape, name
+        self.tape, self.name, self.cpu_kernels = tape, name, cpu_kernels
         m = self.m = Module(reserved={"xp", "GuardFailed"})
         m.env.update(GuardFailed=GuardFailed)
         self.names = {v.id: m.local(v.name or "x") for v in tape.inputs}
@@ -85,11 +94,14 @@ class _Writer:
         # argument is a host value).
         spaces = [namespace_of_var(v) for v in self.tape.inputs]
         xp = m.env["xp"] = next((ns for ns in spaces if ns is not None and ns is not np), np)
-        starts = dict(_fused_runs(self.tape, xp, self.last, self.out_ids))
+        on_cpu = xp is np
+        starts = dict((_cpu_runs(self.tape) if self.cpu_kernels else []) if on_cpu else
+                      _fused_runs(self.tape, xp, self.last, self.out_ids))
         i = 0
         while i < len(eqns):
             stop = starts.get(i, i + 1)
-            read = self.fused(i, stop) if i in starts else self.line(i, eqns[i])
+            read = ((write_run(self, i, stop) if on_cpu else self.fused(i, stop)) if i in starts
+                    else self.line(i, eqns[i]))
             dead = [self.names[a.id] for a in read if self.last.get(a.id, -1) < stop
                     and a.kind == "op" and a.id not in self.out_ids]
             if dead:
@@ -215,6 +227,27 @@ def _fused_runs(tape, xp, last, out_ids):
     keys = (e.outs[0].shape if _fusable(e) else None for e in tape.eqns)
     return [chunk for start, stop in fusable_runs(keys)
             for chunk in _chunks(tape.eqns, start, stop, last, out_ids)]
+
+
+def _cpu_runs(tape):
+    """Runs of scalar eqns of one result shape, for Numba kernels (where it is installed),
+    each reading at least one array of that shape (its kernel's loop takes its size)."""
+    if not fusion_enabled():
+        return []
+    keys = [cpu_fusable(e) for e in tape.eqns]
+    runs = []
+    for start, stop in (r for a, b in fusable_runs(keys)
+                        for r in _split(a, b, jit.MAX_KERNEL_LINES)):
+        made = {e.outs[0].id for e in tape.eqns[start:stop]}
+        if any(a.id not in made and a.shape == keys[start]
+               for e in tape.eqns[start:stop] for a in e.in_vars()):
+            runs.append((start, stop))
+    return runs if runs and jit.available() else []
+
+
+def _split(start, stop, size):
+    return [(a, min(a + size, stop)) for a in range(start, stop, size)
+            if min(a + size, stop) - a >= MIN_RUN]
 
 
 def _chunks(eqns, start, stop, last, out_ids):

@@ -1,4 +1,4 @@
-"""Elementwise fusion for compiled tapes on CUDA.
+"""Elementwise fusion for compiled tapes on CUDA, and the switch for the CPU's too.
 
 On a GPU every elementwise line of a compiled tape (``g = dh * (1 - h * h)`` is three) is
 a kernel launch and a round trip of its operands through device memory. Where the array
@@ -8,8 +8,9 @@ emitted as one helper function compiled into a single kernel. The generated sour
 the helper, so what was fused stays readable.
 
 On by default; ``tracegrad.set_fusion(False)`` (or ``with tracegrad.fusion(False):``)
-turns it off for functions compiled from then on. NumPy has no fusing compiler, so CPU
-tapes are never fused.
+turns it off for functions compiled from then on. NumPy has no fusing compiler: on the
+CPU, runs of the same lines become Numba kernels once a staged variant is hot (see
+:mod:`.cpu_fusion` and :mod:`tracegrad.transform.jit`); the same switch turns that off.
 """
 import contextlib
 

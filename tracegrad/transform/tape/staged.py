@@ -18,7 +18,8 @@ from ...backend import cpu as np  # host-side type checks only
 
 from ...runtime.tensor import Tensor, wrap
 from ..reads import state_of
-from .codegen import GuardFailed, compile_tape
+from .. import jit
+from .codegen import GuardFailed, compile_tape, has_cpu_runs, tape_source
 from .interpret import INTERPRET_OVER, Interpreted
 from .optimize import optimize
 from ..reads import Reads
@@ -92,10 +93,12 @@ class _Identity:
 
 
 class _Variant:
-    __slots__ = ("fn", "_source", "tape", "spec", "kinds", "passthrough", "single")
+    __slots__ = ("fn", "_source", "tape", "spec", "kinds", "passthrough", "single", "calls",
+                 "name", "hints")
 
-    def __init__(self, fn, source, tape, spec, kinds, passthrough):
+    def __init__(self, fn, source, tape, spec, kinds, passthrough, name=None, hints=()):
         self.fn, self._source, self.tape = fn, source, tape
+        self.calls, self.name, self.hints = 0, name, hints  # (for compiling it with kernels)
         self.spec, self.kinds, self.passthrough = spec, kinds, passthrough
         # one array out, handed back as it is: the common case, answered without rebuilding
         self.single = spec is None and kinds == ["array"] and passthrough == [_TAPE]
@@ -104,6 +107,20 @@ class _Variant:
     def source(self):
         """The generated source (an interpreted tape's is written when first read)."""
         return self.fn.source if self._source is None else self._source
+
+    def heat(self):
+        """Count a replay; at the jit.HOT_CALLS-th, compile the tape again with its
+        elementwise runs as CPU kernels (where there are any, fusion is on and Numba is
+        installed). An interpreted (very long) tape stays as it is."""
+        self.calls += 1
+        if self.calls == jit.HOT_CALLS + 1 and self._source is not None and has_cpu_runs(self.tape):
+            self.fn, self._source = compile_tape(self.tape, self.name, self.hints, cpu_kernels=True)
+
+    def fused_source(self):
+        """The source this variant runs once hot: with its CPU kernels, where it gets any."""
+        if self._source is not None and has_cpu_runs(self.tape):
+            return tape_source(self.tape, self.name, self.hints, cpu_kernels=True)
+        return self.source
 
     def finish(self, flat):
         if self.single:
@@ -140,6 +157,15 @@ class Staged:
             raise AttributeError("no source yet: call the function once (the code is "
                                  "generated for the signature of its arguments)")
         return self._last.source
+
+    @property
+    def fused_source(self):
+        """``source`` as it reads once the function is hot (its elementwise runs compiled
+        into CPU kernels, see :mod:`tracegrad.transform.jit`)."""
+        if self._last is None:
+            raise AttributeError("no source yet: call the function once (the code is "
+                                 "generated for the signature of its arguments)")
+        return self._last.fused_source()
 
     @property
     def tape(self):
@@ -194,6 +220,7 @@ class Staged:
                 flat = variant.fn(*inputs)
             except GuardFailed:
                 continue
+            variant.heat()
             if j:
                 with self._lock:
                     if variant in variants:
@@ -245,7 +272,7 @@ class Staged:
             fn, source = compile_tape(tape, self._name, hints)
         passthrough = [_TAPE if isinstance(v, Var) else v for v in opt_leaves]
         kinds_flat = flatten(out_kinds)[0] if out_kinds is not None else ["array"] * len(out_leaves)
-        variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough)
+        variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough, self._name, hints)
         if draws.happened():  # random numbers drawn: this trace is for this call only
             self._last = variant
         else:

@@ -1,0 +1,154 @@
+"""Fused CPU kernels: scalar code compiled by Numba, cached on disk.
+
+NumPy has no fusing compiler: every elementwise line of generated code is one ufunc call,
+which costs ~0.5 us of dispatch on small arrays and a pass through memory on large ones.
+Runs of such lines are written instead as one *kernel*: a loop over the elements whose
+body is the same lines on scalars (the emitter's operators and ``np.<ufunc>`` calls are
+valid Numba code), compiled by Numba in nopython mode.
+
+Numba is optional (the ``jit`` extra): it is imported on the first kernel, never by
+``import tracegrad``; where it is missing everything runs unfused. A kernel's source is
+written to a file named after its hash in the cache directory (``$TRACEGRAD_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/tracegrad`` or ``~/.cache/tracegrad``), so Numba's own on-disk cache
+(``cache=True``, which needs a real file) lets a second process load the machine code
+instead of compiling it again.
+
+What the kernels compute equals the unfused lines up to the rounding of the transcendental
+functions (Numba calls the C library's, NumPy its own SIMD ones: a few ulps); NaN, inf,
+dtypes and broadcasting are the same, because only lines whose NumPy semantics the scalar
+code reproduces exactly are fused (see :func:`tracegrad.transform.tape.codegen`).
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+import warnings
+
+from ..backend import cpu  # (the unfused lines' ``np``)
+
+__all__ = ["available", "cache_dir", "load_kernel", "Kernels", "PARALLEL_MIN", "NOT_SCALAR",
+           "HOT_CALLS"]
+
+# Elements from which a kernel's loop runs on all cores (numba.prange): below it the
+# threads' start-up costs more than they save (measured: benchmarks/staged.py).
+PARALLEL_MIN = 1 << 16
+
+# Scalar primitives whose Numba scalar code differs from NumPy's ufunc: Numba's sign(-0.0)
+# is -0.0 (NumPy's 0.0); its maximum/minimum of 0.0 and -0.0 pick the other zero.
+NOT_SCALAR = frozenset({"sign", "maximum", "minimum"})
+
+# Replays of a staged variant before it is compiled again with kernels: Numba takes a
+# second or more per kernel, which a function called once or twice (a test, a notebook
+# cell) never wins back. 0: at the first replay.
+HOT_CALLS = 8
+
+# Lines per kernel at most (Numba's compile time grows with the body: ~10 ms a line).
+MAX_KERNEL_LINES = 1500
+
+_STATE = {}          # "numba": the module, or False where it cannot be imported
+_LOADED = {}         # source hash -> the kernel (a Numba dispatcher)
+_LOCK = threading.Lock()
+
+
+def available():
+    """Whether Numba can be imported (it is, on the first call)."""
+    numba = _STATE.get("numba")
+    if numba is None:
+        try:
+            import numba
+        except ImportError:
+            numba = False
+        _STATE["numba"] = numba
+    return numba is not False
+
+
+def forget():
+    """Forget whether Numba was found and the kernels loaded (tests simulate its absence)."""
+    _STATE.clear()
+    _LOADED.clear()
+
+
+def cache_dir():
+    """Where kernel sources (and Numba's machine code beside them) are kept."""
+    root = os.environ.get("TRACEGRAD_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "tracegrad")
+    return os.path.join(root, "kernels")
+
+
+def load_kernel(source, name):
+    """The Numba dispatcher of function ``name`` in module source ``source`` (which
+    imports what it needs), from a file named after the source's hash (written once)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    kernel = _LOADED.get(digest)
+    if kernel is not None:
+        return kernel
+    with _LOCK:
+        kernel = _LOADED.get(digest)
+        if kernel is None:
+            kernel = _LOADED[digest] = _load(source, name, digest)
+    return kernel
+
+
+def _load(source, name, digest):
+    folder = cache_dir()
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"k_{digest}.py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)  # (atomic: a process beside this one reads all or nothing)
+    module_name = f"tracegrad_kernels.k_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # (Numba's cache looks the module up by name)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+class Kernels:
+    """``@cpu_kernel`` in generated source: the function it decorates becomes a
+    :class:`LazyKernel` for the Numba kernel compiled from the same text."""
+
+    def __init__(self, env):
+        self.env = env       # the generated module's globals (the kernel is bound there)
+        self.sources = {}    # kernel name -> (its module's source, its lines on whole arrays)
+
+    def __call__(self, fn):
+        module, arrays = self.sources[fn.__name__]
+        namespace = {"np": cpu}
+        exec(compile(arrays, f"<unfused {fn.__name__}>", "exec"), namespace)
+        return LazyKernel(self.env, fn.__name__, module, namespace[fn.__name__])
+
+    def __repr__(self):
+        return f"<Numba kernels {sorted(self.sources)}>"
+
+
+class LazyKernel:
+    """A fused helper whose kernel is compiled (or read from the cache) at its first call,
+    for the argument types of that call; it then takes its own place in the generated
+    module, so later calls go straight to Numba. Should Numba fail, the helper's lines run
+    unfused, on whole arrays, from then on."""
+
+    def __init__(self, env, name, module, unfused):
+        self.env, self.name, self.module, self.unfused = env, name, module, unfused
+
+    def __call__(self, *args):
+        try:
+            kernel = load_kernel(self.module, self.name)
+            out = kernel(*args)  # (compiled now for these argument types, or read from the cache)
+        except Exception as e:  # a kernel Numba cannot compile (a bug, but not the user's)
+            if not (type(e).__module__.startswith("numba") or isinstance(e, OSError)):
+                raise             # or a cache directory that cannot be written
+            warnings.warn(f"tracegrad: Numba could not compile the fused kernel {self.name} "
+                          f"({type(e).__name__}: {e}); it runs unfused", RuntimeWarning, stacklevel=2)
+            kernel = out = None
+        self.bind(kernel or self.unfused)
+        return self.unfused(*args) if kernel is None else out
+
+    def bind(self, fn):
+        if self.env.get(self.name) is self:
+            self.env[self.name] = fn

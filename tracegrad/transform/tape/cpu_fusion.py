@@ -1,0 +1,231 @@
+"""Fusion of compiled tapes on the CPU: runs of scalar lines become one Numba kernel.
+
+A run of consecutive elementwise eqns of one result shape -- a whole straight-line tape,
+forward and backward, when all its ops are scalar -- is written as one kernel: one loop
+over the elements whose body is the run's lines on scalars, as the shared emitter writes
+them (``t2 = np.tanh(t1)``), so intermediate values never become arrays. The tape's
+source shows the kernel (decorated ``@cpu_kernel``) above the function that calls it.
+
+A line is fused only where the scalar code computes what NumPy does: float32/float64
+operands and result (NumPy's promotion of float operands is Numba's), each array operand
+of the result's shape or a single element (broadcasting by repetition), Python-number
+operands cast to the line's dtype as NumPy 2 treats them (``x32 * 1.01`` stays float32),
+and division by zero giving inf/nan (``error_model="numpy"``). Other lines run unfused.
+"""
+from ...backend import cpu as np  # dtypes (host metadata)
+
+from ...rules.core import Primitive
+from ..emit import _BINARY, elementwise, prim_expr
+from .. import jit
+from .tape import Var
+
+__all__ = ["cpu_fusable", "KernelWriter"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def cpu_fusable(e):
+    """The eqn's result shape where the CPU kernel can compute it exactly, else None."""
+    op = e.op
+    if not isinstance(op, Primitive) or e.multi or len(e.outs) != 1 or op.name in jit.NOT_SCALAR:
+        return None
+    out = e.outs[0]
+    shape, dtype = out.shape, out.npdtype
+    if dtype not in _FLOATS or not shape:  # (0-d values may be NumPy scalars, not arrays)
+        return None
+    metas, dtypes = [], []
+    for a in e.ins:
+        if isinstance(a, Var):
+            if a.npdtype not in _FLOATS or not a.shape or not (
+                    a.shape == shape or _one_element(a.shape, shape)):
+                return None
+            metas.append((a.shape, a.npdtype))
+            dtypes.append(a.npdtype)
+        elif type(a) in (int, float):
+            metas.append(None)
+        else:
+            return None
+    if not dtypes or np.result_type(*dtypes) != dtype or not elementwise(op, e.params, metas):
+        return None
+    return shape
+
+
+def _one_element(shape, full):
+    n = 1
+    for s in shape:
+        n *= s
+    return n == 1 and len(shape) <= len(full)
+
+
+def scalar_literal(value, dtype):
+    """A Python number as NumPy 2 reads it next to an array of ``dtype``: of that dtype."""
+    value = float(value)
+    if value != value:
+        text = "np.nan"
+    elif value in (float("inf"), float("-inf")):
+        text = "np.inf" if value > 0 else "-np.inf"
+    else:
+        text = repr(value)
+    return f"np.{dtype.name}({text})"
+
+
+class KernelWriter:
+    """Writes one kernel: its parameters (the arrays it reads, in call order), its lines
+    (``(target, dtype, operands, rhs, call)``: ``rhs(texts)`` writes the line's expression
+    from its operands' texts; ``call``: it calls a function such as ``np.tanh``) and the
+    results it hands back.
+
+    A small array is one loop over its elements running all the lines on scalars. A large
+    one is taken in blocks of :data:`BLOCK` elements, and the lines in groups that end at
+    each function call, one loop per group: a value used by a later group is kept in a
+    scratch row of the block (rows are reused once a value is dead), the others are
+    scalars. One loop over a long chain of dependent ``tanh`` calls per element would
+    wait on each call's latency (twice NumPy's time on 2**20 floats); grouped, consecutive
+    elements' calls overlap, and a block's values stay in the cache."""
+
+    def __init__(self, name, used, size):
+        self.name, self.used, self.size = name, used, size
+        self.params = []       # (array parameter, its flat view, the value it names)
+        self.broadcast = set() # values of one element (read once, before the loop)
+        self.lines = []
+
+    def fresh(self, base):
+        from ..emit import fresh_name
+        return fresh_name(self.used, base, "_")
+
+    def add_param(self, value, full):
+        array, flat = self.fresh(f"{value}_in"), self.fresh(f"{value}_")
+        self.params.append((array, flat, value))
+        if not full:
+            self.broadcast.add(value)
+
+    def groups(self):
+        """``[(start, stop)]`` over the lines: one loop each."""
+        if self.size <= BLOCK:
+            return [(0, len(self.lines))]
+        groups, start = [], 0
+        for k, line in enumerate(self.lines):
+            if line[4] or k == len(self.lines) - 1:
+                groups.append((start, k + 1))
+                start = k + 1
+        return groups
+
+    def rows(self, groups, results):
+        """The scratch row of each value a later group reads (results are written in
+        place instead): dtype -> rows needed, and value -> (dtype, row)."""
+        of_line = [g for g, (a, b) in enumerate(groups) for _ in range(a, b)]
+        group = {line[0]: of_line[k] for k, line in enumerate(self.lines)}
+        last, escapes = {}, set()
+        for k, (_, _, operands, _, _) in enumerate(self.lines):
+            for o in operands:
+                last[o] = k
+                if o in group and group[o] != of_line[k]:
+                    escapes.add(o)
+        free, count, where = {}, {}, {}
+        for k, (target, dtype, operands, _, _) in enumerate(self.lines):
+            if target in escapes and target not in results:
+                pool = free.setdefault(dtype.name, [])
+                row = pool.pop() if pool else count.get(dtype.name, 0)
+                count[dtype.name] = max(count.get(dtype.name, 0), row + 1)
+                where[target] = (dtype.name, row)
+            for o in dict.fromkeys(operands):
+                if last.get(o) == k and o in where:
+                    free[where[o][0]].append(where[o][1])
+        return count, where
+
+    def source(self, results):
+        """The kernel module's source (the file Numba compiles and caches), the def alone
+        (what the tape's source shows), and the lines on whole arrays (unfused: what runs
+        should Numba fail)."""
+        parallel = self.size >= jit.PARALLEL_MIN
+        full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
+        n, j, blk, b0, m = (self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
+        outs = {r: (self.fresh(f"{r}_out"), dt) for r, dt in results}
+        groups = self.groups()
+        count, where = self.rows(groups, outs)
+        scratch = {dt: self.fresh(f"scratch_{dt}") for dt in count}
+        arrays = set(where) | set(outs) | {v for _, _, v in full}
+        body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        for a, f, v in self.params:
+            body.append(f"    {f} = np.ravel({a})" if v not in self.broadcast
+                        else f"    {v} = np.ravel({a})[0]")
+        body.append(f"    {n} = {full[0][1]}.size")
+        body += [f"    {o} = np.empty({n}, np.{dt.name})" for o, dt in outs.values()]
+        loop = "numba.prange" if parallel else "range"
+        body.append(f"    for {blk} in {loop}(({n} + {BLOCK - 1}) // {BLOCK}):")
+        body.append(f"        {b0} = {blk} * {BLOCK}")
+        body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
+        body += [f"        {name} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, name in scratch.items()]
+        body += [f"        {v} = {f}[{b0}:{b0} + {m}]" for _, f, v in full]
+        for start, stop in groups:
+            for target, _, _, _, _ in self.lines[start:stop]:
+                if target in outs:
+                    body.append(f"        {target} = {outs[target][0]}[{b0}:{b0} + {m}]")
+                elif target in where:
+                    dt, row = where[target]
+                    body.append(f"        {target} = {scratch[dt]}[{row}]")
+            body.append(f"        for {j} in range({m}):")
+            for target, _, operands, rhs, _ in self.lines[start:stop]:
+                texts = [f"{o}[{j}]" if o in arrays else o for o in operands]
+                lhs = f"{target}[{j}]" if target in arrays else target
+                body.append(f"            {lhs} = {rhs(texts)}")
+        shape = f"{full[0][0]}.shape"
+        body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
+        options = 'cache=True, error_model="numpy", nogil=True' + (", parallel=True" if parallel else "")
+        text = "\n".join(body)
+        module = f"import numpy as np\nimport numba\n\n\n@numba.njit({options})\n{text}\n"
+        unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        unfused += [f"    {v} = {a}" for a, _, v in self.params]
+        unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
+        unfused.append(f"    return {', '.join(outs)}")
+        return module, text, "\n".join(unfused) + "\n"
+
+
+BLOCK = 256  # elements per block (a scratch row of float64 is 2 KiB)
+
+
+def write_run(writer, start, stop):
+    """Emit the kernel for the tape writer's eqns ``[start, stop)`` (all :func:`cpu_fusable`,
+    one result shape) and the line calling it; return the outside Vars it reads."""
+    m, eqns = writer.m, writer.tape.eqns[start:stop]
+    made = {o.id for e in eqns for o in e.outs}
+    outer = list(dict.fromkeys(a for e in eqns for a in e.in_vars() if a.id not in made))
+    shape = eqns[0].outs[0].shape
+    size = 1
+    for s in shape:
+        size *= s
+    helper = m.local(f"{writer.name}_fused{len(m.prelude)}")
+    k = KernelWriter(helper, m.used, size)
+    for a in outer:
+        k.add_param(writer.ref(a), a.shape == shape)
+    for e in eqns:
+        k.lines.append(_line(m, writer, e))
+    results = [(writer.names[o.id], o.npdtype) for e in eqns for o in e.outs
+               if o.id in writer.out_ids or writer.last.get(o.id, -1) >= stop]
+    module, text, arrays = k.source(results)
+    kernels = m.env.get("cpu_kernel")
+    if kernels is None:
+        kernels = m.env["cpu_kernel"] = jit.Kernels(m.env)
+        m.used.add("cpu_kernel")
+    kernels.sources[helper] = module, arrays
+    m.prelude.append(f"# {len(eqns)} lines of {writer.name} as one Numba kernel (cached in "
+                     f"{jit.cache_dir()})\n@cpu_kernel\n{text}")
+    names = [r for r, _ in results]
+    m.emit(f"{', '.join(names)} = {helper}({', '.join(writer.ref(a) for a in outer)})")
+    writer.live.update(dict.fromkeys(names))
+    return outer
+
+
+def _line(m, writer, e):
+    """``(target, dtype, operands, rhs)`` for eqn ``e`` (see :class:`KernelWriter`): its
+    expression as the shared emitter writes it, Python numbers cast to the line's dtype."""
+    dtype = e.outs[0].npdtype
+    operands = [writer.ref(a) for a in e.in_vars()]
+    metas = [(a.shape, a.npdtype) if isinstance(a, Var) else None for a in e.ins]
+
+    def rhs(texts):
+        it = iter(texts)
+        args = [next(it) if isinstance(a, Var) else scalar_literal(a, dtype) for a in e.ins]
+        return prim_expr(m, e.op, args, e.params, metas, "np")
+    call = e.op.name not in _BINARY and e.op.name != "neg"
+    return writer.fresh(e.outs[0]), dtype, operands, rhs, call
