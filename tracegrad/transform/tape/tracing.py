@@ -83,6 +83,10 @@ def as_operand(tape, a):
     if isinstance(a, (_np.ndarray, _np.generic)) or is_array(a):
         return tape.capture(a), a
     if isinstance(a, Tensor):
+        lift = getattr(tape, "lift", None)  # (tracegrad.compile's tape: Tensors are inputs)
+        if lift is not None:
+            v = lift(a)
+            return v, v.value
         return tape.capture(_unbatched(a)._data), a._data
     return a, a
 
@@ -268,6 +272,9 @@ def guard(var, kind, value, args=()):
     ``args`` for ``.item(i)``) and saw ``value``: replaying the tape is valid only while
     that stays true."""
     tape = _tape_of(var)
+    check = getattr(tape, "on_guard", None)  # (tracegrad.compile's tape refuses guards)
+    if check is not None:
+        check(var, kind)
     params = {"value": value, "args": tuple(args)} if args else {"value": value}
     tape.eqns.append(Eqn(Guard(kind), (var,), params, ()))
     return value

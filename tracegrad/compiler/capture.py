@@ -1,0 +1,255 @@
+"""Recording an eager Tensor program onto a tape: the bridge ``tracegrad.compile`` traces through.
+
+The tape path (:mod:`tracegrad.transform.tape`) records what a function does to its
+*tracers*. An eager program also computes with Tensors the tracer never touches: a
+module's parameters (``self.weight.t()``), buffers, tensors read from a closure. Were
+those computed eagerly while tracing, the tape would bake the results in as constants
+and a replay would silently use the values of the first call. So, while a
+:class:`CaptureTape` records:
+
+* every Tensor that meets the tape -- an argument, or one met as an operand -- becomes an
+  *input* of the tape (it is "lifted"): a replay reads its current data, and a
+  derivative flows to it when it requires grad;
+* the eager runtime's entry points (``dispatch.apply``, its unary and binary fast paths,
+  in-place writes, factories, custom ``Function``\\ s) report to :class:`_Bridge`, the
+  dispatch observer -- the hook the profiler uses -- which records the operation on the
+  tape instead of running it eagerly.
+
+What the tape cannot replay faithfully raises :class:`GraphBreak` naming the construct:
+a conversion to a Python value (``if t.sum() > 0:``, ``.item()``), ``print``, an in-place
+write into a tensor the tape does not own, a random draw, a backward pass, an active
+profiler or vmap. The caller then runs the call eagerly (or, with ``fullgraph=True``,
+raises :class:`Unsupported`).
+"""
+import builtins
+import sys
+import threading
+
+from ..rules.core import TABLE
+from ..runtime import dispatch, grad_mode
+from ..runtime.tensor import Tensor
+from ..transform.tape import aliasing
+from ..transform.tape.tape import Tape, Var
+from ..transform.tape.tracing import bind, recording
+
+__all__ = ["GraphBreak", "Unsupported", "CaptureTape", "capturing", "is_compiling"]
+
+
+class Unsupported(RuntimeError):
+    """``tracegrad.compile(..., fullgraph=True)`` met code it cannot stage (PyTorch raises
+    ``torch._dynamo.exc.Unsupported``, also a RuntimeError)."""
+
+
+class GraphBreak(Exception):
+    """Raised while capturing: ``construct`` cannot be staged; the call runs eagerly."""
+
+    def __init__(self, construct, explanation=""):
+        self.construct, self.where = construct, _user_line()
+        super().__init__(f"{construct}{': ' + explanation if explanation else ''}"
+                         f"{' (at ' + self.where + ')' if self.where else ''}")
+
+
+def _user_line():
+    """``file:line`` of the innermost frame outside tracegrad (the user's construct)."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f = sys._getframe(2)
+    while f is not None:
+        if not os.path.abspath(f.f_code.co_filename).startswith(root):
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        f = f.f_back
+    return ""
+
+
+_local = threading.local()
+
+
+def is_compiling():
+    """True while ``tracegrad.compile`` traces a call on this thread."""
+    return getattr(_local, "depth", 0) > 0
+
+
+class CaptureTape(Tape):
+    """A tape whose Tensors are lifted to inputs (see the module docstring). ``lifted`` maps
+    ``id(tensor)`` to ``(tensor, var)`` in the order they were met; ``names`` gives the
+    lifted tensors their parameter names (``fc1.weight``) where known; ``made`` holds the
+    tensors the traced code made itself (factories): constants, captured by value."""
+
+    def __init__(self, name, names=None):
+        super().__init__(name)
+        self.var_cls = _capture_var()
+        self.staged = True
+        self.lifted = {}
+        self.names = names or {}
+        self.made = {}
+
+    def lift(self, t, name=None):
+        """The tape's Var for Tensor ``t`` (an input, made at its first use)."""
+        hit = self.lifted.get(id(t))
+        if hit is not None:
+            return hit[1]
+        if id(t) in self.made:  # a tensor the traced code made (zeros, arange): a constant
+            v = self.capture(t._data)
+            self.lifted[id(t)] = (t, v)
+            return v
+        if type(t) is not Tensor and not getattr(type(t), "_plain_subclass", False) \
+                and type(t).__name__ != "Parameter":
+            raise GraphBreak(f"a Tensor subclass ({type(t).__name__})")
+        if t._view is not None or t._base is not None:
+            # a view of another tensor: its data may be rebound with its base's, and an
+            # in-place write to either would not reach the tape
+            pass
+        label = name or self.names.get(id(t)) or f"t{len(self.lifted)}"
+        v = self.new_input(t._data, _identifier(label))
+        self.lifted[id(t)] = (t, v)
+        if t.requires_grad and t._data.dtype.kind in "fc":
+            self.marked.add(v.id)
+        return v
+
+
+_VAR = []
+
+
+def _capture_var():
+    """The tracer class of a capture: a TensorVar that also answers ``strides`` (of the
+    value it stands for while tracing), so that a vjp choosing its result's memory layout
+    by its operand's (``linear``'s weight gradient, made as ``(g^T x)^T``) chooses as the
+    eager runtime does, and the staged gradients equal the eager ones bit for bit."""
+    if not _VAR:
+        from ..transform.tape.tracer import TensorVar
+
+        class CaptureVar(TensorVar):
+            __slots__ = ()
+
+            @property
+            def strides(self):
+                return getattr(self.value, "strides", None)
+        _VAR.append(CaptureVar)
+    return _VAR[0]
+
+
+def _identifier(label):
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in label)
+    return out if out and not out[0].isdigit() else "_" + out
+
+
+class _Bridge:
+    """The dispatch observer while a capture runs (see the module docstring). Other
+    threads' eager operations pass through unchanged."""
+
+    def __init__(self, tape, thread):
+        self.tape, self.thread = tape, thread
+
+    # -- operations --------------------------------------------------------------------
+    def call(self, name, fn, args, operands):
+        if threading.get_ident() != self.thread:
+            return fn(*args, _observed=True)
+        if fn is dispatch.apply:
+            prim, ops, params = args
+        elif fn is dispatch.apply_inplace:
+            prim, ops, params = args
+            target = ops[0]
+            raise GraphBreak(f"in-place {prim.name}_() on a tensor the compiled code does not own "
+                             f"({'an input, parameter or buffer' if isinstance(target, Tensor) else 'a value'})",
+                             "module state changes and writes into inputs run eagerly")
+        else:  # an eager fast path (one or two operands, no parameters)
+            prim, ops, params = TABLE[getattr(fn, "__name__", name)], args, {}
+        return self.record(prim, ops, params)
+
+    def record(self, prim, ops, params):
+        lift = self.tape.lift
+        ops = tuple(lift(a) if isinstance(a, Tensor) else a for a in ops)
+        return bind(prim, ops, params)
+
+    def span(self, name, fn, args, operands, kwargs=None):
+        kwargs = kwargs or {}
+        if threading.get_ident() != self.thread:
+            return fn(*args, **kwargs)
+        from ..runtime import function
+        if fn is function._apply:  # a custom autograd.Function on (lifted) tensors
+            cls, fargs, fkwargs = args
+            from ..transform.tape.custom import apply_function
+            lift = self.tape.lift
+            return apply_function(cls, tuple(lift(a) if isinstance(a, Tensor) else a for a in fargs),
+                                  fkwargs)
+        short = name.rsplit("::", 1)[-1]
+        from ..runtime.creation import _RANDOM_FACTORIES
+        if short in _RANDOM_FACTORIES:
+            raise GraphBreak(f"a random factory ({short})",
+                             "random draws are not replayed; the call runs eagerly")
+        out = fn(*args, **kwargs)
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, Tensor):
+                self.tape.made[id(t)] = t
+        return out
+
+    # -- what cannot be recorded -------------------------------------------------------
+    def open(self, name, operands=()):
+        return None  # (record_function and optimizer spans: nothing to time)
+
+    def close(self, event, results=None, operands=()):
+        return None
+
+    def timed_backward(self, apply):
+        raise GraphBreak("a backward pass (Tensor.backward / autograd.grad)")
+
+    def timed_accumulate(self, accumulate):
+        raise GraphBreak("a backward pass (Tensor.backward / autograd.grad)")
+
+
+def _no_print(thread, original):
+    def print_(*args, **kwargs):
+        if threading.get_ident() != thread:
+            return original(*args, **kwargs)
+        raise GraphBreak("print()", "Python side effects are not replayed")
+    return print_
+
+
+class capturing:
+    """``with capturing(tape):`` -- record the eager program run inside onto ``tape`` (see
+    the module docstring); grad mode inside is the caller's."""
+
+    def __init__(self, tape):
+        self.tape = tape
+
+    def __enter__(self):
+        if dispatch.observer is not None:
+            raise GraphBreak("an active profiler (or another capture)")
+        if dispatch.batching is not None or dispatch.batching_inplace is not None:
+            raise GraphBreak("a call under vmap")
+        enabled = grad_mode.state.grad_enabled
+        self.rec = recording(self.tape)
+        self.rec.__enter__()
+        self.flags = grad_mode.swap(enabled)
+        thread = threading.get_ident()
+        dispatch.observer = _Bridge(self.tape, thread)
+        self.print = builtins.print
+        builtins.print = _no_print(thread, self.print)
+        _local.depth = getattr(_local, "depth", 0) + 1
+        return self.tape
+
+    def __exit__(self, tp, value, tb):
+        _local.depth -= 1
+        builtins.print = self.print
+        dispatch.observer = None
+        grad_mode.restore(self.flags)
+        return self.rec.__exit__(tp, value, tb)
+
+
+def on_guard(var, kind):
+    """What a capture does where the traced code turns a tensor into a Python value."""
+    raise GraphBreak("Data-dependent branching" if kind == "bool" else f"a tensor converted to a Python "
+                     f"value ({'.item()' if kind == 'item' else kind + '()'})",
+                     "the result depends on tensor values the staged code does not see")
+
+
+def current(tree):
+    """``tree`` with its tracers up to date (after in-place writes on them)."""
+    return aliasing.current_tree(tree)
+
+
+def is_var(x):
+    return isinstance(x, Var)
+
+
+CaptureTape.on_guard = staticmethod(on_guard)

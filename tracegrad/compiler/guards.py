@@ -1,0 +1,116 @@
+"""The guards of a compiled call: what must be as it was when the call was traced.
+
+A staged version of a call is reused only while everything the trace took as fixed is
+the same, so the cache key of a call is made of:
+
+* each argument Tensor's shape, dtype, array type (device) and ``requires_grad``;
+  every other argument by value (numbers, strings, tuples of them) or, when it is not
+  hashable, by identity;
+* grad mode and the default dtype (factories inside the code read it);
+* for a module, per submodule: its identity, ``training`` flag, the identity, shape,
+  dtype and ``requires_grad`` of each parameter and buffer, and its other attributes
+  (by value when they are plain numbers, strings, tuples...; by identity otherwise).
+
+A key of None means "run eagerly": an argument the staged code cannot take (a NumPy
+array, a tensor batched by vmap), a module with hooks, inference mode.
+"""
+from ..backend import cpu as np
+from ..backend import dtypes as _dt
+from ..runtime import grad_mode
+from ..runtime.tensor import Tensor
+from ..runtime.vmapped import is_vmapped
+
+__all__ = ["call_key", "module_key", "Identity"]
+
+_SIMPLE = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis), slice, range)
+
+
+class Identity:
+    """A key part standing for one object (kept alive by the key, so that its id is not
+    reused while it is cached)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is Identity and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+def _value_key(x):
+    tp = type(x)
+    if tp in _SIMPLE or tp is _dt.dtype:
+        return (tp, x)
+    if tp in (tuple, list):
+        parts = tuple(_value_key(v) for v in x)
+        return None if None in parts else (tp, parts)
+    if tp is dict:
+        parts = tuple((k, _value_key(v)) for k, v in x.items())
+        return None if any(p is None for _, p in parts) else (tp, parts)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return None  # NumPy values: not staged (their contents would be baked in)
+    try:
+        hash(x)
+    except TypeError:
+        return Identity(x)
+    return (tp, x)
+
+
+def tensor_key(t):
+    d = t._data
+    return (d.shape, d.dtype, type(d), t._requires_grad)
+
+
+def call_key(leaves):
+    """The key part of a call's argument leaves, or None to run it eagerly."""
+    key = [grad_mode.state.mode, _dt.get_default_dtype()]
+    if grad_mode.state.mode == grad_mode.INFERENCE:
+        return None
+    for x in leaves:
+        if isinstance(x, Tensor):
+            if is_vmapped(x):
+                return None
+            key.append(tensor_key(x))
+        else:
+            k = _value_key(x)
+            if k is None:
+                return None
+            key.append(k)
+    return tuple(key)
+
+
+def module_key(root):
+    """The key part of module ``root``'s state (see the module docstring), or None when a
+    module has hooks (they run Python code the staged version would skip)."""
+    key = []
+    for m in root.modules():
+        d = m.__dict__
+        if d.get("_hooked") or d["_forward_hooks"] or d["_forward_pre_hooks"] \
+                or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+            return None
+        key.append(Identity(m))
+        for name, t in d["_parameters"].items():
+            key.append((name, None) if t is None else (name, Identity(t), tensor_key(t)))
+        for name, t in d["_buffers"].items():
+            key.append((name, None) if t is None else (name, Identity(t), tensor_key(t)))
+        for name, v in d.items():
+            if name in _INTERNAL:
+                continue
+            if isinstance(v, Tensor):
+                key.append((name, Identity(v), tensor_key(v)))
+            elif not hasattr(v, "_modules"):
+                k = _value_key(v)
+                key.append((name, Identity(v) if k is None else k))
+    return tuple(key)
+
+
+_INTERNAL = frozenset({
+    "_parameters", "_buffers", "_modules", "_non_persistent_buffers_set", "_hooked",
+    "_is_full_backward_hook", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+    "_backward_pre_hooks", "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+    "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"})

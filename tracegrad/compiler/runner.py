@@ -1,0 +1,238 @@
+"""A compiled callable: guards select a staged version of the call, or trace a new one, or
+run the call eagerly (a graph break), and a staged forward joins the eager autograd graph
+as one node whose backward runs the staged backward.
+
+A call whose trace broke is remembered under its guards and runs eagerly from then on
+(``fullgraph=True`` raises :class:`~.capture.Unsupported` instead). Whatever a broken
+trace changed is put back before the eager run: random generators are rewound, and
+writes into tensors are refused before they happen, so the eager run sees the state the
+call was made in.
+"""
+import warnings
+
+from ..backend import cpu as np
+from ..runtime import grad_mode
+from ..runtime.function import Function
+from ..runtime.tensor import Tensor, wrap
+from ..transform.reads import Reads
+from ..transform.tape.randomness import Draws
+from ..transform.tree import flatten, unflatten
+from . import capture
+from .capture import CaptureTape, GraphBreak, Unsupported, capturing
+from .guards import call_key, module_key
+from .staging import plan
+
+__all__ = ["CompiledCallable", "CompiledFunction", "reset_all"]
+
+RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit's default
+
+_ALL = []  # weak references to every compiled callable (tracegrad.compiler.reset)
+
+
+class _Break:
+    """A cache entry: this call's trace broke (``reason``); run it eagerly."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason):
+        self.reason = reason
+
+
+class _Variant:
+    """A staged call: its :class:`~.staging.Plan` and where each tape input comes from
+    (``("arg", leaf index)`` or ``("fixed", tensor)``: a parameter, buffer or captured tensor)."""
+
+    __slots__ = ("plan", "sources")
+
+    def __init__(self, plan, sources):
+        self.plan, self.sources = plan, sources
+
+    def run(self, leaves):
+        p = self.plan
+        tensors = [leaves[i] if kind == "arg" else i for kind, i in self.sources]
+        if p.backward is None:
+            results = p.forward(*[t._data for t in tensors])
+            made = [_tensor(r) for r in results]
+        else:
+            made = CompiledFunction.apply(p, *tensors)
+            made = list(made) if isinstance(made, tuple) else [made]
+        out = []
+        for kind, k in p.outs:
+            out.append(made[k] if kind == "out" else tensors[k] if kind == "input" else k)
+        return unflatten(p.spec, out)
+
+
+def _tensor(a):
+    return wrap(a if type(a) is np.ndarray else np.asarray(a))
+
+
+class CompiledFunction(Function):
+    """The autograd node of a staged call (``CompiledFunctionBackward``, as PyTorch's AOT
+    autograd names it): forward runs the staged forward, backward the staged backward."""
+
+    @staticmethod
+    def forward(ctx, p, *tensors):
+        arrays = [t._data for t in tensors]
+        results = p.forward(*arrays)
+        n = p.n_out
+        ctx.plan, ctx.residuals = p, results[n:]
+        ctx.save_for_backward(*[tensors[i] for i in p.saved])
+        outs = tuple(_tensor(r) for r in results[:n])
+        ctx.mark_non_differentiable(*[o for o, d in zip(outs, p.diff) if not d])
+        return outs if len(outs) != 1 else outs[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        p = ctx.plan
+        if grad_mode.is_grad_enabled():
+            raise NotImplementedError(
+                "backward(create_graph=True) through a tracegrad.compile'd call: its backward is "
+                "staged code, not recorded; compute higher-order derivatives without compile")
+        saved = [t._data for t in ctx.saved_tensors]
+        cts = [g._data for g, d in zip(grads, p.diff) if d]
+        results = p.backward(*ctx.residuals, *saved, *cts)
+        out = [None] * (p.n_inputs + 1)
+        for i, r in zip(p.grad_of, results):
+            out[i + 1] = _tensor(r)
+        return tuple(out)
+
+
+class CompiledCallable:
+    """``fn`` staged per guard key (see the module docstring); ``module`` is the module
+    whose state the guards cover (``fn`` is then its forward), else None."""
+
+    def __init__(self, fn, module=None, fullgraph=False, name=None, reads_of=None):
+        import weakref
+        self.fn, self.module, self.fullgraph = fn, module, fullgraph
+        self.reads_of = reads_of or fn  # the code whose global names a trace depends on
+        self.name = name or getattr(fn, "__name__", "compiled")
+        self.cache = {}
+        self.reads = None
+        self.last = None  # the last staged variant (its plan's source, for reading)
+        self._warned = False
+        _ALL.append(weakref.ref(self))
+
+    def reset(self):
+        self.cache.clear()
+        self.reads = None
+        self.last = None
+
+    def __call__(self, *args, **kwargs):
+        if capture.is_compiling():  # called from code being traced: traced inline
+            return self.fn(*args, **kwargs)
+        reads = self.reads
+        if reads is not None and reads.changed():  # a name the code reads was rebound
+            self.reset()
+        leaves, spec = flatten((args, kwargs))
+        key = call_key(leaves)
+        if key is not None and self.module is not None:
+            mkey = module_key(self.module)
+            key = None if mkey is None else (key, mkey)
+        if key is None:
+            return self.fn(*args, **kwargs)
+        key = (spec, key)
+        entry = self.cache.get(key)
+        if entry is None:
+            if len(self.cache) >= RECOMPILE_LIMIT:
+                self._limit()
+                return self.fn(*args, **kwargs)
+            entry = self.cache[key] = self._stage(leaves, spec)
+        if type(entry) is _Break:
+            return self.fn(*args, **kwargs)
+        self.last = entry
+        return entry.run(leaves)
+
+    def _limit(self):
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"tracegrad.compile: {self.name} hit the recompile limit ({RECOMPILE_LIMIT}); "
+                          "new guard failures run eagerly (call tracegrad.compiler.reset() to start over)",
+                          UserWarning, stacklevel=3)
+
+    def _stage(self, leaves, spec):
+        draws = Draws(self.reads_of)
+        try:
+            variant = self._trace(leaves, spec)
+        except Exception as e:  # noqa: BLE001  (whatever broke the trace: eager decides)
+            draws.undo()
+            if isinstance(e, GraphBreak):
+                reason = str(e)
+            else:
+                reason = f"{type(e).__name__}: {e}"
+            if self.fullgraph:
+                raise Unsupported(f"tracegrad.compile(fullgraph=True) cannot stage {self.name}: {reason}") from e
+            return _Break(reason)
+        if draws.happened():
+            draws.undo()
+            reason = "random numbers drawn (dropout, randn...): draws are not replayed"
+            if self.fullgraph:
+                raise Unsupported(f"tracegrad.compile(fullgraph=True) cannot stage {self.name}: {reason}")
+            return _Break(reason)
+        self.reads = Reads(self.reads_of)
+        return variant
+
+    def _trace(self, leaves, spec):
+        names = {}
+        if self.module is not None:
+            for n, t in self.module.named_parameters(remove_duplicate=False):
+                names.setdefault(id(t), n)
+            for n, t in self.module.named_buffers(remove_duplicate=False):
+                names.setdefault(id(t), n)
+        tape = CaptureTape(self.name, names)
+        arg_names = _arg_names(self.fn, spec, leaves)
+        with capturing(tape):
+            traced = [tape.lift(x, arg_names[i]) if isinstance(x, Tensor) else x
+                      for i, x in enumerate(leaves)]
+            args, kwargs = unflatten(spec, traced)
+            out = capture.current(self.fn(*args, **kwargs))
+        out_leaves, out_spec = flatten(out)
+        for leaf in out_leaves:
+            if isinstance(leaf, Tensor) and not capture.is_var(leaf):
+                raise GraphBreak("a result that is a tensor the staged code did not compute")
+            if not capture.is_var(leaf) and not isinstance(leaf, (int, float, complex, bool, str, type(None))):
+                raise GraphBreak(f"a result of type {type(leaf).__name__}")
+        _check_aliasing(tape, [v for v in out_leaves if capture.is_var(v)])
+        arg_index = {id(x): i for i, x in enumerate(leaves) if isinstance(x, Tensor)}
+        sources = []
+        for t, v in tape.lifted.values():
+            if v.kind != "input":
+                continue
+            i = arg_index.get(id(t))
+            sources.append(("arg", i) if i is not None else ("fixed", t))
+        with_grad = grad_mode.state.mode == grad_mode.GRAD
+        p = plan(tape, out_leaves, out_spec, with_grad)
+        return _Variant(p, sources)
+
+
+def _check_aliasing(tape, outs):
+    """Refuse results that share memory with an input or with each other: the eager code
+    would hand back views (sharing a version counter), the staged code plain tensors."""
+    ins = [v.value for v in tape.inputs]
+    vals = [v.value for v in outs]
+    for k, a in enumerate(vals):
+        if not isinstance(a, np.ndarray):
+            continue
+        for b in ins + vals[:k]:
+            if isinstance(b, np.ndarray) and np.may_share_memory(a, b):
+                raise GraphBreak("a result that is a view of an input (or of another result)")
+
+
+def _arg_names(fn, spec, leaves):
+    from ..transform.tape.tracing import param_names
+    args, kwargs = unflatten(spec, list(range(len(leaves))))
+    names = [f"arg{i}" for i in range(len(leaves))]
+    for name, a in [*zip(param_names(fn, len(args)), args), *kwargs.items()]:
+        sub = flatten(a)[0]
+        for k, i in enumerate(sub):
+            if isinstance(i, int) and i < len(names):
+                names[i] = name if len(sub) == 1 else f"{name}_{k}"
+    return names
+
+
+def reset_all():
+    for ref in list(_ALL):
+        c = ref()
+        if c is None:
+            _ALL.remove(ref)
+        else:
+            c.reset()

@@ -1,0 +1,146 @@
+"""From a captured tape to compiled code: the forward, and the backward ``.backward()`` runs.
+
+The reverse sweep of the tape path (:func:`~tracegrad.transform.tape.sweeps.reverse`) is
+appended to the captured tape, with one cotangent input per differentiable output; the
+whole tape is optimised once (so forward and backward share subexpressions), then cut in
+two:
+
+* the **forward** holds the eqns the outputs need; it also returns the *residuals*, the
+  values it made that the backward reads;
+* the **backward** holds every other eqn (the vjps, and forward work only they need, such
+  as a ReLU's mask) and reads the residuals, the lifted inputs it needs (handed over as
+  tensors saved for backward, so an in-place change of one between forward and backward
+  is caught as eagerly) and the cotangents.
+
+Each half is compiled like any staged tape (:func:`~tracegrad.transform.tape.codegen.compile_tape`,
+fused where the fuser is on), or interpreted when very long.
+"""
+from ..transform.tape.codegen import compile_tape
+from ..transform.tape.interpret import INTERPRET_OVER, Interpreted
+from ..transform.tape.optimize import optimize
+from ..transform.tape.sweeps import reverse
+from ..transform.tape.tape import Tape, Var
+from ..transform.tape.tracing import recording
+
+__all__ = ["Plan", "plan"]
+
+
+class Plan:
+    """What a replay needs: ``forward(*inputs) -> (*outputs, *residuals)``; ``backward(
+    *residuals, *saved inputs, *cotangents) -> grads`` (None when nothing requires grad);
+    ``outs``: per output leaf, ``("out", k)`` (the forward's k-th result), ``("input", i)``
+    (input i handed back as it is) or ``("value", v)`` (a Python value); ``diff``: which
+    forward results are differentiable; ``saved``: the input positions the backward reads;
+    ``grad_of``: per backward result, the input position it is the gradient of."""
+
+    __slots__ = ("forward", "backward", "outs", "spec", "n_out", "diff", "saved", "grad_of",
+                 "n_inputs", "fwd_tape", "bwd_tape", "n_res")
+
+    def source(self):
+        parts = [("forward", self.forward)] + ([("backward", self.backward)] if self.backward else [])
+        return "\n\n".join(getattr(fn, "source", "") for _, fn in parts)
+
+
+def _compiled(tape, name):
+    if len(tape.eqns) > INTERPRET_OVER:
+        return Interpreted(tape, name)
+    fn, source = compile_tape(tape, name)
+    fn.source = source
+    return fn
+
+
+def plan(tape, out_leaves, spec, with_grad):
+    """The :class:`Plan` for a captured ``tape`` whose results are ``out_leaves`` (Vars,
+    and Python values) in ``spec``; with the backward when ``with_grad``."""
+    inputs = list(tape.inputs)
+    index = {v.id: i for i, v in enumerate(inputs)}
+    outs, result_vars = [], []
+    for leaf in out_leaves:
+        if isinstance(leaf, Var):
+            if leaf.id in index:
+                outs.append(("input", index[leaf.id]))
+            else:
+                outs.append(("out", len(result_vars)))
+                result_vars.append(leaf)
+        else:
+            outs.append(("value", leaf))
+    wrt = [v for v in inputs if v.id in tape.marked] if with_grad else []
+    n_fwd = len(tape.eqns)
+    grads, cts, diff = [], [], [False] * len(result_vars)
+    if wrt:
+        from ..transform.tape.sweeps import active_eqns
+        _, active = active_eqns(tape.eqns, wrt)
+        diff = [v.id in active and v.npdtype.kind in "fc" for v in result_vars]
+        if any(diff):
+            with recording(tape):
+                tape.phase = "g"
+                dvars = [v for v, d in zip(result_vars, diff) if d]
+                cts = [tape.new_var(_zeros(v), "input", f"grad_out{k}") for k, v in enumerate(dvars)]
+                grads = reverse(tape.eqns[:n_fwd], wrt, dvars, cts)
+                tape.phase = "t"
+    grad_pairs = [(index[w.id], g) for w, g in zip(wrt, grads) if g is not None]
+    tape.outputs = result_vars + [g for _, g in grad_pairs]
+    tape.release()
+    optimize(tape)
+    finals = list(tape.outputs)
+    fwd_results, grad_results = finals[:len(result_vars)], finals[len(result_vars):]
+
+    p = Plan()
+    p.outs, p.spec, p.n_out, p.diff, p.n_inputs = outs, spec, len(result_vars), diff, len(inputs)
+    p.grad_of = [i for i, _ in grad_pairs]
+    needed = _needed(tape.eqns, fwd_results)
+    fwd_eqns = [e for e in tape.eqns if id(e) in needed]
+    if not grad_pairs:
+        p.fwd_tape = _tape(tape.name, inputs, fwd_eqns, fwd_results)
+        p.forward, p.backward, p.saved, p.n_res = _compiled(p.fwd_tape, tape.name), None, [], 0
+        p.bwd_tape = None
+        return p
+    bwd_eqns = [e for e in tape.eqns if id(e) not in needed]
+    made_fwd = {o.id for e in fwd_eqns for o in e.outs}
+    read = []
+    for e in bwd_eqns:
+        read += [a for a in e.in_vars()]
+    read += [g for g in grad_results if isinstance(g, Var)]
+    seen, residuals, saved = set(), [], []
+    for v in read:
+        if v.id in seen:
+            continue
+        seen.add(v.id)
+        if v.id in made_fwd:
+            residuals.append(v)
+        elif v.id in index:
+            saved.append(v)
+    for k, v in enumerate(residuals):
+        v.name = v.name or f"saved{k}"  # (its name as a parameter of the backward)
+    p.saved = [index[v.id] for v in saved]
+    p.n_res = len(residuals)
+    p.fwd_tape = _tape(tape.name, inputs, fwd_eqns, fwd_results + residuals)
+    p.bwd_tape = _tape(tape.name + "_backward", residuals + saved + cts, bwd_eqns, grad_results)
+    p.forward = _compiled(p.fwd_tape, tape.name)
+    p.backward = _compiled(p.bwd_tape, tape.name + "_backward")
+    return p
+
+
+def _zeros(v):
+    from ..backend import namespace_of
+    return namespace_of(v.value).zeros(v.shape, dtype=v.npdtype)
+
+
+def _needed(eqns, results):
+    """The ids of the eqns ``results`` depend on."""
+    maker = {o.id: e for e in eqns for o in e.outs}
+    need, stack = set(), [v for v in results if isinstance(v, Var)]
+    while stack:
+        e = maker.get(stack.pop().id)
+        if e is None or id(e) in need:
+            continue
+        need.add(id(e))
+        stack.extend(e.in_vars())
+    return need
+
+
+def _tape(name, inputs, eqns, outputs):
+    t = Tape(name)
+    t.inputs, t.eqns, t.outputs = list(inputs), list(eqns), list(outputs)
+    t.recording = False
+    return t
