@@ -100,7 +100,7 @@ class CaptureTape(Tape):
             # in-place write to either would not reach the tape
             pass
         label = name or self.names.get(id(t)) or f"t{len(self.lifted)}"
-        v = self.new_input(t._data, _identifier(label))
+        v = self.new_input(t._data, identifier(label))
         self.lifted[id(t)] = (t, v)
         if t.requires_grad and t._data.dtype.kind in "fc":
             self.marked.add(v.id)
@@ -124,11 +124,19 @@ def _capture_var():
             @property
             def strides(self):
                 return getattr(self.value, "strides", None)
+
+            @property
+            def _data(self):
+                f = sys._getframe(1).f_code
+                raise GraphBreak(f"{f.co_name}() (tracegrad/{f.co_filename.rsplit('tracegrad/', 1)[-1]}) "
+                                 "reads a tensor's array directly instead of through the rule table "
+                                 "(random noise, running statistics)")
         _VAR.append(CaptureVar)
     return _VAR[0]
 
 
-def _identifier(label):
+def identifier(label):
+    """``label`` made a Python identifier (``fc1.weight`` -> ``fc1_weight``, ``<lambda>``)."""
     out = "".join(c if c.isalnum() or c == "_" else "_" for c in label)
     return out if out and not out[0].isdigit() else "_" + out
 

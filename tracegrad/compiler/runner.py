@@ -151,14 +151,13 @@ class CompiledCallable:
 
     def _stage(self, leaves, spec):
         draws = Draws(self.reads_of)
+        versions = self._versions()
         try:
             variant = self._trace(leaves, spec)
         except Exception as e:  # noqa: BLE001  (whatever broke the trace: eager decides)
             draws.undo()
-            if isinstance(e, GraphBreak):
-                reason = str(e)
-            else:
-                reason = f"{type(e).__name__}: {e}"
+            reason = str(e) if isinstance(e, GraphBreak) else _described(e)
+            self._check_untouched(versions)
             if self.fullgraph:
                 raise Unsupported(f"tracegrad.compile(fullgraph=True) cannot stage {self.name}: {reason}") from e
             return _Break(reason)
@@ -171,6 +170,20 @@ class CompiledCallable:
         self.reads = Reads(self.reads_of)
         return variant
 
+    def _versions(self):
+        if self.module is None:
+            return []
+        state = [*self.module.parameters(), *self.module.buffers()]
+        return [(t, t._version) for t in state]
+
+    def _check_untouched(self, versions):
+        """A trace that broke must have left the module as it was (writes are refused
+        before they happen); were it not so, the eager run would see changed state."""
+        for t, v in versions:
+            if t._version != v:
+                raise RuntimeError(f"tracegrad.compile: a trace of {self.name} that could not be staged "
+                                   "changed the module's state before it stopped; please report this")
+
     def _trace(self, leaves, spec):
         names = {}
         if self.module is not None:
@@ -178,7 +191,7 @@ class CompiledCallable:
                 names.setdefault(id(t), n)
             for n, t in self.module.named_buffers(remove_duplicate=False):
                 names.setdefault(id(t), n)
-        tape = CaptureTape(self.name, names)
+        tape = CaptureTape(capture.identifier(self.name), names)
         arg_names = _arg_names(self.fn, spec, leaves)
         with capturing(tape):
             traced = [tape.lift(x, arg_names[i]) if isinstance(x, Tensor) else x
@@ -202,6 +215,20 @@ class CompiledCallable:
         with_grad = grad_mode.state.mode == grad_mode.GRAD
         p = plan(tape, out_leaves, out_spec, with_grad)
         return _Variant(p, sources)
+
+
+def _described(e):
+    """``Type: message (at file:line)`` for an exception a trace raised, at the innermost
+    frame of the user's code."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where, tb = "", e.__traceback__
+    while tb is not None:
+        name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not name.startswith(root):
+            where = f" (at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    return f"{type(e).__name__}: {e}{where}"
 
 
 def _check_aliasing(tape, outs):
