@@ -7,6 +7,8 @@ the same, so the cache key of a call is made of:
   every other argument by value (numbers, strings, tuples of them) or, when it is not
   hashable, by identity;
 * grad mode and the default dtype (factories inside the code read it);
+* an ``nn.Module`` argument as a module (below); a plain object by identity and what it
+  holds (see :func:`~tracegrad.transform.reads.state_of`);
 * for a module, per submodule: its identity, ``training`` flag, the identity, shape,
   dtype and ``requires_grad`` of each parameter and buffer, and its other attributes
   (by value when they are plain numbers, strings, tuples...; by identity otherwise).
@@ -19,6 +21,7 @@ from ..backend import dtypes as _dt
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor
 from ..runtime.vmapped import is_vmapped
+from ..transform.reads import state_of
 
 __all__ = ["call_key", "module_key", "Identity"]
 
@@ -53,11 +56,14 @@ def _value_key(x):
         return None if any(p is None for _, p in parts) else (tp, parts)
     if isinstance(x, (np.ndarray, np.generic)):
         return None  # NumPy values: not staged (their contents would be baked in)
+    if hasattr(x, "_modules") and hasattr(x, "_parameters"):  # an nn.Module argument
+        return module_key(x)
+    state = state_of(x)  # what a plain object holds (tensors by identity, numbers by value)
     try:
         hash(x)
     except TypeError:
-        return Identity(x)
-    return (tp, x)
+        return Identity(x) if state is None else (Identity(x), state)
+    return (tp, x) if state is None else (tp, Identity(x), state)
 
 
 def tensor_key(t):

@@ -168,6 +168,8 @@ class CompiledCallable:
                 raise Unsupported(f"tracegrad.compile(fullgraph=True) cannot stage {self.name}: {reason}")
             return _Break(reason)
         self.reads = Reads(self.reads_of)
+        if self.module is None:  # (a module's own state is guarded by module_key)
+            self.reads.watch_contents()
         return variant
 
     def _versions(self):
