@@ -240,3 +240,21 @@ def test_module_and_object_arguments_are_guarded_by_what_they_hold():
     with tg.no_grad():
         model.weight = nn.Parameter(tg.zeros(2, 2))
     assert g(model, x).tolist() == model(x).tolist()
+
+
+def test_a_call_under_the_profiler_runs_eagerly_and_is_staged_later():
+    f = tg.compile(lambda x: x * 2)
+    with tg.autograd.profiler.profile() as prof:
+        assert f(tg.ones(2)).tolist() == [2.0, 2.0]
+    assert entries(f) == []
+    assert any("mul" in e.name for e in prof.function_events)
+    f(tg.ones(2))
+    assert kinds(f) == ["_Variant"]
+
+
+def test_a_compiled_function_inside_a_tape_transform_is_traced_inline():
+    f = tg.compile(lambda x: (x * x).sum())
+    g = tg.grad(lambda x: f(x) * 3.0, mode="tape")
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(g(x), 6 * x)
+    assert entries(f) == []

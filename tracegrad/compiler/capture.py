@@ -43,8 +43,8 @@ class Unsupported(RuntimeError):
 class GraphBreak(Exception):
     """Raised while capturing: ``construct`` cannot be staged; the call runs eagerly."""
 
-    def __init__(self, construct, explanation=""):
-        self.construct, self.where = construct, _user_line()
+    def __init__(self, construct, explanation="", transient=False):
+        self.construct, self.where, self.transient = construct, _user_line(), transient
         super().__init__(f"{construct}{': ' + explanation if explanation else ''}"
                          f"{' (at ' + self.where + ')' if self.where else ''}")
 
@@ -62,6 +62,7 @@ def _user_line():
 
 
 _local = threading.local()
+_ONE = threading.Lock()  # one capture at a time in the process
 
 
 def is_compiling():
@@ -221,10 +222,13 @@ class capturing:
         self.tape = tape
 
     def __enter__(self):
-        if dispatch.observer is not None:
-            raise GraphBreak("an active profiler (or another capture)")
         if dispatch.batching is not None or dispatch.batching_inplace is not None:
-            raise GraphBreak("a call under vmap")
+            raise GraphBreak("a call under vmap", transient=True)
+        if not _ONE.acquire(blocking=False):  # (the observer is process-wide)
+            raise GraphBreak("another thread's capture", transient=True)
+        if dispatch.observer is not None:
+            _ONE.release()
+            raise GraphBreak("an active profiler", transient=True)
         enabled = grad_mode.state.grad_enabled
         self.rec = recording(self.tape)
         self.rec.__enter__()
@@ -240,6 +244,7 @@ class capturing:
         _local.depth -= 1
         builtins.print = self.print
         dispatch.observer = None
+        _ONE.release()
         grad_mode.restore(self.flags)
         return self.rec.__exit__(tp, value, tb)
 

@@ -26,6 +26,7 @@ from ..transform.reads import state_of
 __all__ = ["call_key", "module_key", "Identity"]
 
 _SIMPLE = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis), slice, range)
+_SIMPLE_SET = frozenset(_SIMPLE)
 
 
 class Identity:
@@ -91,26 +92,38 @@ def call_key(leaves):
 
 def module_key(root):
     """The key part of module ``root``'s state (see the module docstring), or None when a
-    module has hooks (they run Python code the staged version would skip)."""
+    module has hooks (they run Python code the staged version would skip).
+
+    Modules and tensors are keyed by ``id``: a staged version holds the tensors it reads
+    (so their ids cannot be reused while it is cached), and a submodule is known by its
+    tensors and attributes. Called at every call, so written for speed."""
     key = []
-    for m in root.modules():
+    add = key.append
+    stack = [root]
+    while stack:
+        m = stack.pop()
         d = m.__dict__
-        if d.get("_hooked") or d["_forward_hooks"] or d["_forward_pre_hooks"] \
-                or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+        if d["_hooked"]:
             return None
-        key.append(Identity(m))
-        for name, t in d["_parameters"].items():
-            key.append((name, None) if t is None else (name, Identity(t), tensor_key(t)))
-        for name, t in d["_buffers"].items():
-            key.append((name, None) if t is None else (name, Identity(t), tensor_key(t)))
+        add(id(m))
         for name, v in d.items():
             if name in _INTERNAL:
                 continue
-            if isinstance(v, Tensor):
-                key.append((name, Identity(v), tensor_key(v)))
-            elif not hasattr(v, "_modules"):
+            tp = type(v)
+            if tp in _SIMPLE_SET:
+                add(name)
+                add(v)
+            elif isinstance(v, Tensor):
+                add(id(v))
+                a = v._data
+                add((a.shape, a.dtype, type(a), v._requires_grad))
+            elif hasattr(v, "_modules") and hasattr(v, "_parameters"):
+                add(name)
+                stack.append(v)
+            else:
                 k = _value_key(v)
-                key.append((name, Identity(v) if k is None else k))
+                add(name)
+                add(Identity(v) if k is None else k)
     return tuple(key)
 
 

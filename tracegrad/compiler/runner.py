@@ -16,6 +16,7 @@ from ..runtime.function import Function
 from ..runtime.tensor import Tensor, wrap
 from ..transform.reads import Reads
 from ..transform.tape.randomness import Draws
+from ..transform.tape.tracing import active_tape
 from ..transform.tree import flatten, unflatten
 from . import capture
 from .capture import CaptureTape, GraphBreak, Unsupported, capturing
@@ -97,6 +98,12 @@ class CompiledFunction(Function):
         return tuple(out)
 
 
+# The staged backward hands back arrays it made itself (or a cotangent passed through, which
+# the engine recognises by identity), so a leaf may adopt them as its .grad without a copy,
+# as after a built-in node; a user's Function's results might be held elsewhere.
+CompiledFunction._backward_cls._opaque = False
+
+
 class CompiledCallable:
     """``fn`` staged per guard key (see the module docstring); ``module`` is the module
     whose state the guards cover (``fn`` is then its forward), else None."""
@@ -118,8 +125,8 @@ class CompiledCallable:
         self.last = None
 
     def __call__(self, *args, **kwargs):
-        if capture.is_compiling():  # called from code being traced: traced inline
-            return self.fn(*args, **kwargs)
+        if active_tape() is not None:  # called from code being traced (by compile, or by
+            return self.fn(*args, **kwargs)  # tracegrad.grad...): traced inline
         reads = self.reads
         if reads is not None and reads.changed():  # a name the code reads was rebound
             self.reset()
@@ -136,8 +143,10 @@ class CompiledCallable:
             if len(self.cache) >= RECOMPILE_LIMIT:
                 self._limit()
                 return self.fn(*args, **kwargs)
-            entry = self.cache[key] = self._stage(leaves, spec)
-        if type(entry) is _Break:
+            entry = self._stage(leaves, spec)
+            if entry is not None:
+                self.cache[key] = entry
+        if entry is None or type(entry) is _Break:
             return self.fn(*args, **kwargs)
         self.last = entry
         return entry.run(leaves)
@@ -158,6 +167,8 @@ class CompiledCallable:
             draws.undo()
             reason = str(e) if isinstance(e, GraphBreak) else _described(e)
             self._check_untouched(versions)
+            if getattr(e, "transient", False):  # (a profiler, another thread's capture...):
+                return None                      # eager this time, staged when it is over
             if self.fullgraph:
                 raise Unsupported(f"tracegrad.compile(fullgraph=True) cannot stage {self.name}: {reason}") from e
             return _Break(reason)
