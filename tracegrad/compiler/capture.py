@@ -25,8 +25,11 @@ import builtins
 import sys
 import threading
 
-from ..rules.core import TABLE
+from ..backend import python_scalar
+from ..rules.core import KEEP, TABLE
+from ..rules.memory import cast as CAST
 from ..runtime import dispatch, grad_mode
+from ..runtime.dispatch import _promote
 from ..runtime.tensor import Tensor
 from ..transform.tape import aliasing
 from ..transform.tape.tape import Tape, Var
@@ -84,6 +87,14 @@ class CaptureTape(Tape):
         self.names = names or {}
         self.made = {}
 
+    no_grad_call = False  # while capturing a call made with grad mode off
+
+    def prepare(self, prim, args, params):
+        if self.no_grad_call and grad_mode.state.grad_enabled:
+            raise GraphBreak("grad mode enabled inside a call made under no_grad()",
+                             "its results would need a backward the staged call does not have")
+        return _prepare(self, prim, args, params)
+
     def lift(self, t, name=None):
         """The tape's Var for Tensor ``t`` (an input, made at its first use)."""
         hit = self.lifted.get(id(t))
@@ -134,6 +145,32 @@ def _capture_var():
                                  "(random noise, running statistics)")
         _VAR.append(CaptureVar)
     return _VAR[0]
+
+
+def _prepare(tape, prim, args, params):
+    """``args`` of an op about to be recorded, cast as the eager runtime casts them
+    (``dispatch._promote``: PyTorch's type promotion, integers to the default float for
+    float-only ops), each cast a recorded ``cast`` op -- NumPy's own promotion differs
+    (``float32 * float64 0-d`` is float64 there, float32 in PyTorch). Tensors met here
+    are lifted first."""
+    if prim.dtypes is KEEP or prim.name == "cast":
+        return args
+    args = [tape.lift(a) if isinstance(a, Tensor) else a for a in args]
+    vals = []
+    for a in args:  # (what dispatch.unwrap hands _promote: NumPy scalars as Python numbers)
+        number = python_scalar(a)
+        vals.append(a.value if isinstance(a, Var) else a if number is None else number)
+    before = [getattr(v, "dtype", None) for v in vals]
+    _promote(prim, vals)
+    out = list(args)
+    for i, (a, v, old) in enumerate(zip(args, vals, before)):
+        if isinstance(a, Var):
+            new = getattr(v, "dtype", None)
+            if new is not None and new != old:
+                out[i] = bind(CAST, (a,), {"dtype": new, "src_dtype": old})
+        elif v is not a:  # a NumPy scalar as a number, a number made an array of the
+            out[i] = v    # target dtype or wrapped, a constant array cast
+    return out
 
 
 def identifier(label):
@@ -233,6 +270,7 @@ class capturing:
         self.rec = recording(self.tape)
         self.rec.__enter__()
         self.flags = grad_mode.swap(enabled)
+        self.tape.no_grad_call = not enabled
         thread = threading.get_ident()
         dispatch.observer = _Bridge(self.tape, thread)
         self.print = builtins.print
@@ -242,6 +280,7 @@ class capturing:
 
     def __exit__(self, tp, value, tb):
         _local.depth -= 1
+        self.tape.no_grad_call = False
         builtins.print = self.print
         dispatch.observer = None
         _ONE.release()

@@ -14,10 +14,11 @@ the same, so the cache key of a call is made of:
   (by value when they are plain numbers, strings, tuples...; by identity otherwise).
 
 A key of None means "run eagerly": an argument the staged code cannot take (a NumPy
-array, a tensor batched by vmap), a module with hooks, inference mode.
+array, a tensor batched by vmap), a module with hooks, inference mode, forward-mode AD.
 """
 from ..backend import cpu as np
 from ..backend import dtypes as _dt
+from ..runtime import forward as _forward
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor
 from ..runtime.vmapped import is_vmapped
@@ -75,8 +76,8 @@ def tensor_key(t):
 def call_key(leaves):
     """The key part of a call's argument leaves, or None to run it eagerly."""
     key = [grad_mode.state.mode, _dt.get_default_dtype()]
-    if grad_mode.state.mode == grad_mode.INFERENCE:
-        return None
+    if grad_mode.state.mode == grad_mode.INFERENCE or _forward.ACTIVE[0]:
+        return None  # (inference tensors, forward-mode AD's tangents: eager's own business)
     for x in leaves:
         if isinstance(x, Tensor):
             if is_vmapped(x):

@@ -120,6 +120,8 @@ def bind(prim, args, params):
         for a in args:
             if isinstance(a, Var):
                 _tape_of(a)
+    elif tape.prepare is not None:  # (tracegrad.compile's capture: the eager dtype rules)
+        args = tape.prepare(prim, args, params)
     ins, vals = [], []
     for a in args:  # the common operands (tracers of this tape, host arrays, numbers) first
         tp = type(a)
