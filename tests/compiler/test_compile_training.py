@@ -174,3 +174,24 @@ def test_compiled_training_matches_torch():
         assert abs(loss.item() - rloss.item()) < 1e-5
     for p, q in zip(ref.parameters(), model.parameters()):
         np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_second_backward_needs_retain_graph_as_eagerly():
+    x = tg.randn(3, requires_grad=True)
+    f = tg.compile(lambda x: (x.sin() * x).sum())
+    y = f(x)
+    y.backward(retain_graph=True)
+    first = x.grad.clone()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * first.numpy())
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()
+
+
+def test_saved_tensor_hooks_run_eagerly():
+    packed = []
+    f = tg.compile(lambda x: (x * x).sum())
+    x = tg.randn(3, requires_grad=True)
+    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t):
+        f(x).backward()
+    assert packed and f._compiled.cache == {}

@@ -14,12 +14,14 @@ the same, so the cache key of a call is made of:
   (by value when they are plain numbers, strings, tuples...; by identity otherwise).
 
 A key of None means "run eagerly": an argument the staged code cannot take (a NumPy
-array, a tensor batched by vmap), a module with hooks, inference mode, forward-mode AD.
+array, a tensor batched by vmap), a module with hooks, inference mode, forward-mode AD,
+saved-tensor hooks.
 """
 from ..backend import cpu as np
 from ..backend import dtypes as _dt
 from ..runtime import forward as _forward
 from ..runtime import grad_mode
+from ..runtime.saved_hooks import pack_hooks
 from ..runtime.tensor import Tensor
 from ..runtime.vmapped import is_vmapped
 from ..transform.reads import state_of
@@ -76,8 +78,8 @@ def tensor_key(t):
 def call_key(leaves):
     """The key part of a call's argument leaves, or None to run it eagerly."""
     key = [grad_mode.state.mode, _dt.get_default_dtype()]
-    if grad_mode.state.mode == grad_mode.INFERENCE or _forward.ACTIVE[0]:
-        return None  # (inference tensors, forward-mode AD's tangents: eager's own business)
+    if grad_mode.state.mode == grad_mode.INFERENCE or _forward.ACTIVE[0] or pack_hooks() is not None:
+        return None  # (inference tensors, forward-mode AD's tangents, saved-tensor hooks: eager's)
     for x in leaves:
         if isinstance(x, Tensor):
             if is_vmapped(x):

@@ -12,7 +12,6 @@ import warnings
 
 from ..backend import cpu as np
 from ..runtime import grad_mode
-from ..runtime.function import Function
 from ..runtime.tensor import Tensor, wrap
 from ..transform.reads import Reads
 from ..transform.tape.randomness import Draws
@@ -21,9 +20,10 @@ from ..transform.tree import flatten, unflatten
 from . import capture
 from .capture import CaptureTape, GraphBreak, Unsupported, capturing
 from .guards import call_key, module_key
+from .node import connect
 from .staging import plan
 
-__all__ = ["CompiledCallable", "CompiledFunction", "reset_all"]
+__all__ = ["CompiledCallable", "reset_all"]
 
 RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit's default
 
@@ -55,8 +55,7 @@ class _Variant:
             results = p.forward(*[t._data for t in tensors])
             made = [_tensor(r) for r in results]
         else:
-            made = CompiledFunction.apply(p, *tensors)
-            made = list(made) if isinstance(made, tuple) else [made]
+            made = connect(p, tensors, p.forward(*[t._data for t in tensors]))
         out = []
         for kind, k in p.outs:
             out.append(made[k] if kind == "out" else tensors[k] if kind == "input" else k)
@@ -65,43 +64,6 @@ class _Variant:
 
 def _tensor(a):
     return wrap(a if type(a) is np.ndarray else np.asarray(a))
-
-
-class CompiledFunction(Function):
-    """The autograd node of a staged call (``CompiledFunctionBackward``, as PyTorch's AOT
-    autograd names it): forward runs the staged forward, backward the staged backward."""
-
-    @staticmethod
-    def forward(ctx, p, *tensors):
-        arrays = [t._data for t in tensors]
-        results = p.forward(*arrays)
-        n = p.n_out
-        ctx.plan, ctx.residuals = p, results[n:]
-        ctx.save_for_backward(*[tensors[i] for i in p.saved])
-        outs = tuple(_tensor(r) for r in results[:n])
-        ctx.mark_non_differentiable(*[o for o, d in zip(outs, p.diff) if not d])
-        return outs if len(outs) != 1 else outs[0]
-
-    @staticmethod
-    def backward(ctx, *grads):
-        p = ctx.plan
-        if grad_mode.is_grad_enabled():
-            raise NotImplementedError(
-                "backward(create_graph=True) through a tracegrad.compile'd call: its backward is "
-                "staged code, not recorded; compute higher-order derivatives without compile")
-        saved = [t._data for t in ctx.saved_tensors]
-        cts = [g._data for g, d in zip(grads, p.diff) if d]
-        results = p.backward(*ctx.residuals, *saved, *cts)
-        out = [None] * (p.n_inputs + 1)
-        for i, r in zip(p.grad_of, results):
-            out[i + 1] = _tensor(r)
-        return tuple(out)
-
-
-# The staged backward hands back arrays it made itself (or a cotangent passed through, which
-# the engine recognises by identity), so a leaf may adopt them as its .grad without a copy,
-# as after a built-in node; a user's Function's results might be held elsewhere.
-CompiledFunction._backward_cls._opaque = False
 
 
 class CompiledCallable:

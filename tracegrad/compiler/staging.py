@@ -34,7 +34,7 @@ class Plan:
     ``grad_of``: per backward result, the input position it is the gradient of."""
 
     __slots__ = ("forward", "backward", "outs", "spec", "n_out", "diff", "saved", "grad_of",
-                 "n_inputs", "fwd_tape", "bwd_tape", "n_res")
+                 "n_inputs", "fwd_tape", "bwd_tape", "n_res", "out_metas", "in_metas")
 
     def source(self):
         parts = [("forward", self.forward)] + ([("backward", self.backward)] if self.backward else [])
@@ -88,6 +88,8 @@ def plan(tape, out_leaves, spec, with_grad):
     p = Plan()
     p.outs, p.spec, p.n_out, p.diff, p.n_inputs = outs, spec, len(result_vars), diff, len(inputs)
     p.grad_of = [i for i, _ in grad_pairs]
+    p.out_metas = tuple((v.shape, v.npdtype) for v in result_vars)  # (shape, dtype) per output
+    p.in_metas = tuple((v.shape, v.npdtype) for v in inputs)
     needed = _needed(tape.eqns, fwd_results)
     fwd_eqns = [e for e in tape.eqns if id(e) in needed]
     if not grad_pairs:
