@@ -258,3 +258,18 @@ def test_a_compiled_function_inside_a_tape_transform_is_traced_inline():
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(g(x), 6 * x)
     assert entries(f) == []
+
+
+def test_a_parameter_read_around_the_rule_table_runs_eagerly():
+    model = nn.Linear(2, 2)
+
+    def f(x):
+        w = tg.tensor(model.weight.tolist())  # read around the rule table
+        return x @ w
+    compiled = tg.compile(f)
+    x = tg.ones(1, 2)
+    compiled(x)
+    with tg.no_grad():
+        model.weight.mul_(2)
+    np.testing.assert_array_equal(compiled(x).numpy(), f(x).numpy())
+    assert kinds(compiled) == ["_Break"]

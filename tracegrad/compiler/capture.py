@@ -223,6 +223,8 @@ class _Bridge:
         if short in _RANDOM_FACTORIES:
             raise GraphBreak(f"a random factory ({short})",
                              "random draws are not replayed; the call runs eagerly")
+        if not short.endswith("_like") and any(_holds_tensor(a) for a in (*args, *kwargs.values())):
+            raise GraphBreak(f"{short}() of a tensor", "its values would be baked into the staged code")
         out = fn(*args, **kwargs)
         for t in (out if isinstance(out, (tuple, list)) else (out,)):
             if isinstance(t, Tensor):
@@ -243,12 +245,35 @@ class _Bridge:
         raise GraphBreak("a backward pass (Tensor.backward / autograd.grad)")
 
 
+def _holds_tensor(a):
+    if isinstance(a, (Tensor, Var)):
+        return True
+    return isinstance(a, (list, tuple)) and any(_holds_tensor(b) for b in a)
+
+
 def _no_print(thread, original):
     def print_(*args, **kwargs):
         if threading.get_ident() != thread:
             return original(*args, **kwargs)
         raise GraphBreak("print()", "Python side effects are not replayed")
     return print_
+
+
+# Tensor methods that hand a tensor's values to Python or NumPy: while capturing, a value
+# read so (from a parameter, a buffer, a tensor the code holds) would be baked into the
+# staged code, so they break the capture instead (on the capturing thread only).
+_VALUE_READS = ("item", "tolist", "numpy", "__array__", "__float__", "__int__", "__bool__",
+                "__index__", "__complex__")
+
+
+def _refusing(name, original, thread):
+    def read(self, *args, **kwargs):
+        if threading.get_ident() != thread:
+            return original(self, *args, **kwargs)
+        raise GraphBreak(f"Tensor.{name}() of a tensor read while staging",
+                         "its value would be baked into the staged code")
+    read.__name__ = name
+    return read
 
 
 class capturing:
@@ -275,6 +300,9 @@ class capturing:
         dispatch.observer = _Bridge(self.tape, thread)
         self.print = builtins.print
         builtins.print = _no_print(thread, self.print)
+        self.reads = {n: Tensor.__dict__[n] for n in _VALUE_READS if n in Tensor.__dict__}
+        for n, f in self.reads.items():
+            setattr(Tensor, n, _refusing(n, f, thread))
         _local.depth = getattr(_local, "depth", 0) + 1
         return self.tape
 
@@ -282,6 +310,8 @@ class capturing:
         _local.depth -= 1
         self.tape.no_grad_call = False
         builtins.print = self.print
+        for n, f in self.reads.items():
+            setattr(Tensor, n, f)
         dispatch.observer = None
         _ONE.release()
         grad_mode.restore(self.flags)

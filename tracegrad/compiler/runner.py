@@ -180,6 +180,7 @@ class CompiledCallable:
             if not capture.is_var(leaf) and not isinstance(leaf, (int, float, complex, bool, str, type(None))):
                 raise GraphBreak(f"a result of type {type(leaf).__name__}")
         _check_aliasing(tape, [v for v in out_leaves if capture.is_var(v)])
+        _check_constants(tape, self.module)
         arg_index = {id(x): i for i, x in enumerate(leaves) if isinstance(x, Tensor)}
         sources = []
         for t, v in tape.lifted.values():
@@ -204,6 +205,23 @@ def _described(e):
             where = f" (at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
         tb = tb.tb_next
     return f"{type(e).__name__}: {e}{where}"
+
+
+def _check_constants(tape, module):
+    """Refuse a trace that baked the data of a lifted tensor, or of the module's state, in
+    as a constant: code that read a tensor's array directly (not through the rule table)
+    would see the first call's values at every replay."""
+    made = {id(t._data) for t in tape.made.values()}
+    state = [t._data for t, v in tape.lifted.values() if v.kind == "input"]
+    if module is not None:
+        state += [t._data for t in (*module.parameters(), *module.buffers())]
+    for e in tape.eqns:
+        for a in e.ins:
+            if capture.is_var(a) and a.kind == "const" and isinstance(a.value, np.ndarray) \
+                    and id(a.value) not in made:
+                if any(np.may_share_memory(a.value, b) for b in state):
+                    raise GraphBreak("a tensor's data read outside the rule table (it would be "
+                                     "baked into the staged code as a constant)")
 
 
 def _check_aliasing(tape, outs):
