@@ -56,6 +56,8 @@ class _Variant:
             made = [_tensor(r) for r in results]
         else:
             made = connect(p, tensors, p.forward(*[t._data for t in tensors]))
+        if p.spec is None and p.outs[0][0] == "out":  # one tensor out
+            return made[0]
         out = []
         for kind, k in p.outs:
             out.append(made[k] if kind == "out" else tensors[k] if kind == "input" else k)
@@ -92,7 +94,10 @@ class CompiledCallable:
         reads = self.reads
         if reads is not None and reads.changed():  # a name the code reads was rebound
             self.reset()
-        leaves, spec = flatten((args, kwargs))
+        if not kwargs and all(type(a) is Tensor for a in args):  # the common call: no tree
+            leaves, spec = list(args), _flat_spec(len(args))
+        else:
+            leaves, spec = flatten((args, kwargs))
         key = call_key(leaves)
         if key is not None and self.module is not None:
             mkey = module_key(self.module)
@@ -191,6 +196,17 @@ class CompiledCallable:
         with_grad = grad_mode.state.mode == grad_mode.GRAD
         p = plan(tape, out_leaves, out_spec, with_grad)
         return _Variant(p, sources)
+
+
+_SPECS = {}
+
+
+def _flat_spec(n):
+    """The spec ``flatten((args, {}))`` gives for ``n`` leaf arguments."""
+    spec = _SPECS.get(n)
+    if spec is None:
+        spec = _SPECS[n] = flatten((tuple(range(n)), {}))[1]
+    return spec
 
 
 def _described(e):
