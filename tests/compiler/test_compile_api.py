@@ -90,3 +90,20 @@ def test_the_surface_matches_torch():
         assert lib.compiler.is_compiling() is False
         assert "inductor" in lib.compiler.list_backends()
     assert repr(tg.compile(tg.nn.Linear(2, 1))) == repr(torch.compile(torch.nn.Linear(2, 1)))
+
+
+def test_the_staged_source_and_the_graph_breaks_can_be_read():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    compiled = tg.compile(model)
+    compiled(tg.randn(2, 3, requires_grad=True))
+    source = compiled._compiled.source
+    assert "def Sequential(" in source and "def Sequential_backward(" in source
+    assert "addmm(" in source and "relu(" in source
+
+    def f(x):
+        return x if x.sum() > 0 else -x
+    g = tg.compile(f)
+    g(tg.ones(1))
+    assert g._compiled.graph_breaks == [
+        f"Data-dependent branching: the result depends on tensor values the staged code does not see "
+        f"(at {__file__}:{f.__code__.co_firstlineno + 1})"]

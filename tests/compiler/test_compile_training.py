@@ -195,3 +195,21 @@ def test_saved_tensor_hooks_run_eagerly():
     with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t):
         f(x).backward()
     assert packed and f._compiled.cache == {}
+
+
+def test_a_staged_block_inside_an_eager_graph_called_twice():
+    tg.manual_seed(0)
+    embed, block = nn.Linear(4, 64), mlp()
+    staged = tg.compile(block)
+    x = tg.randn(5, 4)
+
+    def loss(run):
+        h = embed(x).tanh()  # a non-leaf input, its graph eager
+        return (run(h).square().mean() + run(h * 2).mean())
+    loss(block).backward()
+    want = [p.grad.clone() for p in (*embed.parameters(), *block.parameters())]
+    for p in (*embed.parameters(), *block.parameters()):
+        p.grad = None
+    loss(staged).backward()
+    for p, w in zip((*embed.parameters(), *block.parameters()), want):
+        np.testing.assert_array_equal(p.grad.numpy(), w.numpy())

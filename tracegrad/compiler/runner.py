@@ -83,6 +83,18 @@ class CompiledCallable:
         self._warned = False
         _ALL.append(weakref.ref(self))
 
+    @property
+    def source(self):
+        """The generated code (forward, then backward) of the last staged call."""
+        if self.last is None:
+            raise AttributeError("no staged call yet: call the compiled function once")
+        return self.last.plan.source()
+
+    @property
+    def graph_breaks(self):
+        """Why the calls that run eagerly could not be staged, one reason per guard key."""
+        return [e.reason for e in self.cache.values() if type(e) is _Break]
+
     def reset(self):
         self.cache.clear()
         self.reads = None
