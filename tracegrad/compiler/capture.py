@@ -137,6 +137,17 @@ def _capture_var():
             def strides(self):
                 return getattr(self.value, "strides", None)
 
+            def type(self, dtype=None):
+                if dtype is None:
+                    return f"tracegrad.{'cuda.' if self.device.type == 'cuda' else ''}{self.dtype._legacy}"
+                return Tensor.type(self, dtype)
+
+            def contiguous(self, memory_format=None):
+                return self  # (a traced value is laid out as if contiguous)
+
+            def is_contiguous(self, memory_format=None):
+                return True
+
             @property
             def _data(self):
                 f = sys._getframe(1).f_code
@@ -195,9 +206,15 @@ class _Bridge:
         elif fn is dispatch.apply_inplace:
             prim, ops, params = args
             target = ops[0]
-            raise GraphBreak(f"in-place {prim.name}_() on a tensor the compiled code does not own "
-                             f"({'an input, parameter or buffer' if isinstance(target, Tensor) else 'a value'})",
-                             "module state changes and writes into inputs run eagerly")
+            if isinstance(target, Tensor) and id(target) in self.tape.made:
+                target = self.tape.lift(target)  # (a tensor the code made: its own to write)
+            if not isinstance(target, Var) or target.kind == "input":
+                raise GraphBreak(f"in-place {prim.name}_() on an input, parameter or buffer",
+                                 "module state changes and writes into inputs run eagerly")
+            # a value the staged code made (relu_ after a conv): written as ``x[...] = op(x)``,
+            # which the tape records functionally (views of it follow)
+            target[...] = self.record(prim, (aliasing.current(target),) + tuple(ops[1:]), params)
+            return target
         else:  # an eager fast path (one or two operands, no parameters)
             prim, ops, params = TABLE[getattr(fn, "__name__", name)], args, {}
         return self.record(prim, ops, params)

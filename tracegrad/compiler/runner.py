@@ -190,6 +190,10 @@ class CompiledCallable:
                       for i, x in enumerate(leaves)]
             args, kwargs = unflatten(spec, traced)
             out = capture.current(self.fn(*args, **kwargs))
+        for t, v in tape.lifted.values():
+            if v.kind != "input" and id(t) not in tape.made:  # (taken over by a write)
+                raise GraphBreak("an in-place write into an input (through a view of it)",
+                                 "writes into inputs run eagerly")
         out_leaves, out_spec = flatten(out)
         for leaf in out_leaves:
             if isinstance(leaf, Tensor) and not capture.is_var(leaf):
