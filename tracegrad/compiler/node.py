@@ -8,6 +8,7 @@ backward reads, version-stamped, so that an in-place change of one between forwa
 backward raises PyTorch's error; after a backward without ``retain_graph`` it is freed.
 A ``create_graph=True`` backward cannot go through it (the staged backward is not
 recorded) and says so."""
+from ..backend import ARRAY_TYPE_SET
 from ..backend import cpu as np
 from ..runtime import dispatch
 from ..runtime.node import _FREED_MESSAGE, FREED, SAVED, Node, output_of, version_message
@@ -35,14 +36,14 @@ class CompiledFunctionBackward(Node):
                 raise RuntimeError(version_message(t, cur, v, output_of(t)))
             saved.append(t._data)
         metas = p.out_metas
-        cts = [(g if g is not None else np.zeros(*metas[k])) for k, g in enumerate(grads) if p.diff[k]]
+        cts = [(g if g is not None else _zeros(*metas[k])) for k, g in enumerate(grads) if p.diff[k]]
         results = p.backward(*self._residuals, *saved, *cts)
         out = [None] * len(self._next_functions)
         for i, r in zip(p.grad_of, results):
-            shape, dtype = p.in_metas[i]
-            if type(r) is not np.ndarray or r.dtype != dtype:
-                r = np.asarray(r, dtype=dtype)
-            out[i] = r
+            dtype = p.in_metas[i][1]
+            if type(r) not in ARRAY_TYPE_SET:
+                r = np.asarray(r)  # (a NumPy scalar from a reduction)
+            out[i] = r if r.dtype == dtype else r.astype(dtype)
         return tuple(out)
 
     def _release(self):
@@ -51,6 +52,10 @@ class CompiledFunctionBackward(Node):
 
     def saved_items(self):
         return [] if self._inputs is None else list(self._inputs)
+
+
+def _zeros(shape, dtype, xp):
+    return xp.zeros(shape, dtype=dtype)
 
 
 def connect(p, tensors, results):
@@ -73,7 +78,7 @@ def connect(p, tensors, results):
     outs = []
     for k in range(n):
         r = results[k]
-        if type(r) is not np.ndarray:
-            r = np.asarray(r)
+        if type(r) not in ARRAY_TYPE_SET:
+            r = np.asarray(r)  # (a NumPy scalar from a reduction)
         outs.append(wrap(r, True, node, k) if p.diff[k] else wrap(r))
     return outs

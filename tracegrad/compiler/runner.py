@@ -10,6 +10,7 @@ call was made in.
 """
 import warnings
 
+from ..backend import ARRAY_TYPE_SET
 from ..backend import cpu as np
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor, wrap
@@ -65,7 +66,7 @@ class _Variant:
 
 
 def _tensor(a):
-    return wrap(a if type(a) is np.ndarray else np.asarray(a))
+    return wrap(a if type(a) in ARRAY_TYPE_SET else np.asarray(a))  # (NumPy scalars: 0-d)
 
 
 class CompiledCallable:

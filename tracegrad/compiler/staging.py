@@ -19,7 +19,8 @@ from ..transform.tape.codegen import compile_tape
 from ..transform.tape.interpret import INTERPRET_OVER, Interpreted
 from ..transform.tape.optimize import optimize
 from ..transform.tape.sweeps import reverse
-from ..transform.tape.tape import Tape, Var
+from ..backend import cpu
+from ..transform.tape.tape import Tape, Var, namespace_of_var
 from ..transform.tape.tracing import recording
 
 __all__ = ["Plan", "plan"]
@@ -88,7 +89,8 @@ def plan(tape, out_leaves, spec, with_grad):
     p = Plan()
     p.outs, p.spec, p.n_out, p.diff, p.n_inputs = outs, spec, len(result_vars), diff, len(inputs)
     p.grad_of = [i for i, _ in grad_pairs]
-    p.out_metas = tuple((v.shape, v.npdtype) for v in result_vars)  # (shape, dtype) per output
+    p.out_metas = tuple((v.shape, v.npdtype, namespace_of_var(v) or cpu)  # per output
+                        for v in result_vars)
     p.in_metas = tuple((v.shape, v.npdtype) for v in inputs)
     needed = _needed(tape.eqns, fwd_results)
     fwd_eqns = [e for e in tape.eqns if id(e) in needed]
