@@ -273,3 +273,21 @@ def test_a_parameter_read_around_the_rule_table_runs_eagerly():
         model.weight.mul_(2)
     np.testing.assert_array_equal(compiled(x).numpy(), f(x).numpy())
     assert kinds(compiled) == ["_Break"]
+
+
+def test_a_forward_that_changes_its_module_runs_eagerly_with_its_changes_made_once():
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return self.lin(x)
+    model = Counting()
+    compiled = tg.compile(model)
+    for n in range(1, 4):
+        compiled(tg.ones(2))
+        assert model.calls == n
+    assert kinds(compiled) == ["_Break"] and "attributes changed" in compiled._compiled.graph_breaks[0]

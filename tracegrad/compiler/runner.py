@@ -81,6 +81,7 @@ class CompiledCallable:
         self.cache = {}
         self.reads = None
         self.last = None  # the last staged variant (its plan's source, for reading)
+        self.eager = None  # a GraphBreak that holds for every call (then all run eagerly)
         self._warned = False
         _ALL.append(weakref.ref(self))
 
@@ -97,6 +98,7 @@ class CompiledCallable:
         return [e.reason for e in self.cache.values() if type(e) is _Break]
 
     def reset(self):
+        self.eager = None
         self.cache.clear()
         self.reads = None
         self.last = None
@@ -104,6 +106,8 @@ class CompiledCallable:
     def __call__(self, *args, **kwargs):
         if active_tape() is not None:  # called from code being traced (by compile, or by
             return self.fn(*args, **kwargs)  # tracegrad.grad...): traced inline
+        if self.eager is not None:
+            return self.fn(*args, **kwargs)
         reads = self.reads
         if reads is not None and reads.changed():  # a name the code reads was rebound
             self.reset()
@@ -139,24 +143,29 @@ class CompiledCallable:
                           UserWarning, stacklevel=3)
 
     def _stage(self, leaves, spec):
+        """A staged version for this call, a :class:`_Break` (run it eagerly, remembered),
+        or None (run it eagerly this time only). A trace that cannot be staged leaves the
+        state as the call found it: generators rewound, module attributes put back."""
         draws = Draws(self.reads_of)
         versions = self._versions()
+        attrs = _ModuleAttributes(self.module)
         try:
             variant = self._trace(leaves, spec)
+            if draws.happened():
+                raise GraphBreak("random numbers drawn (dropout, randn...)", "draws are not replayed")
+            if attrs.changed():  # (every call would have a new key: eager from now on)
+                self.eager = GraphBreak("the module's attributes changed while it ran (self.x = ...)",
+                                        "Python side effects are not replayed")
+                raise self.eager
         except Exception as e:  # noqa: BLE001  (whatever broke the trace: eager decides)
             draws.undo()
+            attrs.restore()
             reason = str(e) if isinstance(e, GraphBreak) else _described(e)
             self._check_untouched(versions)
             if getattr(e, "transient", False):  # (a profiler, another thread's capture...):
                 return None                      # eager this time, staged when it is over
             if self.fullgraph:
                 raise Unsupported(f"tracegrad.compile(fullgraph=True) cannot stage {self.name}: {reason}") from e
-            return _Break(reason)
-        if draws.happened():
-            draws.undo()
-            reason = "random numbers drawn (dropout, randn...): draws are not replayed"
-            if self.fullgraph:
-                raise Unsupported(f"tracegrad.compile(fullgraph=True) cannot stage {self.name}: {reason}")
             return _Break(reason)
         self.reads = Reads(self.reads_of)
         if self.module is None:  # (a module's own state is guarded by module_key)
@@ -224,6 +233,26 @@ def _flat_spec(n):
     if spec is None:
         spec = _SPECS[n] = flatten((tuple(range(n)), {}))[1]
     return spec
+
+
+class _ModuleAttributes:
+    """The attributes of a module and its submodules before a trace: whether the traced
+    forward rebound one (``self.calls += 1``), and putting them back."""
+
+    def __init__(self, module):
+        self.module = module
+        if module is not None:
+            self.key = module_key(module)
+            self.saved = [(m, dict(m.__dict__)) for m in module.modules()]
+
+    def changed(self):
+        return self.module is not None and module_key(self.module) != self.key
+
+    def restore(self):
+        if self.changed():
+            for m, d in self.saved:
+                m.__dict__.clear()
+                m.__dict__.update(d)
 
 
 def _described(e):
