@@ -291,3 +291,12 @@ def test_a_forward_that_changes_its_module_runs_eagerly_with_its_changes_made_on
         compiled(tg.ones(2))
         assert model.calls == n
     assert kinds(compiled) == ["_Break"] and "attributes changed" in compiled._compiled.graph_breaks[0]
+
+
+def test_a_tensor_subclass_runs_eagerly():
+    class Marked(tg.Tensor):
+        pass
+    f = tg.compile(lambda x: x * 2)
+    x = Marked(tg.ones(2))
+    assert f(x).tolist() == [2.0, 2.0]
+    assert "Tensor subclass (Marked)" in f._compiled.graph_breaks[0]

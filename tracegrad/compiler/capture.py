@@ -30,7 +30,8 @@ from ..rules.core import KEEP, TABLE
 from ..rules.memory import cast as CAST
 from ..runtime import dispatch, grad_mode
 from ..runtime.dispatch import _promote
-from ..runtime.tensor import Tensor
+from ..runtime.tensor import PLAIN_SUBCLASSES, Tensor
+from ..runtime.vmapped import is_vmapped
 from ..transform.tape import aliasing
 from ..transform.tape.tape import Tape, Var
 from ..transform.tape.tracing import bind, recording
@@ -104,13 +105,10 @@ class CaptureTape(Tape):
             v = self.capture(t._data)
             self.lifted[id(t)] = (t, v)
             return v
-        if type(t) is not Tensor and not getattr(type(t), "_plain_subclass", False) \
-                and type(t).__name__ != "Parameter":
+        if type(t) is not Tensor and type(t) not in PLAIN_SUBCLASSES:  # (Parameter, Buffer)
             raise GraphBreak(f"a Tensor subclass ({type(t).__name__})")
-        if t._view is not None or t._base is not None:
-            # a view of another tensor: its data may be rebound with its base's, and an
-            # in-place write to either would not reach the tape
-            pass
+        if is_vmapped(t):
+            raise GraphBreak("a tensor batched by vmap")
         label = name or self.names.get(id(t)) or f"t{len(self.lifted)}"
         v = self.new_input(t._data, identifier(label))
         self.lifted[id(t)] = (t, v)
