@@ -213,3 +213,23 @@ def test_a_staged_block_inside_an_eager_graph_called_twice():
     loss(staged).backward()
     for p, w in zip((*embed.parameters(), *block.parameters()), want):
         np.testing.assert_array_equal(p.grad.numpy(), w.numpy())
+
+
+def test_a_result_the_backward_reads_changed_in_place_is_caught_as_eagerly():
+    x = tg.randn(3, requires_grad=True)
+    for fn in (lambda x: x.tanh(), tg.compile(lambda x: x.tanh())):
+        y = fn(x)
+        with tg.no_grad():
+            y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation.*is at version 1; expected "
+                                               "version 0"):
+            y.sum().backward()
+
+
+def test_results_never_share_memory_with_inputs_or_each_other():
+    f = tg.compile(lambda x: (x * 1, (x * 2).reshape(-1), x * 2))
+    x = tg.ones(2, 2)
+    a, b, c = f(x)
+    a.add_(1)
+    b.add_(1)
+    assert x.tolist() == [[1.0, 1.0], [1.0, 1.0]] and c.tolist() == [[2.0, 2.0], [2.0, 2.0]]

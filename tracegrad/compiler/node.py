@@ -18,7 +18,7 @@ __all__ = ["CompiledFunctionBackward", "connect"]
 
 
 class CompiledFunctionBackward(Node):
-    __slots__ = ("_plan", "_residuals", "_inputs", "_vers", "_saved", "_outs")
+    __slots__ = ("_plan", "_residuals", "_inputs", "_vers", "_saved", "_outs", "_out_vers")
     _opaque = False  # its gradients are arrays it made: a leaf may adopt them as .grad
 
     def _apply(self, grads, graph):
@@ -35,6 +35,10 @@ class CompiledFunctionBackward(Node):
             if cur != v:
                 raise RuntimeError(version_message(t, cur, v, output_of(t)))
             saved.append(t._data)
+        for k, vc, v in self._out_vers:  # results the backward reads, changed in place since
+            if vc[0] != v:
+                raise RuntimeError(version_message(_Described(*p.out_metas[k][:2]), vc[0], v,
+                                                   f", which is output {k} of CompiledFunctionBackward,"))
         metas = p.out_metas
         cts = [(g if g is not None else _zeros(*metas[k])) for k, g in enumerate(grads) if p.diff[k]]
         results = p.backward(*self._residuals, *saved, *cts)
@@ -80,5 +84,19 @@ def connect(p, tensors, results):
         r = results[k]
         if type(r) not in ARRAY_TYPE_SET:
             r = np.asarray(r)  # (a NumPy scalar from a reduction)
+        elif k in p.copies:
+            r = r.copy()
         outs.append(wrap(r, True, node, k) if p.diff[k] else wrap(r))
+    node._out_vers = [(k, vc, vc[0]) for k in p.guarded for vc in (outs[k]._version_counter(),)]
     return outs
+
+
+class _Described:
+    """What PyTorch's message about a changed saved value reads of a tensor."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self._dtype = shape, dtype
+
+    def type(self):
+        from ..runtime.tensor import dtype_of
+        return f"tracegrad.{dtype_of(self._dtype)._legacy}"

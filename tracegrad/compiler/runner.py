@@ -54,7 +54,7 @@ class _Variant:
         tensors = [leaves[i] if kind == "arg" else i for kind, i in self.sources]
         if p.backward is None:
             results = p.forward(*[t._data for t in tensors])
-            made = [_tensor(r) for r in results]
+            made = [_tensor(r.copy() if k in p.copies else r) for k, r in enumerate(results)]
         else:
             made = connect(p, tensors, p.forward(*[t._data for t in tensors]))
         if p.spec is None and p.outs[0][0] == "out":  # one tensor out

@@ -17,6 +17,7 @@ fused where the fuser is on), or interpreted when very long.
 """
 from ..transform.tape.codegen import compile_tape
 from ..transform.tape.interpret import INTERPRET_OVER, Interpreted
+from ..transform.tape.aliasing import PART_VIEWS
 from ..transform.tape.optimize import optimize
 from ..transform.tape.sweeps import reverse
 from ..backend import cpu
@@ -35,7 +36,8 @@ class Plan:
     ``grad_of``: per backward result, the input position it is the gradient of."""
 
     __slots__ = ("forward", "backward", "outs", "spec", "n_out", "diff", "saved", "grad_of",
-                 "n_inputs", "fwd_tape", "bwd_tape", "n_res", "out_metas", "in_metas")
+                 "n_inputs", "fwd_tape", "bwd_tape", "n_res", "out_metas", "in_metas", "copies",
+                 "guarded")
 
     def source(self):
         parts = [("forward", self.forward)] + ([("backward", self.backward)] if self.backward else [])
@@ -92,6 +94,7 @@ def plan(tape, out_leaves, spec, with_grad):
     p.out_metas = tuple((v.shape, v.npdtype, namespace_of_var(v) or cpu)  # per output
                         for v in result_vars)
     p.in_metas = tuple((v.shape, v.npdtype) for v in inputs)
+    p.copies, p.guarded = _shared_results(tape.eqns, fwd_results), []
     needed = _needed(tape.eqns, fwd_results)
     fwd_eqns = [e for e in tape.eqns if id(e) in needed]
     if not grad_pairs:
@@ -118,11 +121,28 @@ def plan(tape, out_leaves, spec, with_grad):
         v.name = v.name or f"saved{k}"  # (its name as a parameter of the backward)
     p.saved = [index[v.id] for v in saved]
     p.n_res = len(residuals)
+    kept = {v.id for v in residuals}  # results the backward reads: version-checked there
+    p.guarded = [k for k, v in enumerate(fwd_results) if v.id in kept and k not in p.copies]
     p.fwd_tape = _tape(tape.name, inputs, fwd_eqns, fwd_results + residuals)
     p.bwd_tape = _tape(tape.name + "_backward", residuals + saved + cts, bwd_eqns, grad_results)
     p.forward = _compiled(p.fwd_tape, tape.name)
     p.backward = _compiled(p.bwd_tape, tape.name + "_backward")
     return p
+
+
+def _shared_results(eqns, results):
+    """The positions of the forward results that would share memory with an input, with
+    another result or with a value they are views of: handed out as copies (eager code
+    would hand out views sharing a version counter; the staged results are plain tensors)."""
+    maker = {o.id: e for e in eqns for o in e.outs}
+    copies, seen = [], set()
+    for k, v in enumerate(results):
+        e = maker.get(v.id)
+        if v.kind == "input" or v.id in seen or (
+                e is not None and (getattr(e.op, "view", False) or getattr(e.op, "name", "") in PART_VIEWS)):
+            copies.append(k)
+        seen.add(v.id)
+    return copies
 
 
 def _zeros(v):
