@@ -233,3 +233,13 @@ def test_results_never_share_memory_with_inputs_or_each_other():
     a.add_(1)
     b.add_(1)
     assert x.tolist() == [[1.0, 1.0], [1.0, 1.0]] and c.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_a_parameter_changed_between_forward_and_backward_is_caught_as_eagerly():
+    for wrap in (lambda m: m, tg.compile):
+        model = nn.Linear(3, 2)
+        out = wrap(model)(tg.randn(4, 3, requires_grad=True)).sum()  # (its backward reads W)
+        with tg.no_grad():
+            model.weight.add_(1)  # (an optimizer step before backward)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.backward()

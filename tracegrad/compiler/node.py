@@ -29,12 +29,11 @@ class CompiledFunctionBackward(Node):
                 "backward(create_graph=True) through a tracegrad.compile'd call: its backward is "
                 "staged code, not recorded; compute higher-order derivatives without compile")
         p = self._plan
-        saved = []
-        for t, v in zip(self._inputs, self._vers):
+        for t, v in self._vers:  # (the inputs it reads, and those residuals are views of)
             cur = t._vc[0] if t._vc is not None else 0
             if cur != v:
                 raise RuntimeError(version_message(t, cur, v, output_of(t)))
-            saved.append(t._data)
+        saved = [t._data for t in self._inputs]
         for k, vc, v in self._out_vers:  # results the backward reads, changed in place since
             if vc[0] != v:
                 raise RuntimeError(version_message(_Described(*p.out_metas[k][:2]), vc[0], v,
@@ -51,7 +50,7 @@ class CompiledFunctionBackward(Node):
         return tuple(out)
 
     def _release(self):
-        self._residuals = self._inputs = None
+        self._residuals = self._inputs = self._vers = None
         self._saved = FREED
 
     def saved_items(self):
@@ -73,7 +72,8 @@ def connect(p, tensors, results):
     node._residuals = results[n:]
     inputs = [tensors[i] for i in p.saved]
     node._inputs = inputs
-    node._vers = [t._vc[0] if t._vc is not None else 0 for t in inputs]
+    node._vers = [(t, t._vc[0] if t._vc is not None else 0)
+                  for t in (*inputs, *[tensors[i] for i in p.watched])]
     node._saved = SAVED
     node._outs = None if n == 1 else p.out_metas
     if dispatch.anomaly_enabled:

@@ -37,7 +37,7 @@ class Plan:
 
     __slots__ = ("forward", "backward", "outs", "spec", "n_out", "diff", "saved", "grad_of",
                  "n_inputs", "fwd_tape", "bwd_tape", "n_res", "out_metas", "in_metas", "copies",
-                 "guarded")
+                 "guarded", "watched")
 
     def source(self):
         parts = [("forward", self.forward)] + ([("backward", self.backward)] if self.backward else [])
@@ -94,7 +94,7 @@ def plan(tape, out_leaves, spec, with_grad):
     p.out_metas = tuple((v.shape, v.npdtype, namespace_of_var(v) or cpu)  # per output
                         for v in result_vars)
     p.in_metas = tuple((v.shape, v.npdtype) for v in inputs)
-    p.copies, p.guarded = _shared_results(tape.eqns, fwd_results), []
+    p.copies, p.guarded, p.watched = _shared_results(tape.eqns, fwd_results), [], []
     needed = _needed(tape.eqns, fwd_results)
     fwd_eqns = [e for e in tape.eqns if id(e) in needed]
     if not grad_pairs:
@@ -120,6 +120,9 @@ def plan(tape, out_leaves, spec, with_grad):
     for k, v in enumerate(residuals):
         v.name = v.name or f"saved{k}"  # (its name as a parameter of the backward)
     p.saved = [index[v.id] for v in saved]
+    # inputs a residual is a view of (W.t() for linear's backward): version-checked too
+    p.watched = sorted({index[b.id] for v in residuals for b in [_viewed_input(tape.eqns, v)]
+                        if b is not None} - set(p.saved))
     p.n_res = len(residuals)
     kept = {v.id for v in residuals}  # results the backward reads: version-checked there
     p.guarded = [k for k, v in enumerate(fwd_results) if v.id in kept and k not in p.copies]
@@ -138,11 +141,26 @@ def _shared_results(eqns, results):
     copies, seen = [], set()
     for k, v in enumerate(results):
         e = maker.get(v.id)
-        if v.kind == "input" or v.id in seen or (
-                e is not None and (getattr(e.op, "view", False) or getattr(e.op, "name", "") in PART_VIEWS)):
+        if v.kind == "input" or v.id in seen or (e is not None and _is_view(e)):
             copies.append(k)
         seen.add(v.id)
     return copies
+
+
+def _is_view(e):
+    return getattr(e.op, "view", False) or getattr(e.op, "name", "") in PART_VIEWS
+
+
+def _viewed_input(eqns, v):
+    """The input Var that ``v`` is a view of (through view ops), or None."""
+    maker = {o.id: e for e in eqns for o in e.outs}
+    while True:
+        if v.kind == "input":
+            return v
+        e = maker.get(v.id)
+        if e is None or not _is_view(e) or not e.in_vars():
+            return None
+        v = e.in_vars()[0]
 
 
 def _zeros(v):
