@@ -107,3 +107,18 @@ def test_the_staged_source_and_the_graph_breaks_can_be_read():
     assert g._compiled.graph_breaks == [
         f"Data-dependent branching: the result depends on tensor values the staged code does not see "
         f"(at {__file__}:{f.__code__.co_firstlineno + 1})"]
+
+
+def test_a_deep_copy_stages_its_own_module_and_state_dicts_load():
+    import copy
+    model = nn.Linear(2, 2)
+    compiled = tg.compile(model)
+    compiled(tg.ones(2))
+    twin = copy.deepcopy(compiled)
+    assert twin._compiled.cache == {} and twin._orig_mod is not model
+    with tg.no_grad():
+        twin._orig_mod.weight.zero_()
+    assert twin(tg.ones(2)).tolist() == twin._orig_mod.bias.tolist()
+    assert compiled(tg.ones(2)).tolist() == model(tg.ones(2)).tolist()
+    other = tg.compile(nn.Linear(2, 2))
+    assert str(other.load_state_dict(compiled.state_dict())) == "<All keys matched successfully>"

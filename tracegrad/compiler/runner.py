@@ -85,6 +85,13 @@ class CompiledCallable:
         self._warned = False
         _ALL.append(weakref.ref(self))
 
+    def __deepcopy__(self, memo):
+        """A copy for the copied function or module, with nothing staged yet (a staged
+        version holds the tensors of the original)."""
+        import copy
+        return CompiledCallable(copy.deepcopy(self.fn, memo), copy.deepcopy(self.module, memo),
+                                self.fullgraph, self.name, copy.deepcopy(self.reads_of, memo))
+
     @property
     def source(self):
         """The generated code (forward, then backward) of the last staged call."""
