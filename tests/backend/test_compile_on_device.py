@@ -17,7 +17,7 @@ def test_a_compiled_training_step_on_the_device_matches_the_cpu(xp):
     x, y = rng.standard_normal((5, 6)).astype(np.float32), rng.integers(0, 3, 5)
     runs = []
     for model, device in ((cpu_model, "cpu"), (dev_model, "cuda")):
-        step = tg.compile(lambda x, y: nn.functional.cross_entropy(model(x), y))
+        step = tg.compile(lambda x, y, model=model: nn.functional.cross_entropy(model(x), y))
         opt = tg.optim.SGD(model.parameters(), lr=0.1)
         losses = []
         for _ in range(3):

@@ -105,8 +105,8 @@ def test_the_staged_source_and_the_graph_breaks_can_be_read():
     g = tg.compile(f)
     g(tg.ones(1))
     assert g._compiled.graph_breaks == [
-        f"Data-dependent branching: the result depends on tensor values the staged code does not see "
-        f"(at {__file__}:{f.__code__.co_firstlineno + 1})"]
+        ("Data-dependent branching: the result depends on tensor values the staged code does not see "
+         f"(at {__file__}:{f.__code__.co_firstlineno + 1})")]
 
 
 def test_a_deep_copy_stages_its_own_module_and_state_dicts_load():

@@ -11,7 +11,7 @@ from tracegrad.compiler import Unsupported
 
 
 def entries(compiled):
-    return list(getattr(compiled, "_compiled").cache.values())
+    return list(compiled._compiled.cache.values())
 
 
 def kinds(compiled):

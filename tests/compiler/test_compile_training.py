@@ -72,7 +72,7 @@ def test_compiled_training_equals_eager_step_by_step(make, image, opt, what):
     for g, w in zip(got[1], want[1]):
         for a, b in zip(g, w):
             np.testing.assert_array_equal(a, b)
-    cache = (compiled._compiled if what == "module" else compiled._compiled).cache
+    cache = compiled._compiled.cache
     assert len(cache) == 1 and type(next(iter(cache.values()))).__name__ == "_Variant"
 
 

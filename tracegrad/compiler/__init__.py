@@ -22,8 +22,17 @@ import functools
 from .capture import Unsupported, is_compiling
 from .runner import CompiledCallable, reset_all
 
-__all__ = ["compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "reset",
-           "list_backends", "Unsupported", "InvalidBackend"]
+__all__ = [
+    "InvalidBackend",
+    "Unsupported",
+    "compile",
+    "disable",
+    "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
+    "list_backends",
+    "reset",
+]
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _BACKENDS = ("aot_eager", "aot_eager_decomp_partition", "aot_eager_default_partitioner", "aot_ts",
@@ -65,7 +74,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                                  recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
                                  shapes_spec=shapes_spec)
     if not callable(model):
-        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
+        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")  # noqa: TRY004  (torch)
     if disable:
         return model
     from ..nn.modules.module import Module

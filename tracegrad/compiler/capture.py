@@ -36,7 +36,7 @@ from ..transform.tape import aliasing
 from ..transform.tape.tape import Tape, Var
 from ..transform.tape.tracing import bind, recording
 
-__all__ = ["GraphBreak", "Unsupported", "CaptureTape", "capturing", "is_compiling"]
+__all__ = ["CaptureTape", "GraphBreak", "Unsupported", "capturing", "is_compiling"]
 
 
 class Unsupported(RuntimeError):

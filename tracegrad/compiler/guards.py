@@ -26,7 +26,7 @@ from ..runtime.tensor import Tensor
 from ..runtime.vmapped import is_vmapped
 from ..transform.reads import state_of
 
-__all__ = ["call_key", "module_key", "Identity"]
+__all__ = ["Identity", "call_key", "module_key"]
 
 _SIMPLE = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis), slice, range)
 _SIMPLE_SET = frozenset(_SIMPLE)

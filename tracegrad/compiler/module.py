@@ -12,8 +12,8 @@ class OptimizedModule(Module):
     """Wraps ``mod``; calling it runs ``mod`` (hooks included: a module with hooks runs
     eagerly) through a :class:`~.runner.CompiledCallable`."""
 
-    _opt_mod_attributes = {"_orig_mod", "dynamo_ctx", "_torchdynamo_orig_callable", "forward",
-                           "_forward", "__dict__", "_super_module_initialized", "_compiled"}
+    _opt_mod_attributes = frozenset({"_orig_mod", "dynamo_ctx", "_torchdynamo_orig_callable", "forward",
+                           "_forward", "__dict__", "_super_module_initialized", "_compiled"})
 
     def __init__(self, mod, fullgraph=False):
         object.__setattr__(self, "_orig_mod", mod)

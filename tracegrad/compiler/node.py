@@ -11,14 +11,21 @@ recorded) and says so."""
 from ..backend import ARRAY_TYPE_SET
 from ..backend import cpu as np
 from ..runtime import dispatch
-from ..runtime.node import _FREED_MESSAGE, FREED, SAVED, Node, output_of, version_message
+from ..runtime.node import (
+    _FREED_MESSAGE,
+    FREED,
+    SAVED,
+    Node,
+    output_of,
+    version_message,
+)
 from ..runtime.tensor import wrap
 
 __all__ = ["CompiledFunctionBackward", "connect"]
 
 
 class CompiledFunctionBackward(Node):
-    __slots__ = ("_plan", "_residuals", "_inputs", "_vers", "_saved", "_outs", "_out_vers")
+    __slots__ = ("_inputs", "_out_vers", "_outs", "_plan", "_residuals", "_saved", "_vers")
     _opaque = False  # its gradients are arrays it made: a leaf may adopt them as .grad
 
     def _apply(self, grads, graph):

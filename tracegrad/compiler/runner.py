@@ -164,7 +164,7 @@ class CompiledCallable:
                 self.eager = GraphBreak("the module's attributes changed while it ran (self.x = ...)",
                                         "Python side effects are not replayed")
                 raise self.eager
-        except Exception as e:  # noqa: BLE001  (whatever broke the trace: eager decides)
+        except Exception as e:
             draws.undo()
             attrs.restore()
             reason = str(e) if isinstance(e, GraphBreak) else _described(e)
@@ -287,9 +287,8 @@ def _check_constants(tape, module):
     for e in tape.eqns:
         for a in e.ins:
             if capture.is_var(a) and a.kind == "const" and isinstance(a.value, np.ndarray) \
-                    and id(a.value) not in made:
-                if any(np.may_share_memory(a.value, b) for b in state):
-                    raise GraphBreak("a tensor's data read outside the rule table (it would be "
+                    and id(a.value) not in made and any(np.may_share_memory(a.value, b) for b in state):
+                raise GraphBreak("a tensor's data read outside the rule table (it would be "
                                      "baked into the staged code as a constant)")
 
 

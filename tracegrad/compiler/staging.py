@@ -15,12 +15,12 @@ two:
 Each half is compiled like any staged tape (:func:`~tracegrad.transform.tape.codegen.compile_tape`,
 fused where the fuser is on), or interpreted when very long.
 """
+from ..backend import cpu
+from ..transform.tape.aliasing import PART_VIEWS
 from ..transform.tape.codegen import compile_tape
 from ..transform.tape.interpret import INTERPRET_OVER, Interpreted
-from ..transform.tape.aliasing import PART_VIEWS
 from ..transform.tape.optimize import optimize
 from ..transform.tape.sweeps import reverse
-from ..backend import cpu
 from ..transform.tape.tape import Tape, Var, namespace_of_var
 from ..transform.tape.tracing import recording
 
@@ -35,9 +35,25 @@ class Plan:
     forward results are differentiable; ``saved``: the input positions the backward reads;
     ``grad_of``: per backward result, the input position it is the gradient of."""
 
-    __slots__ = ("forward", "backward", "outs", "spec", "n_out", "diff", "saved", "grad_of",
-                 "n_inputs", "fwd_tape", "bwd_tape", "n_res", "out_metas", "in_metas", "copies",
-                 "guarded", "watched")
+    __slots__ = (
+        "backward",
+        "bwd_tape",
+        "copies",
+        "diff",
+        "forward",
+        "fwd_tape",
+        "grad_of",
+        "guarded",
+        "in_metas",
+        "n_inputs",
+        "n_out",
+        "n_res",
+        "out_metas",
+        "outs",
+        "saved",
+        "spec",
+        "watched",
+    )
 
     def source(self):
         parts = [("forward", self.forward)] + ([("backward", self.backward)] if self.backward else [])
