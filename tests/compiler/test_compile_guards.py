@@ -300,3 +300,14 @@ def test_a_tensor_subclass_runs_eagerly():
     x = Marked(tg.ones(2))
     assert f(x).tolist() == [2.0, 2.0]
     assert "Tensor subclass (Marked)" in f._compiled.graph_breaks[0]
+
+
+def test_a_detached_parameter_read_in_forward_runs_eagerly():
+    model = nn.Linear(2, 2)
+    f = tg.compile(lambda x: x @ model.weight.detach())
+    x = tg.ones(1, 2)
+    f(x)
+    with tg.no_grad():
+        model.weight.data = tg.zeros(2, 2)  # (a new array: a fixed detached tensor would be stale)
+    assert f(x).tolist() == [[0.0, 0.0]]
+    assert "detach()" in f._compiled.graph_breaks[0]

@@ -207,10 +207,21 @@ class CompiledCallable:
                       for i, x in enumerate(leaves)]
             args, kwargs = unflatten(spec, traced)
             out = capture.current(self.fn(*args, **kwargs))
+        fn = getattr(self.reads_of, "__func__", self.reads_of)
+        defaults = [*(getattr(fn, "__defaults__", None) or ()),
+                    *(getattr(fn, "__kwdefaults__", None) or {}).values()]
+        known = _known_tensors([*leaves, self.module, *Reads(self.reads_of).values(), *defaults])
         for t, v in tape.lifted.values():
-            if v.kind != "input" and id(t) not in tape.made:  # (taken over by a write)
+            if id(t) in tape.made:
+                continue
+            if v.kind != "input":  # (taken over by a write)
                 raise GraphBreak("an in-place write into an input (through a view of it)",
                                  "writes into inputs run eagerly")
+            if id(t) not in known:
+                raise GraphBreak(
+                    f"a tensor the staged code would hold fixed but cannot watch ({v.name}: made by "
+                    ".detach() or .data, or reached deeper than an attribute of what the code reads)",
+                    "a replay would read that tensor object, not what the code would compute")
         out_leaves, out_spec = flatten(out)
         for leaf in out_leaves:
             if isinstance(leaf, Tensor) and not capture.is_var(leaf):
@@ -274,6 +285,41 @@ def _described(e):
             where = f" (at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
         tb = tb.tb_next
     return f"{type(e).__name__}: {e}{where}"
+
+
+def _known_tensors(roots):
+    """The ids of the tensors the guards and name watches cover: ``roots`` themselves
+    (arguments, globals and closure values read), the tensors of modules among them or
+    one level down (all submodules'), and tensors one level down (a list's items, an
+    object's attributes)."""
+    known = set()
+
+    def module(m):
+        for sub in m.modules():
+            for v in sub.__dict__.values():
+                if isinstance(v, Tensor):
+                    known.add(id(v))
+
+    def visit(x, depth):
+        if isinstance(x, Tensor):
+            known.add(id(x))
+        elif hasattr(x, "_modules") and hasattr(x, "_parameters"):
+            module(x)
+        elif depth:
+            if isinstance(x, (list, tuple)):
+                items = x
+            elif isinstance(x, dict):
+                items = x.values()
+            else:
+                items = getattr(x, "__dict__", {}).values() if not isinstance(x, type) else ()
+            for v in list(items)[:_MEMBERS]:
+                visit(v, depth - 1)
+    for r in roots:
+        visit(r, 1)
+    return known
+
+
+_MEMBERS = 256  # members looked at per object
 
 
 def _check_constants(tape, module):
