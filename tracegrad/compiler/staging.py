@@ -51,21 +51,24 @@ class Plan:
         "out_metas",
         "outs",
         "saved",
+        "sources",
         "spec",
         "watched",
     )
 
     def source(self):
-        parts = [("forward", self.forward)] + ([("backward", self.backward)] if self.backward else [])
-        return "\n\n".join(getattr(fn, "source", "") for _, fn in parts)
+        """The generated code: the forward, then the backward (when there is one)."""
+        return "\n\n".join(src if src is not None else fn.source  # (an Interpreted one's: written now)
+                             for fn, src in ((self.forward, self.sources[0]), (self.backward, self.sources[1]))
+                             if fn is not None)
 
 
 def _compiled(tape, name):
+    """``(function, source)``; a very long tape is interpreted (its source: None, written
+    when read)."""
     if len(tape.eqns) > INTERPRET_OVER:
-        return Interpreted(tape, name)
-    fn, source = compile_tape(tape, name)
-    fn.source = source
-    return fn
+        return Interpreted(tape, name), None
+    return compile_tape(tape, name)
 
 
 def plan(tape, out_leaves, spec, with_grad):
@@ -115,7 +118,8 @@ def plan(tape, out_leaves, spec, with_grad):
     fwd_eqns = [e for e in tape.eqns if id(e) in needed]
     if not grad_pairs:
         p.fwd_tape = _tape(tape.name, inputs, fwd_eqns, fwd_results)
-        p.forward, p.backward, p.saved, p.n_res = _compiled(p.fwd_tape, tape.name), None, [], 0
+        (p.forward, src), p.backward, p.saved, p.n_res = _compiled(p.fwd_tape, tape.name), None, [], 0
+        p.sources = (src, None)
         p.bwd_tape = None
         return p
     bwd_eqns = [e for e in tape.eqns if id(e) not in needed]
@@ -144,8 +148,9 @@ def plan(tape, out_leaves, spec, with_grad):
     p.guarded = [k for k, v in enumerate(fwd_results) if v.id in kept and k not in p.copies]
     p.fwd_tape = _tape(tape.name, inputs, fwd_eqns, fwd_results + residuals)
     p.bwd_tape = _tape(tape.name + "_backward", residuals + saved + cts, bwd_eqns, grad_results)
-    p.forward = _compiled(p.fwd_tape, tape.name)
-    p.backward = _compiled(p.bwd_tape, tape.name + "_backward")
+    p.forward, fwd_source = _compiled(p.fwd_tape, tape.name)
+    p.backward, bwd_source = _compiled(p.bwd_tape, tape.name + "_backward")
+    p.sources = (fwd_source, bwd_source)
     return p
 
 
