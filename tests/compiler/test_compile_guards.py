@@ -311,3 +311,38 @@ def test_a_detached_parameter_read_in_forward_runs_eagerly():
         model.weight.data = tg.zeros(2, 2)  # (a new array: a fixed detached tensor would be stale)
     assert f(x).tolist() == [[0.0, 0.0]]
     assert "detach()" in f._compiled.graph_breaks[0]
+
+
+CALLS = 0
+
+
+def counting(x):
+    global CALLS
+    CALLS += 1
+    return x * 2
+
+
+def test_a_function_that_rebinds_a_global_runs_eagerly_and_counts_once_per_call():
+    global CALLS
+    CALLS = 0
+    f = tg.compile(counting)
+    for n in range(1, 4):
+        assert f(tg.ones(1)).item() == 2.0
+        assert CALLS == n
+    with pytest.raises(Unsupported, match="global or closure variable"):
+        tg.compile(counting, fullgraph=True)(tg.ones(1))
+
+
+def counting_then_branching(x):
+    global CALLS
+    CALLS += 1
+    return x * 2 if x.sum() > 0 else x
+
+
+def test_a_broken_trace_puts_rebound_globals_back():
+    global CALLS
+    CALLS = 0
+    f = tg.compile(counting_then_branching)
+    f(tg.ones(1))
+    f(tg.ones(1))
+    assert CALLS == 2

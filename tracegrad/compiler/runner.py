@@ -152,10 +152,13 @@ class CompiledCallable:
     def _stage(self, leaves, spec):
         """A staged version for this call, a :class:`_Break` (run it eagerly, remembered),
         or None (run it eagerly this time only). A trace that cannot be staged leaves the
-        state as the call found it: generators rewound, module attributes put back."""
+        state as the call found it: generators rewound, module attributes and rebound
+        global names put back."""
         draws = Draws(self.reads_of)
         versions = self._versions()
         attrs = _ModuleAttributes(self.module)
+        names = Reads(self.reads_of)  # (the global names and cells the code reads, now)
+        names.watch_contents()
         try:
             variant = self._trace(leaves, spec)
             if draws.happened():
@@ -164,9 +167,16 @@ class CompiledCallable:
                 self.eager = GraphBreak("the module's attributes changed while it ran (self.x = ...)",
                                         "Python side effects are not replayed")
                 raise self.eager
+            if names.changed():  # (every call would change them again: eager from now on)
+                self.eager = GraphBreak("a global or closure variable the code reads changed while "
+                                        "it ran (global n; n += 1, list.append...)",
+                                        "Python side effects are not replayed")
+                raise self.eager
         except Exception as e:
             draws.undo()
             attrs.restore()
+            if names.changed():
+                _rebind(names)
             reason = str(e) if isinstance(e, GraphBreak) else _described(e)
             self._check_untouched(versions)
             if getattr(e, "transient", False):  # (a profiler, another thread's capture...):
@@ -251,6 +261,18 @@ def _flat_spec(n):
     if spec is None:
         spec = _SPECS[n] = flatten((tuple(range(n)), {}))[1]
     return spec
+
+
+def _rebind(reads):
+    """Put back the objects the global names and cells noted by ``reads`` held (a trace's
+    ``n += 1``; changes inside an object -- ``list.append`` -- cannot be undone)."""
+    for scope, name, value in reads._globals:
+        scope[name] = value
+    for cell, value in reads._cells:
+        try:
+            cell.cell_contents = value
+        except (AttributeError, ValueError):  # (an empty cell)
+            pass
 
 
 class _ModuleAttributes:
