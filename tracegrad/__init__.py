@@ -37,7 +37,7 @@ from .random import get_rng_state, set_rng_state  # noqa: F401
 globals().update(_ops.FUNCTIONS)
 from . import accelerator, amp, backends, compiler, testing, version, xpu  # noqa: E402,F401
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
-from .compiler import compile  # noqa: E402,A001  (returns the model: see tracegrad.compiler)
+from .compiler import compile  # noqa: E402,A001  (stages eager code on the tape: see tracegrad.compiler)
 from .runtime.flags import *  # noqa: E402,F403  (deterministic algorithms, matmul precision)
 from .runtime.legacy_types import (LEGACY_TYPES as _LEGACY_TYPES, get_default_device,  # noqa: E402
                                    set_default_device, set_default_tensor_type)

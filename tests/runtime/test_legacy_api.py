@@ -153,10 +153,11 @@ def test_deterministic_switches_follow_torch():
         real.use_deterministic_algorithms(False)
 
 
-def test_compile_returns_the_model_and_checks_its_arguments():
+def test_compile_wraps_the_model_and_checks_its_arguments():
     model = torch.nn.Linear(2, 1)
-    assert torch.compile(model) is model
-    assert torch.compile(mode="max-autotune")(model) is model
+    assert torch.compile(model)._orig_mod is model
+    assert torch.compile(mode="max-autotune")(model)._orig_mod is model
+    assert torch.compile(model, disable=True) is model
 
     @torch.compile
     def f(x):

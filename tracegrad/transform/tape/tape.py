@@ -180,6 +180,8 @@ class Tape:
     """A traced function: its inputs, eqns (forward, then any gradient eqns appended by a
     sweep), guards among them, and its outputs (a tree of Vars and literals)."""
 
+    prepare = None  # (prim, args, params) -> args, run before an op is recorded (compile's hook)
+
     def __init__(self, name="f"):
         self.name = name
         self.inputs = []

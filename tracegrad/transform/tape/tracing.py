@@ -83,6 +83,10 @@ def as_operand(tape, a):
     if isinstance(a, (_np.ndarray, _np.generic)) or is_array(a):
         return tape.capture(a), a
     if isinstance(a, Tensor):
+        lift = getattr(tape, "lift", None)  # (tracegrad.compile's tape: Tensors are inputs)
+        if lift is not None:
+            v = lift(a)
+            return v, v.value
         return tape.capture(_unbatched(a)._data), a._data
     return a, a
 
@@ -116,6 +120,8 @@ def bind(prim, args, params):
         for a in args:
             if isinstance(a, Var):
                 _tape_of(a)
+    elif tape.prepare is not None:  # (tracegrad.compile's capture: the eager dtype rules)
+        args = tape.prepare(prim, args, params)
     ins, vals = [], []
     for a in args:  # the common operands (tracers of this tape, host arrays, numbers) first
         tp = type(a)
@@ -268,6 +274,9 @@ def guard(var, kind, value, args=()):
     ``args`` for ``.item(i)``) and saw ``value``: replaying the tape is valid only while
     that stays true."""
     tape = _tape_of(var)
+    check = getattr(tape, "on_guard", None)  # (tracegrad.compile's tape refuses guards)
+    if check is not None:
+        check(var, kind)
     params = {"value": value, "args": tuple(args)} if args else {"value": value}
     tape.eqns.append(Eqn(Guard(kind), (var,), params, ()))
     return value

@@ -1,0 +1,125 @@
+"""``tracegrad.compile``: a staged MLP training step against torch's eager one.
+
+One SGD step (zero_grad / forward / cross-entropy / backward / step) of a ReLU MLP,
+written as a user writes it (nn.Sequential of nn.Linear + nn.ReLU, F.cross_entropy,
+optim.SGD), at three sizes:
+
+  small:  32-64-64-10 at batch 16 -- per-operation overhead is most of the time;
+  medium: 256-256-256-10 at batch 64;
+  large:  784-512-512-10 at batch 256 (eager_overhead.py's network) -- matrix products
+          are most of the time; hand-written NumPy is the floor here.
+
+Contenders: tracegrad eager; "tracegrad compiled", where ``F.cross_entropy(model(x), y)``
+is one ``tracegrad.compile``d function (its forward and the backward ``loss.backward()``
+runs are staged; the optimizer stays eager); "tracegrad compiled module", where only the
+model is compiled (``model = torch.compile(model)``); torch eager.
+
+Run: ``python benchmarks/compile.py`` (``--quick`` for fewer repeats). By default each
+figure is the best wall-clock time of several rounds (the tracegrad contenders alternate;
+torch runs in its own block). ``--cpu-time`` instead runs every BLAS and torch on one
+thread and measures process CPU time, which a busy machine disturbs much less.
+"""
+import argparse
+import importlib.util
+import os
+import sys
+import time
+
+import numpy as np
+
+SIZES = {"small": ((32, 64, 64, 10), 16, 200, "us/step", 1e6),
+         "medium": ((256, 256, 256, 10), 64, 30, "ms/step", 1e3),
+         "large": ((784, 512, 512, 10), 256, 3, "ms/step", 1e3)}
+
+
+def mlp_step(lib, sizes, batch, rng, compiled=None):
+    """One SGD training step of a ReLU MLP with ``sizes`` at ``batch`` (weights and data
+    drawn from ``rng``); ``compiled``: None (eager), "loss" (the loss function staged) or
+    "module" (the model staged)."""
+    nn = lib.nn
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])
+    with lib.no_grad():
+        for p in model.parameters():
+            bound = 1 / np.sqrt(p.shape[-1])
+            p.copy_(lib.tensor(rng.uniform(-bound, bound, tuple(p.shape)).astype(np.float32)))
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.01)
+    x = lib.tensor(rng.standard_normal((batch, sizes[0])).astype(np.float32))
+    y = lib.tensor(rng.integers(0, sizes[-1], batch))
+    run = lib.compile(model) if compiled == "module" else model
+
+    def loss_of(x, y):
+        return nn.functional.cross_entropy(run(x), y)
+    if compiled == "loss":
+        loss_of = lib.compile(loss_of)
+
+    def step():
+        optimizer.zero_grad()
+        loss = loss_of(x, y)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
+
+
+def best_times(fns, repeats, inner, clock):
+    """The best time per call of each function, in alternating rounds after a warm-up."""
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = clock()
+            for _ in range(inner):
+                fn()
+            times[name].append((clock() - start) / inner)
+    return {name: min(ts) for name, ts in times.items()}
+
+
+def report(title, rows, unit, scale):
+    print(title)
+    torch_time = rows.get("torch")
+    for name, t in rows.items():
+        line = f"  {name:26s} {t * scale:9.2f} {unit}"
+        if torch_time and name != "torch":
+            line += f"   {t / torch_time:5.2f}x torch"
+        print(line)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="one thread everywhere, process CPU time (steadier on a busy machine)")
+    parser.add_argument("--sizes", default="small,medium,large")
+    args = parser.parse_args()
+    if args.cpu_time and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+        os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        os.execv(sys.executable, [sys.executable] + sys.argv)  # (BLAS reads them when loaded)
+    import tracegrad as tg
+    repeats = 3 if args.quick else 9
+    clock = time.process_time if args.cpu_time else time.perf_counter
+    has_torch = importlib.util.find_spec("torch") is not None
+    if has_torch:
+        import torch
+        if args.cpu_time:
+            torch.set_num_threads(1)
+    for size in args.sizes.split(","):
+        sizes, batch, inner, unit, scale = SIZES[size]
+        rows = {}
+        for name, compiled in (("tracegrad eager", None), ("tracegrad compiled", "loss"),
+                               ("tracegrad compiled module", "module")):
+            rows[name] = mlp_step(tg, sizes, batch, np.random.default_rng(0), compiled)
+        rows = best_times(rows, repeats, inner, clock)
+        if has_torch:
+            rows.update(best_times({"torch": mlp_step(torch, sizes, batch, np.random.default_rng(0))},
+                                   repeats, inner, clock))
+        report(f"{size}: {'-'.join(map(str, sizes))}, batch {batch}, float32, one SGD step"
+               f"{' (CPU time, 1 thread)' if args.cpu_time else ''}", rows, unit, scale)
+        print()
+
+
+if __name__ == "__main__":
+    main()

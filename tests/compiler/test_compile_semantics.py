@@ -1,0 +1,65 @@
+"""Staged code computes what the eager code computes: PyTorch's type promotion (not
+NumPy's), grad mode, the dtypes of gradients."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+CASES = {
+    "float32 * float64 0-d": (lambda a, b: a * b, lambda: (tg.ones(3), tg.tensor(2.5, dtype=tg.float64))),
+    "float32 + int64": (lambda a, b: a + b, lambda: (tg.ones(3), tg.arange(3))),
+    "int / int": (lambda a, b: a / b, lambda: (tg.arange(1, 4), tg.arange(1, 4))),
+    "int + 1.5": (lambda a, b: a + 1.5 + b, lambda: (tg.arange(3), tg.arange(3))),
+    "exp of int": (lambda a, b: a.exp() + b, lambda: (tg.arange(3), tg.ones(3, dtype=tg.float64))),
+    "where": (lambda a, b: tg.where(a > 1, a, b), lambda: (tg.arange(3), tg.ones(3))),
+    "NumPy scalar": (lambda a, b: a * np.float64(2.5) + b, lambda: (tg.ones(3), tg.ones(3))),
+    "int8 wraps": (lambda a, b: a.to(tg.int8) + 300 + b.to(tg.int8), lambda: (tg.ones(3), tg.ones(3))),
+    "mean of int": (lambda a, b: a.float().mean() + b.sum(), lambda: (tg.arange(4), tg.ones(2))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_type_promotion_is_eagers(name):
+    f, make = CASES[name]
+    want, got = f(*make()), tg.compile(f)(*make())
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_gradients_come_back_in_each_input_dtype():
+    w = tg.ones(3, requires_grad=True)
+    s = tg.tensor(2.0, dtype=tg.float64, requires_grad=True)
+    f = tg.compile(lambda w, s: (w * s).sum())
+    f(w, s).backward()
+    assert w.grad.dtype == tg.float32 and s.grad.dtype == tg.float64
+    assert w.grad.tolist() == [2.0] * 3 and s.grad.item() == 3.0
+
+
+def test_grad_enabled_inside_a_no_grad_call_runs_eagerly():
+    w = tg.ones(2, requires_grad=True)
+
+    def f(x):
+        with tg.enable_grad():
+            return x * w
+    compiled = tg.compile(f)
+    with tg.no_grad():
+        out = compiled(tg.ones(2))
+    assert out.requires_grad and out.grad_fn is not None
+
+
+def test_forward_mode_ad_runs_eagerly():
+    import tracegrad.autograd.forward_ad as fwAD
+    f = tg.compile(lambda x: x.sin())
+    with fwAD.dual_level():
+        x = fwAD.make_dual(tg.zeros(2), tg.ones(2))
+        tangent = fwAD.unpack_dual(f(x)).tangent
+    assert tangent.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.torch
+def test_type_promotion_matches_torch():
+    import torch
+    for lib in (tg, torch):
+        f = lib.compile(lambda a, b: a * b + 1, backend="eager")
+        out = f(lib.ones(2), lib.tensor(2.0, dtype=lib.float64))
+        assert str(out.dtype).rsplit(".", 1)[-1] == "float32"
