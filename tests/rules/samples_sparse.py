@@ -17,3 +17,13 @@ SAMPLES = {
     ],
 }
 EXEMPT = {"sparse_mm": {"0d": "a matrix product needs a matrix"}}
+
+
+def _torch_sparse_mm(rows, cols, values, dense, nrows):
+    import torch
+    matrix = torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (nrows, dense.shape[0]),
+                                     check_invariants=True)
+    return torch.mv(matrix, dense) if dense.ndim == 1 else torch.sparse.mm(matrix, dense)
+
+
+TORCH = {"sparse_mm": _torch_sparse_mm}
