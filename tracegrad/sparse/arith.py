@@ -53,7 +53,7 @@ def _sparse_times_dense(s, dense, op):
         raise RuntimeError(f"{op}: expected a 1-D or 2-D dense operand, got {dense.ndim}-D")
     if dense.shape[0] != s.shape[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {s.shape[1]}, got {dense.shape[0]}")
-    _check_dtypes(dense, s)
+    _check_dtypes(s, dense)
     return sparse_mm(rows, cols, values, dense, nrows=s.shape[0])
 
 
@@ -87,11 +87,11 @@ def _sparse_times_sparse(a, b, op):
 
 
 def _product(a, b, op, leaf_check=True):
+    if _is_sparse(a) and _is_sparse(b):  # a sparse result: sparse leaf gradients too
+        return _sparse_times_sparse(a, b, op)
     if _is_sparse(a):
         if leaf_check:
             _no_dense_leaf_grad(a, op)
-        if _is_sparse(b):
-            return _sparse_times_sparse(a, b, op)
         return _sparse_times_dense(a, b, op)
     if leaf_check:
         _no_dense_leaf_grad(b, op)
@@ -144,7 +144,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         new_ind = xp.where(xp.isin(xp.asarray(kept), xp.asarray(summed))[:, None], 0, new_ind)
     size = tuple(1 if d in dims else n for d, n in enumerate(input.shape)) if keepdim else tuple(
         n for d, n in enumerate(input.shape) if d not in dims)
-    return _make(wrap(new_ind), values, size, False).coalesce()
+    summed = _make(wrap(new_ind), values, size, False).coalesce()
+    summed._coalesced = not keepdim  # (PyTorch does not flag a keepdim sum coalesced)
+    return summed
 
 
 def add(input, other, *, alpha=1):

@@ -337,9 +337,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         val = val.to(device=device, dtype=dtype)
     ind = ind.detach().to(dtype=_dt.int64, device=val.device)
     if ind.ndim != 2:
-        size_len = len(size) if size is not None else ind.ndim
-        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {size_len}, "
-                           f"sparse_dim = {ind.shape[0] if ind.ndim else 0}, dense_dim = {max(val.ndim - 1, 0)}")
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(ind.shape)}")
     sd, nnz = ind.shape
     if val.ndim == 0 or val.shape[0] != nnz:
         raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: {nnz}, "
@@ -367,7 +365,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         val = val.detach().requires_grad_()
     elif val.requires_grad:  # made from values with a history: a non-leaf, as in PyTorch
         val = val.view(val.shape)
-    s = _make(ind, val, size, False)
+    s = _make(ind, val, size, nnz <= 1)  # (one entry or none: coalesced, as in PyTorch)
     if is_coalesced:
         lin = _linear(s)
         if nnz > 1 and not bool(xp.all(lin[1:] > lin[:-1])):
