@@ -243,6 +243,29 @@ def test_errors_match_torch(op):
     assert str(got.value) == str(expected.value)
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("op", [
+    lambda lib, s: lib.zeros_like(s), lambda lib, s: lib.empty_like(s).to_dense() * 0, lambda lib, s: s.new_zeros(4),
+    lambda lib, s: lib.zeros_like(s, layout=lib.strided), lambda lib, s: s.data, lambda lib, s: s.new_zeros((2, 5)),
+], ids=["zeros_like", "empty_like", "new_zeros", "zeros_like-strided", "data", "new_zeros-tuple"])
+def test_creation_like_a_sparse_tensor_matches_torch(op):
+    ours, theirs = _both()
+    _same(op(tg, ours), op(torch, theirs))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("op", [lambda lib, s: lib.ones_like(s), lambda lib, s: lib.full_like(s, 2.0),
+                                lambda lib, s: lib.rand_like(s), lambda lib, s: lib.randn_like(s),
+                                lambda lib, s: s.new_ones(2), lambda lib, s: s.new_full((2,), 1.0)])
+def test_filled_creation_refuses_as_torch(op):
+    ours, theirs = _both()
+    with pytest.raises(NotImplementedError) as expected:
+        op(torch, theirs)
+    with pytest.raises(NotImplementedError) as got:
+        op(tg, ours)
+    assert str(got.value).split(" with arguments")[0] == str(expected.value).split(" with arguments")[0]
+
+
 def test_numpy_refuses_as_torch():
     with pytest.raises(TypeError, match=r"can't convert Sparse layout tensor to numpy\. Use "
                                         r"Tensor\.to_dense\(\) first\."):

@@ -222,7 +222,7 @@ for _name, _fn in SPARSE_METHODS.items():
 # -- the front doors -----------------------------------------------------------------------------
 
 def _sparse_aware(dense_fn, sparse_fn):
-    """``dense_fn`` unless one of the first two operands is sparse (one type check each)."""
+    """``dense_fn`` unless one of the first two operands is sparse (a type check each)."""
     def fn(*args, **kwargs):
         if (args and type(args[0]) is SparseCooTensor) or (len(args) > 1 and type(args[1]) is SparseCooTensor):
             return sparse_fn(*args, **kwargs)
@@ -238,11 +238,36 @@ def _dense_spmm(input, mat2):
     return dense_mm(input, mat2)
 
 
+def _zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
+                pin_memory=False):
+    """``zeros_like``/``empty_like`` of a sparse tensor: sparse, with no stored entries
+    (dense with ``layout=strided``)."""
+    from ..ops.compat_tensor import strided
+    from .coo import empty_sparse
+    if layout is strided:
+        from ..runtime.creation import zeros
+        return zeros(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                     requires_grad=requires_grad)
+    return empty_sparse(input.shape, dtype or input.dtype, device or input.device, input.sparse_dim(),
+                        requires_grad)
+
+
+def _refusing(aten_name):
+    def fn(*args, **kwargs):
+        raise refuse(aten_name)
+    return fn
+
+
+_LIKE = {"zeros_like": _zeros_like, "empty_like": _zeros_like, "ones_like": _refusing("fill_.Scalar"),
+         "full_like": _refusing("fill_.Scalar"), "rand_like": _refusing("uniform_"),
+         "randn_like": _refusing("normal_"), "randint_like": _refusing("random_")}
+
+
 def install(namespace):
     """Route ``tracegrad.mm/matmul/add/sum`` through the sparse kernels for sparse operands,
     add ``spmm``, and give dense Tensors ``to_sparse`` and their sparse-aware operators."""
     from .coo import to_sparse
-    for name, sparse_fn in (("mm", mm), ("matmul", matmul), ("add", add), ("sum", sum)):
+    for name, sparse_fn in (("mm", mm), ("matmul", matmul), ("add", add), ("sum", sum), *_LIKE.items()):
         namespace[name] = _sparse_aware(namespace[name], sparse_fn)
     namespace["spmm"] = _sparse_aware(_dense_spmm, spmm)
     Tensor.to_sparse = to_sparse

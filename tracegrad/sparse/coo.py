@@ -196,6 +196,23 @@ class SparseCooTensor(Tensor):
             raise RuntimeError("tracegrad: assigning .grad of a sparse tensor is only supported with None")
         self._val.grad = None
 
+    @property
+    def data(self):
+        return self.detach()
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **unused):
+        """An all-zero sparse tensor (no stored entries), as PyTorch's ``new_zeros`` and
+        ``new_empty`` of a sparse tensor give."""
+        size = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+        return empty_sparse(size, dtype or self.dtype, device or self.device, len(size), requires_grad)
+
+    new_empty = new_zeros
+
+    def new_ones(self, *args, **kwargs):
+        raise refuse("fill_.Scalar")
+
+    new_full = new_ones
+
     def detach(self):
         return _make(self._ind, self._val.detach(), self._size, self._coalesced)
 
@@ -276,6 +293,15 @@ class SparseCooTensor(Tensor):
     def __deepcopy__(self, memo):
         return _make(self._ind.clone(), self._val.detach().clone().requires_grad_(self._val.requires_grad),
                      self._size, self._coalesced)
+
+
+def empty_sparse(size, dtype, device, sparse_dim, requires_grad=False):
+    """A sparse tensor of ``size`` with no stored entries."""
+    from ..runtime.creation import zeros
+    size = tuple(int(n) for n in size)
+    values = zeros((0,) + size[sparse_dim:], dtype=dtype, device=device)
+    indices = zeros((sparse_dim, 0), dtype=_dt.int64, device=device)
+    return _make(indices, values.requires_grad_() if requires_grad else values, size, True)
 
 
 def _rebuild(indices, values, size, coalesced):
