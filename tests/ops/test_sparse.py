@@ -464,3 +464,22 @@ def test_gcn_sparse_equals_dense_adjacency():
     np.testing.assert_allclose(sparse_losses, dense_losses, rtol=1e-5)
     for name in dense_params:
         np.testing.assert_allclose(sparse_params[name], dense_params[name], rtol=1e-4, atol=1e-6)
+
+
+def test_product_without_scipy_matches(monkeypatch):
+    """The NumPy kernel (SciPy missing) gives the SciPy kernel's products and gradients."""
+    from tracegrad.rules import sparse as rule
+    s = tg.sparse_coo_tensor(_I, _V, (3, 3))
+
+    def run():
+        d = tg.tensor(_D, requires_grad=True)
+        out = tg.mm(s, d)
+        (out ** 2).sum().backward()
+        return out.detach().numpy(), d.grad.numpy()
+
+    with_scipy = run()
+    monkeypatch.setattr(rule, "_SCIPY", [None])
+    assert rule.scipy_sparse() is None
+    without = run()
+    for a, b in zip(with_scipy, without):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
