@@ -13,7 +13,6 @@ from .core import primitive
 from .index import index_select
 from .reduce import sum as sum_
 
-
 _SCIPY = []  # [scipy.sparse or None], looked up on first use
 
 

@@ -1,14 +1,24 @@
 """``torch.sparse`` and the sparse COO layout (:mod:`.coo`: the tensor, construction,
 conversion, printing; :mod:`.arith`: products, sums, additions; the differentiable product
 is the ``sparse_mm`` rule of :mod:`tracegrad.rules.sparse`)."""
-from .arith import install, sparse_mm_ as mm, sum as _sum
+from .arith import install
+from .arith import sparse_mm_ as mm
+from .arith import sum as _sum
 from .coo import SparseCooTensor, sparse_coo, sparse_coo_tensor, to_sparse
 
-__all__ = ["mm", "sum", "check_sparse_tensor_invariants", "SparseCooTensor", "sparse_coo",
-           "sparse_coo_tensor", "to_sparse", "install"]
+__all__ = [
+    "SparseCooTensor",
+    "check_sparse_tensor_invariants",
+    "install",
+    "mm",
+    "sparse_coo",
+    "sparse_coo_tensor",
+    "sum",
+    "to_sparse",
+]
 
 
-def sum(input, dim=None, dtype=None):  # noqa: A001
+def sum(input, dim=None, dtype=None):
     """``torch.sparse.sum``: the full sum (dense 0-d) or a sum over ``dim`` (sparse while
     sparse dimensions remain)."""
     return _sum(input, dim, dtype=dtype)

@@ -10,13 +10,12 @@ cannot hold it in the leaf's layout and refuses instead of changing the layout s
 import numbers
 
 from .. import backend
-from ..backend import dtypes as _dt
 from ..rules.sparse import sparse_mm
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor, wrap
-from .coo import SparseCooTensor, _linear, _make, refuse
+from .coo import SparseCooTensor, _make, refuse
 
-__all__ = ["mm", "spmm", "sparse_mm_", "matmul", "add", "sum", "install"]
+__all__ = ["add", "install", "matmul", "mm", "sparse_mm_", "spmm", "sum"]
 
 
 def _is_sparse(x):

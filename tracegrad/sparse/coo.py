@@ -21,7 +21,7 @@ from ..ops.compat_tensor import layout
 from ..runtime import formatting
 from ..runtime.tensor import Size, Tensor, wrap
 
-__all__ = ["SparseCooTensor", "sparse_coo", "sparse_coo_tensor", "to_sparse", "refuse"]
+__all__ = ["SparseCooTensor", "refuse", "sparse_coo", "sparse_coo_tensor", "to_sparse"]
 
 sparse_coo = layout("sparse_coo")
 _TG_DIR = __file__.rsplit("/", 2)[0]  # the tracegrad package directory
@@ -65,7 +65,7 @@ def _cast(dtype):
 class SparseCooTensor(Tensor):
     """A tensor in the sparse COO layout (see the module docstring)."""
 
-    __slots__ = ("_ind", "_val", "_size", "_coalesced")
+    __slots__ = ("_coalesced", "_ind", "_size", "_val")
 
     def __getattr__(self, name):
         if name in Tensor.__slots__:  # a dense code path reached for the dense storage
@@ -185,7 +185,7 @@ class SparseCooTensor(Tensor):
         g = self._val.grad
         if g is None:
             return None
-        lin, unique, first, inverse = _linear_unique(self)
+        lin, unique, first, _ = _linear_unique(self)
         xp = backend.namespace_of(lin)
         indices = _unravel(xp, unique, self._size[:self.sparse_dim()])
         return _make(indices, g[wrap(first.astype(xp.int64))], self._size, False)
@@ -227,7 +227,7 @@ class SparseCooTensor(Tensor):
             return self
         return _make(self._ind.to(val.device), val, self._size, self._coalesced)
 
-    float, double, half, long, int, bool, short = map(_cast, (  # noqa: A003
+    float, double, half, long, int, bool, short = map(_cast, (
         _dt.float32, _dt.float64, _dt.float16, _dt.int64, _dt.int32, _dt.bool_, _dt.int16))
 
     def cpu(self, memory_format=None):
@@ -267,7 +267,7 @@ class SparseCooTensor(Tensor):
         if self._coalesced:
             return self
         from ..runtime.creation import zeros
-        lin, unique, first, inverse = _linear_unique(self)
+        lin, unique, _, inverse = _linear_unique(self)
         xp = backend.namespace_of(lin)
         values = zeros((len(unique),) + tuple(self._val.shape[1:]), dtype=self.dtype, device=self.device)
         values = values.index_add(0, wrap(inverse.astype(xp.int64)), self._val)
