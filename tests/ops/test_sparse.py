@@ -82,6 +82,16 @@ def test_construction_and_repr_match_torch(make):
     assert str(ours) == repr(ours)
 
 
+@pytest.mark.torch
+@pytest.mark.parametrize("indices,flag", [([[0]], False), ([[0]], None), ([[0, 1]], True), ([[0, 1]], None),
+                                          ([[0, 0]], None), ([[0, 1]], False)])
+def test_coalesced_flag_matches_torch(indices, flag):
+    values = [1.0] * len(indices[0])
+    ours = tg.sparse_coo_tensor(indices, values, (2,), is_coalesced=flag)
+    theirs = torch.sparse_coo_tensor(indices, values, (2,), is_coalesced=flag, check_invariants=True)
+    assert ours.is_coalesced() == theirs.is_coalesced()
+
+
 def test_attributes():
     s = tg.sparse_coo_tensor(_I, _V, (3, 3))
     assert s.is_sparse and not tg.ones(2).is_sparse
@@ -127,7 +137,8 @@ def test_to_dense_sums_repeated_coordinates():
     (([0, 1], [1.0, 1.0], (2,)), {}),
     (([[0, 1]], [1.0, 1.0], ()), {}),
     (([[0, 1]], np.ones((2, 3)), (2, 4)), {}),
-], ids=["out-of-range", "negative", "nnz", "1-d-indices", "short-size", "dense-size"])
+    (([[1, 0]], [1.0, 2.0], (2,)), {"is_coalesced": True}),
+], ids=["out-of-range", "negative", "nnz", "1-d-indices", "short-size", "dense-size", "not-coalesced"])
 def test_construction_errors_match_torch(args, kwargs):
     with pytest.raises(RuntimeError) as theirs:
         torch.sparse_coo_tensor(*[torch.tensor(a) if isinstance(a, (list, np.ndarray)) else a for a in args],

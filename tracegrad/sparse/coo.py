@@ -328,8 +328,8 @@ def _linear(s):
 
 
 def _linear_unique(s):
-    lin = _linear(s)
     """(positions, the sorted unique ones, each one's first entry, each entry's rank)."""
+    lin = _linear(s)
     unique, first, inverse = backend.namespace_of(lin).unique(lin, return_index=True, return_inverse=True)
     return lin, unique, first, inverse.reshape(-1)
 
@@ -392,11 +392,12 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     elif val.requires_grad:  # made from values with a history: a non-leaf, as in PyTorch
         val = val.view(val.shape)
     s = _make(ind, val, size, nnz <= 1)  # (one entry or none: coalesced, as in PyTorch)
-    if is_coalesced:
+    if is_coalesced:  # checked, not trusted (PyTorch trusts it unless check_invariants)
         lin = _linear(s)
         if nnz > 1 and not bool(xp.all(lin[1:] > lin[:-1])):
-            raise RuntimeError("sparse_coo_tensor(): is_coalesced=True but the indices are not sorted and unique")
-        s._coalesced = True
+            raise RuntimeError("cannot set is_coalesced to true if indices correspond to uncoalesced COO tensor")
+    if is_coalesced is not None:
+        s._coalesced = bool(is_coalesced)
     return s
 
 
