@@ -35,6 +35,9 @@ from . import distributed, multiprocessing  # noqa: F401  (mpi4py is imported by
 from .random import get_rng_state, set_rng_state  # noqa: F401
 
 globals().update(_ops.FUNCTIONS)
+from . import sparse  # noqa: E402  (torch.sparse and the sparse COO layout)
+from .sparse import sparse_coo, sparse_coo_tensor  # noqa: E402,F401
+sparse.install(globals())  # mm, matmul, add, sum take sparse operands; spmm; Tensor.to_sparse
 from . import accelerator, amp, backends, compiler, testing, version, xpu  # noqa: E402,F401
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,A001  (stages eager code on the tape: see tracegrad.compiler)

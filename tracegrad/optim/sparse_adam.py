@@ -1,6 +1,7 @@
 """SparseAdam: Adam for gradients in a sparse layout (``nn.Embedding(sparse=True)``).
 
-tracegrad has no sparse layout, so no gradient can be sparse: the optimizer is built and
+tracegrad's ``Embedding(sparse=True)`` gives no sparse gradients (only a sparse COO leaf
+used through ``tracegrad.sparse.mm`` has one), so the optimizer is built and
 checked as in PyTorch, and ``step`` refuses the dense gradients it is given with PyTorch's
 own error (which points to :class:`Adam`) rather than updating them by another rule.
 """
