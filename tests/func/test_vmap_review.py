@@ -96,3 +96,149 @@ def test_pooling_indices_match_torch():
     got = vmap(lambda v: F.adaptive_max_pool2d(v, 2, return_indices=True)[1])(x)
     want = _torch(lambda v: torch.nn.functional.adaptive_max_pool2d(v, 2, return_indices=True)[1], x)
     np.testing.assert_array_equal(got.numpy(), want)
+
+
+# -- in-place shape changes ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("change", [
+    lambda z: z.reshape(2, 2).t_(),
+    lambda z: z.reshape(2, 2).transpose_(0, 1),
+    lambda z: z.reshape(2, 2).swapaxes_(0, 1),
+    lambda z: z.unsqueeze_(0),
+    lambda z: z.reshape(1, 4).squeeze_(0),
+])
+def test_in_place_shape_changes_change_every_sample(change):
+    x = _x(8)
+    fn = lambda v: change(v.clone()) + 0
+    got = vmap(fn)(x)
+    _close(got, _loop(fn, x))
+    assert tuple(got.shape) == (3,) + tuple(fn(x[0]).shape)
+
+
+# -- conversions that would take sample 0 -------------------------------------------------------
+
+def test_legacy_tensor_constructor_of_a_batched_tensor_is_refused():
+    with pytest.raises(RuntimeError, match=re.escape("vmap: Tensor(t) of a Tensor inside vmap is not supported")):
+        vmap(lambda v: tg.Tensor(v) * 1)(_x())
+    _close(vmap(lambda v: tg.DoubleTensor(v) * 2)(_x()), 2 * _x())  # (the typed ones alias: fine)
+
+
+def test_parameter_of_a_batched_tensor_is_refused():
+    with pytest.raises(RuntimeError, match=re.escape("vmap: Parameter() of a Tensor inside vmap is not supported")):
+        vmap(lambda v: tg.nn.Parameter(v) * 1)(_x())
+
+
+def _set_data(target, value):
+    target.data = value
+    return target * 1
+
+
+@pytest.mark.parametrize("assign", [
+    lambda v: _set_data(tg.zeros(4, dtype=tg.float64), v),
+    lambda v: _set_data(v.clone(), tg.ones(4, dtype=tg.float64)),
+    lambda v: _set_data(v.clone(), v * 2),
+])
+def test_data_assignment_with_batched_tensors_is_refused_as_torch(assign):
+    with pytest.raises(RuntimeError, match=re.escape("mutating directly with `.data` under vmap transform is not allowed.")):
+        vmap(assign)(_x())
+    # (an unbatched tensor's .data set to an unbatched one is fine, as in torch)
+    _close(vmap(lambda v: _set_data(tg.zeros(4, dtype=tg.float64), tg.ones(4, dtype=tg.float64)) * v)(_x()), _x())
+
+
+# -- optimizers ----------------------------------------------------------------------------------
+
+def _step(make, v, closure=False):
+    p = tg.nn.Parameter(tg.zeros(4, dtype=tg.float64))
+    opt = make([p])
+    if closure:
+        def again():
+            p.grad = v * 1
+            return v.sum()
+        opt.step(again)
+    else:
+        p.grad = v
+        opt.step()
+    return p * 1
+
+
+@pytest.mark.parametrize("make", [lambda ps: tg.optim.SGD(ps, lr=1.0, momentum=0.9),
+                                  lambda ps: tg.optim.Adam(ps, lr=1.0),
+                                  lambda ps: tg.optim.LBFGS(ps, lr=1.0)])
+@pytest.mark.parametrize("closure", [False, True])
+def test_optimizer_steps_over_batched_gradients_are_refused(make, closure):
+    if isinstance(make([tg.zeros(1, requires_grad=True)]), tg.optim.LBFGS) and not closure:
+        pytest.skip("LBFGS needs a closure")
+    with pytest.raises(RuntimeError, match=r"vmap: \w+\.step\(\) over a parameter or gradient batched by vmap"):
+        vmap(lambda v: _step(make, v, closure))(_x())
+
+
+def test_optimizer_steps_over_unbatched_parameters_and_user_optimizers_still_run():
+    x = _x(9)
+    _close(vmap(lambda v: _step(lambda ps: tg.optim.SGD(ps, lr=1.0), tg.ones(4, dtype=tg.float64)) * v)(x), -x)
+
+    class Plain(tg.optim.Optimizer):  # a user's update through tensor operations batches
+        def __init__(self, params):
+            super().__init__(params, {})
+
+        def step(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.sub_(p.grad)
+
+    def user_step(v):
+        p = v.clone()
+        opt = Plain([p])
+        p.grad = v * 2
+        opt.step()
+        return p
+    _close(vmap(user_step)(x), -x)
+
+
+# -- random draws with per-sample arguments -------------------------------------------------------
+
+def test_normal_with_per_sample_mean_and_std():
+    x = _x(10)
+    for randomness in ("same", "different"):
+        _close(vmap(lambda v: tg.normal(v, v.abs() * 0), randomness=randomness)(x), x)
+        _close(vmap(lambda v: tg.normal(v, 0.0), randomness=randomness)(x), x)
+    noise = vmap(lambda v: tg.normal(v, 1.0), randomness="different")(tg.zeros(3, 2000, dtype=tg.float64))
+    assert not tg.allclose(noise[0], noise[1])
+    assert abs(float(noise.std()) - 1) < 0.05
+    same = vmap(lambda v: tg.normal(v, 1.0), randomness="same")(tg.zeros(3, 50, dtype=tg.float64))
+    _close(same[1], same[0])
+
+
+# -- linear algebra in array code -----------------------------------------------------------------
+
+def _singular_second():
+    a = np.random.default_rng(11).standard_normal((3, 2, 2)) + 3 * np.eye(2)
+    a[1] = [[1.0, 2.0], [2.0, 4.0]]
+    return tg.tensor(a)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: tg.linalg.lu_factor_ex(a).info,
+    lambda a: tg.linalg.inv_ex(a),
+    lambda a: tg.linalg.solve_ex(a, a[0]),
+    lambda a: tg.linalg.cholesky_ex(a @ a.mT),
+    lambda a: tg.geqrf(a),
+    lambda a: tg.linalg.ldl_factor_ex(a @ a.mT + tg.eye(2, dtype=tg.float64)),
+    lambda a: tg.linalg.ldl_solve(*tg.linalg.ldl_factor(a @ a.mT + tg.eye(2, dtype=tg.float64)), a),
+])
+def test_lapack_array_code_runs_on_every_sample(fn):
+    a = _singular_second()
+    got, want = vmap(fn)(a), _loop(fn, a)
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12, equal_nan=True)
+    # singular matrices may come first: a loop over the other order agrees as well
+    flip = a.flip(0)
+    got2, want2 = vmap(fn)(flip), _loop(fn, flip)
+    got2, want2 = (got2, want2) if isinstance(got2, tuple) else ((got2,), (want2,))
+    for g, w in zip(got2, want2):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+def test_lu_factor_raises_for_any_singular_sample_as_torch():
+    with pytest.raises(RuntimeError, match=re.escape("torch.linalg.lu_factor: (Batch element 1): U[2,2] is zero")):
+        vmap(lambda a: tg.linalg.lu_factor(a)[0])(_singular_second())

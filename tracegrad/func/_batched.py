@@ -104,6 +104,10 @@ class BatchedTensor(Tensor):
     def data(self):
         return batched(self._phys.detach(), self._level)
 
+    @data.setter
+    def data(self, value):
+        raise RuntimeError("mutating directly with `.data` under vmap transform is not allowed.")
+
     def detach(self):
         return batched(self._phys.detach(), self._level)
 

@@ -253,6 +253,10 @@ def _random(factory, args, kwargs):
     if any(e[2] == "error" for e in vmaps):
         raise RuntimeError(_RANDOM_ERROR)
     innermost = vmaps[-1]
+    if factory is not None and any(type(a) is BatchedTensor for a in (*args, *kwargs.values())):
+        # normal(mean=<per-sample Tensor>): one call, whose own draws (randn) come back here --
+        # B calls stacked would batch the batched arguments a second time
+        return factory(*args, **kwargs)
     if factory is None:
         if innermost[2] == "different":
             raise NotImplementedError("vmap(randomness='different'): this random operation (an in-place "
