@@ -242,3 +242,98 @@ def test_lapack_array_code_runs_on_every_sample(fn):
 def test_lu_factor_raises_for_any_singular_sample_as_torch():
     with pytest.raises(RuntimeError, match=re.escape("torch.linalg.lu_factor: (Batch element 1): U[2,2] is zero")):
         vmap(lambda a: tg.linalg.lu_factor(a)[0])(_singular_second())
+
+
+# -- autograd inside vmap: custom Functions and hooks that return per-sample values --------------
+
+class _ExpSavingOutput(tg.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a):
+        return a.exp()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g * out
+
+
+@pytest.mark.torch
+def test_custom_function_saving_its_output_under_per_sample_grad():
+    import torch
+
+    class TorchExp(torch.autograd.Function):
+        generate_vmap_rule = True
+        forward = staticmethod(lambda a: a.exp())
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(output)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.saved_tensors[0]
+    x = _x(12)
+    got = vmap(grad(lambda a: _ExpSavingOutput.apply(a).sum()))(x)
+    _close(got, x.exp())
+    want = _torch(torch.func.grad(lambda a: TorchExp.apply(a).sum()), x)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def _hooked_grad(v, where):
+    w = tg.tensor([0.5, -1.0, 2.0, 0.25], dtype=tg.float64, requires_grad=True)
+    z = (w * 2).sin()
+    if where == "tensor":
+        z.register_hook(lambda g: g * v)
+    elif where == "leaf":
+        w.register_hook(lambda g: g * v)
+    elif where == "prehook":
+        z.grad_fn.register_prehook(lambda go: (go[0] * v,))
+    elif where == "posthook":
+        z.grad_fn.register_hook(lambda gi, go: (gi[0] * v,))
+    return tg.autograd.grad(z.sum(), w)[0]
+
+
+@pytest.mark.parametrize("where", ["tensor", "leaf", "prehook", "posthook"])
+def test_hooks_returning_per_sample_gradients_to_autograd_grad(where):
+    x = _x(13)
+    _close(vmap(lambda v: _hooked_grad(v, where))(x), _loop(lambda v: _hooked_grad(v, where), x))
+
+
+def test_custom_backward_returning_per_sample_gradients_to_autograd_grad():
+    def fn(v):
+        class Scale(tg.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * v
+        w = tg.ones(4, dtype=tg.float64, requires_grad=True)
+        return tg.autograd.grad(Scale.apply(w).sum(), w)[0]
+    x = _x(14)
+    _close(vmap(fn)(x), x)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_backward_accumulating_per_sample_values_into_a_plain_grad_is_refused(create_graph):
+    def fn(v):
+        w = tg.ones(4, dtype=tg.float64, requires_grad=True)
+        z = w * 2
+        z.register_hook(lambda g: g * v)
+        z.sum().backward(create_graph=create_graph)
+        return w.grad
+    with pytest.raises(RuntimeError, match=re.escape("backward() called inside a functorch transform")):
+        vmap(fn)(_x())
+    # (a backward of an unbatched graph inside vmap still runs, as in torch)
+    def plain(v):
+        w = tg.ones(4, dtype=tg.float64, requires_grad=True)
+        (w * 3).sum().backward()
+        return w.grad * v
+    _close(vmap(plain)(_x()), 3 * _x())
