@@ -337,3 +337,12 @@ def test_backward_accumulating_per_sample_values_into_a_plain_grad_is_refused(cr
         (w * 3).sum().backward()
         return w.grad * v
     _close(vmap(plain)(_x()), 3 * _x())
+
+
+@pytest.mark.parametrize("write", [lambda a: a.clone().clamp_(min=0), lambda a: a.sin().mul_(a),
+                                   lambda a: a.clone().masked_fill_(a > 0, 1.0).exp_()])
+def test_gradient_through_vmap_of_in_place_writes(write):
+    x = _x(15)
+    got = grad(lambda A: vmap(write)(A).sin().sum())(x)
+    want = grad(lambda A: _loop(write, A).sin().sum())(x)
+    _close(got, want)
