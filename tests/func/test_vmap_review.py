@@ -346,3 +346,39 @@ def test_gradient_through_vmap_of_in_place_writes(write):
     got = grad(lambda A: vmap(write)(A).sin().sum())(x)
     want = grad(lambda A: _loop(write, A).sin().sum())(x)
     _close(got, want)
+
+
+# -- randomness of nested vmaps -------------------------------------------------------------------
+
+def _nested_draws(outer, inner):
+    xs = tg.ones(2, 3, 50, dtype=tg.float64)
+    return vmap(vmap(lambda v: v * tg.rand(50, dtype=tg.float64), randomness=inner), randomness=outer)(xs)
+
+
+@pytest.mark.parametrize("outer", ["same", "different"])
+@pytest.mark.parametrize("inner", ["same", "different"])
+def test_nested_vmaps_draw_per_sample_of_every_different_level(outer, inner):
+    out = _nested_draws(outer, inner)
+    differs = lambda a, b: bool((a != b).any())
+    assert differs(out[0, 0], out[0, 1]) == (inner == "different")
+    assert differs(out[0, 0], out[1, 0]) == (outer == "different")
+    assert differs(out[0, 1], out[1, 1]) == (outer == "different")
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("outer", ["same", "different"])
+@pytest.mark.parametrize("inner", ["same", "different"])
+def test_nested_randomness_pattern_matches_torch(outer, inner):
+    import torch
+    xs = torch.ones(2, 3, 50, dtype=torch.float64)
+    want = torch.func.vmap(torch.func.vmap(lambda v: v * torch.rand(50, dtype=torch.float64), randomness=inner),
+                           randomness=outer)(xs)
+    got = _nested_draws(outer, inner)
+    pattern = lambda o: [bool((o[i, j] != o[k, m]).any()) for i, j, k, m in ((0, 0, 0, 1), (0, 0, 1, 0), (0, 1, 1, 1))]
+    assert pattern(got) == pattern(want)
+
+
+def test_random_fill_under_an_outer_different_vmap_is_refused():
+    xs = tg.ones(2, 3, 4, dtype=tg.float64)
+    with pytest.raises(NotImplementedError, match="has no per-sample version"):
+        vmap(vmap(lambda v: v.clone().uniform_(), randomness="same"), randomness="different")(xs)

@@ -8,6 +8,7 @@ that are prefixes of the inputs' and outputs' structures, as in torch.func.
 """
 import functools
 import itertools
+import math
 import threading
 
 from ..runtime import creation, dispatch, forward
@@ -252,25 +253,32 @@ def _random(factory, args, kwargs):
         return factory(*args, **kwargs) if factory is not None else None
     if any(e[2] == "error" for e in vmaps):
         raise RuntimeError(_RANDOM_ERROR)
-    innermost = vmaps[-1]
     if factory is not None and any(type(a) is BatchedTensor for a in (*args, *kwargs.values())):
         # normal(mean=<per-sample Tensor>): one call, whose own draws (randn) come back here --
         # B calls stacked would batch the batched arguments a second time
         return factory(*args, **kwargs)
+    # one draw per sample of every vmap with randomness='different' (the same one across a
+    # vmap with 'same'), nested vmaps included
+    different = [e for e in vmaps if e[2] == "different"]
     if factory is None:
-        if innermost[2] == "different":
+        if different:
             raise NotImplementedError("vmap(randomness='different'): this random operation (an in-place "
                                       "random fill, alpha dropout...) has no per-sample version in tracegrad; "
                                       "use randomness='same', or draw the noise with rand/randn inside vmap")
         return None
+    sizes = tuple(e[1] for e in different)
     _local.drawing = True
     try:
-        if innermost[2] == "same":
+        if not different:
             return factory(*args, **kwargs)
-        draws = [factory(*args, **kwargs) for _ in range(innermost[1])]
+        draws = [factory(*args, **kwargs) for _ in range(math.prod(sizes))]
     finally:
         _local.drawing = False
     from ..ops.shape import stack
     if not draws:
         raise RuntimeError("vmap(randomness='different'): cannot draw over a batch of size 0")
-    return batched(stack(draws, 0), innermost[3])
+    out = stack(draws, 0)
+    out = out.reshape(sizes + tuple(out.shape[1:]))
+    for e in different:  # (outermost first: each level's batch dim leads the rest)
+        out = batched(out, e[3])
+    return out
