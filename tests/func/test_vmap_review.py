@@ -382,3 +382,45 @@ def test_random_fill_under_an_outer_different_vmap_is_refused():
     xs = tg.ones(2, 3, 4, dtype=tg.float64)
     with pytest.raises(NotImplementedError, match="has no per-sample version"):
         vmap(vmap(lambda v: v.clone().uniform_(), randomness="same"), randomness="different")(xs)
+
+
+# -- factories from a batched tensor are batched, as in torch ------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda v: tg.zeros_like(v).copy_(v),
+    lambda v: tg.empty_like(v).copy_(v),
+    lambda v: tg.ones_like(v).mul_(v),
+    lambda v: tg.full_like(v, 2.0).mul_(v) / 2,
+    lambda v: v.new_zeros(4).copy_(v),
+    lambda v: v.new_empty((4,)).copy_(v),
+    lambda v: v.new_ones(4).mul_(v),
+    lambda v: v.new_full((4,), 2.0).mul_(v) / 2,
+    lambda v: _setitem_at(tg.zeros_like(v), slice(1, 3), v[:2]) + v,
+])
+def test_like_and_new_factories_take_per_sample_writes(make):
+    x = _x(16)
+    _close(vmap(make)(x), _loop(make, x))
+    nested = vmap(lambda u: vmap(make)(u))(x.reshape(3, 1, 4).expand(3, 2, 4) * tg.tensor([1.0, 2.0]).reshape(1, 2, 1))
+    _close(nested[:, 1], _loop(make, 2 * x))
+
+
+def _setitem_at(t, index, value):
+    t[index] = value
+    return t
+
+
+def test_like_factories_under_per_sample_grad_and_requires_grad():
+    x = _x(17)
+    _close(vmap(grad(lambda a: (tg.zeros_like(a).copy_(a.sin()) * a).sum()))(x), x.sin() + x * x.cos())
+    with pytest.raises(RuntimeError, match=re.escape("requires_grad_() on a Tensor inside vmap")):
+        vmap(lambda v: tg.zeros_like(v, requires_grad=True))(x)
+    assert tg.zeros_like(x[0], requires_grad=True).requires_grad  # (outside vmap as before)
+
+
+@pytest.mark.torch
+def test_like_factories_match_torch():
+    import torch
+    x = _x(18)
+    got = vmap(lambda v: _setitem_at(tg.zeros_like(v), 0, 5.0) + v.new_ones(4) * v)(x)
+    want = _torch(lambda v: _setitem_at(torch.zeros_like(v), 0, 5.0) + v.new_ones(4) * v, x)
+    np.testing.assert_allclose(got.numpy(), want)

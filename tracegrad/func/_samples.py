@@ -16,7 +16,7 @@ from ..runtime import grad_mode
 from ..runtime.tensor import Tensor
 from ..runtime.vmapped import is_vmapped
 
-__all__ = ["on_samples"]
+__all__ = ["batched_like", "on_samples"]
 
 
 def on_samples(fn, *args, leading=False):
@@ -105,3 +105,15 @@ def _rebatch(out, levels):
             t = batched(t, lvl)
         return t
     return _map(out, wrap_levels)
+
+
+def batched_like(t, like):
+    """Plain Tensor ``t`` batched at ``like``'s vmap levels, every sample a copy of it (its
+    own memory): what torch's ``*_like`` and ``new_*`` factories give a batched tensor, so
+    that in-place writes of per-sample values into it work."""
+    levels = sorted(set(_levels_of(like)))
+    if not levels:
+        return t
+    from ._batched import _size_of
+    sizes = tuple(_size_of(lvl) for lvl in levels)
+    return _rebatch(_physical(t, levels, sizes).clone(), levels)
