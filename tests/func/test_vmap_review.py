@@ -424,3 +424,18 @@ def test_like_factories_match_torch():
     got = vmap(lambda v: _setitem_at(tg.zeros_like(v), 0, 5.0) + v.new_ones(4) * v)(x)
     want = _torch(lambda v: _setitem_at(torch.zeros_like(v), 0, 5.0) + v.new_ones(4) * v, x)
     np.testing.assert_allclose(got.numpy(), want)
+
+
+def test_chunked_vmap_with_same_randomness_draws_once():
+    xs = tg.zeros(5, 6, dtype=tg.float64)
+    draw = lambda v: v + tg.rand(6, dtype=tg.float64)
+    tg.manual_seed(3)
+    chunked = vmap(draw, randomness="same", chunk_size=2)(xs)
+    after_chunked = tg.rand(2)
+    tg.manual_seed(3)
+    whole = vmap(draw, randomness="same")(xs)
+    after_whole = tg.rand(2)
+    _close(chunked, whole)
+    _close(after_chunked, after_whole)
+    different = vmap(draw, randomness="different", chunk_size=2)(xs)
+    assert all(bool((different[0] != different[k]).any()) for k in range(1, 5))

@@ -6,6 +6,7 @@ operation going through the batching rules; the outputs' batch dims are moved to
 ``out_dims``. ``in_dims``/``out_dims`` are ints, None, or (nested) tuples, lists and dicts
 that are prefixes of the inputs' and outputs' structures, as in torch.func.
 """
+import contextlib
 import functools
 import itertools
 import math
@@ -60,11 +61,22 @@ def _call(func, in_dims, out_dims, randomness, chunk_size, args, kwargs):
     if chunk_size is None or chunk_size >= size:
         return _run(func, out_dims, randomness, size, leaves, dims, spec, kwargs)
     chunks = []
+    # randomness='same': every chunk draws what the first drew (one draw for the whole batch)
+    replay = _same_draws() if randomness == "same" else None
     for start in range(0, size, chunk_size):
         n = min(chunk_size, size - start)
         part = [x.narrow(d, start, n) if d is not None else x for x, d in zip(leaves, dims)]
-        chunks.append(_run(func, out_dims, randomness, n, part, dims, spec, kwargs))
+        with replay() if replay is not None and start else contextlib.nullcontext():
+            chunks.append(_run(func, out_dims, randomness, n, part, dims, spec, kwargs))
     return _concat(chunks, out_dims)
+
+
+def _same_draws():
+    """A context to draw again, on every device, the numbers drawn from now on."""
+    from .. import backend
+    from ..random import replay_point, replaying
+    points = [(ns, replay_point(ns)) for ns in backend.loaded()]
+    return lambda: replaying(points)
 
 
 def _concat(chunks, out_dims):
