@@ -439,3 +439,13 @@ def test_chunked_vmap_with_same_randomness_draws_once():
     _close(after_chunked, after_whole)
     different = vmap(draw, randomness="different", chunk_size=2)(xs)
     assert all(bool((different[0] != different[k]).any()) for k in range(1, 5))
+
+
+@pytest.mark.parametrize("bad_sample", [0, 1, 2])
+def test_anomaly_detection_checks_every_sample_of_per_sample_grads(bad_sample):
+    x = tg.tensor([[1.0, 2.0], [4.0, 3.0], [4.0, 5.0]])
+    x[bad_sample, 0] = -1.0
+    with pytest.warns(UserWarning, match="Error detected in SqrtBackward0"):
+        with pytest.raises(RuntimeError, match=re.escape("Function 'SqrtBackward0' returned nan values in its 0th output.")):
+            with tg.autograd.detect_anomaly():
+                vmap(grad(lambda a: a.sqrt().sum()))(x)
