@@ -449,3 +449,12 @@ def test_anomaly_detection_checks_every_sample_of_per_sample_grads(bad_sample):
         with pytest.raises(RuntimeError, match=re.escape("Function 'SqrtBackward0' returned nan values in its 0th output.")):
             with tg.autograd.detect_anomaly():
                 vmap(grad(lambda a: a.sqrt().sum()))(x)
+
+
+def test_one_hot_checks_every_samples_classes():
+    good = tg.tensor([[0, 1], [2, 1], [1, 0]])
+    _close(vmap(lambda i: F.one_hot(i, 3))(good), _loop(lambda i: F.one_hot(i, 3), good))
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes."):
+        vmap(lambda i: F.one_hot(i, 3))(tg.tensor([[0, 1], [2, 5], [1, 0]]))
+    with pytest.raises(RuntimeError, match="Class values must be non-negative."):
+        vmap(lambda i: F.one_hot(i, 3))(tg.tensor([[0, 1], [2, -1], [1, 0]]))
