@@ -458,3 +458,10 @@ def test_one_hot_checks_every_samples_classes():
         vmap(lambda i: F.one_hot(i, 3))(tg.tensor([[0, 1], [2, 5], [1, 0]]))
     with pytest.raises(RuntimeError, match="Class values must be non-negative."):
         vmap(lambda i: F.one_hot(i, 3))(tg.tensor([[0, 1], [2, -1], [1, 0]]))
+
+
+def test_addmm_with_beta_zero_gives_writable_samples():
+    x = _x(19, (3, 2, 2))
+    m = _x(20, (2, 2))
+    fn = lambda v: tg.addmm(v, m, m, beta=0).add_(v)
+    _close(vmap(fn)(x), _loop(fn, x))

@@ -273,7 +273,9 @@ def fused_matmul_rule(prim, args, batched, params, size):
     if alpha != 1:
         out = _P["mul"](out, alpha)
     if beta == 0:
-        return materialize(out, out_batched, size) if is_array(input) else out
+        if out_batched or not is_array(input):
+            return out
+        return _P["clone"](materialize(out, False, size))  # (its own memory: one per sample, writable)
     if beta != 1:
         input = _P["mul"](input, beta)
     out = elementwise(_P["add"], (input, out), (batched[0], out_batched), {}, size)
