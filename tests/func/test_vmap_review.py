@@ -465,3 +465,42 @@ def test_addmm_with_beta_zero_gives_writable_samples():
     m = _x(20, (2, 2))
     fn = lambda v: tg.addmm(v, m, m, beta=0).add_(v)
     _close(vmap(fn)(x), _loop(fn, x))
+
+
+# -- per-sample tangents written into plain tensors (vmap over jvp, jacfwd) ----------------------
+
+def _write_into_plain(a, how):
+    z = tg.zeros(4, dtype=tg.float64)
+    if how == "copy_":
+        return z.copy_(a.sin())
+    if how == "setitem":
+        z[1:3] = a[:2] * 2
+        return z * a
+    return z.index_put_((tg.tensor([0, 3]),), a[1:3] ** 2)
+
+
+@pytest.mark.parametrize("how", ["copy_", "setitem", "index_put_"])
+def test_vmap_of_jvp_writing_into_a_plain_tensor(how):
+    primal = tg.tensor([0.5, -1.0, 2.0, 0.25], dtype=tg.float64)
+    tangents = _x(21)
+    fn = lambda c: tg.func.jvp(lambda a: _write_into_plain(a, how), (primal,), (c,))[1]
+    _close(vmap(fn)(tangents), _loop(fn, tangents))
+    _close(tg.func.jacfwd(lambda a: _write_into_plain(a, how))(primal),
+           tg.func.jacrev(lambda a: _write_into_plain(a, how))(primal))
+
+
+@pytest.mark.torch
+def test_vmap_of_jvp_writing_into_a_plain_tensor_matches_torch():
+    import torch
+    primal = [0.5, -1.0, 2.0, 0.25]
+    tangents = _x(22)
+
+    def torch_fn(c):
+        def f(a):
+            z = torch.zeros(4, dtype=torch.float64)
+            z[1:3] = a[:2] * 2
+            return z * a
+        return torch.func.jvp(f, (torch.tensor(primal, dtype=torch.float64),), (c,))[1]
+    got = vmap(lambda c: tg.func.jvp(lambda a: _write_into_plain(a, "setitem"), (tg.tensor(primal, dtype=tg.float64),),
+                                     (c,))[1])(tangents)
+    np.testing.assert_allclose(got.numpy(), _torch(torch_fn, tangents), rtol=1e-12)
