@@ -252,10 +252,11 @@ _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. 
 
 
 def _random(factory, args, kwargs):
-    """``creation.random_hook``: a random draw under vmap. 'error' refuses it; 'same' draws
-    once for the whole batch; 'different' draws once per sample (a factory called B times,
-    stacked) -- a draw not made by a factory (an in-place fill) is refused there, rather than
-    silently shared."""
+    """``creation.random_hook``: a random draw under vmap. 'error' (at any level) refuses
+    it; otherwise the draws vary along every vmap with 'different' (a factory called once
+    per sample of those, stacked and batched at their levels) and are shared along every
+    vmap with 'same' -- a draw not made by a factory (an in-place fill) is refused under a
+    'different' level, rather than silently shared."""
     if getattr(_local, "drawing", False):
         return factory(*args, **kwargs) if factory is not None else None
     if getattr(_local, "refused", 0):
