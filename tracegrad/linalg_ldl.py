@@ -9,6 +9,7 @@ results do not require grad. SciPy is needed (``pip install scipy``).
 """
 from .backend import cpu, namespace_of
 from .ops.return_types import _structseq
+from .ops._args import on_samples
 from .runtime.tensor import wrap
 
 linalg_ldl_factor = _structseq("linalg_ldl_factor", ["LD", "pivots"])
@@ -33,6 +34,11 @@ def _routine(hermitian, complex_):
 
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    # (under vmap: every sample factored, A's _data being sample 0 only)
+    return on_samples(lambda a: _ldl_factor_ex(a, hermitian, check_errors), A, leading=True)
+
+
+def _ldl_factor_ex(A, hermitian, check_errors):
     fn = "torch.linalg.ldl_factor_ex"
     if A.ndim < 2:
         raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
@@ -63,7 +69,11 @@ def ldl_factor(A, *, hermitian=False):
 
 
 def ldl_solve(LD, pivots, B, *, hermitian=False):
-    """``A X = B`` from ``ldl_factor``'s results."""
+    """``A X = B`` from ``ldl_factor``'s results (under vmap: sample by sample)."""
+    return on_samples(lambda ld, piv, b: _ldl_solve(ld, piv, b, hermitian), LD, pivots, B)
+
+
+def _ldl_solve(LD, pivots, B, hermitian):
     if LD.dtype is not B.dtype:
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {B.dtype.scalar_name} "
                            f"and A of type {LD.dtype.scalar_name} instead.")

@@ -209,10 +209,15 @@ def ormqr(input, tau, other, left=True, transpose=False):
 def geqrf(input):
     """``(a, tau)``: LAPACK's Householder QR (R on and above the diagonal of ``a``, the
     reflectors below it). Not differentiable, as in PyTorch."""
-    from .runtime.tensor import wrap
-    from .backend import namespace_of
+    from .ops._args import on_samples
     if input.ndim < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    return on_samples(_geqrf, input, leading=True)  # (under vmap: every sample's matrices)
+
+
+def _geqrf(input):
+    from .runtime.tensor import wrap
+    from .backend import namespace_of
     xp = namespace_of(input._data)
     m, n = input.shape[-2:]
     if input.numel() == 0:

@@ -21,6 +21,7 @@ from .rules import triangular as TR
 from .rules.arith import where
 from .rules.linalg import matmul as _matmul
 from .rules.scipy_linalg import solve_triangular as _st
+from .ops._args import every_sample, on_samples
 from .runtime.tensor import wrap
 
 LinAlgError = lapack.LinAlgError
@@ -114,8 +115,20 @@ def _no_pivot(pivot, fn):
         raise RuntimeError(f"{fn}: LU without pivoting is not implemented on the CPU")
 
 
+def _infos(A, info_of):
+    """LAPACK's ``info`` of each matrix of ``A`` (``info_of`` of its array), as a Tensor: per
+    sample under vmap, where ``A._data`` is sample 0 only."""
+    return on_samples(lambda a: wrap(info_of(a._data)), A, leading=True)
+
+
+def _raise_for(info, function, detail, plain=False):
+    """:func:`lapack.raise_for` over every sample's ``info`` Tensor."""
+    every = every_sample(info)._data
+    lapack.raise_for(namespace_of(every), every, function, detail, plain=plain)
+
+
 def _lu_info(LU):
-    return lapack.lu_info(namespace_of(LU._data), LU._data)
+    return _infos(LU, lambda lu: lapack.lu_info(namespace_of(lu), lu))
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
@@ -128,13 +141,13 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     LU, pivots = TR.lu_factor(A)
     info = _lu_info(LU)
     if check_errors:
-        lapack.raise_for(namespace_of(info), info, "torch.linalg.lu_factor_ex", _LU_SINGULAR, plain=True)
-    return linalg_lu_factor_ex(LU, pivots, _info(info))
+        _raise_for(info, "torch.linalg.lu_factor_ex", _LU_SINGULAR, plain=True)
+    return linalg_lu_factor_ex(LU, pivots, info)
 
 
 def lu_factor(A, *, pivot=True):
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
-    lapack.raise_for(namespace_of(info._data), info._data, "torch.linalg.lu_factor", _LU_SINGULAR, plain=True)
+    _raise_for(info, "torch.linalg.lu_factor", _LU_SINGULAR, plain=True)
     return linalg_lu_factor(LU, pivots)
 
 
@@ -228,25 +241,29 @@ def _guarded(A, compute, info_of, fn, detail, check_errors):
     except LinAlgError:
         if check_errors:
             raise
-    info = info_of(A._data)
-    xp = namespace_of(info)
-    bad = wrap(xp.asarray(info != 0)[..., None, None])
+    info = _infos(A, info_of)
+    bad = (info != 0)[..., None, None]
     safe = where(bad, _eye_like(A.detach(), A.shape[-1]), A)
-    return where(bad, float("nan"), compute(safe)), _info(info)
+    return where(bad, float("nan"), compute(safe)), info
+
+
+def _lu_info_of(a):
+    """LAPACK's info of LU-factoring each matrix of array ``a``."""
+    xp = namespace_of(a)
+    return lapack.lu_info(xp, lapack.lu_factor(xp, a)[0])
 
 
 def inv_ex(A, *, check_errors=False):
     _float_matrix(A, "linalg.inv", square=True)
-    xp = namespace_of(A._data)
-    inv, info = _guarded(A, D.inv, lambda a: lapack.lu_info(xp, lapack.lu_factor(xp, a)[0]),
+    inv, info = _guarded(A, D.inv, _lu_info_of,
                          "linalg.inv_ex", lapack.SINGULAR_INV, check_errors)
     return linalg_inv_ex(inv, info)
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
     _float_matrix(A, "linalg.cholesky", square=True)
-    xp = namespace_of(A._data)
-    L, info = _guarded(A, lambda a: D.cholesky(a, upper=upper), lambda a: lapack.cholesky_info(xp, a, upper),
+    L, info = _guarded(A, lambda a: D.cholesky(a, upper=upper),
+                       lambda a: lapack.cholesky_info(namespace_of(a), a, upper),
                        "linalg.cholesky_ex", lapack.NOT_PD, check_errors)
     return linalg_cholesky_ex(L, info)
 
@@ -256,12 +273,12 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     _float_matrix(A, "linalg.solve_ex", square=True)
     xp = namespace_of(A._data)
     if not check_errors:
-        info = lapack.lu_info(xp, lapack.lu_factor(xp, A._data)[0])
-        if xp.any(info != 0):
-            bad = wrap(xp.asarray(info != 0)[..., None, None])
+        info = _infos(A, _lu_info_of)
+        if bool((every_sample(info)._data != 0).any()):
+            bad = (info != 0)[..., None, None]
             x = linalg.solve(where(bad, _eye_like(A.detach(), A.shape[-1]), A), B, left=left)
             mask = bad if x.ndim == A.ndim else bad[..., 0]
-            return linalg_solve_ex(where(mask, float("nan"), x), _info(info))
+            return linalg_solve_ex(where(mask, float("nan"), x), info)
     with lapack.reporting_as("torch.linalg.solve_ex"):
         x = linalg.solve(A, B, left=left)
     return linalg_solve_ex(x, _info(xp.zeros(tuple(A.shape[:-2]), dtype="int32")))

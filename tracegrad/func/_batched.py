@@ -104,6 +104,10 @@ class BatchedTensor(Tensor):
     def data(self):
         return batched(self._phys.detach(), self._level)
 
+    @data.setter
+    def data(self, value):
+        raise RuntimeError("mutating directly with `.data` under vmap transform is not allowed.")
+
     def detach(self):
         return batched(self._phys.detach(), self._level)
 
@@ -284,6 +288,10 @@ def run_batched_inplace(prim, args, params):
         node = _logical_node(prim, args, params, level, (before,) + tuple(args[1:]) if saves_old else None)
     dual = tangents and forward.inplace_rule(prim, args, params, before=before)
     phys, flags = _split(args, level)
+    if grad_mode.state.mode == grad_mode.GRAD and phys[0].requires_grad:
+        # a transform outside the vmap records the physical values: the rule reads a copy of
+        # self, which the write below leaves as its vjp saved it
+        phys[0] = before._phys if before is not None else self._phys.clone()
     with forward.suspended():
         out = rule_for(prim)(prim, phys, tuple(flags), params, _size_of(level))
         dispatch.apply_inplace(_copy(), (self._phys, out), {})

@@ -6,8 +6,10 @@ operation going through the batching rules; the outputs' batch dims are moved to
 ``out_dims``. ``in_dims``/``out_dims`` are ints, None, or (nested) tuples, lists and dicts
 that are prefixes of the inputs' and outputs' structures, as in torch.func.
 """
+import contextlib
 import functools
 import itertools
+import math
 import threading
 
 from ..runtime import creation, dispatch, forward
@@ -59,11 +61,22 @@ def _call(func, in_dims, out_dims, randomness, chunk_size, args, kwargs):
     if chunk_size is None or chunk_size >= size:
         return _run(func, out_dims, randomness, size, leaves, dims, spec, kwargs)
     chunks = []
+    # randomness='same': every chunk draws what the first drew (one draw for the whole batch)
+    replay = _same_draws() if randomness == "same" else None
     for start in range(0, size, chunk_size):
         n = min(chunk_size, size - start)
         part = [x.narrow(d, start, n) if d is not None else x for x, d in zip(leaves, dims)]
-        chunks.append(_run(func, out_dims, randomness, n, part, dims, spec, kwargs))
+        with replay() if replay is not None and start else contextlib.nullcontext():
+            chunks.append(_run(func, out_dims, randomness, n, part, dims, spec, kwargs))
     return _concat(chunks, out_dims)
+
+
+def _same_draws():
+    """A context to draw again, on every device, the numbers drawn from now on."""
+    from .. import backend
+    from ..random import replay_point, replaying
+    points = [(ns, replay_point(ns)) for ns in backend.loaded()]
+    return lambda: replaying(points)
 
 
 def _concat(chunks, out_dims):
@@ -239,10 +252,11 @@ _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. 
 
 
 def _random(factory, args, kwargs):
-    """``creation.random_hook``: a random draw under vmap. 'error' refuses it; 'same' draws
-    once for the whole batch; 'different' draws once per sample (a factory called B times,
-    stacked) -- a draw not made by a factory (an in-place fill) is refused there, rather than
-    silently shared."""
+    """``creation.random_hook``: a random draw under vmap. 'error' (at any level) refuses
+    it; otherwise the draws vary along every vmap with 'different' (a factory called once
+    per sample of those, stacked and batched at their levels) and are shared along every
+    vmap with 'same' -- a draw not made by a factory (an in-place fill) is refused under a
+    'different' level, rather than silently shared."""
     if getattr(_local, "drawing", False):
         return factory(*args, **kwargs) if factory is not None else None
     if getattr(_local, "refused", 0):
@@ -252,21 +266,32 @@ def _random(factory, args, kwargs):
         return factory(*args, **kwargs) if factory is not None else None
     if any(e[2] == "error" for e in vmaps):
         raise RuntimeError(_RANDOM_ERROR)
-    innermost = vmaps[-1]
+    if factory is not None and any(type(a) is BatchedTensor for a in (*args, *kwargs.values())):
+        # normal(mean=<per-sample Tensor>): one call, whose own draws (randn) come back here --
+        # B calls stacked would batch the batched arguments a second time
+        return factory(*args, **kwargs)
+    # one draw per sample of every vmap with randomness='different' (the same one across a
+    # vmap with 'same'), nested vmaps included
+    different = [e for e in vmaps if e[2] == "different"]
     if factory is None:
-        if innermost[2] == "different":
+        if different:
             raise NotImplementedError("vmap(randomness='different'): this random operation (an in-place "
                                       "random fill, alpha dropout...) has no per-sample version in tracegrad; "
                                       "use randomness='same', or draw the noise with rand/randn inside vmap")
         return None
+    sizes = tuple(e[1] for e in different)
     _local.drawing = True
     try:
-        if innermost[2] == "same":
+        if not different:
             return factory(*args, **kwargs)
-        draws = [factory(*args, **kwargs) for _ in range(innermost[1])]
+        draws = [factory(*args, **kwargs) for _ in range(math.prod(sizes))]
     finally:
         _local.drawing = False
     from ..ops.shape import stack
     if not draws:
         raise RuntimeError("vmap(randomness='different'): cannot draw over a batch of size 0")
-    return batched(stack(draws, 0), innermost[3])
+    out = stack(draws, 0)
+    out = out.reshape(sizes + tuple(out.shape[1:]))
+    for e in different:  # (outermost first: each level's batch dim leads the rest)
+        out = batched(out, e[3])
+    return out

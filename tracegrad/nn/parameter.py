@@ -16,6 +16,10 @@ def _alias(cls, data, requires_grad):
     """A new ``cls`` instance sharing ``data``'s storage and version counter, as a leaf."""
     if not isinstance(data, Tensor):
         raise TypeError(f"{cls.__name__}(): argument 'data' must be a Tensor, not {type(data).__name__}")
+    if getattr(type(data), "_vmap_batched", False):  # (a vmap sample: its _data is sample 0 only)
+        raise RuntimeError(f"vmap: {cls.__name__}() of a Tensor inside vmap is not supported in tracegrad: "
+                           "create parameters outside vmap and pass per-sample values with "
+                           "tracegrad.func.functional_call")
     src = data.detach()
     obj = Tensor.__new__(cls)
     for slot in _SLOTS:

@@ -4,7 +4,7 @@ from ..runtime.tensor import Tensor, wrap_dim
 from ..runtime.vmapped import is_vmapped
 
 __all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type", "per_sample",
-           "every_sample"]
+           "every_sample", "on_samples"]
 
 
 def per_sample(t):
@@ -21,6 +21,16 @@ def every_sample(t):
     while is_vmapped(t):
         t = t._phys
     return t
+
+
+def on_samples(fn, *args, leading=False):
+    """``fn(*args)`` -- array code that reads values -- on every sample of the vmap batches
+    among ``args``, results batched again (tracegrad.func._samples); ``fn(*args)`` itself
+    outside vmap. For values that are not differentiated (indices, status codes)."""
+    if not any(is_vmapped(a) for a in args):
+        return fn(*args)
+    from ..func._samples import on_samples as run
+    return run(fn, *args, leading=leading)
 
 
 def wrap_dims(dim, ndim):

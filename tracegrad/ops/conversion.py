@@ -4,6 +4,7 @@ from ..backend import dtypes as _dt
 from ..rules import memory as M
 from ..runtime import creation as C
 from ..runtime.tensor import Tensor
+from ..runtime.vmapped import is_vmapped
 
 
 def _parse_to(args, kwargs):
@@ -72,9 +73,17 @@ def cuda(input, device=None, non_blocking=False, memory_format=None):
 
 def _new(factory):
     def method(self, *size, dtype=None, device=None, requires_grad=False):
-        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
-                       requires_grad=requires_grad)
+        return _batched_as(self, factory(*size, dtype=dtype or self.dtype, device=device or self.device),
+                           requires_grad)
     return method
+
+
+def _batched_as(self, t, requires_grad):
+    """``self.new_*(...)``'s result ``t``: batched when ``self`` is (under vmap, as in torch)."""
+    if is_vmapped(self):
+        from ..func._samples import batched_like
+        t = batched_like(t, self)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
@@ -82,8 +91,8 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-                  requires_grad=requires_grad)
+    return _batched_as(self, C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device),
+                       requires_grad)
 
 
 def is_pinned(input, device=None):

@@ -6,7 +6,7 @@ from ..rules import broadcast as B
 from ..rules import memory as M
 from ..rules import shape as S
 from ..runtime.shapes import broadcast_shapes, expand_shape
-from ._args import shape_args, wrap_dim
+from ._args import per_sample, shape_args, wrap_dim
 
 
 def infer_shape(shape, numel):
@@ -295,6 +295,8 @@ def _restrides_in_place(view_op, name):
             raise RuntimeError(f"{name}(): changing the shape of a tensor that requires grad in "
                                f"place is not supported by tracegrad; use {name[:-1]}() instead")
         viewed = view_op(self, *args, **kwargs)
+        if per_sample(self):  # under vmap: the whole batch takes the view (_data is one sample)
+            self._phys = viewed._phys
         self._data = viewed._data
         return self
     method.__name__ = name

@@ -19,6 +19,7 @@ from ..runtime import dispatch, grad_mode
 from ..runtime.hooks import RemovableHandle
 from ..runtime.profiler import record_function
 from ..runtime.tensor import Tensor, wrap
+from ..runtime.vmapped import is_vmapped
 from ._inplace import advance, scalar_dtype, step_counter, zeros_state
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
@@ -94,6 +95,8 @@ def _run_step(self, step, args, kwargs):
                     raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
                                        f"new_kwargs), but got {result}.")
                 args, kwargs = result
+    if dispatch.batching is not None and _array_rules(type(self)):  # a vmap runs
+        args, kwargs = _refusing_batched(self, args, kwargs)
     prev = grad_mode.swap(False)
     self._in_step = True
     try:
@@ -106,6 +109,36 @@ def _run_step(self, step, args, kwargs):
         for hook in (*post.values(), *_global_post_hooks.values()):
             hook(self, args, kwargs)
     return out
+
+
+def _array_rules(cls):
+    """Whether ``cls`` updates with tracegrad's array rules (a user's own Optimizer subclass
+    may update with tensor operations, which batch)."""
+    return any(c is not Optimizer and c.__module__.startswith("tracegrad.optim.") for c in cls.__mro__)
+
+
+def _refusing_batched(optimizer, args, kwargs):
+    """Under vmap: refuse a step over parameters or gradients batched by vmap (the update
+    rules compute on arrays, which would be sample 0's), now and after each closure call;
+    ``(args, kwargs)`` with the closure wrapped so."""
+    def check():
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if is_vmapped(p) or is_vmapped(p.grad):
+                    raise RuntimeError(f"vmap: {type(optimizer).__name__}.step() over a parameter or gradient "
+                                       "batched by vmap is not supported in tracegrad (the update would use "
+                                       "the first sample only): compute per-sample updates with tensor "
+                                       "operations, or step outside vmap")
+    check()
+    closure = args[0] if args else kwargs.get("closure")
+    if closure is None:
+        return args, kwargs
+
+    def checked():
+        loss = closure()
+        check()
+        return loss
+    return ((checked,) + tuple(args[1:]), kwargs) if args else (args, dict(kwargs, closure=checked))
 
 
 # -- argument handling the optimizers share -------------------------------------------

@@ -180,6 +180,14 @@ def sum_to_rule(prim, args, batched, params, size):
     return prim(x, shape=(size,) + shape)
 
 
+@batch_rule("copy")
+def copy_rule(prim, args, batched, params, size):
+    """``src`` broadcast to ``x``'s shape: per-sample values into an unbatched ``x`` (a
+    tangent written into a plain tensor by vmap(jvp)) make a batched result."""
+    x, src = args
+    return elementwise(prim, (materialize(x, batched[0], size), src), (True, batched[1]), params, size)
+
+
 @batch_rule("zeros_of")
 def zeros_of_rule(prim, args, batched, params, size):
     return prim(args[0], shape=(size,) + tuple(params["shape"]))
@@ -273,7 +281,9 @@ def fused_matmul_rule(prim, args, batched, params, size):
     if alpha != 1:
         out = _P["mul"](out, alpha)
     if beta == 0:
-        return materialize(out, out_batched, size) if is_array(input) else out
+        if out_batched or not is_array(input):
+            return out
+        return _P["clone"](materialize(out, False, size))  # (its own memory: one per sample, writable)
     if beta != 1:
         input = _P["mul"](input, beta)
     out = elementwise(_P["add"], (input, out), (batched[0], out_batched), {}, size)

@@ -11,6 +11,7 @@ import traceback
 import warnings
 
 from . import dispatch
+from .vmapped import is_vmapped
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "record_trace", "checked_apply"]
@@ -96,6 +97,8 @@ def checked_apply(node, grads, graph):
         raise
     if _check_nan[0]:
         for j, g in enumerate(in_grads):
+            while graph and is_vmapped(g):  # every sample's values (its _data is sample 0 only)
+                g = g._phys
             data = g._data if graph and g is not None else g
             if data is not None and data.dtype.kind in "fc" and bool((data != data).any()):
                 _warn_trace(node)

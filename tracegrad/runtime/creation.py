@@ -382,25 +382,34 @@ def _like(fn, t, dtype, device, **kw):
               device=device if device is not None else t.device, **kw)
 
 
+def _batched_as(input, t, requires_grad):
+    """A ``*_like`` result ``t``: batched when ``input`` is (under vmap, as in torch, so that
+    per-sample values can be written into it)."""
+    if is_vmapped(input):
+        from ..func._samples import batched_like
+        t = batched_like(t, input)
+    return t.requires_grad_(True) if requires_grad else t
+
+
 @_recorded
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(zeros, input, dtype, device, requires_grad=requires_grad)
+    return _batched_as(input, _like(zeros, input, dtype, device), requires_grad)
 
 
 @_recorded
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(ones, input, dtype, device, requires_grad=requires_grad)
+    return _batched_as(input, _like(ones, input, dtype, device), requires_grad)
 
 
 @_recorded
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(empty, input, dtype, device, requires_grad=requires_grad)
+    return _batched_as(input, _like(empty, input, dtype, device), requires_grad)
 
 
 @_recorded
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
-                device=device if device is not None else input.device, requires_grad=requires_grad)
+    return _batched_as(input, full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
+                                   device=device if device is not None else input.device), requires_grad)
 
 
 @_recorded

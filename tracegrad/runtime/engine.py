@@ -89,8 +89,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     # A cotangent with one value per sample (a vmap over a vjp, as jacrev runs) must reach
     # the vjps as a Tensor, so that they run through the batching rules (its array holds
     # one sample only): the pass runs as with create_graph, and the results are detached.
-    batched = not create_graph and grad_outputs is not None and any(
-        is_vmapped(g) for g in ((grad_outputs,) if isinstance(grad_outputs, Tensor) else grad_outputs))
+    # So too while a vmap runs: a hook or custom backward may return per-sample values.
+    batched = not create_graph and (dispatch.batching is not None or grad_outputs is not None and any(
+        is_vmapped(g) for g in ((grad_outputs,) if isinstance(grad_outputs, Tensor) else grad_outputs)))
     grads = _root_grads(outputs, grad_outputs, create_graph or batched)
     roots = _root_edges(outputs)
     targets = [_input_edge(t, i) for i, t in enumerate(inputs_seq)]
@@ -490,6 +491,8 @@ def _add_into_grad(var, g, graph, fresh):
     current = var._grad
     if graph:
         g = g if isinstance(g, Tensor) else wrap(g)
+        if is_vmapped(g) and not is_vmapped(var):  # (a hook's per-sample value into a plain .grad)
+            raise RuntimeError(BACKWARD_IN_VMAP)
         if g._data.dtype != var._data.dtype:
             g = g.to(var.dtype)
         if current is None:
@@ -562,7 +565,15 @@ def _call_hooks(hooks, g, graph):
             if r.shape != t.shape:
                 raise RuntimeError(f"hook returned a gradient of shape {r.shape} where {t.shape} was expected")
             t = r
-    return t if graph else t._data
+    return t if graph else array_of(t)
+
+
+def array_of(t):
+    """A hook's or custom backward's result as an array, for a pass without a graph; one
+    batched by vmap (its array holds sample 0 only) would accumulate into a plain .grad."""
+    if is_vmapped(t):
+        raise RuntimeError(BACKWARD_IN_VMAP)
+    return t._data
 
 
 def _as_tensors(values, graph):
@@ -572,7 +583,7 @@ def _as_tensors(values, graph):
 def _from_tensors(values, graph, what):
     if not isinstance(values, (tuple, list)):
         raise TypeError(f"a node {what} must return a tuple of gradients or None")
-    return tuple(None if v is None else (v if graph else v._data) for v in values)
+    return tuple(None if v is None else (v if graph else array_of(v)) for v in values)
 
 
 def _run_node_hooks(hooks, in_grads, grads, graph):

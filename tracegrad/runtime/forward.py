@@ -329,9 +329,37 @@ def inplace_rule(prim, args, params, before=None):
         own = tangent_of(written, lvl)
         if own is None:
             own = _zero_tangent(written, lvl)
+        if is_vmapped(new) and not is_vmapped(own):  # per-sample tangents into a plain one (vmap(jvp))
+            own = _per_sample_tangent(written, lvl, new)
         with suspended():
             own.copy_(new)
     return update
+
+
+def _per_sample_tangent(t, lvl, like):
+    """``t``'s tangent (its base's, for a view) made batched like ``like``, values kept, so
+    that per-sample tangents can be written into it."""
+    from ..func._samples import batched_like
+    from ..rules.views import replay_view
+    base = t._base if t._base is not None and t._view is not None else t
+    current = tangent_of(base, lvl)
+    with suspended():
+        whole = batched_like(current if current is not None else _zeros(base), like)
+    _replace_tangent(base, whole, lvl)
+    if base is t:
+        return whole
+    with suspended():
+        tangent = replay_view(t._view[0], whole)
+    _replace_tangent(t, tangent, lvl)
+    return tangent
+
+
+def _replace_tangent(t, tangent, lvl):
+    entry = t._extra.get("tangent") if t._extra is not None else None
+    if entry is not None and entry[0] is lvl:  # (already listed by the level: replaced in place)
+        t._extra["tangent"] = (lvl, tangent)
+    else:
+        set_tangent(t, tangent, lvl)
 
 
 def _zeros(t):

@@ -15,6 +15,7 @@ from .. import backend
 from . import dispatch, forward, grad_mode
 from .node import FREED, NOTHING_SAVED, SAVED, Node, _FREED_MESSAGE, output_of, version_message
 from .tensor import Tensor, wrap
+from .vmapped import is_vmapped
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
 
@@ -140,7 +141,10 @@ def _checked_grad(r, shape, dtype, i, name, graph):
                                f"{list(r.shape)} but expected shape compatible with {list(shape)}") from None
     if r._data.dtype != dtype:
         r = r.to(dtype=_dtype_of(dtype))
-    return r if graph else r._data
+    if graph:
+        return r
+    from .engine import array_of
+    return array_of(r)
 
 
 def _dtype_of(np_dtype):
@@ -159,11 +163,15 @@ def _unpack(record, node):
         return value.tensor(True)
     current = vc[0]
     if current != version:
-        t = value if kind == "tensor" else wrap(value)
+        t = value if kind == "tensor" or is_vmapped(value) else wrap(value)
         raise RuntimeError(version_message(t, current, version, output_of(t) if kind == "tensor" else
                                            f", which is output {index} of {node._function.__name__},"))
     if kind == "tensor":
         return value
+    if is_vmapped(value):
+        t = value.detach()
+        t._requires_grad, t._grad_fn, t._output_nr = True, node, index
+        return t
     return wrap(value, True, node, index)
 
 
@@ -384,7 +392,8 @@ def _save(node, results):
             if k is None:
                 records.append(("tensor", t, vc, vc[0], None))
             else:
-                records.append(("output", t._data, vc, vc[0], k))
+                # (a vmap sample's _data is sample 0 only: it is kept whole, detached)
+                records.append(("output", t.detach() if is_vmapped(t) else t._data, vc, vc[0], k))
     node._saved_records = tuple(records)
     node._saved = SAVED if records else NOTHING_SAVED
     node._to_save = ()

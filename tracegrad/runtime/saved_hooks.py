@@ -10,6 +10,7 @@ import threading
 import weakref
 
 from .tensor import Tensor
+from .vmapped import is_vmapped
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "pack_hooks", "Packed"]
 
@@ -60,11 +61,19 @@ class Packed:
         if t.shape != self.shape:
             raise RuntimeError(f"the unpack hook returned a tensor of size {list(t.shape)} for a "
                                f"tensor saved with size {list(self.shape)}: the sizes must match")
-        if not graph:
+        if is_vmapped(t):  # one sample of a vmap batch (its _data is sample 0 only): kept whole
+            if not graph:
+                raise RuntimeError("saved_tensors_hooks: the unpack hook returned a Tensor batched by vmap "
+                                   "for a backward that reads arrays; this is not supported")
+            u = t.detach()
+            u._requires_grad, u._grad_fn = self.requires_grad, self.grad_fn() if self.grad_fn is not None else None
+            u._output_nr = self.output_nr
+        elif not graph:
             return t._data
-        from .tensor import wrap
-        u = wrap(t._data, self.requires_grad, self.grad_fn() if self.grad_fn is not None else None,
-                 self.output_nr)
+        else:
+            from .tensor import wrap
+            u = wrap(t._data, self.requires_grad, self.grad_fn() if self.grad_fn is not None else None,
+                     self.output_nr)
         if self.accumulator is not None:
             u._acc = weakref.ref(self.accumulator)
         return u

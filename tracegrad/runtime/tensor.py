@@ -116,6 +116,9 @@ class Tensor:
         alias of tensor ``t``: same storage and version counter, any dtype)."""
         from .creation import legacy_tensor_data
         if len(args) == 1 and isinstance(args[0], Tensor):
+            if getattr(type(args[0]), "_vmap_batched", False):  # (a vmap sample: its _data is sample 0)
+                raise RuntimeError("vmap: Tensor(t) of a Tensor inside vmap is not supported in tracegrad: "
+                                   "use t.detach() (an alias) or tracegrad.tensor(t) (a copy)")
             t = args[0].detach()
         else:
             t = wrap(legacy_tensor_data(args, device, dtype))
@@ -306,6 +309,8 @@ class Tensor:
         if self._requires_grad and value._data.dtype.kind not in "fc":
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
                                "point or complex dtype")
+        if getattr(type(value), "_vmap_batched", False):  # (a vmap sample: its _data is sample 0)
+            raise RuntimeError("mutating directly with `.data` under vmap transform is not allowed.")
         self._data = value._data
 
     def detach(self):

@@ -12,6 +12,7 @@ from ... import backend
 from ...backend import (
     cpu as host,  # host-side window starts, from the samples copied off the device
 )
+from ...ops._args import on_samples
 from ...runtime import creation
 from ...runtime.tensor import wrap
 
@@ -59,6 +60,15 @@ def _fractional(input, kernel_size, output_size, output_ratio, samples, k):
     channels = input.shape[-k - 1]
     if samples is None:
         samples = creation.rand(batch, channels, k, dtype=input.dtype, device=input.device)
+    # (under vmap: each sample's windows searched in its own values)
+    indices = on_samples(lambda x, u: _fractional_indices(x, u, kernel, spatial, out, batch, channels, k),
+                         input, samples)
+    picked = input.flatten(-k).gather(-1, indices.flatten(-k)).view(indices.shape)
+    return picked, indices
+
+
+def _fractional_indices(input, samples, kernel, spatial, out, batch, channels, k):
+    """The flat indices of the maxima in the pseudo-random windows ``samples`` place."""
     xp = backend.namespace_of(input._data)
     u = xp.to_host(samples._data).reshape(batch * channels, k)
     dtype = host.dtype(input._data.dtype)
@@ -82,9 +92,7 @@ def _fractional(input, kernel_size, output_size, output_ratio, samples, k):
         taps = xp.where(xp.isnan(taps), xp.inf, taps)
     best = xp.take_along_axis(flat, xp.argmax(taps, axis=-1)[..., None], axis=-1)[..., 0]
     lead = tuple(input.shape[:-k])
-    indices = wrap(xp.asarray(best.reshape(lead + out), dtype=host.int64))
-    picked = input.flatten(-k).gather(-1, indices.flatten(-k)).view(indices.shape)
-    return picked, indices
+    return wrap(xp.asarray(best.reshape(lead + out), dtype=host.int64))
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,

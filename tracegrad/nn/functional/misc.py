@@ -274,6 +274,11 @@ def one_hot(tensor, num_classes=-1):
         if num_classes == -1:
             raise RuntimeError("When vmap-ing torch.nn.functional.one_hot, please provide an explicit "
                                "positive num_classes argument.")
+        every = every_sample(tensor)._data  # (each sample's classes checked, as outside vmap)
+        if every.size and int(every.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if every.size and int(every.max()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
         return (tensor.unsqueeze(-1) == creation.arange(num_classes, device=tensor.device)).long()
     x = tensor._data
     xp = backend.namespace_of(x)

@@ -18,6 +18,7 @@ from ...backend import (
     cpu as host,  # host-side arithmetic on shapes and on indices copied off the device
 )
 from ...ops.activation import relu
+from ...ops._args import on_samples
 from ...ops.linalg import _legacy, _tensor
 from ...rules import pool as _pool
 from ...runtime import creation
@@ -202,6 +203,13 @@ def _adaptive_max(input, size):
     first maximum found dim by dim (last dim first), its coordinates resolved back outward.
     The search runs on the input's device (its namespace ``xp``); only the windows, built
     from the sizes, come from the host."""
+    indices = on_samples(lambda x: _adaptive_max_indices(x, size), input, leading=True)
+    values = input.flatten(-len(size)).gather(-1, indices.flatten(-len(size))).view(indices.shape)
+    return values, indices
+
+
+def _adaptive_max_indices(input, size):
+    """The flat indices of adaptive max pooling (any leading dims)."""
     xp = backend.namespace_of(input._data)
     current = input._data
     k = len(size)
@@ -217,9 +225,7 @@ def _adaptive_max(input, size):
         for later_axis, later_idx in stages[j + 1:]:  # pick the rows the outer dims chose
             idx = xp.take_along_axis(idx, later_idx, axis=later_axis)
         flat = flat + idx * math.prod(sizes[axis:][1:])
-    indices = wrap(xp.asarray(flat, dtype=host.int64))
-    values = input.flatten(-k).gather(-1, indices.flatten(-k)).view(indices.shape)
-    return values, indices
+    return wrap(xp.asarray(flat, dtype=host.int64))
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
