@@ -11,9 +11,11 @@ convolution and a transposed one, with the incoming cotangent as the kernel.
 Every kernel makes ONE matrix product over an unfolded (im2col) copy of the padded input,
 taken through one strided view. The padded copy puts the batch dim last, so the columns are
 ordered (position, image) and a stride-1 window row is one contiguous run of memory however
-small the images (ResNet's last stages are 4x4 and 2x2). A transposed convolution with
-stride 1 is the convolution with the flipped, transposed kernel; with larger strides it is
-the product followed by :func:`fold`, one strided add per kernel offset.
+small the images (ResNet's last stages are 4x4 and 2x2). A transposed convolution (a
+convolution's input gradient) is one product with the weights as a transposed view, then
+a fold: one strided add per kernel offset, batch dim innermost again. With stride 1 and
+weights smaller than the unfolded input it is instead the convolution with the flipped,
+transposed kernel (:func:`folds_cheaper`).
 
 Those copies grow with the batch (a ``vmap(jacrev(net))`` over 20000 samples, or a batched
 weight folded into the groups, asks for gigabytes), so each kernel runs over blocks of
@@ -210,13 +212,9 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
     """The adjoint of :func:`correlate` in its input: ``x`` (N, Cin, *S) with ``w``
     (Cin, Cout/groups, *K) gives (N, Cout, *out)."""
     kernel = tuple(w.shape[2:])
+    if all(s == 1 for s in stride) and not folds_cheaper(x, w, groups):
+        return _flipped(xp, x, w, padding, dilation, output_padding, groups)
     nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
-    if all(s == 1 for s in stride):
-        wt = w.reshape((groups, cin // groups, cout // groups) + kernel).swapaxes(1, 2)
-        wt = wt[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape((cout, cin // groups) + kernel)
-        lo = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding))
-        hi = tuple(a + op for a, op in zip(lo, output_padding))
-        return correlate(xp, x, wt, stride, dilation, lo, hi, groups)
     n, sizes = x.shape[0], tuple(x.shape[2:])
     blocks = _blocks(n, groups, cout // groups * math.prod(kernel) * math.prod(sizes) * x.itemsize)
     if blocks is None:
@@ -231,24 +229,48 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
     return y
 
 
+def folds_cheaper(x, w, groups):
+    """Whether a stride-1 transposed convolution should take :func:`_scatter` rather than
+    :func:`_flipped`: the latter copies the weights (a transposing copy, slow per byte)
+    and unfolds ``x``; the fold copies neither but adds up ``prod(kernel)`` products per
+    output. Late layers (512 channels of 2x2 images: 2.4M weights, 147k unfolded values)
+    fold, early ones (64 channels of 16x16 images) unfold."""
+    return w.size >= x.size * math.prod(w.shape[2:]) // groups
+
+
+def _flipped(xp, x, w, padding, dilation, output_padding, groups):
+    """A stride-1 :func:`correlate_transposed` as the correlation of ``x`` with the
+    flipped kernel, its channel dims swapped."""
+    kernel = tuple(w.shape[2:])
+    nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
+    wt = w.reshape((groups, cin // groups, cout // groups) + kernel).swapaxes(1, 2)
+    wt = wt[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape((cout, cin // groups) + kernel)
+    lo = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding))
+    hi = tuple(a + op for a, op in zip(lo, output_padding))
+    return correlate(xp, x, wt, (1,) * nd, dilation, lo, hi, groups)
+
+
 def _scatter(xp, x, w, stride, padding, dilation, output_padding, groups):
-    """A strided :func:`correlate_transposed` as one product, then a :func:`fold`."""
+    """:func:`correlate_transposed` as one product, then a fold: the product of the
+    weights (a transposed view, no copy) with ``x`` gives every kernel offset's share of
+    every output position, added into place one strided slice per offset. The batch dim
+    is innermost, as in :func:`unfold`, so each added run is a whole row of all images."""
     kernel = tuple(w.shape[2:])
     nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
     n, sizes = x.shape[0], tuple(x.shape[2:])
-    xm = x.swapaxes(0, 1).reshape(groups, cin // groups, n * math.prod(sizes))
-    # w as a transposed view (no copy of the weights): rows ordered (output channel,
-    # kernel offset) within each group
+    xm = xp.moveaxis(x, 0, -1).reshape(groups, cin // groups, math.prod(sizes) * n)  # (Cin, *S, N)
+    # w as a transposed view: rows ordered (output channel, kernel offset) within each group
     wm = w.reshape(groups, cin // groups, cout // groups * math.prod(kernel)).swapaxes(1, 2)
-    cols = xp.matmul(wm, xm).reshape((groups, cout // groups) + kernel + (n,) + sizes)
-    cols = xp.moveaxis(cols, tuple(range(2, 2 + nd)), tuple(range(nd)))  # (*K, G, Cout/G, N, *S)
+    cols = xp.matmul(wm, xm).reshape((cout,) + kernel + sizes + (n,))
     out = [transposed_output_size(m, k, s, p, d, op) for m, k, s, p, d, op in
            zip(sizes, kernel, stride, padding, dilation, output_padding)]
     extent = [max(transposed_output_size(m, k, s, 0, d, 0), p + o)
               for m, k, s, d, p, o in zip(sizes, kernel, stride, dilation, padding, out)]
-    y = fold(xp, cols, kernel, stride, dilation, extent).reshape((cout, n) + tuple(extent))
-    y = y[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
-    return xp.ascontiguousarray(y.swapaxes(0, 1))
+    y = xp.zeros((cout,) + tuple(extent) + (n,), dtype=cols.dtype)
+    for k, index in taps(kernel, stride, dilation, sizes):
+        y[index + (slice(None),)] += cols[(slice(None),) + k]
+    y = y[(slice(None),) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
+    return xp.ascontiguousarray(xp.moveaxis(y, -1, 0))
 
 
 # -- the rules -----------------------------------------------------------------------------
