@@ -28,7 +28,9 @@ import math
 from .broadcast import broadcast_to
 from .core import KEEP, Primitive, primitive
 from .index import basic_index
+from ..backend import threads
 from .reduce import sum as _sum
+from .scratch import scratch
 from .shape import reshape
 
 __all__ = ["convolution", "convolution_backward_input", "convolution_backward_weight",
@@ -126,10 +128,7 @@ def unfold(xp, x, kernel, stride, dilation, lo, hi):
     run of ``out[-1] * N`` values (a few times faster to copy than a row of one image)."""
     n, c = x.shape[:2]
     out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
-    last = xp.moveaxis(x, 0, -1)  # (C, *spatial, N)
-    buf = padded(xp, last, tuple(lo) + (0,), tuple(hi) + (0,))
-    if buf is last:
-        buf = xp.ascontiguousarray(last)
+    buf = _batch_last(xp, x, "padded", lo, hi)  # (C, *padded spatial, N)
     sc, sp, sn = buf.strides[0], buf.strides[1:-1], buf.strides[-1]
     shape = (c,) + tuple(kernel) + out + (n,)
     strides = (sc,) + tuple(d * s for d, s in zip(dilation, sp)) + tuple(
@@ -137,12 +136,55 @@ def unfold(xp, x, kernel, stride, dilation, lo, hi):
     return xp.as_strided(buf, shape, strides), out
 
 
+def _batch_last(xp, x, slot, lo=None, hi=None):
+    """``x`` (N, C, *S) copied to scratch memory as (C, *S, N), each spatial dim zero-padded
+    by ``lo[i]`` in front and ``hi[i]`` behind (negative amounts crop); the channels are
+    split over the intra-op threads."""
+    nd = x.ndim - 2
+    lo, hi = lo or (0,) * nd, hi or (0,) * nd
+    if any(a < 0 for a in lo) or any(b < 0 for b in hi):
+        x = x[(slice(None), slice(None)) + tuple(
+            slice(max(-a, 0), m - max(-b, 0)) for a, b, m in zip(lo, hi, x.shape[2:]))]
+        lo, hi = tuple(max(a, 0) for a in lo), tuple(max(b, 0) for b in hi)
+    sizes = x.shape[2:]
+    buf = scratch(xp, slot, (x.shape[1],) + tuple(m + a + b for m, a, b in zip(sizes, lo, hi))
+                  + (x.shape[0],), x.dtype)
+    inner = tuple(slice(a, a + m) for a, m in zip(lo, sizes))
+    borders = [(slice(None),) * (1 + i) + (edge,) for i, (a, b, m) in enumerate(zip(lo, hi, sizes))
+               for edge in (slice(0, a), slice(a + m, None)) if edge.start != edge.stop]
+    last = xp.moveaxis(x, 0, -1)
+
+    def part(c0, c1):
+        for edge in borders:
+            buf[c0:c1][edge] = 0
+        buf[c0:c1][(slice(None),) + inner] = last[c0:c1]
+    _split(xp, part, buf.shape[0], 2 * buf.nbytes)
+    return buf
+
+
+def _split(xp, fn, n, nbytes):
+    """``fn(lo, hi)`` over slabs of ``range(n)``: on the CPU, run by the intra-op threads
+    (:mod:`tracegrad.backend.threads`); elsewhere in one call."""
+    if xp.name == "cpu":
+        threads.parallel(fn, n, nbytes)
+    else:
+        fn(0, n)
+
+
+def _assign(xp, dst, src):
+    """``dst[...] = src`` (same shapes), its first dim split over the intra-op threads."""
+    def part(lo, hi):
+        dst[lo:hi] = src[lo:hi]
+    _split(xp, part, dst.shape[0], 2 * dst.nbytes)
+
+
 def _columns(xp, x, kernel, stride, dilation, lo, hi, groups):
     """(cols, out): the unfolded input as ``(groups, C/groups * prod(kernel), L * N)``,
     columns ordered (position, image) (the one copy of the unfolding)."""
     view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
     n, c = x.shape[:2]
-    cols = view.reshape(groups, c // groups * math.prod(kernel), math.prod(out) * n)
+    cols = scratch(xp, "columns", (groups, c // groups * math.prod(kernel), math.prod(out) * n), x.dtype)
+    _assign(xp, cols.reshape(view.shape), view)
     return cols, out
 
 
@@ -166,8 +208,18 @@ def _correlate(xp, x, w, stride, dilation, lo, hi, groups):
     """:func:`correlate` as one product over all the columns."""
     kernel, o, n = tuple(w.shape[2:]), w.shape[0], x.shape[0]
     cols, out = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
-    y = xp.matmul(w.reshape(groups, o // groups, cols.shape[1]), cols)
-    return xp.ascontiguousarray(xp.moveaxis(y.reshape((o,) + out + (n,)), -1, 0))
+    wm = w.reshape(groups, o // groups, cols.shape[1])
+    y = xp.matmul(wm, cols, out=scratch(xp, "product", (groups, o // groups, cols.shape[2]),
+                                          xp.result_type(wm, cols)))
+    return _batch_first(xp, y.reshape((o,) + out + (n,)))
+
+
+def _batch_first(xp, a):
+    """A new C-contiguous array of ``a`` (C, *S, N) with its last dim moved to the front
+    (``a`` may be scratch memory: never a view of it)."""
+    y = xp.empty(a.shape[-1:] + a.shape[:-1], dtype=a.dtype)
+    _assign(xp, y.swapaxes(0, 1), xp.moveaxis(a, -1, 1))  # split over the channels
+    return y
 
 
 def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
@@ -194,8 +246,10 @@ def _correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
     if tuple(g.shape[2:]) != out:  # only the positions both have count (the rest are zeros)
         keep = tuple(slice(0, min(a, b)) for a, b in zip(out, g.shape[2:]))
         view, g = view[(slice(None),) * (1 + nd) + keep], g[(slice(None),) * 2 + keep]
-    cols = view.reshape(groups, c // groups * math.prod(kernel), -1)
-    gm = xp.moveaxis(g, 0, -1).reshape(groups, o // groups, cols.shape[2])  # (O, *out, N)
+    cols = scratch(xp, "columns", (groups, c // groups * math.prod(kernel), math.prod(view.shape[1 + nd:])),
+                   x.dtype)
+    _assign(xp, cols.reshape(view.shape), view)
+    gm = _batch_last(xp, g, "grad").reshape(groups, o // groups, cols.shape[2])  # (O, *out, N)
     # written into an array of the weight's shape that owns its memory: a leaf adopts
     # such a gradient as its .grad without copying it
     dw = xp.empty((o, c // groups) + tuple(kernel), dtype=cols.dtype)
@@ -258,19 +312,26 @@ def _scatter(xp, x, w, stride, padding, dilation, output_padding, groups):
     kernel = tuple(w.shape[2:])
     nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
     n, sizes = x.shape[0], tuple(x.shape[2:])
-    xm = xp.moveaxis(x, 0, -1).reshape(groups, cin // groups, math.prod(sizes) * n)  # (Cin, *S, N)
+    xm = _batch_last(xp, x, "grad").reshape(groups, cin // groups, math.prod(sizes) * n)  # (Cin, *S, N)
     # w as a transposed view: rows ordered (output channel, kernel offset) within each group
     wm = w.reshape(groups, cin // groups, cout // groups * math.prod(kernel)).swapaxes(1, 2)
-    cols = xp.matmul(wm, xm).reshape((cout,) + kernel + sizes + (n,))
+    cols = xp.matmul(wm, xm, out=scratch(xp, "product", (groups, wm.shape[1], xm.shape[2]),
+                                         xp.result_type(wm, xm)))
+    cols = cols.reshape((cout,) + kernel + sizes + (n,))
     out = [transposed_output_size(m, k, s, p, d, op) for m, k, s, p, d, op in
            zip(sizes, kernel, stride, padding, dilation, output_padding)]
     extent = [max(transposed_output_size(m, k, s, 0, d, 0), p + o)
               for m, k, s, d, p, o in zip(sizes, kernel, stride, dilation, padding, out)]
-    y = xp.zeros((cout,) + tuple(extent) + (n,), dtype=cols.dtype)
-    for k, index in taps(kernel, stride, dilation, sizes):
-        y[index + (slice(None),)] += cols[(slice(None),) + k]
-    y = y[(slice(None),) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
-    return xp.ascontiguousarray(xp.moveaxis(y, -1, 0))
+    y = scratch(xp, "padded", (cout,) + tuple(extent) + (n,), cols.dtype)
+    adds = [(index + (slice(None),), (slice(None),) + k) for k, index in taps(kernel, stride, dilation, sizes)]
+
+    def part(c0, c1):
+        slab, share = y[c0:c1], cols[c0:c1]
+        slab[...] = 0
+        for at, k in adds:
+            slab[at] += share[k]
+    _split(xp, part, cout, (2 * len(adds) + 1) * y.nbytes)
+    return _batch_first(xp, y[(slice(None),) + tuple(slice(p, p + o) for p, o in zip(padding, out))])
 
 
 # -- the rules -----------------------------------------------------------------------------
