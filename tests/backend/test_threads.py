@@ -130,3 +130,28 @@ def test_threaded_convolutions_equal_single_threaded_ones(kw, dtype, monkeypatch
         threads.set_threads(before)
     for a, b_ in zip(one, many):
         np.testing.assert_array_equal(a, b_)
+
+
+@pytest.mark.parametrize("shape", [(4, 7, 5, 3), (6, 5), (3, 4, 9)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_threaded_batch_norm_equals_single_threaded(shape, dtype, monkeypatch):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(dtype) * 3 + 1
+    w, b = rng.standard_normal(shape[1]).astype(dtype), rng.standard_normal(shape[1]).astype(dtype)
+
+    def run():
+        xs, ws, bs = (tg.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = tg.nn.functional.batch_norm(xs, None, None, ws, bs, training=True)
+        y.backward(tg.tensor(np.sin(np.arange(y.numel())).reshape(shape).astype(dtype)))
+        return [y.detach().numpy(), xs.grad.numpy(), ws.grad.numpy(), bs.grad.numpy()]
+    before = threads.get_threads()
+    try:
+        threads.set_threads(1)
+        one = run()
+        threads.set_threads(3)
+        monkeypatch.setattr(threads, "MIN_BYTES", 1)
+        many = run()
+    finally:
+        threads.set_threads(before)
+    for a, b_ in zip(one, many):
+        np.testing.assert_array_equal(a, b_)
