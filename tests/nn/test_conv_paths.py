@@ -5,6 +5,8 @@ picks; each against the definition (2-d) and the adjoint identity (1-d, 3-d), wi
 groups, dilation, padding beyond the kernel's reach and output padding; and (marked
 ``torch``) input, weight and bias gradients of convolutions whose shapes take each path,
 in float32 and float64."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,43 @@ def test_conv2d_gradients_against_pytorch(case, dtype):
         assert conv_rules.folds_cheaper(to_np(results[0][0]), w, kw.get("groups", 1)) == folds
     for ours, theirs in zip(*results):
         assert_close(ours, theirs)
+
+
+def _windows_ref(x, kernel, stride, dilation, lo, hi):
+    """(C, *kernel, *out, N): every tap of every window of x zero-padded by lo/hi, by loops."""
+    nd = len(kernel)
+    pad = [(0, 0), (0, 0)] + [(max(a, 0), max(b, 0)) for a, b in zip(lo, hi)]
+    xp_ = np.pad(x, pad)
+    crop = tuple(slice(max(-a, 0), xp_.shape[2 + i] - max(-b, 0)) for i, (a, b) in enumerate(zip(lo, hi)))
+    xp_ = xp_[(slice(None), slice(None)) + crop]
+    out = [(xp_.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
+    ref = np.zeros((x.shape[1],) + tuple(kernel) + tuple(out) + (x.shape[0],))
+    for k in itertools.product(*map(range, kernel)):
+        for pos in itertools.product(*map(range, out)):
+            at = tuple(p * s + t * d for p, s, t, d in zip(pos, stride, k, dilation))
+            ref[(slice(None),) + k + pos] = xp_[(slice(None), slice(None)) + at].T
+    return ref, tuple(out)
+
+
+UNFOLD = [  # (spatial, kernel, stride, dilation, lo, hi): the last dims' strides take the phase split
+    ((9,), (3,), (2,), (1,), (1,), (1,)),
+    ((10,), (4,), (3,), (2,), (2,), (0,)),
+    ((7, 11), (7, 7), (2, 2), (1, 1), (3, 3), (3, 3)),
+    ((6, 9), (2, 3), (1, 3), (2, 2), (0, 1), (1, 2)),
+    ((5, 8), (3, 2), (2, 2), (1, 3), (-1, 1), (1, -1)),     # negative padding crops
+    ((4, 5, 7), (2, 2, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (1, 0, 1)),
+    ((6, 6), (1, 1), (2, 2), (1, 1), (0, 0), (0, 0)),        # 1x1: no phase split
+]
+
+
+@pytest.mark.parametrize("case", UNFOLD, ids=[str(i) for i in range(len(UNFOLD))])
+def test_unfold_takes_every_tap_of_every_window(case):
+    spatial, kernel, stride, dilation, lo, hi = case
+    x = RNG.standard_normal((3, 4) + spatial)
+    ref, out = _windows_ref(x, kernel, stride, dilation, lo, hi)
+    cols, positions = conv_rules.unfold(cpu, x, kernel, stride, dilation, lo, hi)
+    assert positions == out
+    np.testing.assert_array_equal(cols, ref)
+    fewer = tuple(max(1, m - 1) for m in out)  # the weight gradient's count of positions
+    cols, _ = conv_rules.unfold(cpu, x, kernel, stride, dilation, lo, hi, fewer)
+    np.testing.assert_array_equal(cols, ref[(Ellipsis,) + tuple(slice(0, m) for m in fewer) + (slice(None),)])

@@ -121,25 +121,48 @@ def positions(sizes, kernel, stride, dilation, lo, hi):
                  for m, k, st, d, a, b in zip(sizes, kernel, stride, dilation, lo, hi))
 
 
-def unfold(xp, x, kernel, stride, dilation, lo, hi):
-    """The windows of ``x`` (N, C, *spatial), padded by ``lo``/``hi``, as a strided view
-    ``(C, *kernel, *out, N)`` over a padded copy with the batch dim last; returns (view,
-    out). With the batch innermost, each tap of a stride-1 window row is one contiguous
-    run of ``out[-1] * N`` values (a few times faster to copy than a row of one image)."""
-    n, c = x.shape[:2]
+def unfold(xp, x, kernel, stride, dilation, lo, hi, count=None):
+    """The windows of ``x`` (N, C, *spatial), padded by ``lo``/``hi``, copied out as
+    ``(C, *kernel, *count, N)`` (im2col; scratch memory), ``count`` positions per dim (by
+    default all of them); returns (columns, all positions). With the batch innermost, each
+    tap of a stride-1 window row is one contiguous run of ``count[-1] * N`` values (a few
+    times faster to copy than a row of one image). With a stride along the last dim the
+    padded copy is split into that many phases (every s-th column), so that a row of taps
+    is again one run rather than N values at a time."""
+    n, c, nd = x.shape[0], x.shape[1], len(kernel)
     out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
-    buf = _batch_last(xp, x, "padded", lo, hi)  # (C, *padded spatial, N)
-    sc, sp, sn = buf.strides[0], buf.strides[1:-1], buf.strides[-1]
-    shape = (c,) + tuple(kernel) + out + (n,)
-    strides = (sc,) + tuple(d * s for d, s in zip(dilation, sp)) + tuple(
-        st * s for st, s in zip(stride, sp)) + (sn,)
-    return xp.as_strided(buf, shape, strides), out
+    count = out if count is None else tuple(count)
+    cols = scratch(xp, "columns", (c,) + tuple(kernel) + count + (n,), x.dtype)
+    step = stride[-1] if kernel[-1] > 1 else 1  # (one tap reads one phase: no gain)
+    buf = _batch_last(xp, x, "padded", lo, hi, step)
+    if step == 1:  # buf: (C, *padded spatial, N)
+        sc, sp, sn = buf.strides[0], buf.strides[1:-1], buf.strides[-1]
+        view = xp.as_strided(buf, cols.shape, (sc,) + tuple(d * t for d, t in zip(dilation, sp))
+                             + tuple(st * t for st, t in zip(stride, sp)) + (sn,))
+        _assign(xp, cols, view)
+        return cols, out
+    # buf: (C, *padded spatial but the last, phase, column // step, N)
+    sc, sp, (sr, sq, sn) = buf.strides[0], buf.strides[1:nd], buf.strides[nd:]
+    strides = (sc,) + tuple(d * t for d, t in zip(dilation, sp)) + tuple(
+        st * t for st, t in zip(stride, sp)) + (sq, sn)
+    taps_ = [(j, divmod(j * dilation[-1], step)) for j in range(kernel[-1])]
+    slabs = threads.parts(c, 2 * cols.nbytes // len(taps_)) if xp.name == "cpu" else 1
+    tasks = [(j, q, r, c * i // slabs, c * (i + 1) // slabs) for j, (q, r) in taps_ for i in range(slabs)]
+
+    def part(t0, t1):
+        for j, q, r, c0, c1 in tasks[t0:t1]:
+            start = buf[(slice(c0, c1),) + (slice(None),) * (nd - 1) + (r, slice(q, None))]
+            cols[(slice(c0, c1),) + (slice(None),) * (nd - 1) + (j,)] = xp.as_strided(
+                start, (c1 - c0,) + tuple(kernel[:-1]) + count + (n,), strides)
+    _split(xp, part, len(tasks), 2 * cols.nbytes)
+    return cols, out
 
 
-def _batch_last(xp, x, slot, lo=None, hi=None):
+def _batch_last(xp, x, slot, lo=None, hi=None, phases=1):
     """``x`` (N, C, *S) copied to scratch memory as (C, *S, N), each spatial dim zero-padded
     by ``lo[i]`` in front and ``hi[i]`` behind (negative amounts crop); the channels are
-    split over the intra-op threads."""
+    split over the intra-op threads. With ``phases`` s > 1 the padded last spatial dim
+    (length P) is stored as (s, ceil(P / s)): column p at [p % s, p // s]."""
     nd = x.ndim - 2
     lo, hi = lo or (0,) * nd, hi or (0,) * nd
     if any(a < 0 for a in lo) or any(b < 0 for b in hi):
@@ -147,12 +170,28 @@ def _batch_last(xp, x, slot, lo=None, hi=None):
             slice(max(-a, 0), m - max(-b, 0)) for a, b, m in zip(lo, hi, x.shape[2:]))]
         lo, hi = tuple(max(a, 0) for a in lo), tuple(max(b, 0) for b in hi)
     sizes = x.shape[2:]
-    buf = scratch(xp, slot, (x.shape[1],) + tuple(m + a + b for m, a, b in zip(sizes, lo, hi))
-                  + (x.shape[0],), x.dtype)
+    grown = tuple(m + a + b for m, a, b in zip(sizes, lo, hi))
+    last = xp.moveaxis(x, 0, -1)
+    if phases > 1:
+        buf = scratch(xp, slot, (x.shape[1],) + grown[:-1] + (phases, -(-grown[-1] // phases), x.shape[0]),
+                      x.dtype)
+        inner = (slice(None),) + tuple(slice(a, a + m) for a, m in zip(lo[:-1], sizes[:-1]))
+        a, m = lo[-1], sizes[-1]
+        # phase r holds padded columns q * s + r: those inside x are x's columns w0, w0 + s...
+        copies = [(r, slice(-(-(a - r) // phases), -(-(a + m - r) // phases)), -(-(a - r) // phases) * phases + r - a)
+                  for r in range(phases)]
+
+        def part(c0, c1):
+            buf[c0:c1] = 0
+            for r, at, w0 in copies:
+                if at.stop > at.start:
+                    buf[c0:c1][inner + (r, at)] = last[c0:c1][(Ellipsis, slice(w0, None, phases), slice(None))]
+        _split(xp, part, buf.shape[0], 2 * buf.nbytes)
+        return buf
+    buf = scratch(xp, slot, (x.shape[1],) + grown + (x.shape[0],), x.dtype)
     inner = tuple(slice(a, a + m) for a, m in zip(lo, sizes))
     borders = [(slice(None),) * (1 + i) + (edge,) for i, (a, b, m) in enumerate(zip(lo, hi, sizes))
                for edge in (slice(0, a), slice(a + m, None)) if edge.start != edge.stop]
-    last = xp.moveaxis(x, 0, -1)
 
     def part(c0, c1):
         for edge in borders:
@@ -181,11 +220,9 @@ def _assign(xp, dst, src):
 def _columns(xp, x, kernel, stride, dilation, lo, hi, groups):
     """(cols, out): the unfolded input as ``(groups, C/groups * prod(kernel), L * N)``,
     columns ordered (position, image) (the one copy of the unfolding)."""
-    view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
+    cols, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
     n, c = x.shape[:2]
-    cols = scratch(xp, "columns", (groups, c // groups * math.prod(kernel), math.prod(out) * n), x.dtype)
-    _assign(xp, cols.reshape(view.shape), view)
-    return cols, out
+    return cols.reshape(groups, c // groups * math.prod(kernel), math.prod(out) * n), out
 
 
 def correlate(xp, x, w, stride, dilation, lo, hi, groups):
@@ -242,13 +279,12 @@ def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
 def _correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
     """:func:`correlate_weight` as one product over all the columns."""
     c, o, nd = x.shape[1], g.shape[1], len(kernel)
-    view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
-    if tuple(g.shape[2:]) != out:  # only the positions both have count (the rest are zeros)
-        keep = tuple(slice(0, min(a, b)) for a, b in zip(out, g.shape[2:]))
-        view, g = view[(slice(None),) * (1 + nd) + keep], g[(slice(None),) * 2 + keep]
-    cols = scratch(xp, "columns", (groups, c // groups * math.prod(kernel), math.prod(view.shape[1 + nd:])),
-                   x.dtype)
-    _assign(xp, cols.reshape(view.shape), view)
+    out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
+    count = tuple(min(a, b) for a, b in zip(out, g.shape[2:]))  # the positions both have count
+    if tuple(g.shape[2:]) != count:  # (the rest are zeros)
+        g = g[(slice(None),) * 2 + tuple(slice(0, m) for m in count)]
+    cols, _ = unfold(xp, x, kernel, stride, dilation, lo, hi, count)
+    cols = cols.reshape(groups, c // groups * math.prod(kernel), math.prod(count) * x.shape[0])
     gm = _batch_last(xp, g, "grad").reshape(groups, o // groups, cols.shape[2])  # (O, *out, N)
     # written into an array of the weight's shape that owns its memory: a leaf adopts
     # such a gradient as its .grad without copying it
