@@ -112,11 +112,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="threads for each side (default: every core)")
+    parser.add_argument("--intra-op", type=int, default=None,
+                        help="tracegrad's intra-op threads, if not --threads (1: BLAS threads only)")
     parser.add_argument("--blocks", type=int, default=3, help="alternating blocks per contender")
     parser.add_argument("--profile", action="store_true", help="profile tracegrad's step")
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
-    tg.set_num_threads(args.threads)
+    tg.set_num_threads(args.intra_op or args.threads)
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, 3, SIZE, SIZE)).astype(np.float32)
