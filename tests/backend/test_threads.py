@@ -155,3 +155,28 @@ def test_threaded_batch_norm_equals_single_threaded(shape, dtype, monkeypatch):
         threads.set_threads(before)
     for a, b_ in zip(one, many):
         np.testing.assert_array_equal(a, b_)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, ceil_mode=True),
+                                dict(kernel_size=(2, 3), stride=1, dilation=(1, 2))])
+def test_threaded_max_pooling_equals_single_threaded(kw, monkeypatch):
+    rng = np.random.default_rng(5)
+    x = rng.integers(-3, 3, (3, 5, 7, 8)).astype(np.float32)  # ties
+    x[0, 1, 2, 3] = np.nan
+
+    def run():
+        xs = tg.tensor(x, requires_grad=True)
+        y, idx = tg.nn.functional.max_pool2d(xs, return_indices=True, **kw)
+        y.backward(tg.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)).astype(np.float32)))
+        return [y.detach().numpy(), idx.numpy(), xs.grad.numpy()]
+    before = threads.get_threads()
+    try:
+        threads.set_threads(1)
+        one = run()
+        threads.set_threads(3)
+        monkeypatch.setattr(threads, "MIN_BYTES", 1)
+        many = run()
+    finally:
+        threads.set_threads(before)
+    for a, b_ in zip(one, many):
+        np.testing.assert_array_equal(a, b_)
