@@ -180,3 +180,13 @@ def test_threaded_max_pooling_equals_single_threaded(kw, monkeypatch):
         threads.set_threads(before)
     for a, b_ in zip(one, many):
         np.testing.assert_array_equal(a, b_)
+
+
+def test_a_slab_that_splits_again_runs_in_its_thread(three_threads):
+    """Nested parallel calls do not wait on the pool they run in (no deadlock)."""
+    seen, fn = _record()
+
+    def outer(lo, hi):
+        threads.parallel(fn, 4, 10 ** 9)
+    threads.parallel(outer, 3, 10 ** 9)
+    assert len(seen) == 3 + 1 + 1  # the caller's slab splits in three; the pool's two do not

@@ -33,6 +33,7 @@ def _cores():
 
 
 _state = {"threads": _cores(), "pool": None, "pid": None}
+_PREFIX = "tracegrad-intra-op"
 _lock = threading.Lock()
 
 
@@ -54,13 +55,16 @@ def _pool(workers):
         if pool is None or _state["pid"] != os.getpid() or pool._max_workers < workers:
             if pool is not None and _state["pid"] == os.getpid():
                 pool.shutdown(wait=False)
-            pool = _state["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="tracegrad")
+            pool = _state["pool"] = ThreadPoolExecutor(workers, thread_name_prefix=_PREFIX)
             _state["pid"] = os.getpid()
     return pool
 
 
 def parts(n, nbytes):
-    """How many slabs to cut ``n`` rows moving ``nbytes`` into (1: do it in one go)."""
+    """How many slabs to cut ``n`` rows moving ``nbytes`` into (1: do it in one go, as
+    always inside a pool thread: a slab that split again could wait on itself)."""
+    if _state["threads"] == 1 or threading.current_thread().name.startswith(_PREFIX):
+        return 1
     return max(1, min(_state["threads"], n, nbytes // MIN_BYTES))
 
 
