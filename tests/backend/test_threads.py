@@ -4,6 +4,7 @@ the caller; errors propagate after every slab has finished; ``tracegrad.set_num_
 sets the count; a forked child gets a working pool of its own. And the threaded kernels
 (convolution, batch norm) give bit-identical values on 1 and on 3 threads."""
 import multiprocessing
+import os
 import threading
 
 import numpy as np
@@ -190,3 +191,13 @@ def test_a_slab_that_splits_again_runs_in_its_thread(three_threads):
         threads.parallel(fn, 4, 10 ** 9)
     threads.parallel(outer, 3, 10 ** 9)
     assert len(seen) == 3 + 1 + 1  # the caller's slab splits in three; the pool's two do not
+
+
+@pytest.mark.parametrize("env,expected", [("3", 3), ("0", None), ("x", None), (None, None)])
+def test_the_default_count_follows_omp_num_threads(env, expected, monkeypatch):
+    if env is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", env)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert threads._default_threads() == (expected or cores)

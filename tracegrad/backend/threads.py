@@ -10,7 +10,8 @@ a few Python threads makes it parallel: :func:`parallel` runs ``fn(lo, hi)`` ove
 ``range(n)``, one slab in the calling thread and the others in a small pool.
 
 The number of threads is PyTorch's intra-op setting: ``tracegrad.set_num_threads`` (default:
-the cores this process may run on). With one thread nothing is started. Work under
+``OMP_NUM_THREADS`` if set, else the cores this process may run on). With one thread nothing
+is started. Work under
 :data:`MIN_BYTES` per thread stays in the calling thread (handing a slab to another thread
 costs ~15-30 us). The pool is made on first use and again in a forked child (a fork copies
 no threads).
@@ -25,14 +26,22 @@ MIN_BYTES = 1 << 19
 """The least memory traffic (bytes read and written) worth a thread of its own."""
 
 
-def _cores():
+def _default_threads():
+    """``OMP_NUM_THREADS`` when set to a positive count (as for PyTorch's intra-op
+    threads), else the cores this process may run on."""
+    try:
+        n = int(os.environ.get("OMP_NUM_THREADS", ""))
+        if n > 0:
+            return n
+    except ValueError:
+        pass
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 
 
-_state = {"threads": _cores(), "pool": None, "pid": None}
+_state = {"threads": _default_threads(), "pool": None, "pid": None}
 _PREFIX = "tracegrad-intra-op"
 _lock = threading.Lock()
 
