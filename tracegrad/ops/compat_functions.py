@@ -247,7 +247,8 @@ _threads = {"inter": os.cpu_count() or 1, "warn_always": False}
 
 def set_num_threads(n):
     """The intra-op threads tracegrad's CPU kernels may split their copies and passes
-    over (:mod:`tracegrad.backend.threads`; default: the cores this process may use).
+    over (:mod:`tracegrad.backend.threads`; default: ``OMP_NUM_THREADS``, else the cores
+    this process may use).
     NumPy's BLAS chooses its own threads (``OPENBLAS_NUM_THREADS``)."""
     if not isinstance(n, int) or n <= 0:
         raise RuntimeError("Number of threads must be positive")
