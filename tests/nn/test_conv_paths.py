@@ -86,6 +86,8 @@ GRAD_CASES = [
     ((2, 8, 3, 2), (8, 8, 2, 2), dict(padding=(1, 0), dilation=(2, 1)), True),
     ((2, 3, 9, 8), (4, 3, 3, 3), dict(padding=1), False),
     ((2, 16, 4, 4), (16, 16, 3, 3), dict(stride=2, padding=1), True),   # strided: always folds
+    ((2, 8, 5, 4), (6, 8, 1, 1), dict(padding=(1, 0)), False),          # 1x1: no unfolding copy
+    ((2, 3, 9, 8), (4, 3, 7, 7), dict(stride=2, padding=3), True),      # the stem: phase split
 ]
 
 
@@ -134,6 +136,7 @@ UNFOLD = [  # (spatial, kernel, stride, dilation, lo, hi): the last dims' stride
     ((5, 8), (3, 2), (2, 2), (1, 3), (-1, 1), (1, -1)),     # negative padding crops
     ((4, 5, 7), (2, 2, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (1, 0, 1)),
     ((6, 6), (1, 1), (2, 2), (1, 1), (0, 0), (0, 0)),        # 1x1: no phase split
+    ((5, 6), (1, 1), (1, 1), (1, 1), (1, 0), (0, 2)),        # 1x1, stride 1: the padded copy itself
 ]
 
 

@@ -132,9 +132,12 @@ def unfold(xp, x, kernel, stride, dilation, lo, hi, count=None):
     n, c, nd = x.shape[0], x.shape[1], len(kernel)
     out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
     count = out if count is None else tuple(count)
-    cols = scratch(xp, "columns", (c,) + tuple(kernel) + count + (n,), x.dtype)
+    shape = (c,) + tuple(kernel) + count + (n,)
     step = stride[-1] if kernel[-1] > 1 else 1  # (one tap reads one phase: no gain)
     buf = _batch_last(xp, x, "padded", lo, hi, step)
+    if all(k == 1 for k in kernel) and all(st == 1 for st in stride) and count == out:
+        return buf.reshape(shape), out  # 1x1, stride 1: the padded copy is the columns
+    cols = scratch(xp, "columns", shape, x.dtype)
     if step == 1:  # buf: (C, *padded spatial, N)
         sc, sp, sn = buf.strides[0], buf.strides[1:-1], buf.strides[-1]
         view = xp.as_strided(buf, cols.shape, (sc,) + tuple(d * t for d, t in zip(dilation, sp))
