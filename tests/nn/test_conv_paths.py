@@ -12,7 +12,6 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.backend import cpu
-from tracegrad.nn import functional as F
 from tracegrad.rules import conv as conv_rules
 
 from ._oracle import assert_close, to_np

@@ -145,7 +145,7 @@ def unfold(xp, x, kernel, stride, dilation, lo, hi, count=None):
         _assign(xp, cols, view)
         return cols, out
     # buf: (C, *padded spatial but the last, phase, column // step, N)
-    sc, sp, (sr, sq, sn) = buf.strides[0], buf.strides[1:nd], buf.strides[nd:]
+    sc, sp, (_, sq, sn) = buf.strides[0], buf.strides[1:nd], buf.strides[nd:]
     strides = (sc,) + tuple(d * t for d, t in zip(dilation, sp)) + tuple(
         st * t for st, t in zip(stride, sp)) + (sq, sn)
     taps_ = [(j, divmod(j * dilation[-1], step)) for j in range(kernel[-1])]
@@ -180,9 +180,12 @@ def _batch_last(xp, x, slot, lo=None, hi=None, phases=1):
                       x.dtype)
         inner = (slice(None),) + tuple(slice(a, a + m) for a, m in zip(lo[:-1], sizes[:-1]))
         a, m = lo[-1], sizes[-1]
-        # phase r holds padded columns q * s + r: those inside x are x's columns w0, w0 + s...
-        copies = [(r, slice(-(-(a - r) // phases), -(-(a + m - r) // phases)), -(-(a - r) // phases) * phases + r - a)
-                  for r in range(phases)]
+        # phase r holds padded columns q * s + r: those inside x (q from q0 = ceil((a - r) / s)
+        # up to ceil((a + m - r) / s)) are x's columns q0 * s + r - a, every s-th
+        copies = []
+        for r in range(phases):
+            q0, q1 = -(-(a - r) // phases), -(-(a + m - r) // phases)
+            copies.append((r, slice(q0, q1), q0 * phases + r - a))
 
         def part(c0, c1):
             buf[c0:c1] = 0
@@ -281,7 +284,7 @@ def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
 
 def _correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
     """:func:`correlate_weight` as one product over all the columns."""
-    c, o, nd = x.shape[1], g.shape[1], len(kernel)
+    c, o = x.shape[1], g.shape[1]
     out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
     count = tuple(min(a, b) for a, b in zip(out, g.shape[2:]))  # the positions both have count
     if tuple(g.shape[2:]) != count:  # (the rest are zeros)
@@ -307,7 +310,7 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
     kernel = tuple(w.shape[2:])
     if all(s == 1 for s in stride) and not folds_cheaper(x, w, groups):
         return _flipped(xp, x, w, padding, dilation, output_padding, groups)
-    nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
+    cout = w.shape[1] * groups
     n, sizes = x.shape[0], tuple(x.shape[2:])
     blocks = _blocks(n, groups, cout // groups * math.prod(kernel) * math.prod(sizes) * x.itemsize)
     if blocks is None:
@@ -349,7 +352,7 @@ def _scatter(xp, x, w, stride, padding, dilation, output_padding, groups):
     every output position, added into place one strided slice per offset. The batch dim
     is innermost, as in :func:`unfold`, so each added run is a whole row of all images."""
     kernel = tuple(w.shape[2:])
-    nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
+    cin, cout = w.shape[0], w.shape[1] * groups
     n, sizes = x.shape[0], tuple(x.shape[2:])
     xm = _batch_last(xp, x, "grad").reshape(groups, cin // groups, math.prod(sizes) * n)  # (Cin, *S, N)
     # w as a transposed view: rows ordered (output channel, kernel offset) within each group
