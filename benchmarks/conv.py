@@ -81,9 +81,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="threads for NumPy's BLAS and for torch (default: every core)")
+                        help="threads for NumPy's BLAS, tracegrad and torch (default: every core)")
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
+    tg.set_num_threads(args.threads)  # tracegrad's intra-op threads (copies, normalisation)
     has_torch = importlib.util.find_spec("torch") is not None
     rng = np.random.default_rng(0)
     inputs = {name: {k: rng.standard_normal(case[k]).astype(np.float32) for k in ("x", "w") if k in case}
@@ -97,7 +98,7 @@ def main():
         theirs = {(name, bw): best_time(make(torch, case, inputs[name], bw), repeats,
                                         10 if "small" in name else 3)
                   for name, case in CASES.items() for bw in (False, True)}
-    print(f"threads: {args.threads} (NumPy's BLAS and torch)")
+    print(f"threads: {args.threads} (NumPy's BLAS, tracegrad's intra-op threads and torch)")
     print(f"{'case':12s} {'pass':17s} {'tracegrad':>11s}" + (f" {'torch':>11s} {'ratio':>7s}" if theirs else ""))
     for (name, bw), t in mine.items():
         line = f"{name:12s} {'forward+backward' if bw else 'forward':17s} {t * 1e3:8.3f} ms"

@@ -3,24 +3,38 @@
   forward + backward of ``model(x).sum()`` in train mode, batch 8 of 3x64x64 float32 images,
   the same weights on both sides (torch's state dict copied into tracegrad's model).
 
-Run: ``python benchmarks/resnet18.py`` (``--quick`` for fewer repeats, ``--profile`` to
-print where tracegrad's time goes: per operator from tracegrad.profiler, and per Python
-function from cProfile). torch runs with ``torch.set_num_threads(os.cpu_count())``; NumPy's
-BLAS uses its own default (all cores); both counts are printed.
+Run: ``python benchmarks/resnet18.py`` (``--quick`` for fewer repeats, ``--threads N`` for N
+threads on both sides, ``--profile`` to print where tracegrad's time goes: per operator from
+tracegrad.profiler, and per Python function from cProfile). Both sides use the same number
+of threads: torch's ``set_num_threads``, and for tracegrad NumPy's BLAS
+(``OPENBLAS_NUM_THREADS``, set before NumPy loads) and ``tracegrad.set_num_threads`` (the
+intra-op threads of its copy and normalisation kernels); the default is every core.
+
+The contenders run in alternating blocks (torch's OpenMP threads keep spinning after each
+call and would slow whatever ran right after it inside a block), each block the best of
+its steps; the ratio is printed per block pair and for the best of all blocks. CPU time
+(process_time, all threads) is printed beside wall time: on a machine shared with other
+jobs the wall figures of the threaded runs are the noisy ones.
 """
-import argparse
-import cProfile
-import importlib.util
 import os
-import pathlib
-import pstats
 import sys
-import time
 
-import numpy as np
+if "--threads" in sys.argv[:-1]:  # BLAS reads its thread count once, when NumPy loads
+    _n = sys.argv[sys.argv.index("--threads") + 1]
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _n
 
-import tracegrad as tg
-from tracegrad.models import resnet18
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import importlib.util  # noqa: E402
+import pathlib  # noqa: E402
+import pstats  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import tracegrad as tg  # noqa: E402
+from tracegrad.models import resnet18  # noqa: E402
 
 BATCH, SIZE = 8, 64
 
@@ -81,12 +95,30 @@ def profile_tracegrad(step):
     pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
 
 
+def timed_block(fn, repeats):
+    """(best wall, best CPU) seconds of ``repeats`` calls after a warm-up call."""
+    fn()
+    wall, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return min(wall), min(cpu)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="threads for each side (default: every core)")
+    parser.add_argument("--intra-op", type=int, default=None,
+                        help="tracegrad's intra-op threads, if not --threads (1: BLAS threads only)")
+    parser.add_argument("--blocks", type=int, default=3, help="alternating blocks per contender")
     parser.add_argument("--profile", action="store_true", help="profile tracegrad's step")
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
+    tg.set_num_threads(args.intra_op or args.threads)
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, 3, SIZE, SIZE)).astype(np.float32)
@@ -96,18 +128,32 @@ def main():
     has_torch = importlib.util.find_spec("torch") is not None
     if has_torch:
         import torch
-        torch.set_num_threads(os.cpu_count())
+        torch.set_num_threads(args.threads)
         theirs = torch_model(torch).train()
         ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+        step_theirs = train_step(theirs, torch.tensor(x))
 
-    t_ours = best_time(step_ours, repeats)
     print(f"resnet18 forward+backward, train mode, batch {BATCH}x3x{SIZE}x{SIZE}, float32")
-    print(f"  {os.cpu_count()} cores; NumPy BLAS threads: {blas_threads()}")
-    print(f"  tracegrad {t_ours * 1e3:9.1f} ms/step")
+    print(f"  {os.cpu_count()} cores; threads per side: {args.threads} "
+          f"(NumPy BLAS: {blas_threads()}; tracegrad intra-op: {tg.get_num_threads()}"
+          + (f"; torch: {torch.get_num_threads()})" if has_torch else ")"))
+    mine, others = [], []
+    for _ in range(args.blocks if has_torch else 1):
+        mine.append(timed_block(step_ours, repeats))
+        if has_torch:
+            others.append(timed_block(step_theirs, repeats))
+    for i, (m, o) in enumerate(zip(mine, others or [None] * len(mine))):
+        line = f"  block {i}: tracegrad {m[0] * 1e3:7.1f} ms (cpu {m[1] * 1e3:7.1f})"
+        if o is not None:
+            line += (f"   torch {o[0] * 1e3:7.1f} ms (cpu {o[1] * 1e3:7.1f})"
+                     f"   ratio {m[0] / o[0]:5.2f}x (cpu {m[1] / o[1]:5.2f}x)")
+        print(line)
+    best_mine = min(w for w, _ in mine)
+    print(f"  tracegrad {best_mine * 1e3:9.1f} ms/step")
     if has_torch:
-        t_torch = best_time(train_step(theirs, torch.tensor(x)), repeats)
-        print(f"  torch     {t_torch * 1e3:9.1f} ms/step   (torch threads: {torch.get_num_threads()})")
-        print(f"  ratio     {t_ours / t_torch:9.2f}x torch")
+        best_theirs = min(w for w, _ in others)
+        print(f"  torch     {best_theirs * 1e3:9.1f} ms/step")
+        print(f"  ratio     {best_mine / best_theirs:9.2f}x torch (best of all blocks)")
     if args.profile:
         print()
         profile_tracegrad(step_ours)

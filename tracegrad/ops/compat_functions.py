@@ -10,6 +10,7 @@ import warnings
 
 from .. import backend
 from ..backend import dtypes as _dt
+from ..backend import threads as _intra_op
 from ..runtime.tensor import Tensor, wrap
 from .out import can_cast  # noqa: F401  (torch.can_cast: listed in FUNCTIONS below)
 
@@ -241,19 +242,21 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 
 # -- process settings -------------------------------------------------------------------------
 
-_threads = {"intra": os.cpu_count() or 1, "inter": os.cpu_count() or 1, "warn_always": False}
+_threads = {"inter": os.cpu_count() or 1, "warn_always": False}
 
 
 def set_num_threads(n):
-    """Recorded for ``get_num_threads``; NumPy's BLAS chooses its own threads (tracegrad
-    starts none of its own), so this changes no computation."""
+    """The intra-op threads tracegrad's CPU kernels may split their copies and passes
+    over (:mod:`tracegrad.backend.threads`; default: ``OMP_NUM_THREADS``, else the cores
+    this process may use).
+    NumPy's BLAS chooses its own threads (``OPENBLAS_NUM_THREADS``)."""
     if not isinstance(n, int) or n <= 0:
         raise RuntimeError("Number of threads must be positive")
-    _threads["intra"] = n
+    _intra_op.set_threads(n)
 
 
 def get_num_threads():
-    return _threads["intra"]
+    return _intra_op.get_threads()
 
 
 def set_num_interop_threads(n):

@@ -11,9 +11,11 @@ convolution and a transposed one, with the incoming cotangent as the kernel.
 Every kernel makes ONE matrix product over an unfolded (im2col) copy of the padded input,
 taken through one strided view. The padded copy puts the batch dim last, so the columns are
 ordered (position, image) and a stride-1 window row is one contiguous run of memory however
-small the images (ResNet's last stages are 4x4 and 2x2). A transposed convolution with
-stride 1 is the convolution with the flipped, transposed kernel; with larger strides it is
-the product followed by :func:`fold`, one strided add per kernel offset.
+small the images (ResNet's last stages are 4x4 and 2x2). A transposed convolution (a
+convolution's input gradient) is one product with the weights as a transposed view, then
+a fold: one strided add per kernel offset, batch dim innermost again. With stride 1 and
+weights smaller than the unfolded input it is instead the convolution with the flipped,
+transposed kernel (:func:`folds_cheaper`).
 
 Those copies grow with the batch (a ``vmap(jacrev(net))`` over 20000 samples, or a batched
 weight folded into the groups, asks for gigabytes), so each kernel runs over blocks of
@@ -26,7 +28,9 @@ import math
 from .broadcast import broadcast_to
 from .core import KEEP, Primitive, primitive
 from .index import basic_index
+from ..backend import threads
 from .reduce import sum as _sum
+from .scratch import scratch
 from .shape import reshape
 
 __all__ = ["convolution", "convolution_backward_input", "convolution_backward_weight",
@@ -117,31 +121,114 @@ def positions(sizes, kernel, stride, dilation, lo, hi):
                  for m, k, st, d, a, b in zip(sizes, kernel, stride, dilation, lo, hi))
 
 
-def unfold(xp, x, kernel, stride, dilation, lo, hi):
-    """The windows of ``x`` (N, C, *spatial), padded by ``lo``/``hi``, as a strided view
-    ``(C, *kernel, *out, N)`` over a padded copy with the batch dim last; returns (view,
-    out). With the batch innermost, each tap of a stride-1 window row is one contiguous
-    run of ``out[-1] * N`` values (a few times faster to copy than a row of one image)."""
-    n, c = x.shape[:2]
+def unfold(xp, x, kernel, stride, dilation, lo, hi, count=None):
+    """The windows of ``x`` (N, C, *spatial), padded by ``lo``/``hi``, copied out as
+    ``(C, *kernel, *count, N)`` (im2col; scratch memory), ``count`` positions per dim (by
+    default all of them); returns (columns, all positions). With the batch innermost, each
+    tap of a stride-1 window row is one contiguous run of ``count[-1] * N`` values (a few
+    times faster to copy than a row of one image). With a stride along the last dim the
+    padded copy is split into that many phases (every s-th column), so that a row of taps
+    is again one run rather than N values at a time."""
+    n, c, nd = x.shape[0], x.shape[1], len(kernel)
     out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
-    last = xp.moveaxis(x, 0, -1)  # (C, *spatial, N)
-    buf = padded(xp, last, tuple(lo) + (0,), tuple(hi) + (0,))
-    if buf is last:
-        buf = xp.ascontiguousarray(last)
-    sc, sp, sn = buf.strides[0], buf.strides[1:-1], buf.strides[-1]
-    shape = (c,) + tuple(kernel) + out + (n,)
-    strides = (sc,) + tuple(d * s for d, s in zip(dilation, sp)) + tuple(
-        st * s for st, s in zip(stride, sp)) + (sn,)
-    return xp.as_strided(buf, shape, strides), out
+    count = out if count is None else tuple(count)
+    shape = (c,) + tuple(kernel) + count + (n,)
+    step = stride[-1] if kernel[-1] > 1 else 1  # (one tap reads one phase: no gain)
+    buf = _batch_last(xp, x, "padded", lo, hi, step)
+    if all(k == 1 for k in kernel) and all(st == 1 for st in stride) and count == out:
+        return buf.reshape(shape), out  # 1x1, stride 1: the padded copy is the columns
+    cols = scratch(xp, "columns", shape, x.dtype)
+    if step == 1:  # buf: (C, *padded spatial, N)
+        sc, sp, sn = buf.strides[0], buf.strides[1:-1], buf.strides[-1]
+        view = xp.as_strided(buf, cols.shape, (sc,) + tuple(d * t for d, t in zip(dilation, sp))
+                             + tuple(st * t for st, t in zip(stride, sp)) + (sn,))
+        _assign(xp, cols, view)
+        return cols, out
+    # buf: (C, *padded spatial but the last, phase, column // step, N)
+    sc, sp, (_, sq, sn) = buf.strides[0], buf.strides[1:nd], buf.strides[nd:]
+    strides = (sc,) + tuple(d * t for d, t in zip(dilation, sp)) + tuple(
+        st * t for st, t in zip(stride, sp)) + (sq, sn)
+    taps_ = [(j, divmod(j * dilation[-1], step)) for j in range(kernel[-1])]
+    slabs = threads.parts(c, 2 * cols.nbytes // len(taps_)) if xp.name == "cpu" else 1
+    tasks = [(j, q, r, c * i // slabs, c * (i + 1) // slabs) for j, (q, r) in taps_ for i in range(slabs)]
+
+    def part(t0, t1):
+        for j, q, r, c0, c1 in tasks[t0:t1]:
+            start = buf[(slice(c0, c1),) + (slice(None),) * (nd - 1) + (r, slice(q, None))]
+            cols[(slice(c0, c1),) + (slice(None),) * (nd - 1) + (j,)] = xp.as_strided(
+                start, (c1 - c0,) + tuple(kernel[:-1]) + count + (n,), strides)
+    _split(xp, part, len(tasks), 2 * cols.nbytes)
+    return cols, out
+
+
+def _batch_last(xp, x, slot, lo=None, hi=None, phases=1):
+    """``x`` (N, C, *S) copied to scratch memory as (C, *S, N), each spatial dim zero-padded
+    by ``lo[i]`` in front and ``hi[i]`` behind (negative amounts crop); the channels are
+    split over the intra-op threads. With ``phases`` s > 1 the padded last spatial dim
+    (length P) is stored as (s, ceil(P / s)): column p at [p % s, p // s]."""
+    nd = x.ndim - 2
+    lo, hi = lo or (0,) * nd, hi or (0,) * nd
+    if any(a < 0 for a in lo) or any(b < 0 for b in hi):
+        x = x[(slice(None), slice(None)) + tuple(
+            slice(max(-a, 0), m - max(-b, 0)) for a, b, m in zip(lo, hi, x.shape[2:]))]
+        lo, hi = tuple(max(a, 0) for a in lo), tuple(max(b, 0) for b in hi)
+    sizes = x.shape[2:]
+    grown = tuple(m + a + b for m, a, b in zip(sizes, lo, hi))
+    last = xp.moveaxis(x, 0, -1)
+    if phases > 1:
+        buf = scratch(xp, slot, (x.shape[1],) + grown[:-1] + (phases, -(-grown[-1] // phases), x.shape[0]),
+                      x.dtype)
+        inner = (slice(None),) + tuple(slice(a, a + m) for a, m in zip(lo[:-1], sizes[:-1]))
+        a, m = lo[-1], sizes[-1]
+        # phase r holds padded columns q * s + r: those inside x (q from q0 = ceil((a - r) / s)
+        # up to ceil((a + m - r) / s)) are x's columns q0 * s + r - a, every s-th
+        copies = []
+        for r in range(phases):
+            q0, q1 = -(-(a - r) // phases), -(-(a + m - r) // phases)
+            copies.append((r, slice(q0, q1), q0 * phases + r - a))
+
+        def part(c0, c1):
+            buf[c0:c1] = 0
+            for r, at, w0 in copies:
+                if at.stop > at.start:
+                    buf[c0:c1][inner + (r, at)] = last[c0:c1][(Ellipsis, slice(w0, None, phases), slice(None))]
+        _split(xp, part, buf.shape[0], 2 * buf.nbytes)
+        return buf
+    buf = scratch(xp, slot, (x.shape[1],) + grown + (x.shape[0],), x.dtype)
+    inner = tuple(slice(a, a + m) for a, m in zip(lo, sizes))
+    borders = [(slice(None),) * (1 + i) + (edge,) for i, (a, b, m) in enumerate(zip(lo, hi, sizes))
+               for edge in (slice(0, a), slice(a + m, None)) if edge.start != edge.stop]
+
+    def part(c0, c1):
+        for edge in borders:
+            buf[c0:c1][edge] = 0
+        buf[c0:c1][(slice(None),) + inner] = last[c0:c1]
+    _split(xp, part, buf.shape[0], 2 * buf.nbytes)
+    return buf
+
+
+def _split(xp, fn, n, nbytes):
+    """``fn(lo, hi)`` over slabs of ``range(n)``: on the CPU, run by the intra-op threads
+    (:mod:`tracegrad.backend.threads`); elsewhere in one call."""
+    if xp.name == "cpu":
+        threads.parallel(fn, n, nbytes)
+    else:
+        fn(0, n)
+
+
+def _assign(xp, dst, src):
+    """``dst[...] = src`` (same shapes), its first dim split over the intra-op threads."""
+    def part(lo, hi):
+        dst[lo:hi] = src[lo:hi]
+    _split(xp, part, dst.shape[0], 2 * dst.nbytes)
 
 
 def _columns(xp, x, kernel, stride, dilation, lo, hi, groups):
     """(cols, out): the unfolded input as ``(groups, C/groups * prod(kernel), L * N)``,
     columns ordered (position, image) (the one copy of the unfolding)."""
-    view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
+    cols, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
     n, c = x.shape[:2]
-    cols = view.reshape(groups, c // groups * math.prod(kernel), math.prod(out) * n)
-    return cols, out
+    return cols.reshape(groups, c // groups * math.prod(kernel), math.prod(out) * n), out
 
 
 def correlate(xp, x, w, stride, dilation, lo, hi, groups):
@@ -164,8 +251,18 @@ def _correlate(xp, x, w, stride, dilation, lo, hi, groups):
     """:func:`correlate` as one product over all the columns."""
     kernel, o, n = tuple(w.shape[2:]), w.shape[0], x.shape[0]
     cols, out = _columns(xp, x, kernel, stride, dilation, lo, hi, groups)
-    y = xp.matmul(w.reshape(groups, o // groups, cols.shape[1]), cols)
-    return xp.ascontiguousarray(xp.moveaxis(y.reshape((o,) + out + (n,)), -1, 0))
+    wm = w.reshape(groups, o // groups, cols.shape[1])
+    y = xp.matmul(wm, cols, out=scratch(xp, "product", (groups, o // groups, cols.shape[2]),
+                                          xp.result_type(wm, cols)))
+    return _batch_first(xp, y.reshape((o,) + out + (n,)))
+
+
+def _batch_first(xp, a):
+    """A new C-contiguous array of ``a`` (C, *S, N) with its last dim moved to the front
+    (``a`` may be scratch memory: never a view of it)."""
+    y = xp.empty(a.shape[-1:] + a.shape[:-1], dtype=a.dtype)
+    _assign(xp, y.swapaxes(0, 1), xp.moveaxis(a, -1, 1))  # split over the channels
+    return y
 
 
 def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
@@ -187,13 +284,14 @@ def correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
 
 def _correlate_weight(xp, x, g, kernel, stride, dilation, lo, hi, groups):
     """:func:`correlate_weight` as one product over all the columns."""
-    c, o, nd = x.shape[1], g.shape[1], len(kernel)
-    view, out = unfold(xp, x, kernel, stride, dilation, lo, hi)
-    if tuple(g.shape[2:]) != out:  # only the positions both have count (the rest are zeros)
-        keep = tuple(slice(0, min(a, b)) for a, b in zip(out, g.shape[2:]))
-        view, g = view[(slice(None),) * (1 + nd) + keep], g[(slice(None),) * 2 + keep]
-    cols = view.reshape(groups, c // groups * math.prod(kernel), -1)
-    gm = xp.moveaxis(g, 0, -1).reshape(groups, o // groups, cols.shape[2])  # (O, *out, N)
+    c, o = x.shape[1], g.shape[1]
+    out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
+    count = tuple(min(a, b) for a, b in zip(out, g.shape[2:]))  # the positions both have count
+    if tuple(g.shape[2:]) != count:  # (the rest are zeros)
+        g = g[(slice(None),) * 2 + tuple(slice(0, m) for m in count)]
+    cols, _ = unfold(xp, x, kernel, stride, dilation, lo, hi, count)
+    cols = cols.reshape(groups, c // groups * math.prod(kernel), math.prod(count) * x.shape[0])
+    gm = _batch_last(xp, g, "grad").reshape(groups, o // groups, cols.shape[2])  # (O, *out, N)
     # written into an array of the weight's shape that owns its memory: a leaf adopts
     # such a gradient as its .grad without copying it
     dw = xp.empty((o, c // groups) + tuple(kernel), dtype=cols.dtype)
@@ -210,13 +308,9 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
     """The adjoint of :func:`correlate` in its input: ``x`` (N, Cin, *S) with ``w``
     (Cin, Cout/groups, *K) gives (N, Cout, *out)."""
     kernel = tuple(w.shape[2:])
-    nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
-    if all(s == 1 for s in stride):
-        wt = w.reshape((groups, cin // groups, cout // groups) + kernel).swapaxes(1, 2)
-        wt = wt[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape((cout, cin // groups) + kernel)
-        lo = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding))
-        hi = tuple(a + op for a, op in zip(lo, output_padding))
-        return correlate(xp, x, wt, stride, dilation, lo, hi, groups)
+    if all(s == 1 for s in stride) and not folds_cheaper(x, w, groups):
+        return _flipped(xp, x, w, padding, dilation, output_padding, groups)
+    cout = w.shape[1] * groups
     n, sizes = x.shape[0], tuple(x.shape[2:])
     blocks = _blocks(n, groups, cout // groups * math.prod(kernel) * math.prod(sizes) * x.itemsize)
     if blocks is None:
@@ -231,24 +325,55 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
     return y
 
 
-def _scatter(xp, x, w, stride, padding, dilation, output_padding, groups):
-    """A strided :func:`correlate_transposed` as one product, then a :func:`fold`."""
+def folds_cheaper(x, w, groups):
+    """Whether a stride-1 transposed convolution should take :func:`_scatter` rather than
+    :func:`_flipped`: the latter copies the weights (a transposing copy, slow per byte)
+    and unfolds ``x``; the fold copies neither but adds up ``prod(kernel)`` products per
+    output. Late layers (512 channels of 2x2 images: 2.4M weights, 147k unfolded values)
+    fold, early ones (64 channels of 16x16 images) unfold."""
+    return w.size >= x.size * math.prod(w.shape[2:]) // groups
+
+
+def _flipped(xp, x, w, padding, dilation, output_padding, groups):
+    """A stride-1 :func:`correlate_transposed` as the correlation of ``x`` with the
+    flipped kernel, its channel dims swapped."""
     kernel = tuple(w.shape[2:])
     nd, cin, cout = len(kernel), w.shape[0], w.shape[1] * groups
+    wt = w.reshape((groups, cin // groups, cout // groups) + kernel).swapaxes(1, 2)
+    wt = wt[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape((cout, cin // groups) + kernel)
+    lo = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding))
+    hi = tuple(a + op for a, op in zip(lo, output_padding))
+    return correlate(xp, x, wt, (1,) * nd, dilation, lo, hi, groups)
+
+
+def _scatter(xp, x, w, stride, padding, dilation, output_padding, groups):
+    """:func:`correlate_transposed` as one product, then a fold: the product of the
+    weights (a transposed view, no copy) with ``x`` gives every kernel offset's share of
+    every output position, added into place one strided slice per offset. The batch dim
+    is innermost, as in :func:`unfold`, so each added run is a whole row of all images."""
+    kernel = tuple(w.shape[2:])
+    cin, cout = w.shape[0], w.shape[1] * groups
     n, sizes = x.shape[0], tuple(x.shape[2:])
-    xm = x.swapaxes(0, 1).reshape(groups, cin // groups, n * math.prod(sizes))
-    # w as a transposed view (no copy of the weights): rows ordered (output channel,
-    # kernel offset) within each group
+    xm = _batch_last(xp, x, "grad").reshape(groups, cin // groups, math.prod(sizes) * n)  # (Cin, *S, N)
+    # w as a transposed view: rows ordered (output channel, kernel offset) within each group
     wm = w.reshape(groups, cin // groups, cout // groups * math.prod(kernel)).swapaxes(1, 2)
-    cols = xp.matmul(wm, xm).reshape((groups, cout // groups) + kernel + (n,) + sizes)
-    cols = xp.moveaxis(cols, tuple(range(2, 2 + nd)), tuple(range(nd)))  # (*K, G, Cout/G, N, *S)
+    cols = xp.matmul(wm, xm, out=scratch(xp, "product", (groups, wm.shape[1], xm.shape[2]),
+                                         xp.result_type(wm, xm)))
+    cols = cols.reshape((cout,) + kernel + sizes + (n,))
     out = [transposed_output_size(m, k, s, p, d, op) for m, k, s, p, d, op in
            zip(sizes, kernel, stride, padding, dilation, output_padding)]
     extent = [max(transposed_output_size(m, k, s, 0, d, 0), p + o)
               for m, k, s, d, p, o in zip(sizes, kernel, stride, dilation, padding, out)]
-    y = fold(xp, cols, kernel, stride, dilation, extent).reshape((cout, n) + tuple(extent))
-    y = y[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
-    return xp.ascontiguousarray(y.swapaxes(0, 1))
+    y = scratch(xp, "padded", (cout,) + tuple(extent) + (n,), cols.dtype)
+    adds = [(index + (slice(None),), (slice(None),) + k) for k, index in taps(kernel, stride, dilation, sizes)]
+
+    def part(c0, c1):
+        slab, share = y[c0:c1], cols[c0:c1]
+        slab[...] = 0
+        for at, k in adds:
+            slab[at] += share[k]
+    _split(xp, part, cout, (2 * len(adds) + 1) * y.nbytes)
+    return _batch_first(xp, y[(slice(None),) + tuple(slice(p, p + o) for p, o in zip(padding, out))])
 
 
 # -- the rules -----------------------------------------------------------------------------

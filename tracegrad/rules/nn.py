@@ -8,7 +8,9 @@ their own cotangents are honoured, so second derivatives come out right.
 """
 import math
 
+from .. import backend
 from .arith import where
+from .batch_norm_kernels import batch_norm_backward, batch_norm_forward
 from .broadcast import sum_to, zeros_like, zeros_of
 from .core import KEEP, primitive
 from .index import ARRAY, index_put
@@ -121,6 +123,8 @@ def _bn_saved(params):
            saved_names=("input", "weight", "bias"), saved_view=lambda params: {"eps": params["eps"], "training": True})
 def batch_norm(xp, x, weight, bias, *, eps):
     """Training mode: (output, mean, invstd) with the batch's statistics, of shape (C,)."""
+    if x.size:
+        return batch_norm_forward(xp, x, weight, bias, eps, _moments)
     kshape = _channel_shape(x)
     centered, mean, invstd = _moments(xp, x, _bn_axes(x), eps)
     out = _affine(xp, centered, invstd, None if weight is None else weight.reshape(kshape),
@@ -129,8 +133,17 @@ def batch_norm(xp, x, weight, bias, *, eps):
     return out, mean.reshape(c), invstd.reshape(c)
 
 
+def _raw(*values):
+    """Whether all of ``values`` are backend arrays (or None): a first-order backward,
+    which records nothing, so a vjp may run array kernels."""
+    return all(v is None or isinstance(v, backend.ARRAY_TYPES) for v in values)
+
+
 @batch_norm.vjp_all(uses="x weight out")
 def batch_norm_vjp(g, out, x, weight, bias, *, eps):
+    if x.size and _raw(g[0], g[1], g[2], x, weight, out[1], out[2]):
+        dx, dw, db = batch_norm_backward(backend.namespace_of(x), g[0], g[1], g[2], x, weight, out[1], out[2])
+        return dx, None if weight is None else dw.reshape(weight.shape), None if bias is None else db.reshape(bias.shape)
     kshape = _channel_shape(x)
     dx, dw, db = _normalized_grads(
         g[0], reshape(g[1], shape=kshape), reshape(g[2], shape=kshape), x,

@@ -12,6 +12,7 @@ of its pair and each jvp the rule itself.
 """
 import math
 
+from ..backend import threads
 from .broadcast import zeros_of
 from .conv import fold, padded, taps
 from .core import KEEP, primitive
@@ -54,7 +55,24 @@ def _lowest(xp, dtype):
 def max_pool2d_indices(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
     """Where each window's maximum is, as a flat index into its input plane (H * W).
     Ties go to the first tap in scan order and a NaN wins, as in PyTorch; a window with
-    nothing above the padding value points at its first element inside the input."""
+    nothing above the padding value points at its first element inside the input. On the
+    CPU the planes are shared out among the intra-op threads."""
+    params = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                  ceil_mode=ceil_mode)
+    if xp.name != "cpu" or x.ndim < 3 or threads.parts(math.prod(x.shape[:-2]), 4 * x.nbytes) == 1:
+        return _window_maxima(xp, x, **params)
+    planes = x.reshape((-1,) + x.shape[-2:])
+    out = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)[1]
+    where = xp.empty((planes.shape[0],) + out, dtype=xp.int64)
+
+    def part(lo, hi):
+        where[lo:hi] = _window_maxima(xp, planes[lo:hi], **params)
+    threads.parallel(part, planes.shape[0], 4 * x.nbytes)
+    return where.reshape(x.shape[:-2] + out)
+
+
+def _window_maxima(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+    """:func:`max_pool2d_indices` in one go."""
     stride, out, hi = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     low = _lowest(xp, x.dtype)
     buf = padded(xp, x, padding, hi, fill=low)
