@@ -1,11 +1,15 @@
 """``functionalize``, eagerly. torch's ``functionalize(f)`` reruns ``f`` on functional
-wrapper tensors that turn in-place ops into out-of-place ones and replay input mutations at the end, so that a graph tracer
-(``make_fx``) sees a mutation-free program. Run eagerly its observable contract is only:
-the same output values, the same mutations of the inputs, and outputs that do not alias
-the inputs (except an input returned as itself, which comes back as the same object).
-tracegrad has no graph tracer for it to serve, and its eager ops already perform the
-mutations for real, so the wrapper calls ``f`` and copies any output that is a view of an
-input -- the one difference a caller could observe.
+wrapper tensors that turn in-place ops into out-of-place ones and replay input mutations at
+the end, so that a graph tracer (``make_fx``) sees a mutation-free program. Run eagerly,
+what a caller can observe is: the output values, the mutations of the inputs, and which
+outputs share memory with an input. tracegrad has no graph tracer for it to serve and its
+eager ops already perform the mutations for real, so the wrapper calls ``f`` and then
+applies torch 2.13's aliasing of outputs to inputs (checked against torch):
+
+* an input returned as itself stays that object, unless its memory was mutated during the
+  call -- then the output is a copy;
+* a view of an input is a copy when that input's memory was mutated, or with
+  ``remove="mutations_and_views"`` (torch's ``view_copy``); otherwise it stays a view.
 """
 import functools
 
@@ -38,12 +42,19 @@ def functionalize(func, *, remove="mutations"):
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
         inputs = [x for x in leaves((args, kwargs)) if isinstance(x, Tensor)]
-        roots = {id(_root(x)) for x in inputs}
+        versions = {id(_root(x)): _root(x)._version for x in inputs}
         ids = {id(x) for x in inputs}
+        outputs = func(*args, **kwargs)
 
         def unaliased(out):
-            if isinstance(out, Tensor) and id(out) not in ids and id(_root(out)) in roots:
+            if not isinstance(out, Tensor):
+                return out
+            root = _root(out)
+            if id(root) not in versions:
+                return out
+            mutated = root._version != versions[id(root)]
+            if mutated or (id(out) not in ids and remove == "mutations_and_views"):
                 return out.clone()
             return out
-        return tree_map(unaliased, func(*args, **kwargs))
+        return tree_map(unaliased, outputs)
     return wrapped
