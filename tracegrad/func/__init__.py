@@ -7,11 +7,13 @@ table (:mod:`tracegrad.rules.batching`), forward mode (``jvp``, ``jacfwd``) in
 """
 from ._forward import jacfwd, jvp
 from ._functional_call import functional_call, stack_module_state
+from ._functionalize import functionalize
 from ._grad import grad, grad_and_value, hessian, jacrev, vjp
 from ._vmap import vmap
 
 __all__ = [
            "functional_call",
+           "functionalize",
            "grad",
            "grad_and_value",
            "hessian",
