@@ -284,8 +284,8 @@ def _pullback_builder(fn, positions=None):
         outs, _ = flatten(out)
         gs = aligned_cotangent(out, g)
         keep = [(o, c) for o, c in zip(outs, gs) if isinstance(o, Var) and c is not None]
-        cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,
-                          [o for o, _ in keep], [c for _, c in keep])
+        cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,  # (defer: see undefined.py)
+                          [o for o, _ in keep], [c for _, c in keep], positions is None)
         per_leaf = {}
         for (n, k), ct, v in zip(where, cts, wrt):
             per_leaf[n, k] = ct if ct is not None else _zeros_like(v)
@@ -548,7 +548,25 @@ def call_jvp(tangents, fn, *args, **kwargs):
     argument."""
     for a in args:
         _not_lazy(fn, a)
-    return _staged(_PUSHES, fn, _push_builder, "jvp")(tuple(tangents), *_traceable(args), **kwargs)
+    push = _staged(_PUSHES, fn, _push_builder, "jvp")
+    try:
+        return push(tuple(tangents), *_traceable(args), **kwargs)
+    except NotImplementedError:  # (a rule without this derivative: of an argument whose
+        fewer = _without_zero_tangents(tangents)  # tangent is zero, it is not needed)
+        if fewer is None:
+            raise
+        return push(fewer, *_traceable(args), **kwargs)
+
+
+def _without_zero_tangents(tangents):
+    """``tangents`` with each concrete all-zero leaf None (a constant, as the tape sees
+    it: a jvp is linear in the tangents), or None when there is none."""
+    leaves, spec = flatten(tuple(tangents))
+    zero = [(type(t) in (float, complex) or isinstance(t, (_np.ndarray, _np.generic))) and not _np.any(t)
+            for t in leaves]
+    if not any(zero):
+        return None
+    return unflatten(spec, [None if z else t for t, z in zip(leaves, zero)])
 
 
 def scalar_output(value, dout, has_aux=False, holomorphic=False):
