@@ -25,6 +25,7 @@ from ...rules import TABLE
 from ..tape.numpy_map import UFUNCS
 from ..tape.numpy_map.construct import numpy_own
 from ..tape.sweeps import stop_gradient
+from .on_tape import is_on_tape
 
 __all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive",
            "on_device", "host_function", "VALUE_TAKING"]
@@ -171,6 +172,8 @@ class Resolver:
         if not ok:
             return None
         nargs, kws = len(call.args), call.keywords
+        if is_on_tape(obj):  # (a statement made a function: see on_tape.py)
+            return GENERIC
         try:
             if obj in _CONSTANT or getattr(obj, "constant_result", False):
                 return CONSTANT
