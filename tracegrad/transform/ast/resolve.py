@@ -41,7 +41,8 @@ _ONE_ARG = {np.sum: "sum", np.mean: "mean"}
 _CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, id, hash,
              stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
              np.arange, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
-             np.isfinite, np.result_type, np.dtype, math.floor, math.ceil}
+             np.isfinite, np.result_type, np.dtype, math.floor, math.ceil,
+             np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_}
 # constant callees whose result depends differentiably on a value argument: a value being
 # differentiated passed to one is refused (see activity.refuse_lost_derivatives)
 VALUE_TAKING = {float, complex, np.full, np.arange, np.logspace, np.geomspace}
