@@ -22,7 +22,7 @@ import types
 from ..emit import registered
 from .source import TransformError, _find_code, in_scope
 
-__all__ = ["TAKES", "retrying", "put_on_tape", "is_on_tape"]
+__all__ = ["TAKES", "retrying", "put_on_tape", "is_on_tape", "keywords_as_positions"]
 
 # the constructs (TransformError.construct) a statement on a tape handles
 TAKES = frozenset({"lambda capturing a value being differentiated"})
@@ -104,3 +104,18 @@ def _call_of(expr, fn, scope, bind):
     call = ast.Call(func=func, args=[ast.copy_location(ast.Name(id=n, ctx=ast.Load()), expr) for n in names],
                     keywords=[])
     return ast.copy_location(call, expr)
+
+
+def keywords_as_positions(func, args, keywords, active):
+    """A call traced on a tape, ``func(*args, **keywords)``, with the keyword arguments
+    whose values are names in ``active`` passed last, positionally, to
+    ``by_keyword(func, names)`` (which passes them on by keyword): the tape differentiates
+    positional arguments. ``(func, args, keywords)``, unchanged where none is active."""
+    moved = [k for k in keywords if k.arg is not None and isinstance(k.value, ast.Name) and k.value.id in active]
+    if not moved:
+        return func, args, keywords
+    names = ast.Tuple(elts=[ast.Constant(value=k.arg) for k in moved], ctx=ast.Load())
+    helper = ast.Name(id="by_keyword", ctx=ast.Load())
+    helper._helper = True
+    return (ast.Call(func=helper, args=[func, names], keywords=[]), list(args) + [k.value for k in moved],
+            [k for k in keywords if k not in moved])

@@ -426,6 +426,27 @@ def _not_lazy(fn, value):
     return value
 
 
+def by_keyword(fn, names):
+    """``fn`` taking the values of its keyword arguments ``names`` as its last positional
+    arguments (see on_tape.keywords_as_positions): one function per ``(fn, names)``, so
+    that the tape's cache of its derivative is kept."""
+    try:
+        per = _BY_KEYWORD.setdefault(fn, {})
+    except TypeError:  # (no weak reference to it: one held here)
+        per = _BY_KEYWORD_HELD.setdefault(id(fn), (fn, {}))[1]
+    call = per.get(names)
+    if call is None:
+        def call(*args, **kwargs):
+            n = len(args) - len(names)
+            return fn(*args[:n], **dict(zip(names, args[n:])), **kwargs)
+        call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', 'f')}_by_keyword"
+        per[names] = call
+    return call
+
+
+_BY_KEYWORD, _BY_KEYWORD_HELD = weakref.WeakKeyDictionary(), {}
+
+
 def call_vjp(g, fn, *args, **kwargs):
     """One gradient per positional argument of ``fn(*args, **kwargs)`` for output
     gradient ``g`` (None for arguments that take none)."""
