@@ -142,3 +142,21 @@ def test_forward_mode_through_a_constant_argument_without_derivative():
     np.testing.assert_allclose(t, sp.ivp(ORDERS, POINTS) @ v, rtol=1e-10)
     with pytest.raises(NotImplementedError, match="iv"):
         tg.jvp(_unary(sp.iv, [0], (ORDERS, POINTS)), ((ORDERS,),), ((v,),), mode="ast")
+
+
+# -- values being differentiated passed by keyword to a call traced on a tape -------------
+
+def weighted(x, w):
+    return np.average(np.sin(x), weights=w * w) + np.sum(np.clip(x, a_min=w[0], a_max=None))
+
+
+def test_a_keyword_argument_being_differentiated():
+    x, w = np.array([0.3, -0.2, 0.9]), np.array([0.5, 1.5, 0.7])
+    g = tg.grad(weighted, argnums=(0, 1), mode="ast")(x, w)
+    for i, a in enumerate((x, w)):
+        f = (lambda v: weighted(v, w)) if i == 0 else (lambda v: weighted(x, v))
+        np.testing.assert_allclose(g[i], numeric(f, a), rtol=1e-6, atol=1e-9)
+    _, t = tg.jvp(weighted, (x, w), (np.ones(3), np.ones(3)), mode="ast")
+    np.testing.assert_allclose(t, numeric(lambda v: weighted(x, v), w).sum() + numeric(lambda v: weighted(v, w), x).sum(),
+                               rtol=1e-6)
+    assert "by_keyword" in tg.grad(weighted, argnums=(0, 1), mode="ast").source

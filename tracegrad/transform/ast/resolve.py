@@ -73,7 +73,8 @@ def host_function(fn):
     protocols, not CuPy's. Other functions are returned as they are."""
     from ... import backend
     from ...scipy.special import counterpart  # scipy.special.logsumexp -> tracegrad.scipy's
-    twin = counterpart(fn)
+    from ...scipy.integrate import counterpart as integrate_counterpart  # (and odeint)
+    twin = counterpart(fn) or integrate_counterpart(fn)
     if twin is not None:
         return twin
     name = getattr(fn, "__name__", None)

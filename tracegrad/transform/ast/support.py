@@ -431,14 +431,14 @@ def by_keyword(fn, names):
     arguments (see on_tape.keywords_as_positions): one function per ``(fn, names)``, so
     that the tape's cache of its derivative is kept."""
     try:
-        per = _BY_KEYWORD.setdefault(fn, {})
+        per, held = _BY_KEYWORD.setdefault(fn, {}), weakref.ref(fn)  # (the adapter keeps fn weakly)
     except TypeError:  # (no weak reference to it: one held here)
-        per = _BY_KEYWORD_HELD.setdefault(id(fn), (fn, {}))[1]
+        per, held = _BY_KEYWORD_HELD.setdefault(id(fn), (fn, {}))[1], (lambda: fn)
     call = per.get(names)
     if call is None:
         def call(*args, **kwargs):
-            n = len(args) - len(names)
-            return fn(*args[:n], **dict(zip(names, args[n:])), **kwargs)
+            n = len(args) - len(names)  # (what the tape traces for fn, as _staged does)
+            return _constructor(host_function(held()))(*args[:n], **dict(zip(names, args[n:])), **kwargs)
         call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', 'f')}_by_keyword"
         per[names] = call
     return call
