@@ -38,8 +38,6 @@ def _failing(reason, ids, modes, tests=TESTS):
 KNOWN_BUGS = {
     **_failing("AST mode refuses NumPy's in-place writers (a call whose result is not used); the tape claims them",
                ["np_put", "np_put_along_axis", "np_place", "np_putmask"], ["ast"]),
-    **_failing("AST mode traces float arguments given as options: np.linalg.pinv(a, rcond=1e-3) raises 'an array "
-               "of rcond values' at run time (mode='auto' then takes the tape)", ["la_pinv_rcond"], ["ast"], ("grad", "auto")),
     **_failing("refused: numpy.gradient with coordinate arrays (only uniform spacings)", ["np_gradient_axis"],
                ["tape", "ast", "auto"]),
 }

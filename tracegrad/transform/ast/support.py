@@ -447,6 +447,33 @@ def by_keyword(fn, names):
 _BY_KEYWORD, _BY_KEYWORD_HELD = weakref.WeakKeyDictionary(), {}
 
 
+def _numbers_bound(fn, kwargs):
+    """``(fn, kwargs)`` with the keyword arguments that are Python numbers bound into a
+    function (one per ``fn`` and values, the last few kept): the tape would trace a
+    float given there (``pinv(a, rcond=1e-3)``), which is an option, not a value being
+    differentiated (those were moved to positions: see on_tape.keywords_as_positions)."""
+    numbers = tuple(sorted((k, v) for k, v in kwargs.items() if type(v) in (int, float, complex, bool)))
+    if not numbers:
+        return fn, kwargs
+    bound = by_keyword(fn, ())  # (one function per fn, held weakly)
+    per = _BOUND.setdefault(bound, {})
+    call = per.get(numbers)
+    if call is None:
+        if len(per) >= 16:
+            per.pop(next(iter(per)))
+
+        held = weakref.ref(bound)  # (the cache's value must not keep its key alive)
+
+        def call(*args, **rest):
+            return held()(*args, **dict(numbers), **rest)
+        call.__name__ = call.__qualname__ = getattr(fn, "__name__", "f")
+        per[numbers] = call
+    return call, {k: v for k, v in kwargs.items() if type(v) not in (int, float, complex, bool)}
+
+
+_BOUND = weakref.WeakKeyDictionary()
+
+
 def call_vjp(g, fn, *args, **kwargs):
     """One gradient per positional argument of ``fn(*args, **kwargs)`` for output
     gradient ``g`` (None for arguments that take none)."""
@@ -464,6 +491,7 @@ def call_vjp_at(positions, g, fn, *args, **kwargs):
     if isinstance(g, GradList):
         g = list(g)
     positions = None if positions is None else tuple(positions)
+    fn, kwargs = _numbers_bound(fn, kwargs)
     grads = _staged(_PULLBACKS, fn, _pullback_builder, "vjp", positions)(g, *_traceable(args), **kwargs)
     return tuple(as_grad(d) for d in grads)  # (a list's gradient adds elementwise)
 
@@ -569,6 +597,7 @@ def call_jvp(tangents, fn, *args, **kwargs):
     argument."""
     for a in args:
         _not_lazy(fn, a)
+    fn, kwargs = _numbers_bound(fn, kwargs)
     push = _staged(_PUSHES, fn, _push_builder, "jvp")
     try:
         return push(tuple(tangents), *_traceable(args), **kwargs)
