@@ -30,6 +30,7 @@ from ..tape.tracer import split_index
 from ..tape.tracing import active_tape
 from ..tree import flatten, unflatten
 from .resolve import host_function
+from .adapters import by_keyword, numbers_bound, without_zero_tangents  # noqa: F401  (by_keyword: generated code)
 from .sequences import GradDict, GradList, add, any_sequence, as_grad, binop_grads, binop_tangent
 from ...rules import TABLE
 
@@ -426,54 +427,6 @@ def _not_lazy(fn, value):
     return value
 
 
-def by_keyword(fn, names):
-    """``fn`` taking the values of its keyword arguments ``names`` as its last positional
-    arguments (see on_tape.keywords_as_positions): one function per ``(fn, names)``, so
-    that the tape's cache of its derivative is kept."""
-    try:
-        per, held = _BY_KEYWORD.setdefault(fn, {}), weakref.ref(fn)  # (the adapter keeps fn weakly)
-    except TypeError:  # (no weak reference to it: one held here)
-        per, held = _BY_KEYWORD_HELD.setdefault(id(fn), (fn, {}))[1], (lambda: fn)
-    call = per.get(names)
-    if call is None:
-        def call(*args, **kwargs):
-            n = len(args) - len(names)  # (what the tape traces for fn, as _staged does)
-            return _constructor(host_function(held()))(*args[:n], **dict(zip(names, args[n:])), **kwargs)
-        call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', 'f')}_by_keyword"
-        per[names] = call
-    return call
-
-
-_BY_KEYWORD, _BY_KEYWORD_HELD = weakref.WeakKeyDictionary(), {}
-
-
-def _numbers_bound(fn, kwargs):
-    """``(fn, kwargs)`` with the keyword arguments that are Python numbers bound into a
-    function (one per ``fn`` and values, the last few kept): the tape would trace a
-    float given there (``pinv(a, rcond=1e-3)``), which is an option, not a value being
-    differentiated (those were moved to positions: see on_tape.keywords_as_positions)."""
-    numbers = tuple(sorted((k, v) for k, v in kwargs.items() if type(v) in (int, float, complex, bool)))
-    if not numbers:
-        return fn, kwargs
-    bound = by_keyword(fn, ())  # (one function per fn, held weakly)
-    per = _BOUND.setdefault(bound, {})
-    call = per.get(numbers)
-    if call is None:
-        if len(per) >= 16:
-            per.pop(next(iter(per)))
-
-        held = weakref.ref(bound)  # (the cache's value must not keep its key alive)
-
-        def call(*args, **rest):
-            return held()(*args, **dict(numbers), **rest)
-        call.__name__ = call.__qualname__ = getattr(fn, "__name__", "f")
-        per[numbers] = call
-    return call, {k: v for k, v in kwargs.items() if type(v) not in (int, float, complex, bool)}
-
-
-_BOUND = weakref.WeakKeyDictionary()
-
-
 def call_vjp(g, fn, *args, **kwargs):
     """One gradient per positional argument of ``fn(*args, **kwargs)`` for output
     gradient ``g`` (None for arguments that take none)."""
@@ -491,7 +444,7 @@ def call_vjp_at(positions, g, fn, *args, **kwargs):
     if isinstance(g, GradList):
         g = list(g)
     positions = None if positions is None else tuple(positions)
-    fn, kwargs = _numbers_bound(fn, kwargs)
+    fn, kwargs = numbers_bound(fn, kwargs)
     grads = _staged(_PULLBACKS, fn, _pullback_builder, "vjp", positions)(g, *_traceable(args), **kwargs)
     return tuple(as_grad(d) for d in grads)  # (a list's gradient adds elementwise)
 
@@ -597,26 +550,15 @@ def call_jvp(tangents, fn, *args, **kwargs):
     argument."""
     for a in args:
         _not_lazy(fn, a)
-    fn, kwargs = _numbers_bound(fn, kwargs)
+    fn, kwargs = numbers_bound(fn, kwargs)
     push = _staged(_PUSHES, fn, _push_builder, "jvp")
     try:
         return push(tuple(tangents), *_traceable(args), **kwargs)
     except NotImplementedError:  # (a rule without this derivative: of an argument whose
-        fewer = _without_zero_tangents(tangents)  # tangent is zero, it is not needed)
+        fewer = without_zero_tangents(tangents)  # tangent is zero, it is not needed)
         if fewer is None:
             raise
         return push(fewer, *_traceable(args), **kwargs)
-
-
-def _without_zero_tangents(tangents):
-    """``tangents`` with each concrete all-zero leaf None (a constant, as the tape sees
-    it: a jvp is linear in the tangents), or None when there is none."""
-    leaves, spec = flatten(tuple(tangents))
-    zero = [(type(t) in (float, complex) or isinstance(t, (_np.ndarray, _np.generic))) and not _np.any(t)
-            for t in leaves]
-    if not any(zero):
-        return None
-    return unflatten(spec, [None if z else t for t, z in zip(leaves, zero)])
 
 
 def scalar_output(value, dout, has_aux=False, holomorphic=False):
