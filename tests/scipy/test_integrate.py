@@ -15,7 +15,7 @@ pytestmark = pytest.mark.scipy
 sp_odeint = pytest.importorskip("scipy.integrate").odeint
 
 _rng = np.random.default_rng(5150)
-TIGHT = dict(rtol=1e-11, atol=1e-11)
+TIGHT = {"rtol": 1e-11, "atol": 1e-11}
 EPS = 1e-4  # (a solution is accurate to about its tolerances: smaller steps measure its noise)
 
 

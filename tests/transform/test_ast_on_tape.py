@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-from tracegrad.transform.undefined import Undefined, check_defined
 from tests.transform.numeric import numeric
+from tracegrad.transform.undefined import Undefined, check_defined
 
 X = np.array([0.3, 0.7, 1.1])
 HERE = __file__
@@ -34,7 +34,7 @@ def captured_by_reduce(x):
 def captured_by_an_inner_grad(x):
     t = 0.0
     for k in range(2):
-        t = t + tg.grad(lambda y: np.exp(y) * np.tanh(x[0] * (k + 1)), mode="ast")(x[1])
+        t = t + tg.grad(lambda y: np.exp(y) * np.tanh(x[0] * (k + 1)), mode="ast")(x[1])  # noqa: B023
     return t * x[2]
 
 
@@ -61,7 +61,7 @@ def test_forward_mode_and_second_order(fn):
     np.testing.assert_allclose(t, numeric(fn, X) @ v, rtol=1e-6)
     h = tg.hessian(fn, mode="ast")(X)
     grad = tg.grad(fn, mode="tape")
-    np.testing.assert_allclose(h, np.stack([numeric(lambda x: grad(x)[i], X) for i in range(3)]),
+    np.testing.assert_allclose(h, np.stack([numeric(lambda x, i=i: grad(x)[i], X) for i in range(3)]),
                                rtol=1e-5, atol=1e-7)
 
 
@@ -75,7 +75,7 @@ def test_other_refusals_are_not_retried():
         members = {x[0], x[1]}
         return np.sum(x) * len(members)
     with pytest.raises(tg.TransformError, match="set of differentiated values"):
-        tg.grad(set_of, mode="ast").source
+        _ = tg.grad(set_of, mode="ast").source
 
 
 # -- derivatives a rule does not have, of arguments that turn out constant ----------------

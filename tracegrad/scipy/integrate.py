@@ -6,7 +6,7 @@ SciPy adds with ``full_output=True`` (solver diagnostics) are not offered: refus
 from ..backend import cpu
 from ..rules.ode import odeint as _odeint
 
-__all__ = ["odeint", "counterpart"]
+__all__ = ["counterpart", "odeint"]
 
 
 def _operand(x):

@@ -13,7 +13,7 @@ returned as a gradient -- raises the rule's own error. A dropped one is never se
 Never a silent value: an Undefined is not a number, and nothing treats it as zero.
 """
 
-__all__ = ["Undefined", "is_undefined", "check_defined"]
+__all__ = ["Undefined", "check_defined", "is_undefined"]
 
 
 class Undefined:

@@ -23,7 +23,9 @@ def by_keyword(fn, names):
     call = per.get(names)
     if call is None:
         def call(*args, **kwargs):
-            from .support import _constructor  # (what the tape traces for fn, as _staged does)
+            from .support import (
+                _constructor,  # (what the tape traces for fn, as _staged does)
+            )
             n = len(args) - len(names)
             return _constructor(host_function(held()))(*args[:n], **dict(zip(names, args[n:])), **kwargs)
         call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', 'f')}_by_keyword"

@@ -22,7 +22,7 @@ import types
 from ..emit import registered
 from .source import TransformError, _find_code, in_scope
 
-__all__ = ["TAKES", "retrying", "put_on_tape", "is_on_tape", "keywords_as_positions"]
+__all__ = ["TAKES", "is_on_tape", "keywords_as_positions", "put_on_tape", "retrying"]
 
 # the constructs (TransformError.construct) a statement on a tape handles
 TAKES = frozenset({"lambda capturing a value being differentiated"})
