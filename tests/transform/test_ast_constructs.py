@@ -425,7 +425,6 @@ def local_called_in_a_condition(x):
 
 
 @pytest.mark.parametrize("fn, needle, construct", [
-    (lambda_capturing, "ys = _apply", "lambda capturing a value being differentiated"),
     (closure_returned, "return np.sum(fn(x))", "call of a function made from a differentiated value"),
     (recursive_local, "z * power(z, n - 1)", "recursive local function"),
     (local_called_in_a_condition, "while positive(x)", "local function call in a condition"),

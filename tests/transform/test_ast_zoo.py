@@ -92,8 +92,6 @@ def fixed(*args):
 
 
 # Known failures: check -> reason, each with a repro in the report that added this file.
-KWARG = ("AST mode refuses a differentiated array passed by keyword to a NumPy function "
-         "(TransformError; mode='auto' takes the tape)")
 MATH = "tape: math.* on a traced float silently treats it as a constant (zero gradient through it)"
 
 
@@ -206,7 +204,7 @@ def kwargs_helper(x):
 def kwargs_default_arrays(x):
     return np.sum(np.tanh(_affine(x)))
 
-@case("kwargs_array_by_keyword", normal((3, 4)), xfail=dict.fromkeys(("fd", "tape", "cache", "source"), KWARG))
+@case("kwargs_array_by_keyword", normal((3, 4)))
 def kwargs_array_by_keyword(x):
     return np.sum(np.sum(a=x * x, axis=0) * C34[0])
 

@@ -218,11 +218,12 @@ def noisy(x):
     return x * np.random.rand(3)
 
 
-@pytest.mark.parametrize("mode", ["tape", "auto"])
+@pytest.mark.parametrize("mode", MODES)
 def test_vjp_runs_the_function_once(mode):
     """The value vjp returns and every pullback come from one run: a function drawing
     random numbers is pulled back through the draws its value used, and the generator
-    moves as for one call (auto's refused AST attempt is undone)."""
+    moves as for one call (the AST path's pullback runs the function again, from the
+    generator states the first run started from, and puts them back afterwards)."""
     np.random.seed(0)
     r, after = np.random.rand(3), np.random.rand()
     np.random.seed(0)
@@ -233,11 +234,34 @@ def test_vjp_runs_the_function_once(mode):
     assert np.random.rand() == after
 
 
-def test_ast_vjp_refuses_random_draws():
+def test_ast_pullbacks_leave_the_callers_random_stream_alone():
     np.random.seed(0)
-    with pytest.raises(tg.TransformError, match="draws random numbers"):
-        tg.vjp(noisy, np.ones(3), mode="ast")
-    assert np.random.rand() == np.random.RandomState(0).rand()  # (the draws undone)
+    out, pull = tg.vjp(noisy, np.ones(3), mode="ast")
+    between = np.random.rand()
+    g = pull(np.ones(3))[0]
+    later = np.random.rand()
+    expected = np.random.RandomState(0).rand(5)
+    np.testing.assert_allclose(out, expected[:3])
+    np.testing.assert_allclose(g, expected[:3])
+    assert (between, later) == (expected[3], expected[4])
+
+
+def _draws_unless_cached(x):
+    _DRAWN.append(1)
+    return x * np.random.rand(3) if len(_DRAWN) == 1 else x * 2.0
+
+
+_DRAWN = []
+
+
+def test_an_ast_pullback_drawing_other_numbers_is_refused():
+    """A run repeated for the pullback that does not draw what the first run drew (here:
+    code that draws only the first time) is refused, never pulled back through other
+    numbers."""
+    _DRAWN.clear()
+    _, pull = tg.vjp(_draws_unless_cached, np.ones(3), mode="ast")
+    with pytest.raises(tg.TransformError, match="drew other"):
+        pull(np.ones(3))
 
 
 def test_a_random_pullback_differentiated_later_is_refused():

@@ -36,14 +36,8 @@ def _failing(reason, ids, modes, tests=TESTS):
 # Examples that fail today, by (example, mode, test) ("auto": the auto-versus-tape test):
 # bugs and refusals for the lead, marked strict so that a fix shows here.
 KNOWN_BUGS = {
-    **_failing("AST mode refuses a differentiated value passed by keyword (TransformError 'pass it positionally'); "
-               "the tape takes it", ["np_average", "np_average_returned", "np_pad_traced_value", "np_select",
-                                     "np_diff_prepend", "np_ediff1d", "ts_logsumexp_weights", "ts_logsumexp_sign"],
-               ["ast"]),
     **_failing("AST mode refuses NumPy's in-place writers (a call whose result is not used); the tape claims them",
                ["np_put", "np_put_along_axis", "np_place", "np_putmask"], ["ast"]),
-    **_failing("AST mode traces float arguments given as options: np.linalg.pinv(a, rcond=1e-3) raises 'an array "
-               "of rcond values' at run time (mode='auto' then takes the tape)", ["la_pinv_rcond"], ["ast"], ("grad", "auto")),
     **_failing("refused: numpy.gradient with coordinate arrays (only uniform spacings)", ["np_gradient_axis"],
                ["tape", "ast", "auto"]),
 }

@@ -7,5 +7,6 @@ import it when they first run.
 """
 from . import special  # noqa: F401
 from . import linalg, signal, stats  # noqa: F401
+from . import integrate  # noqa: F401
 
-__all__ = ["special", "linalg", "signal", "stats"]
+__all__ = ["special", "linalg", "signal", "stats", "integrate"]

@@ -2,6 +2,7 @@
 the arguments being differentiated (only those get gradients)."""
 import ast
 
+from .on_tape import refusal
 from .resolve import CONSTANT, VALUE_TAKING
 
 __all__ = ["active_names", "NONDIFF_ATTRS", "loaded_names", "all_names", "refuse_lost_derivatives"]
@@ -124,7 +125,7 @@ def refuse_lost_derivatives(body, active, resolver, located, nograd=()):
                 own = {a.arg for a in ast.walk(n.args) if isinstance(a, ast.arg)}
                 captured = sorted((loaded_names(n.body) - own) & active)
                 if captured:
-                    raise located.error(s, f"a lambda capturing a value being differentiated "
+                    raise refusal(located, s, f"a lambda capturing a value being differentiated "
                                            f"({', '.join(captured)}) is passed on as a value: what calls "
                                            "it would differentiate it without that dependence (pass the "
                                            "value as an argument, or call the lambda here)",

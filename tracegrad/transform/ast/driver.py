@@ -17,6 +17,7 @@ from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
 from . import reuse
 from .lower import local_functions, scope_names
 from .signature import ALL, Signature
+from .on_tape import put_on_tape, retrying
 from .optimize import optimize
 from .resolve import Resolver, User, on_device, still_written_for, structure
 from .reverse import HELPERS, Reverse, comment
@@ -145,6 +146,10 @@ def _contents(cells):
     return out
 
 
+def _stored(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 def _names(node):
     out = set()
     for n in ast.walk(node):
@@ -155,9 +160,10 @@ def _names(node):
     return out
 
 
-def prepare(fn):
+def prepare(fn, on_tape=frozenset()):
     """``(FunctionDef, located, unit, resolver, signature, body)`` with local functions
-    taken out (to be inlined), jumps lowered and the body in A-normal form."""
+    taken out (to be inlined), jumps lowered and the body in A-normal form; the
+    statements at lines ``on_tape`` differentiated on a tape (see on_tape.py)."""
     node, located = function_tree(fn)
     sig = Signature(fn, node)
     for n in ast.walk(node):
@@ -174,6 +180,7 @@ def prepare(fn):
     env.update(_captured(fn.__globals__, unit.captured))
     unit.user_globals = fn.__globals__
     functions = local_functions(node, unit.namer, located)
+    put_on_tape(node, on_tape, fn, set(sig.names()) | set(fn.__code__.co_freevars) | _stored(node), unit.bind)
     locals_ = set(sig.names()) | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
                                   and isinstance(n.ctx, ast.Store)}
     for lf in functions.values():
@@ -256,8 +263,8 @@ def adjoint(fn, positions, name, *, single=False, has_aux=False, with_value=Fals
         if gen is not None:
             per[key] = gen
             return gen
-        return _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key,
-                              holomorphic)
+        return retrying(lambda lines: _build_adjoint(fn, positions, name, single, has_aux, with_value,
+                                                     internal, per, key, holomorphic, lines))
 
 
 def _vjp_key(positions, single=False, has_aux=False, with_value=False, internal=False, holomorphic=False):
@@ -296,9 +303,10 @@ def _remember(fn, key, gen, unit, resolver, user_defaults):
 _PENDING = {}   # (fn, key) -> [(env, name)] waiting for an adjoint still being built
 
 
-def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key, holomorphic=False):
+def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, per, key, holomorphic=False,
+                   on_tape=frozenset()):
     from ...runtime.grad_mode import no_grad
-    node, located, unit, resolver, sig, body = prepare(fn)
+    node, located, unit, resolver, sig, body = prepare(fn, on_tape)
     unit.namer.used.add(name)  # (a callee's adjoint may not take the name: dlambda in dlambda)
     params = sig.names()
     positions = sig.positions(positions)
@@ -481,13 +489,13 @@ def tangents(fn, name, positions=None):
         if gen is not None:
             per[key] = gen
             return gen
-        return _build_tangents(fn, name, per, key, positions)
+        return retrying(lambda lines: _build_tangents(fn, name, per, key, positions, lines))
 
 
-def _build_tangents(fn, name, per, key, positions=None):
+def _build_tangents(fn, name, per, key, positions=None, on_tape=frozenset()):
     from .forward import Forward
     from ...runtime.grad_mode import no_grad
-    node, located, unit, resolver, sig, body = prepare(fn)
+    node, located, unit, resolver, sig, body = prepare(fn, on_tape)
     unit.namer.used.add(name)
     params = sig.params + ([sig.vararg] if sig.vararg else [])
     if positions is not None:

@@ -7,6 +7,7 @@ import ast
 import copy
 
 from . import nograd
+from .on_tape import keywords_as_positions
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives, star_positions
 from .anf import _assign, _const, _name
 from .kinds import maybe_sequences, sequence_names
@@ -236,6 +237,7 @@ class Forward:
                                      "keyword argument")
 
     def generic(self, func, args, keywords, z):
+        func, args, keywords = keywords_as_positions(func, args, keywords, self.active)
         self._refuse_active_keywords(keywords, ast.unparse(func))
         tangents = ast.Tuple(elts=self._tangents(args), ctx=ast.Load())
         call = _call("call_jvp", tangents, copy.deepcopy(func), *args,

@@ -2,6 +2,7 @@
 arguments to the generated function as they are (arrays, Python floats, Tensors), seeds
 the output gradient in the arguments' dtype, and gives results back in each
 argument's kind (a gradient that never reached an argument is zeros)."""
+import contextlib
 import functools
 import types
 
@@ -9,7 +10,7 @@ from ...backend import cpu as np  # host-side type checks only
 from ...backend import is_array, namespace_of
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
-from ..tape.randomness import Draws
+from ..tape.randomness import Draws, DrawsDiffer
 from ..tape.tracing import active_tape, positional_params
 from ..tape.tape import Var
 from ..checks import check_input, positional_arguments
@@ -17,6 +18,7 @@ from ..reads import Reads
 from ..tree import flatten, tree_map, unflatten
 from .aliasing import AliasError, refuse_zero_d_arguments
 from .driver import _source_function, adjoint, tangents, written_for_now
+from ..undefined import check_defined
 from .support import zero_tangent
 
 __all__ = ["AstFunction"]
@@ -184,6 +186,7 @@ def _seed(x, xp=None):
 def _result(g, like, raw):
     """A gradient in the kind of its argument ``like`` (a list, tuple or dict of them for
     a list, tuple or dict: a pytree, as on the tape)."""
+    check_defined(g)  # (a derivative a rule does not have, needed after all: its error)
     if isinstance(like, (list, tuple)):
         gs = list(g) if g is not None else [None] * len(like)
         gs += [None] * (len(like) - len(gs))
@@ -427,11 +430,9 @@ def ast_vjp(f, primals, has_aux=False, auto=False, positions=None):
             check_input(x, n, "vjp")
     draws = Draws(f)
     out = value_on_copies(f, primals)
-    if draws.happened():  # the adjoint runs f again for each pullback: with new numbers
-        draws.undo()
-        raise TransformError(f"vjp of {getattr(f, '__qualname__', 'f')}: it draws random numbers, and the "
-                             "adjoint written from its source would run it again for each pullback, with other "
-                             "numbers than its value used (the tape runs it once)")
+    # the adjoint runs f again for each pullback: if f drew random numbers, with the
+    # generators put back where they were, so that it draws those the value used
+    replay = draws.replay() if draws.happened() else contextlib.nullcontext()
     aux = None
     if has_aux:
         out, aux = split_aux(out, "vjp")
@@ -439,7 +440,12 @@ def ast_vjp(f, primals, has_aux=False, auto=False, positions=None):
     def f_vjp(cotangent):
         check_cotangent(out, cotangent)
         try:
-            grads = _run_pullback(gen, primals, positions, cotangent)
+            with replay:
+                grads = _run_pullback(gen, primals, positions, cotangent)
+        except DrawsDiffer:
+            raise TransformError(f"vjp of {getattr(f, '__qualname__', 'f')}: it draws random numbers, and the "
+                                 "adjoint written from its source, run again for the pullback, drew other "
+                                 "numbers than its value used (the tape runs it once)") from None
         except RETRY_ON_TAPE as e:
             if isinstance(e, AliasError):  # (an argument written in place: the tape would differ)
                 e.before_run = e.before_run or not gen.writes_params

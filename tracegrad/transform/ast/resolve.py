@@ -25,6 +25,7 @@ from ...rules import TABLE
 from ..tape.numpy_map import UFUNCS
 from ..tape.numpy_map.construct import numpy_own
 from ..tape.sweeps import stop_gradient
+from .on_tape import is_on_tape
 
 __all__ = ["Resolver", "Direct", "Generic", "User", "Constant", "OPERATORS", "UNARY", "method_primitive",
            "on_device", "host_function", "VALUE_TAKING"]
@@ -40,7 +41,8 @@ _ONE_ARG = {np.sum: "sum", np.mean: "mean"}
 _CONSTANT = {len, range, int, bool, float, isinstance, type, print, str, repr, id, hash,
              stop_gradient, np.shape, np.ndim, np.size, np.zeros, np.ones, np.empty, np.eye,
              np.arange, np.full, np.argmax, np.argmin, np.isnan, np.isinf,
-             np.isfinite, np.result_type, np.dtype, math.floor, math.ceil}
+             np.isfinite, np.result_type, np.dtype, math.floor, math.ceil,
+             np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_}
 # constant callees whose result depends differentiably on a value argument: a value being
 # differentiated passed to one is refused (see activity.refuse_lost_derivatives)
 VALUE_TAKING = {float, complex, np.full, np.arange, np.logspace, np.geomspace}
@@ -71,7 +73,8 @@ def host_function(fn):
     protocols, not CuPy's. Other functions are returned as they are."""
     from ... import backend
     from ...scipy.special import counterpart  # scipy.special.logsumexp -> tracegrad.scipy's
-    twin = counterpart(fn)
+    from ...scipy.integrate import counterpart as integrate_counterpart  # (and odeint)
+    twin = counterpart(fn) or integrate_counterpart(fn)
     if twin is not None:
         return twin
     name = getattr(fn, "__name__", None)
@@ -171,6 +174,8 @@ class Resolver:
         if not ok:
             return None
         nargs, kws = len(call.args), call.keywords
+        if is_on_tape(obj):  # (a statement made a function: see on_tape.py)
+            return GENERIC
         try:
             if obj in _CONSTANT or getattr(obj, "constant_result", False):
                 return CONSTANT

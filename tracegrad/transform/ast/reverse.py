@@ -16,6 +16,7 @@ import ast
 import copy
 
 from . import nograd
+from .on_tape import keywords_as_positions
 from .activity import NONDIFF_ATTRS, active_names, nograd_statements, refuse_lost_derivatives, star_positions
 from .anf import _assign, _const, _name, index_expr
 from .kinds import maybe_sequences, sequence_names
@@ -39,7 +40,7 @@ HELPERS = {"add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "
            "call_vjp", "call_vjp_at", "call_jvp", "method", "attribute", "GradList", "zero_tangent",
            "scalar_output",
            "check_unaliased", "unstar", "per_item", "star_jvp", "old_entry", "restore_entry", "vjp_of",
-           "jvp_at", "any_sequence", "binop_grads", "binop_tangent"}
+           "jvp_at", "any_sequence", "binop_grads", "binop_tangent", "by_keyword"}
 
 
 def _call(func, *args, keywords=()):
@@ -417,6 +418,7 @@ class Reverse:
             self._accumulate(out, state, o.id, expr)
 
     def generic(self, func, args, keywords, dz, out, state):
+        func, args, keywords = keywords_as_positions(func, args, keywords, self.active)
         if any(isinstance(k.value, ast.Name) and k.value.id in self.active for k in keywords):
             raise self.located.error(self.current, "a value being differentiated passed by keyword to "
                                                    f"{ast.unparse(func)}; pass it positionally",

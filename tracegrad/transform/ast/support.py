@@ -30,6 +30,7 @@ from ..tape.tracer import split_index
 from ..tape.tracing import active_tape
 from ..tree import flatten, unflatten
 from .resolve import host_function
+from .adapters import by_keyword, numbers_bound, without_zero_tangents  # noqa: F401  (by_keyword: generated code)
 from .sequences import GradDict, GradList, add, any_sequence, as_grad, binop_grads, binop_tangent
 from ...rules import TABLE
 
@@ -284,8 +285,8 @@ def _pullback_builder(fn, positions=None):
         outs, _ = flatten(out)
         gs = aligned_cotangent(out, g)
         keep = [(o, c) for o, c in zip(outs, gs) if isinstance(o, Var) and c is not None]
-        cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,
-                          [o for o, _ in keep], [c for _, c in keep])
+        cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,  # (defer: see undefined.py)
+                          [o for o, _ in keep], [c for _, c in keep], positions is None)
         per_leaf = {}
         for (n, k), ct, v in zip(where, cts, wrt):
             per_leaf[n, k] = ct if ct is not None else _zeros_like(v)
@@ -443,6 +444,7 @@ def call_vjp_at(positions, g, fn, *args, **kwargs):
     if isinstance(g, GradList):
         g = list(g)
     positions = None if positions is None else tuple(positions)
+    fn, kwargs = numbers_bound(fn, kwargs)
     grads = _staged(_PULLBACKS, fn, _pullback_builder, "vjp", positions)(g, *_traceable(args), **kwargs)
     return tuple(as_grad(d) for d in grads)  # (a list's gradient adds elementwise)
 
@@ -548,7 +550,15 @@ def call_jvp(tangents, fn, *args, **kwargs):
     argument."""
     for a in args:
         _not_lazy(fn, a)
-    return _staged(_PUSHES, fn, _push_builder, "jvp")(tuple(tangents), *_traceable(args), **kwargs)
+    fn, kwargs = numbers_bound(fn, kwargs)
+    push = _staged(_PUSHES, fn, _push_builder, "jvp")
+    try:
+        return push(tuple(tangents), *_traceable(args), **kwargs)
+    except NotImplementedError:  # (a rule without this derivative: of an argument whose
+        fewer = without_zero_tangents(tangents)  # tangent is zero, it is not needed)
+        if fewer is None:
+            raise
+        return push(fewer, *_traceable(args), **kwargs)
 
 
 def scalar_output(value, dout, has_aux=False, holomorphic=False):

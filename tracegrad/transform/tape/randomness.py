@@ -10,7 +10,7 @@ traced. Such a trace is used for its own call only and never cached.
 from ...backend import cpu as np  # host-side generator states only
 from ..reads import Reads
 
-__all__ = ["Draws"]
+__all__ = ["Draws", "DrawsDiffer"]
 
 
 def _raw_state(gen):
@@ -56,8 +56,39 @@ class Draws:
     def undo(self):
         """Put every generator back where it was: the numbers drawn will be drawn again
         (by the run that replaces a refused one)."""
-        for g, r in zip(self._gens, self._raw):
-            if isinstance(g, np.random.Generator):
-                g.bit_generator.state = r
-            else:
-                g.set_state(r)
+        _set_states(self._gens, self._raw)
+
+    def replay(self):
+        """After the run that drew: a context in which each generator starts where it
+        started before that run (a second run of the same code draws the same numbers),
+        checked to end where that run ended (else :class:`DrawsDiffer`), and is put back
+        where it was on entering (the caller's stream of numbers goes on unchanged)."""
+        return _Replay(self._gens, self._raw, [_comparable(g, _raw_state(g)) for g in self._gens])
+
+
+class DrawsDiffer(RuntimeError):
+    """A run replayed with :meth:`Draws.replay` drew other numbers than the first run."""
+
+
+class _Replay:
+    def __init__(self, gens, start, end):
+        self.gens, self.start, self.end = gens, start, end
+
+    def __enter__(self):
+        self.now = [_raw_state(g) for g in self.gens]
+        _set_states(self.gens, self.start)
+
+    def __exit__(self, kind, *_):
+        ended = [_comparable(g, _raw_state(g)) for g in self.gens]
+        _set_states(self.gens, self.now)
+        if kind is None and ended != self.end:
+            raise DrawsDiffer("the run repeated to differentiate drew other random numbers than "
+                              "the run that computed the value")
+
+
+def _set_states(gens, raws):
+    for g, r in zip(gens, raws):
+        if isinstance(g, np.random.Generator):
+            g.bit_generator.state = r
+        else:
+            g.set_state(r)

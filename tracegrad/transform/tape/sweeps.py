@@ -12,6 +12,7 @@ from ...rules.complex_ import complex_refusal
 from .numpy_map import P
 from .tape import Guard, TracerError, Var, shape_only
 from .tracing import active_tape
+from ..undefined import Undefined, is_undefined
 
 __all__ = ["Alias", "alias", "STOP", "stop_gradient", "active_eqns", "spread_activity", "reverse",
            "forward"]
@@ -97,6 +98,12 @@ def spread_activity(eqns, active):
 def _accumulate(cts, v, g, held=None):
     if g is None:
         return
+    if is_undefined(g) or is_undefined(cts.get(v.id)):  # (no derivative: see undefined.py)
+        prev = cts.get(v.id)
+        if held is not None and isinstance(prev, Var):
+            held.drop(prev)
+        cts[v.id] = g if is_undefined(g) else prev
+        return
     if isinstance(g, Var):
         gd, vd = g.npdtype, v.npdtype
         if gd is not vd and gd != vd and vd.kind in "fc" and gd.kind in "fc":
@@ -154,9 +161,12 @@ class _Releaser:
                     v.value = shape_only(v.value)
 
 
-def reverse(eqns, wrt, outputs, cotangents):
+def reverse(eqns, wrt, outputs, cotangents, defer=False):
     """Cotangents of the Vars ``wrt`` (None where nothing flows), given ``cotangents`` of
-    ``outputs``, by sweeping the active part of ``eqns`` backwards."""
+    ``outputs``, by sweeping the active part of ``eqns`` backwards. ``defer``: an operand
+    whose rule has no derivative (its vjp raises NotImplementedError) gets an
+    :class:`~tracegrad.transform.undefined.Undefined` cotangent, which flows on backwards
+    and raises where it is used, instead of the error now."""
     eqns, active = active_eqns(eqns, wrt)
     tape = active_tape()
     held = _Releaser(tape) if tape is not None and tape.outermost() else None
@@ -172,13 +182,19 @@ def reverse(eqns, wrt, outputs, cotangents):
         if held is not None:
             for g in gs:
                 held.drop(g)
-        custom = _vjp(e, gs, cts, active, held)
+        missing = next((g for g in gs if is_undefined(g)), None)
+        if missing is not None:  # (what an undefined cotangent flows back to is undefined)
+            for i, a in enumerate(e.ins):
+                if isinstance(a, Var) and a.id in active and (e.op is ALIAS or e.op.is_diff_arg(i)):
+                    _accumulate(cts, a, missing, held)
+            continue
+        custom = _vjp(e, gs, cts, active, held, defer)
         if held is not None:
             held.step(since, custom)
     return [cts.get(v.id) for v in wrt]
 
 
-def _vjp(e, gs, cts, active, held):
+def _vjp(e, gs, cts, active, held, defer=False):
     """Accumulate the cotangents of eqn ``e``'s active operands given those of its results
     (``gs``); return whether user code (a custom rule) computed them."""
     op = e.op
@@ -202,12 +218,23 @@ def _vjp(e, gs, cts, active, held):
     if not targets:
         return False
     if op.vjp_all_fn is not None:
-        every = op.vjp_all_fn(g, out, *e.ins, **e.params)
+        try:
+            every = op.vjp_all_fn(g, out, *e.ins, **e.params)
+        except NotImplementedError as err:
+            if not defer:
+                raise
+            every = {i: Undefined(err) for i, _ in targets}
         for i, a in targets:
             _accumulate(cts, a, every[i], held)
         return False
     for i, a in targets:
-        _accumulate(cts, a, op.vjps[i](g, out, *e.ins, **e.params), held)
+        try:
+            ct = op.vjps[i](g, out, *e.ins, **e.params)
+        except NotImplementedError as err:
+            if not defer:
+                raise
+            ct = Undefined(err)
+        _accumulate(cts, a, ct, held)
     return False
 
 

@@ -157,7 +157,13 @@ def _iter(self):
 def _array(self, dtype=None, copy=None):
     """NumPy asks for a concrete array. ``np.array``/``np.asarray`` (of the tracer, or of
     lists and tuples holding tracers) catch this error and record the array instead (see
-    :mod:`.numpy_map.construct`); anywhere else it stands."""
+    :mod:`.numpy_map.construct`). An integer or bool array asked for by the traced code
+    (``np.int64(x)``) carries no derivative anyway: it is given, guarded (a replay is
+    valid only while the same cast gives the same integers). Anywhere else the error
+    stands."""
+    integers = _integer_cast(self, dtype, sys._getframe(1))
+    if integers is not None:
+        return integers
     raise ArrayConversion(
         f"a traced value ({self!r}) was converted to a NumPy array (by a function outside "
         "the rule table, by a NumPy function given a list or tuple holding it, as in "
@@ -165,6 +171,24 @@ def _array(self, dtype=None, copy=None):
         "tape cannot follow that. Make the list an array first (np.mean(np.array([a, b]))), "
         "build arrays with np.array([...]), np.stack or np.concatenate, and write into a "
         "traced array (np.zeros_like(x) of a traced x is one)")
+
+
+def _integer_cast(var, dtype, caller):
+    """The guarded integer array of ``var`` NumPy asks for with integer or bool ``dtype``
+    from ``caller`` (a frame), or None: not for another dtype, nor for tracegrad's own
+    constructors (``np.array(x, dtype=int)`` records the cast), nor for ``buf[i] = traced``
+    (a write the tape would lose)."""
+    if dtype is None or np.dtype(dtype).kind not in "biu" or var.npdtype.kind == "c":
+        return None
+    if caller.f_globals.get("__name__") == ArrayConversion.__module__ or \
+            caller.f_code.co_code[caller.f_lasti] == _STORE_SUBSCR:
+        return None
+    var = aliasing.current(var)
+    if not isinstance(var.value, (np.ndarray, np.generic)):
+        return None  # (a device's value: NumPy cannot take it)
+    cast = NM.astype(var, dtype, copy=False)
+    guard(cast, "tolist", cast.value.tolist())
+    return np.array(cast.value, dtype=dtype)
 
 
 Var.__len__ = _len

@@ -25,7 +25,7 @@ from .numpy_map import construct as _constructors
 from ...runtime.vmapped import is_vmapped
 
 __all__ = ["trace", "trace_arguments", "active_tape", "recording", "bind", "guard", "as_operand",
-           "is_traceable", "input_value", "nested_transform", "written_under_no_grad"]
+           "is_traceable", "input_value", "nested_transform", "written_under_no_grad", "off_tape"]
 
 _state = threading.local()
 
@@ -61,6 +61,19 @@ class recording:
         poison = self.tape.poison
         if value is not None and poison is not None and value is not poison:
             raise poison from value
+
+
+class off_tape:
+    """Context manager: no tape records on this thread meanwhile. For a kernel that calls
+    back into Python (SciPy's odeint calling the right-hand side): the callback computes
+    on the concrete values it is given, even while the kernel runs for a tape."""
+
+    def __enter__(self):
+        self.prev = active_tape()
+        _state.tape = None
+
+    def __exit__(self, *exc):
+        _state.tape = self.prev
 
 
 def _tape_of(var):

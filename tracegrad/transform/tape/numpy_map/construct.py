@@ -28,6 +28,7 @@ import functools
 import sys
 import threading
 import types
+import weakref
 
 import numpy as np
 
@@ -310,6 +311,31 @@ for _dotted, _ in _STAND_INS:
         _OWN_PLACES[id(_fn)] = (_fn, (_module, _name))
 
 
+_SCANNED = set()    # names of the modules looked through by _reexports
+_REEXPORTS = []     # (weak reference to a module, name) found by _reexports
+_LIBRARIES = ("numpy", "scipy", "cupy", "cupyx", "tracegrad")
+
+
+def _reexports():
+    """``(module, name)`` where a module other than the libraries' holds NumPy's own
+    function under NumPy's top-level name for it (``from numpy import *`` in a module
+    that re-exports NumPy's namespace, ``from numpy import mean`` in the user's): the
+    stand-ins go there too while a tape records, so ``np.mean([x, y])`` of such a
+    module's name takes traced values as NumPy's own name does. Each module is looked
+    through once, when first seen in ``sys.modules``."""
+    if len(_SCANNED) != len(sys.modules):
+        names = [(name, fn) for fn, (module, name) in _OWN_PLACES.values() if module is np]
+        for key, module in list(sys.modules.items()):
+            if key in _SCANNED:
+                continue
+            _SCANNED.add(key)
+            if key.split(".")[0] in _LIBRARIES or not isinstance(module, types.ModuleType):
+                continue
+            space = vars(module)
+            _REEXPORTS.extend((weakref.ref(module), name) for name, fn in names if space.get(name) is fn)
+    return [(m, name) for m, name in ((ref(), name) for ref, name in _REEXPORTS) if m is not None]
+
+
 def acquire():
     """A tape starts recording: the first one puts the stand-ins in NumPy's namespace.
     ``np.r_`` and ``np.c_`` build their pieces with the ``array`` of their own module,
@@ -332,6 +358,11 @@ def acquire():
         tricks = _tricks()
         if getattr(tricks, "array", None) is _ORIGINALS.get((np, "array")):
             tricks.array = np.array
+        for module, name in _reexports():  # (the same stand-ins where NumPy's are re-exported)
+            own = _ORIGINALS.get((np, name))
+            if own is not None and vars(module).get(name) is own:
+                _ORIGINALS[module, name] = own
+                setattr(module, name, getattr(np, name))
 
 
 def release():
