@@ -507,3 +507,47 @@ def test_flip_of_a_0d_array_is_a_copy():
         np.testing.assert_allclose(value, want_value, rtol=1e-12)
         np.testing.assert_allclose(gy, 2 * (1 - np.tanh(1.47) ** 2) + 1.4, rtol=1e-12)
         np.testing.assert_allclose(gx, [1.97], rtol=1e-12)
+
+
+# 0-d results: NumPy answers ``y[1]`` (and the rows of an iterated 1-d array) with a
+# number, whose ``+=`` rebinds the name, but ``y[1, ...]``, ``np.squeeze`` and
+# ``reshape(())`` with 0-d *views*, whose in-place changes reach ``y``. The tape took
+# every 0-d view result for a number, so these writes were lost (a silent wrong gradient,
+# found by the fuzzer: ``/=`` through a squeezed 0-d view).
+
+def zero_d_squeeze(x):
+    y = x[:1] * 1.0
+    v = np.squeeze(y)
+    v /= x[1] + 2.0
+    return np.sum(np.sin(y)) + np.sum(y * x[2])
+
+
+def zero_d_ellipsis_index(x):
+    y = x * 1.0
+    w = y[1, ...]
+    w *= x[0]
+    return np.sum(y * y)
+
+
+def zero_d_reshape(x):
+    y = x[2:] * 1.0
+    w = y.reshape(())
+    w += x[0] * x[1]
+    return np.sum(np.cos(y))
+
+
+def zero_d_number_rebinds(x):
+    y = x * 1.0
+    w = y[1]
+    w *= 3.0  # a number: y is unchanged
+    total = 0.0
+    for row in y:  # numbers too
+        row *= 2.0
+        total = total + row
+    return np.sum(y * y) + w + total
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+@pytest.mark.parametrize("f", [zero_d_squeeze, zero_d_ellipsis_index, zero_d_reshape, zero_d_number_rebinds])
+def test_in_place_changes_through_0d_views_reach_their_array(f, mode):
+    np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), numeric(f, X), rtol=1e-6, atol=1e-8)

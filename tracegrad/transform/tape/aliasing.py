@@ -107,13 +107,26 @@ def note_view(prim, args, params, result, tape):
     outs = result if isinstance(result, tuple) else (result,)
     no_grad = not _grad_mode.state.grad_enabled or _NO_GRAD.get(base) is not None
     for k, out in enumerate(outs):
-        if not out.shape:  # ``y[1]`` is a number in NumPy, not a view: ``y[1] += v`` rebinds
+        if not out.shape and _numpy_number(prim, params):  # ``y[1] += v`` rebinds the name
             tape.immutable.add(out.id)
         elif part or _shares_memory(out.value, base.value):
             _LINK[out] = (base, prim, params, k if isinstance(result, tuple) else None)
             _add_view(base, out)
             if no_grad:
                 _NO_GRAD[out] = False
+
+
+def _numpy_number(prim, params):
+    """Whether NumPy answers a 0-d result of view ``prim`` with a number (``y[1]``, the rows
+    of a 1-d array iterated) rather than a 0-d view of its operand (``y[1, ...]``,
+    ``np.squeeze``, ``reshape(())``, whose in-place changes reach the operand)."""
+    if prim.name == "unbind":
+        return True
+    if prim.name != "basic_index":
+        return False
+    index = params.get("index")
+    entries = index if isinstance(index, tuple) else (index,)
+    return not any(e is Ellipsis or e is None or isinstance(e, slice) for e in entries)
 
 
 def keep_layout(var):
