@@ -32,3 +32,46 @@ def test_rnn_bias_gradients_accumulate_as_eagerly():
         (compiled(x)[0] ** 2).sum().backward()
     for p, q in zip(eager.parameters(), model.parameters()):
         np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_tensor_where_method_keeps_its_receiver_as_the_input():
+    # x.where(c, y) was traced as where(x, c, y) (the function of the name applied to x)
+    f = tg.compile(lambda x, c, y: x.where(c, y))
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    c = tg.tensor([True, False, True])
+    out = f(x, c, tg.zeros(3))
+    assert out.tolist() == [1.0, 0.0, 3.0]
+    out.sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 1.0]
+
+
+def test_losses_and_renorm_built_on_tensor_where_equal_eager():
+    import tracegrad.nn.functional as F
+    tg.manual_seed(1)
+    x = tg.randn(3, 4)
+    y = tg.tensor([1.0, -1.0, 1.0])
+    cases = [(F.hinge_embedding_loss, (x[:, 0], y)),
+             (F.cosine_embedding_loss, (x, x.flip(0), y)),
+             (lambda t: t.renorm(2, 0, 1.0), (x,))]
+    for fn, args in cases:
+        np.testing.assert_allclose(tg.compile(fn)(*args).numpy(), fn(*args).numpy(), rtol=1e-6)
+
+
+def test_polygamma_method_keeps_its_receiver_as_the_input():
+    x = tg.tensor([1.5, 2.0, 3.0])
+    np.testing.assert_allclose(tg.compile(lambda t: t.polygamma(1))(x).numpy(), x.polygamma(1).numpy())
+
+
+@pytest.mark.parametrize("op", [tg.unique, tg.unique_consecutive])
+def test_a_value_sized_result_shape_is_not_baked_in(op):
+    # the number of distinct values, read as a Python int, was the first call's forever
+    f = tg.compile(lambda x: x.float() * op(x).shape[0])
+    for values in ([0, 0, 0, 0], [0, 1, 2, 3], [5, 5, 1, 1]):
+        x = tg.tensor(values)
+        assert f(x).tolist() == (x.float() * op(x).shape[0]).tolist()
+
+
+def test_a_value_sized_result_breaks_the_graph_with_fullgraph():
+    f = tg.compile(lambda x: tg.unique(x).shape[0] + x, fullgraph=True)
+    with pytest.raises(tg.compiler.Unsupported, match="shape"):
+        f(tg.tensor([1, 1, 2]))
