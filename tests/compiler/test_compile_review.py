@@ -75,3 +75,65 @@ def test_a_value_sized_result_breaks_the_graph_with_fullgraph():
     f = tg.compile(lambda x: tg.unique(x).shape[0] + x, fullgraph=True)
     with pytest.raises(tg.compiler.Unsupported, match="shape"):
         f(tg.tensor([1, 1, 2]))
+
+
+def test_requires_grad_read_while_tracing_is_the_tensors():
+    # a traced value answered requires_grad=False always: code branching on it was staged
+    # with the wrong branch for inputs that require grad
+    f = tg.compile(lambda x: x * 2 if x.requires_grad else x * 3)
+    assert f(tg.ones(2)).tolist() == [3.0, 3.0]
+    assert f(tg.ones(2, requires_grad=True)).tolist() == [2.0, 2.0]
+
+    def g(x, w):
+        with tg.no_grad():
+            stopped = x * w
+        flags = ((x * w).requires_grad, (x * 2).requires_grad, w.detach().requires_grad,
+                 stopped.requires_grad, (x * w).is_leaf, w.is_leaf)
+        return x * sum(k * flag for k, flag in zip((1, 2, 4, 8, 16, 32), flags))
+    w = tg.ones(2, requires_grad=True)
+    assert tg.compile(g)(tg.ones(2), w).tolist() == g(tg.ones(2), w).tolist()
+
+
+def test_python_random_draws_are_not_replayed():
+    import random
+    f = lambda x: x * random.random()  # noqa: E731
+    cf = tg.compile(f)
+    for _ in range(3):
+        state = random.getstate()
+        expected = f(tg.ones(2))
+        random.setstate(state)
+        assert cf(tg.ones(2)).tolist() == expected.tolist()
+
+
+class _Scaled(nn.Module):
+    SCALE = 1.0
+
+    def forward(self, x):
+        return x * self.SCALE
+
+
+def test_a_class_attribute_read_through_self_is_watched():
+    model = _Scaled()
+    compiled = tg.compile(model)
+    try:
+        for scale in (1.0, 2.0, 3.0):
+            _Scaled.SCALE = scale
+            assert compiled(tg.ones(2)).tolist() == [scale, scale]
+    finally:
+        _Scaled.SCALE = 1.0
+
+
+def test_function_attributes_and_mutable_defaults_are_watched():
+    def f(x):
+        return x * f.scale
+    f.scale = 1.0
+    cf = tg.compile(f)
+
+    def g(x, cfg={"s": 1.0}):  # noqa: B006  (the point: changed in place)
+        return x * cfg["s"]
+    cg = tg.compile(g)
+    for k in (1.0, 2.0, 3.0):
+        f.scale = k
+        g.__defaults__[0]["s"] = k
+        assert cf(tg.ones(2)).tolist() == [k, k]
+        assert cg(tg.ones(2)).tolist() == [k, k]

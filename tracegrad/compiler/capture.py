@@ -147,6 +147,21 @@ def _capture_var():
                 return True
 
             @property
+            def requires_grad(self):
+                return _requires_grad(self)
+
+            @property
+            def is_leaf(self):
+                return self.kind != "op" or not _requires_grad(self)
+
+            @property
+            def grad_fn(self):
+                if self.kind != "op" or not _requires_grad(self):
+                    return None
+                raise GraphBreak("Tensor.grad_fn of a value the staged code computes",
+                                 "the staged forward makes one node, not the eager graph")
+
+            @property
             def _data(self):
                 f = sys._getframe(1).f_code
                 raise GraphBreak(f"{f.co_name}() (tracegrad/{f.co_filename.rsplit('tracegrad/', 1)[-1]}) "
@@ -154,6 +169,22 @@ def _capture_var():
                                  "(random noise, running statistics)")
         _VAR.append(CaptureVar)
     return _VAR[0]
+
+
+def _requires_grad(var):
+    """What ``requires_grad`` of ``var`` reads eagerly (code branches on it: the guards key
+    the arguments' flags, and the trace must see them): an input's own flag, else whether
+    it depends on one that requires grad through differentiable ops recorded with grad mode
+    on. The activity is spread over the eqns recorded since the last read (the tape only
+    grows while capturing)."""
+    tape = var.tape
+    if var.kind != "op" or not tape.marked:
+        return var.id in tape.marked
+    from ..transform.tape.sweeps import spread_activity
+    active, done = getattr(tape, "_activity", None) or (set(tape.marked), 0)
+    spread_activity(tape.eqns[done:], active)
+    tape._activity = (active, len(tape.eqns))
+    return var.id in active
 
 
 def _prepare(tape, prim, args, params):

@@ -59,6 +59,9 @@ class Reads:
                 return
         if isinstance(f, types.MethodType):  # a bound method: its object is read too
             self._cells.append((_Fixed(f.__self__), f.__self__))
+            cls, code = type(f.__self__), getattr(f.__func__, "__code__", None)
+            if isinstance(code, types.CodeType) and not _library(cls) and cls.__module__ != "builtins":
+                self._class(cls, code, seen, depth)  # (``self.scale``: a class attribute)
             return self._collect(f.__func__, seen, depth)
         if isinstance(f, functools.partial):  # its function, and the values bound to it
             for v in (*f.args, *f.keywords.values()):
@@ -68,6 +71,8 @@ class Reads:
         if not isinstance(code, types.CodeType) or id(code) in seen or depth > _DEPTH:
             return
         seen.add(id(code))
+        for v in (*(getattr(f, "__defaults__", None) or ()), *(getattr(f, "__kwdefaults__", None) or {}).values()):
+            self._cells.append((_Fixed(v), v))  # (a default dict or list changed in place)
         scope = getattr(f, "__globals__", None)
         for cell in getattr(f, "__closure__", None) or ():
             try:
@@ -185,6 +190,8 @@ def _members(value):
             return None
         return lambda v: [(k, a) for k, a in vars(v).items()
                           if not k.startswith("__") and not callable(a) and not isinstance(a, (classmethod, staticmethod, property))]
+    if isinstance(value, types.FunctionType) and not _library(value):  # its attributes (``f.scale``)
+        return lambda v: [(k, a) for k, a in vars(v).items() if not k.startswith("_")]
     if isinstance(value, (types.FunctionType, types.ModuleType, functools.partial, np.ndarray)) \
             or isinstance(value, _PLAIN_VALUES) or _library(type(value)):
         return None
