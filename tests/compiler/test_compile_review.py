@@ -137,3 +137,28 @@ def test_function_attributes_and_mutable_defaults_are_watched():
         g.__defaults__[0]["s"] = k
         assert cf(tg.ones(2)).tolist() == [k, k]
         assert cg(tg.ones(2)).tolist() == [k, k]
+
+
+class _Cube(tg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * 3 * x * x
+
+
+def test_a_custom_function_runs_eagerly_and_fullgraph_names_it():
+    # its forward ran inside the capture and reported its own ops back without end (a
+    # RecursionError caught as a graph break)
+    f = tg.compile(lambda x: _Cube.apply(x).sum())
+    for values in ([1.0, 2.0], [3.0, -1.0]):
+        x = tg.tensor(values, requires_grad=True)
+        f(x).backward()
+        assert x.grad.tolist() == [3 * v * v for v in values]
+    assert f._compiled.graph_breaks[0].startswith("a custom autograd.Function (_Cube.apply)")
+    with pytest.raises(tg.compiler.Unsupported, match=r"_Cube\.apply"):
+        tg.compile(lambda x: _Cube.apply(x), fullgraph=True)(tg.ones(2))

@@ -258,12 +258,10 @@ class _Bridge:
         if threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
         from ..runtime import function
-        if fn is function._apply:  # a custom autograd.Function on (lifted) tensors
-            cls, fargs, fkwargs = args
-            from ..transform.tape.custom import apply_function
-            lift = self.tape.lift
-            return apply_function(cls, tuple(lift(a) if isinstance(a, Tensor) else a for a in fargs),
-                                  fkwargs)
+        if fn is function._apply:  # a custom autograd.Function: its forward would run
+            # eagerly inside the capture (its operations reported here again, without end)
+            raise GraphBreak(f"a custom autograd.Function ({args[0].__name__}.apply)",
+                             "its forward and backward are the user's code; the call runs eagerly")
         short = name.rsplit("::", 1)[-1]
         from ..runtime.creation import _RANDOM_FACTORIES
         if short in _RANDOM_FACTORIES:
