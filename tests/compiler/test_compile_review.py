@@ -162,3 +162,19 @@ def test_a_custom_function_runs_eagerly_and_fullgraph_names_it():
     assert f._compiled.graph_breaks[0].startswith("a custom autograd.Function (_Cube.apply)")
     with pytest.raises(tg.compiler.Unsupported, match=r"_Cube\.apply"):
         tg.compile(lambda x: _Cube.apply(x), fullgraph=True)(tg.ones(2))
+
+
+def test_user_code_sees_traced_values_as_tensors():
+    # isinstance(y, Tensor) / is_tensor(y) were False for every value the capture traced,
+    # so code branching on them was staged down the other branch
+    def f(x):
+        y = x * 1
+        a = 2.0 if isinstance(x, tg.Tensor) else 3.0
+        b = 5.0 if isinstance(y, (int, tg.Tensor)) else 7.0
+        c = 11.0 if tg.is_tensor(y) else 13.0
+        d = 17.0 if isinstance(y, nn.Parameter) else 19.0
+        return [t * a * b * c * d for t in (y, 4) if isinstance(t, tg.Tensor)]
+    x = tg.ones(2)
+    assert [t.tolist() for t in tg.compile(f)(x)] == [t.tolist() for t in f(x)]
+    import builtins
+    assert builtins.isinstance is isinstance and tg.is_tensor(x)

@@ -303,6 +303,40 @@ def _no_print(thread, original):
     return print_
 
 
+def _in_library(frame):
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    return os.path.abspath(frame.f_code.co_filename).startswith(root)
+
+
+def _user_isinstance(thread, original):
+    """``isinstance`` while capturing: the user's code sees a traced value as the Tensor
+    it stands for (``isinstance(y, torch.Tensor)`` was False for it, and code branching on
+    it was staged down the other branch); tracegrad's own code, which tells traced values
+    from Tensors so, sees the truth."""
+    var_cls = _capture_var()
+
+    def isinstance_(obj, classinfo):
+        answer = original(obj, classinfo)
+        if answer or type(obj) is not var_cls or threading.get_ident() != thread:
+            return answer
+        try:
+            if not issubclass(Tensor, classinfo):
+                return False
+        except TypeError:
+            return False
+        return not _in_library(sys._getframe(1))
+    return isinstance_
+
+
+def _user_is_tensor(original):
+    var_cls = _capture_var()
+
+    def is_tensor(obj):
+        return type(obj) is var_cls or original(obj)
+    return is_tensor
+
+
 # Tensor methods that hand a tensor's values to Python or NumPy: while capturing, a value
 # read so (from a parameter, a buffer, a tensor the code holds) would be baked into the
 # staged code, so they break the capture instead (on the capturing thread only).
@@ -344,6 +378,10 @@ class capturing:
         dispatch.observer = _Bridge(self.tape, thread)
         self.print = builtins.print
         builtins.print = _no_print(thread, self.print)
+        import tracegrad
+        self.isinstance, self.is_tensor = builtins.isinstance, tracegrad.is_tensor
+        builtins.isinstance = _user_isinstance(thread, self.isinstance)
+        tracegrad.is_tensor = _user_is_tensor(self.is_tensor)
         self.reads = {n: Tensor.__dict__[n] for n in _VALUE_READS if n in Tensor.__dict__}
         for n, f in self.reads.items():
             setattr(Tensor, n, _refusing(n, f, thread))
@@ -354,6 +392,8 @@ class capturing:
         _local.depth -= 1
         self.tape.no_grad_call = False
         builtins.print = self.print
+        import tracegrad
+        builtins.isinstance, tracegrad.is_tensor = self.isinstance, self.is_tensor
         for n, f in self.reads.items():
             setattr(Tensor, n, f)
         dispatch.observer = None
