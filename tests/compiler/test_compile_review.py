@@ -178,3 +178,14 @@ def test_user_code_sees_traced_values_as_tensors():
     assert [t.tolist() for t in tg.compile(f)(x)] == [t.tolist() for t in f(x)]
     import builtins
     assert builtins.isinstance is isinstance and tg.is_tensor(x)
+
+
+def test_layout_reads_answer_as_eagerly_and_strides_are_guarded():
+    # a traced value said is_contiguous() True and had row-major strides always, and the
+    # guards ignored strides: a transposed argument replayed the contiguous branch
+    def f(x):
+        scale = 2.0 if x.is_contiguous() else 3.0
+        return x * scale * x.stride(0) * (5.0 if x.t().is_contiguous() else 7.0)
+    cf = tg.compile(f)
+    for x in (tg.ones(2, 3), tg.ones(3, 2).t(), tg.ones(2, 3)):
+        assert cf(x).tolist() == f(x).tolist()

@@ -143,8 +143,15 @@ def _capture_var():
             def contiguous(self, memory_format=None):
                 return self  # (a traced value is laid out as if contiguous)
 
+            # layout reads answer as eagerly (the values are made by the same kernels, and the
+            # guards key the arguments' strides): code branching on them takes eager's branch
             def is_contiguous(self, memory_format=None):
-                return True
+                return bool(self.value.flags.c_contiguous)
+
+            def stride(self, dim=None):
+                size = self.value.itemsize
+                strides = tuple(s // size for s in self.value.strides)
+                return strides if dim is None else strides[dim]
 
             @property
             def requires_grad(self):
