@@ -189,3 +189,16 @@ def test_layout_reads_answer_as_eagerly_and_strides_are_guarded():
     cf = tg.compile(f)
     for x in (tg.ones(2, 3), tg.ones(3, 2).t(), tg.ones(2, 3)):
         assert cf(x).tolist() == f(x).tolist()
+
+
+@pytest.mark.parametrize("text", [str, repr, lambda t: f"{t}", lambda t: "%s" % t, lambda t: f"{t:>30}"])
+def test_a_tensor_made_text_is_not_the_tracers(text):
+    # str(y) of a traced value was "Traced<f32[]>%2", baked into the staged call
+    def f(x):
+        return x * len(text(x.sum())), text(x)
+    cf = tg.compile(f)
+    for x in (tg.ones(2), tg.full((2,), 123.5)):
+        got, expected = cf(x), f(x)
+        assert got[1] == expected[1] and got[0].tolist() == expected[0].tolist()
+    with pytest.raises(tg.compiler.Unsupported, match="of a tensor"):
+        tg.compile(f, fullgraph=True)(tg.ones(2))

@@ -153,6 +153,20 @@ def _capture_var():
                 strides = tuple(s // size for s in self.value.strides)
                 return strides if dim is None else strides[dim]
 
+            # a traced value as text: its numbers are unknown here (the text would be the
+            # tracer's, baked into the staged call), so user code asking for it breaks
+            def __repr__(self):
+                _refuse_text(sys._getframe(1), "repr")
+                return TensorVar.__repr__(self)
+
+            def __str__(self):
+                _refuse_text(sys._getframe(1), "str")
+                return TensorVar.__repr__(self)
+
+            def __format__(self, spec):
+                _refuse_text(sys._getframe(1), "format")
+                return format(TensorVar.__repr__(self), spec)
+
             @property
             def requires_grad(self):
                 return _requires_grad(self)
@@ -314,6 +328,11 @@ def _in_library(frame):
     import os
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     return os.path.abspath(frame.f_code.co_filename).startswith(root)
+
+
+def _refuse_text(frame, what):
+    if not _in_library(frame):
+        raise GraphBreak(f"{what}() of a tensor", "its text shows values the staged code does not see")
 
 
 def _user_isinstance(thread, original):
