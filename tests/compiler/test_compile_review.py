@@ -202,3 +202,13 @@ def test_a_tensor_made_text_is_not_the_tracers(text):
         assert got[1] == expected[1] and got[0].tolist() == expected[0].tolist()
     with pytest.raises(tg.compiler.Unsupported, match="of a tensor"):
         tg.compile(f, fullgraph=True)(tg.ones(2))
+
+
+def test_a_traced_bool_mask_is_staged_and_read_at_each_call():
+    # masked_fill refused a traced mask (not a Tensor instance): a graph break at every call
+    # of attention with a mask; staged now, the mask's values must be read at each replay
+    f = tg.compile(lambda x, m: x.masked_fill(m, -1.0) * 2, fullgraph=True)
+    x = tg.arange(4.0)
+    for mask in ([True, False, False, True], [False, True, True, False]):
+        m = tg.tensor(mask)
+        assert f(x, m).tolist() == (x.masked_fill(m, -1.0) * 2).tolist()
