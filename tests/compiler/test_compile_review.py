@@ -212,3 +212,22 @@ def test_a_traced_bool_mask_is_staged_and_read_at_each_call():
     for mask in ([True, False, False, True], [False, True, True, False]):
         m = tg.tensor(mask)
         assert f(x, m).tolist() == (x.masked_fill(m, -1.0) * 2).tolist()
+
+
+_HELD = tg.ones(3)
+
+
+def test_a_captured_tensor_given_new_data_of_another_shape_or_dtype_is_retraced():
+    # G.data = ... keeps the object (the name watch sees no change) but not its shape: the
+    # staged call kept the first shape read (G.shape[0]) and the first dtype's casts
+    def f(x):
+        return x * _HELD.shape[0] + _HELD.sum()
+    cf = tg.compile(f)
+    x = tg.ones(2)
+    try:
+        for data in (tg.ones(3), tg.ones(5), tg.ones(5, dtype=tg.float64)):
+            _HELD.data = data
+            got, expected = cf(x), f(x)
+            assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
+    finally:
+        _HELD.data = tg.ones(3)

@@ -20,7 +20,7 @@ from ..transform.tape.tracing import active_tape
 from ..transform.tree import flatten, unflatten
 from . import capture
 from .capture import CaptureTape, GraphBreak, Unsupported, capturing
-from .guards import call_key, module_key
+from .guards import call_key, module_key, tensor_key
 from .node import connect
 from .staging import plan
 
@@ -42,12 +42,22 @@ class _Break:
 
 class _Variant:
     """A staged call: its :class:`~.staging.Plan` and where each tape input comes from
-    (``("arg", leaf index)`` or ``("fixed", tensor)``: a parameter, buffer or captured tensor)."""
+    (``("arg", leaf index)`` or ``("fixed", tensor)``: a parameter, buffer or captured tensor).
+    ``metas``: the fixed tensors the module key does not cover (read from a global or a
+    closure), with their shape, strides, dtype... then: the trace took those as fixed too
+    (``G.shape[0]``), and ``G.data = other`` changes them in the same object."""
 
-    __slots__ = ("plan", "sources")
+    __slots__ = ("plan", "sources", "metas")
 
-    def __init__(self, plan, sources):
-        self.plan, self.sources = plan, sources
+    def __init__(self, plan, sources, metas=()):
+        self.plan, self.sources, self.metas = plan, sources, metas
+
+    def holds(self):
+        """Whether the fixed tensors' shapes, dtypes... are still those it was traced with."""
+        for t, key in self.metas:
+            if tensor_key(t) != key:
+                return False
+        return True
 
     def run(self, leaves):
         p = self.plan
@@ -139,6 +149,9 @@ class CompiledCallable:
                 self.cache[key] = entry
         if entry is None or type(entry) is _Break:
             return self.fn(*args, **kwargs)
+        if entry.metas and not entry.holds():  # (a captured tensor's .data was replaced)
+            del self.cache[key]
+            return self(*args, **kwargs)
         self.last = entry
         return entry.run(leaves)
 
@@ -249,7 +262,11 @@ class CompiledCallable:
             sources.append(("arg", i) if i is not None else ("fixed", t))
         with_grad = grad_mode.state.mode == grad_mode.GRAD
         p = plan(tape, out_leaves, out_spec, with_grad)
-        return _Variant(p, sources)
+        keyed = set() if self.module is None else {id(t) for m in self.module.modules()
+                                                   for t in m.__dict__.values() if isinstance(t, Tensor)} \
+            | {id(t) for t in (*self.module.parameters(), *self.module.buffers())}
+        metas = tuple((t, tensor_key(t)) for kind, t in sources if kind == "fixed" and id(t) not in keyed)
+        return _Variant(p, sources, metas)
 
 
 _SPECS = {}
