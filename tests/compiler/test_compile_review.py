@@ -231,3 +231,23 @@ def test_a_captured_tensor_given_new_data_of_another_shape_or_dtype_is_retraced(
             assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
     finally:
         _HELD.data = tg.ones(3)
+
+
+def test_an_element_written_into_a_tensor_the_code_made_is_kept():
+    # t[0] = v on a factory's tensor ran copy_ into the 0-d view t[0], which the tape took
+    # for a number: the write never reached t (the staged call returned zeros)
+    def f(x):
+        t = tg.zeros(3)
+        t[0] = x[1] * 5
+        t.mul_(2)
+        t[2] = t[0] + x[2]
+        return (t * x).sum()
+    cf = tg.compile(f)
+    for values in ([1.0, 2.0, 3.0], [4.0, 5.0, 7.0]):
+        x, y = tg.tensor(values, requires_grad=True), tg.tensor(values, requires_grad=True)
+        got, expected = cf(x), f(y)
+        assert got.item() == expected.item()
+        got.backward()
+        expected.backward()
+        assert x.grad.tolist() == y.grad.tolist()
+    assert cf._compiled.graph_breaks == []

@@ -263,7 +263,11 @@ class _Bridge:
                                  "module state changes and writes into inputs run eagerly")
             # a value the staged code made (relu_ after a conv): written as ``x[...] = op(x)``,
             # which the tape records functionally (views of it follow)
-            target[...] = self.record(prim, (aliasing.current(target),) + tuple(ops[1:]), params)
+            new = self.record(prim, (aliasing.current(target),) + tuple(ops[1:]), params)
+            if target.id in self.tape.immutable:  # (see _element_parent)
+                parent, index = _element_parent(self.tape, target)
+                parent[index] = new
+            target[...] = new
             return target
         else:  # an eager fast path (one or two operands, no parameters)
             prim, ops, params = TABLE[getattr(fn, "__name__", name)], args, {}
@@ -308,6 +312,23 @@ class _Bridge:
 
     def timed_accumulate(self, accumulate):
         raise GraphBreak("a backward pass (Tensor.backward / autograd.grad)")
+
+
+def _element_parent(tape, target):
+    """``(parent, index)`` for a one-element view ``target`` written in place (``t[0] = v``
+    on a tensor the code made runs ``copy_`` into the view ``t[0]``). The tape takes a 0-d
+    ``t[0]`` for a number, not a view (NumPy's semantics), so the write would not reach
+    ``t``: it is written into the parent too, when the view was made by a basic index of a
+    parent still current; otherwise the capture breaks."""
+    for e in reversed(tape.eqns[target.at:]):
+        if any(o is target for o in e.outs):
+            parent = e.ins[0] if e.ins else None
+            if getattr(e.op, "name", "") == "basic_index" and isinstance(parent, Var) \
+                    and tape.renamed.get(parent.id) is not parent:
+                return parent, e.params["index"]
+            break
+    raise GraphBreak("an in-place write into a one-element view of a value the staged code "
+                     "computes", "the tape takes it for a number, not a view")
 
 
 def _holds_tensor(a):
