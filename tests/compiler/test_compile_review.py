@@ -251,3 +251,19 @@ def test_an_element_written_into_a_tensor_the_code_made_is_kept():
         expected.backward()
         assert x.grad.tolist() == y.grad.tolist()
     assert cf._compiled.graph_breaks == []
+
+
+_OFFSET = tg.full((2,), 100.0)
+
+
+def test_one_tensor_passed_twice_or_also_read_as_a_global_is_not_one_input_later():
+    # traced as f(x, x) (or with the global passed as the argument), the staged call made
+    # one input of both; a later f(x, y) (same guards) read x for y
+    f = tg.compile(lambda a, b: a * 2 + b)
+    x, y = tg.ones(2), tg.full((2,), 10.0)
+    assert f(x, x).tolist() == [3.0, 3.0]
+    assert f(x, y).tolist() == [12.0, 12.0]
+    assert f(x, x).tolist() == [3.0, 3.0]
+    g = tg.compile(lambda a: a + _OFFSET)
+    assert g(_OFFSET).tolist() == [200.0, 200.0]
+    assert g(x).tolist() == [101.0, 101.0]

@@ -47,15 +47,20 @@ class _Variant:
     closure), with their shape, strides, dtype... then: the trace took those as fixed too
     (``G.shape[0]``), and ``G.data = other`` changes them in the same object."""
 
-    __slots__ = ("plan", "sources", "metas")
+    __slots__ = ("metas", "plan", "sources", "ties")
 
-    def __init__(self, plan, sources, metas=()):
-        self.plan, self.sources, self.metas = plan, sources, metas
+    def __init__(self, plan, sources, metas=(), ties=()):
+        self.plan, self.sources, self.metas, self.ties = plan, sources, metas, ties
 
-    def holds(self):
-        """Whether the fixed tensors' shapes, dtypes... are still those it was traced with."""
+    def holds(self, leaves):
+        """Whether the fixed tensors' shapes, dtypes... are still those it was traced with,
+        and the arguments that were one tensor (``f(x, x)``, or a global passed as an
+        argument) still are: the trace made one input of them."""
         for t, key in self.metas:
             if tensor_key(t) != key:
+                return False
+        for i, other in self.ties:
+            if leaves[i] is not (leaves[other] if type(other) is int else other):
                 return False
         return True
 
@@ -149,7 +154,7 @@ class CompiledCallable:
                 self.cache[key] = entry
         if entry is None or type(entry) is _Break:
             return self.fn(*args, **kwargs)
-        if entry.metas and not entry.holds():  # (a captured tensor's .data was replaced)
+        if (entry.metas or entry.ties) and not entry.holds(leaves):  # (see _Variant)
             del self.cache[key]
             return self(*args, **kwargs)
         self.last = entry
@@ -233,7 +238,11 @@ class CompiledCallable:
         fn = getattr(self.reads_of, "__func__", self.reads_of)
         defaults = [*(getattr(fn, "__defaults__", None) or ()),
                     *(getattr(fn, "__kwdefaults__", None) or {}).values()]
-        known = _known_tensors([*leaves, self.module, *Reads(self.reads_of).values(), *defaults])
+        keyed = set() if self.module is None else {id(t) for m in self.module.modules()
+                                                   for t in m.__dict__.values() if isinstance(t, Tensor)} \
+            | {id(t) for t in (*self.module.parameters(), *self.module.buffers())}
+        elsewhere = _known_tensors([self.module, *Reads(self.reads_of).values(), *defaults]) | keyed
+        known = elsewhere | _known_tensors(leaves)
         for t, v in tape.lifted.values():
             if id(t) in tape.made:
                 continue
@@ -262,11 +271,24 @@ class CompiledCallable:
             sources.append(("arg", i) if i is not None else ("fixed", t))
         with_grad = grad_mode.state.mode == grad_mode.GRAD
         p = plan(tape, out_leaves, out_spec, with_grad)
-        keyed = set() if self.module is None else {id(t) for m in self.module.modules()
-                                                   for t in m.__dict__.values() if isinstance(t, Tensor)} \
-            | {id(t) for t in (*self.module.parameters(), *self.module.buffers())}
         metas = tuple((t, tensor_key(t)) for kind, t in sources if kind == "fixed" and id(t) not in keyed)
-        return _Variant(p, sources, metas)
+        return _Variant(p, sources, metas, _ties(leaves, elsewhere))
+
+
+def _ties(leaves, elsewhere):
+    """``(i, j)`` for argument leaf ``i`` that is the tensor leaf ``j < i`` is, ``(i, t)``
+    for one that is a tensor ``t`` the code may also reach otherwise (``elsewhere``: ids of
+    a global's, a closure's, a module's tensors)."""
+    first, ties = {}, []
+    for i, x in enumerate(leaves):
+        if not isinstance(x, Tensor):
+            continue
+        j = first.setdefault(id(x), i)
+        if j != i:
+            ties.append((i, j))
+        elif id(x) in elsewhere:
+            ties.append((i, x))
+    return tuple(ties)
 
 
 _SPECS = {}
