@@ -267,3 +267,22 @@ def test_one_tensor_passed_twice_or_also_read_as_a_global_is_not_one_input_later
     g = tg.compile(lambda a: a + _OFFSET)
     assert g(_OFFSET).tolist() == [200.0, 200.0]
     assert g(x).tolist() == [101.0, 101.0]
+
+
+class _SubScaled(nn.Module):
+    SCALE = 1.0
+
+    def forward(self, x):
+        return x * self.SCALE
+
+
+def test_a_submodules_class_attribute_is_watched():
+    model = nn.Sequential(nn.Linear(2, 2), _SubScaled())
+    compiled = tg.compile(model)
+    x = tg.ones(1, 2)
+    try:
+        for scale in (1.0, 5.0):
+            _SubScaled.SCALE = scale
+            np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
+    finally:
+        _SubScaled.SCALE = 1.0

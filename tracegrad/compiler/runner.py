@@ -205,6 +205,8 @@ class CompiledCallable:
         self.reads = Reads(self.reads_of)
         if self.module is None:  # (a module's own state is guarded by module_key)
             self.reads.watch_contents()
+        else:
+            self.reads = _AllReads([self.reads, *_submodule_reads(self.module)])
         return variant
 
     def _versions(self):
@@ -289,6 +291,36 @@ def _ties(leaves, elsewhere):
         elif id(x) in elsewhere:
             ties.append((i, x))
     return tuple(ties)
+
+
+class _AllReads:
+    """The names read by a module's forward and by its submodules' (see _submodule_reads)."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self, reads):
+        self.reads = reads
+
+    def changed(self):
+        for r in self.reads:
+            if r.changed():
+                return True
+        return False
+
+
+def _submodule_reads(root):
+    """What the forwards of ``root``'s submodules of the user's classes read by name (their
+    globals, and class attributes read through ``self``: ``Block.SCALE = 2`` changes no
+    instance), one per class: the module key covers instance state only."""
+    from ..transform.reads import _library
+    seen, out = {type(root)}, []
+    for m in root.modules():
+        cls = type(m)
+        if cls in seen or _library(cls):
+            continue
+        seen.add(cls)
+        out.append(Reads(m.forward))
+    return out
 
 
 _SPECS = {}
