@@ -286,3 +286,24 @@ def test_a_submodules_class_attribute_is_watched():
             np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
     finally:
         _SubScaled.SCALE = 1.0
+
+
+class _Helped(nn.Module):
+    SCALE = 1.0
+
+    def forward(self, x):
+        return self.helper(x)
+
+    def helper(self, x):
+        return x * self.SCALE
+
+
+def test_a_class_attribute_read_in_a_method_the_forward_calls_is_watched():
+    model = _Helped()
+    compiled = tg.compile(model)
+    try:
+        for scale in (1.0, 3.0):
+            _Helped.SCALE = scale
+            assert compiled(tg.ones(2)).tolist() == [scale, scale]
+    finally:
+        _Helped.SCALE = 1.0

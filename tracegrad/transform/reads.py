@@ -110,6 +110,8 @@ class Reads:
     def _class(self, cls, code, seen, depth):
         """``Cls.name`` reads of a class of the user's: its attributes ``code`` loads, noted
         (rebinding ``Cls.h`` is a change) and the functions among them followed."""
+        if depth > _DEPTH:
+            return
         for klass in cls.__mro__[:-1]:
             scope = vars(klass)
             for name in _names(code):
@@ -119,7 +121,10 @@ class Reads:
                 self._globals.append((scope, name, value))
                 inner = getattr(value, "__func__", value)  # (staticmethod, classmethod)
                 if isinstance(inner, (types.FunctionType, functools.partial)) and not _library(inner):
+                    fresh = id(getattr(inner, "__code__", None)) not in seen
                     self._collect(inner, seen, depth + 1)
+                    if fresh and isinstance(inner, types.FunctionType):  # (a method: self.h(x)
+                        self._class(cls, inner.__code__, seen, depth + 1)  # reads self.S too)
 
     def _module(self, module, code, seen, depth):
         """``module.name`` reads (``cfg.SCALE``, ``helpers.g(x)``): attribute names the
