@@ -143,8 +143,44 @@ def _capture_var():
             def contiguous(self, memory_format=None):
                 return self  # (a traced value is laid out as if contiguous)
 
+            # layout reads answer as eagerly (the values are made by the same kernels, and the
+            # guards key the arguments' strides): code branching on them takes eager's branch
             def is_contiguous(self, memory_format=None):
-                return True
+                return bool(self.value.flags.c_contiguous)
+
+            def stride(self, dim=None):
+                size = self.value.itemsize
+                strides = tuple(s // size for s in self.value.strides)
+                return strides if dim is None else strides[dim]
+
+            # a traced value as text: its numbers are unknown here (the text would be the
+            # tracer's, baked into the staged call), so user code asking for it breaks
+            def __repr__(self):
+                _refuse_text(sys._getframe(1), "repr")
+                return TensorVar.__repr__(self)
+
+            def __str__(self):
+                _refuse_text(sys._getframe(1), "str")
+                return TensorVar.__repr__(self)
+
+            def __format__(self, spec):
+                _refuse_text(sys._getframe(1), "format")
+                return format(TensorVar.__repr__(self), spec)
+
+            @property
+            def requires_grad(self):
+                return _requires_grad(self)
+
+            @property
+            def is_leaf(self):
+                return self.kind != "op" or not _requires_grad(self)
+
+            @property
+            def grad_fn(self):
+                if self.kind != "op" or not _requires_grad(self):
+                    return None
+                raise GraphBreak("Tensor.grad_fn of a value the staged code computes",
+                                 "the staged forward makes one node, not the eager graph")
 
             @property
             def _data(self):
@@ -154,6 +190,22 @@ def _capture_var():
                                  "(random noise, running statistics)")
         _VAR.append(CaptureVar)
     return _VAR[0]
+
+
+def _requires_grad(var):
+    """What ``requires_grad`` of ``var`` reads eagerly (code branches on it: the guards key
+    the arguments' flags, and the trace must see them): an input's own flag, else whether
+    it depends on one that requires grad through differentiable ops recorded with grad mode
+    on. The activity is spread over the eqns recorded since the last read (the tape only
+    grows while capturing)."""
+    tape = var.tape
+    if var.kind != "op" or not tape.marked:
+        return var.id in tape.marked
+    from ..transform.tape.sweeps import spread_activity
+    active, done = getattr(tape, "_activity", None) or (set(tape.marked), 0)
+    spread_activity(tape.eqns[done:], active)
+    tape._activity = (active, len(tape.eqns))
+    return var.id in active
 
 
 def _prepare(tape, prim, args, params):
@@ -211,7 +263,11 @@ class _Bridge:
                                  "module state changes and writes into inputs run eagerly")
             # a value the staged code made (relu_ after a conv): written as ``x[...] = op(x)``,
             # which the tape records functionally (views of it follow)
-            target[...] = self.record(prim, (aliasing.current(target),) + tuple(ops[1:]), params)
+            new = self.record(prim, (aliasing.current(target),) + tuple(ops[1:]), params)
+            if target.id in self.tape.immutable:  # (see _element_parent)
+                parent, index = _element_parent(self.tape, target)
+                parent[index] = new
+            target[...] = new
             return target
         else:  # an eager fast path (one or two operands, no parameters)
             prim, ops, params = TABLE[getattr(fn, "__name__", name)], args, {}
@@ -227,12 +283,10 @@ class _Bridge:
         if threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
         from ..runtime import function
-        if fn is function._apply:  # a custom autograd.Function on (lifted) tensors
-            cls, fargs, fkwargs = args
-            from ..transform.tape.custom import apply_function
-            lift = self.tape.lift
-            return apply_function(cls, tuple(lift(a) if isinstance(a, Tensor) else a for a in fargs),
-                                  fkwargs)
+        if fn is function._apply:  # a custom autograd.Function: its forward would run
+            # eagerly inside the capture (its operations reported here again, without end)
+            raise GraphBreak(f"a custom autograd.Function ({args[0].__name__}.apply)",
+                             "its forward and backward are the user's code; the call runs eagerly")
         short = name.rsplit("::", 1)[-1]
         from ..runtime.creation import _RANDOM_FACTORIES
         if short in _RANDOM_FACTORIES:
@@ -260,6 +314,23 @@ class _Bridge:
         raise GraphBreak("a backward pass (Tensor.backward / autograd.grad)")
 
 
+def _element_parent(tape, target):
+    """``(parent, index)`` for a one-element view ``target`` written in place (``t[0] = v``
+    on a tensor the code made runs ``copy_`` into the view ``t[0]``). The tape takes a 0-d
+    ``t[0]`` for a number, not a view (NumPy's semantics), so the write would not reach
+    ``t``: it is written into the parent too, when the view was made by a basic index of a
+    parent still current; otherwise the capture breaks."""
+    for e in reversed(tape.eqns[target.at:]):
+        if any(o is target for o in e.outs):
+            parent = e.ins[0] if e.ins else None
+            if getattr(e.op, "name", "") == "basic_index" and isinstance(parent, Var) \
+                    and tape.renamed.get(parent.id) is not parent:
+                return parent, e.params["index"]
+            break
+    raise GraphBreak("an in-place write into a one-element view of a value the staged code "
+                     "computes", "the tape takes it for a number, not a view")
+
+
 def _holds_tensor(a):
     if isinstance(a, (Tensor, Var)):
         return True
@@ -272,6 +343,45 @@ def _no_print(thread, original):
             return original(*args, **kwargs)
         raise GraphBreak("print()", "Python side effects are not replayed")
     return print_
+
+
+def _in_library(frame):
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    return os.path.abspath(frame.f_code.co_filename).startswith(root)
+
+
+def _refuse_text(frame, what):
+    if not _in_library(frame):
+        raise GraphBreak(f"{what}() of a tensor", "its text shows values the staged code does not see")
+
+
+def _user_isinstance(thread, original):
+    """``isinstance`` while capturing: the user's code sees a traced value as the Tensor
+    it stands for (``isinstance(y, torch.Tensor)`` was False for it, and code branching on
+    it was staged down the other branch); tracegrad's own code, which tells traced values
+    from Tensors so, sees the truth."""
+    var_cls = _capture_var()
+
+    def isinstance_(obj, classinfo):
+        answer = original(obj, classinfo)
+        if answer or type(obj) is not var_cls or threading.get_ident() != thread:
+            return answer
+        try:
+            if not issubclass(Tensor, classinfo):
+                return False
+        except TypeError:
+            return False
+        return not _in_library(sys._getframe(1))
+    return isinstance_
+
+
+def _user_is_tensor(original):
+    var_cls = _capture_var()
+
+    def is_tensor(obj):
+        return type(obj) is var_cls or original(obj)
+    return is_tensor
 
 
 # Tensor methods that hand a tensor's values to Python or NumPy: while capturing, a value
@@ -315,6 +425,10 @@ class capturing:
         dispatch.observer = _Bridge(self.tape, thread)
         self.print = builtins.print
         builtins.print = _no_print(thread, self.print)
+        import tracegrad
+        self.isinstance, self.is_tensor = builtins.isinstance, tracegrad.is_tensor
+        builtins.isinstance = _user_isinstance(thread, self.isinstance)
+        tracegrad.is_tensor = _user_is_tensor(self.is_tensor)
         self.reads = {n: Tensor.__dict__[n] for n in _VALUE_READS if n in Tensor.__dict__}
         for n, f in self.reads.items():
             setattr(Tensor, n, _refusing(n, f, thread))
@@ -325,6 +439,8 @@ class capturing:
         _local.depth -= 1
         self.tape.no_grad_call = False
         builtins.print = self.print
+        import tracegrad
+        builtins.isinstance, tracegrad.is_tensor = self.isinstance, self.is_tensor
         for n, f in self.reads.items():
             setattr(Tensor, n, f)
         dispatch.observer = None

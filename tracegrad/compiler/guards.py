@@ -3,7 +3,8 @@
 A staged version of a call is reused only while everything the trace took as fixed is
 the same, so the cache key of a call is made of:
 
-* each argument Tensor's shape, dtype, array type (device) and ``requires_grad``;
+* each argument Tensor's shape, strides (code may branch on its layout), dtype, array
+  type (device) and ``requires_grad``;
   every other argument by value (numbers, strings, tuples of them) or, when it is not
   hashable, by identity;
 * grad mode and the default dtype (factories inside the code read it);
@@ -72,7 +73,7 @@ def _value_key(x):
 
 def tensor_key(t):
     d = t._data
-    return (d.shape, d.dtype, type(d), t._requires_grad)
+    return (d.shape, d.strides, d.dtype, type(d), t._requires_grad)
 
 
 def call_key(leaves):
@@ -119,7 +120,7 @@ def module_key(root):
             elif isinstance(v, Tensor):
                 add(id(v))
                 a = v._data
-                add((a.shape, a.dtype, type(a), v._requires_grad))
+                add((a.shape, a.strides, a.dtype, type(a), v._requires_grad))
             elif hasattr(v, "_modules") and hasattr(v, "_parameters"):
                 add(name)
                 stack.append(v)

@@ -20,7 +20,7 @@ from ..transform.tape.tracing import active_tape
 from ..transform.tree import flatten, unflatten
 from . import capture
 from .capture import CaptureTape, GraphBreak, Unsupported, capturing
-from .guards import call_key, module_key
+from .guards import call_key, module_key, tensor_key
 from .node import connect
 from .staging import plan
 
@@ -42,12 +42,27 @@ class _Break:
 
 class _Variant:
     """A staged call: its :class:`~.staging.Plan` and where each tape input comes from
-    (``("arg", leaf index)`` or ``("fixed", tensor)``: a parameter, buffer or captured tensor)."""
+    (``("arg", leaf index)`` or ``("fixed", tensor)``: a parameter, buffer or captured tensor).
+    ``metas``: the fixed tensors the module key does not cover (read from a global or a
+    closure), with their shape, strides, dtype... then: the trace took those as fixed too
+    (``G.shape[0]``), and ``G.data = other`` changes them in the same object."""
 
-    __slots__ = ("plan", "sources")
+    __slots__ = ("metas", "plan", "sources", "ties")
 
-    def __init__(self, plan, sources):
-        self.plan, self.sources = plan, sources
+    def __init__(self, plan, sources, metas=(), ties=()):
+        self.plan, self.sources, self.metas, self.ties = plan, sources, metas, ties
+
+    def holds(self, leaves):
+        """Whether the fixed tensors' shapes, dtypes... are still those it was traced with,
+        and the arguments that were one tensor (``f(x, x)``, or a global passed as an
+        argument) still are: the trace made one input of them."""
+        for t, key in self.metas:
+            if tensor_key(t) != key:
+                return False
+        for i, other in self.ties:
+            if leaves[i] is not (leaves[other] if type(other) is int else other):
+                return False
+        return True
 
     def run(self, leaves):
         p = self.plan
@@ -139,6 +154,9 @@ class CompiledCallable:
                 self.cache[key] = entry
         if entry is None or type(entry) is _Break:
             return self.fn(*args, **kwargs)
+        if (entry.metas or entry.ties) and not entry.holds(leaves):  # (see _Variant)
+            del self.cache[key]
+            return self(*args, **kwargs)
         self.last = entry
         return entry.run(leaves)
 
@@ -187,6 +205,8 @@ class CompiledCallable:
         self.reads = Reads(self.reads_of)
         if self.module is None:  # (a module's own state is guarded by module_key)
             self.reads.watch_contents()
+        else:
+            self.reads = _AllReads([self.reads, *_submodule_reads(self.module)])
         return variant
 
     def _versions(self):
@@ -220,7 +240,11 @@ class CompiledCallable:
         fn = getattr(self.reads_of, "__func__", self.reads_of)
         defaults = [*(getattr(fn, "__defaults__", None) or ()),
                     *(getattr(fn, "__kwdefaults__", None) or {}).values()]
-        known = _known_tensors([*leaves, self.module, *Reads(self.reads_of).values(), *defaults])
+        keyed = set() if self.module is None else {id(t) for m in self.module.modules()
+                                                   for t in m.__dict__.values() if isinstance(t, Tensor)} \
+            | {id(t) for t in (*self.module.parameters(), *self.module.buffers())}
+        elsewhere = _known_tensors([self.module, *Reads(self.reads_of).values(), *defaults]) | keyed
+        known = elsewhere | _known_tensors(leaves)
         for t, v in tape.lifted.values():
             if id(t) in tape.made:
                 continue
@@ -249,7 +273,54 @@ class CompiledCallable:
             sources.append(("arg", i) if i is not None else ("fixed", t))
         with_grad = grad_mode.state.mode == grad_mode.GRAD
         p = plan(tape, out_leaves, out_spec, with_grad)
-        return _Variant(p, sources)
+        metas = tuple((t, tensor_key(t)) for kind, t in sources if kind == "fixed" and id(t) not in keyed)
+        return _Variant(p, sources, metas, _ties(leaves, elsewhere))
+
+
+def _ties(leaves, elsewhere):
+    """``(i, j)`` for argument leaf ``i`` that is the tensor leaf ``j < i`` is, ``(i, t)``
+    for one that is a tensor ``t`` the code may also reach otherwise (``elsewhere``: ids of
+    a global's, a closure's, a module's tensors)."""
+    first, ties = {}, []
+    for i, x in enumerate(leaves):
+        if not isinstance(x, Tensor):
+            continue
+        j = first.setdefault(id(x), i)
+        if j != i:
+            ties.append((i, j))
+        elif id(x) in elsewhere:
+            ties.append((i, x))
+    return tuple(ties)
+
+
+class _AllReads:
+    """The names read by a module's forward and by its submodules' (see _submodule_reads)."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self, reads):
+        self.reads = reads
+
+    def changed(self):
+        for r in self.reads:
+            if r.changed():
+                return True
+        return False
+
+
+def _submodule_reads(root):
+    """What the forwards of ``root``'s submodules of the user's classes read by name (their
+    globals, and class attributes read through ``self``: ``Block.SCALE = 2`` changes no
+    instance), one per class: the module key covers instance state only."""
+    from ..transform.reads import _library
+    seen, out = {type(root)}, []
+    for m in root.modules():
+        cls = type(m)
+        if cls in seen or _library(cls):
+            continue
+        seen.add(cls)
+        out.append(Reads(m.forward))
+    return out
 
 
 _SPECS = {}

@@ -283,8 +283,9 @@ def scatter_add_(input, dim, index, src):
 
 
 def _mask_check(mask):
-    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
-        kind = mask.dtype.scalar_name.lower() if isinstance(mask, Tensor) else type(mask).__name__
+    tensor = isinstance(mask, Tensor) or getattr(mask, "is_traced_tensor", False)  # (a tracer)
+    if not tensor or mask.dtype.name != "bool":
+        kind = mask.dtype.scalar_name.lower() if tensor else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
 
 

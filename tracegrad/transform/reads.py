@@ -59,6 +59,9 @@ class Reads:
                 return
         if isinstance(f, types.MethodType):  # a bound method: its object is read too
             self._cells.append((_Fixed(f.__self__), f.__self__))
+            cls, code = type(f.__self__), getattr(f.__func__, "__code__", None)
+            if isinstance(code, types.CodeType) and not _library(cls) and cls.__module__ != "builtins":
+                self._class(cls, code, seen, depth)  # (``self.scale``: a class attribute)
             return self._collect(f.__func__, seen, depth)
         if isinstance(f, functools.partial):  # its function, and the values bound to it
             for v in (*f.args, *f.keywords.values()):
@@ -68,6 +71,8 @@ class Reads:
         if not isinstance(code, types.CodeType) or id(code) in seen or depth > _DEPTH:
             return
         seen.add(id(code))
+        for v in (*(getattr(f, "__defaults__", None) or ()), *(getattr(f, "__kwdefaults__", None) or {}).values()):
+            self._cells.append((_Fixed(v), v))  # (a default dict or list changed in place)
         scope = getattr(f, "__globals__", None)
         for cell in getattr(f, "__closure__", None) or ():
             try:
@@ -105,6 +110,8 @@ class Reads:
     def _class(self, cls, code, seen, depth):
         """``Cls.name`` reads of a class of the user's: its attributes ``code`` loads, noted
         (rebinding ``Cls.h`` is a change) and the functions among them followed."""
+        if depth > _DEPTH:
+            return
         for klass in cls.__mro__[:-1]:
             scope = vars(klass)
             for name in _names(code):
@@ -114,7 +121,10 @@ class Reads:
                 self._globals.append((scope, name, value))
                 inner = getattr(value, "__func__", value)  # (staticmethod, classmethod)
                 if isinstance(inner, (types.FunctionType, functools.partial)) and not _library(inner):
+                    fresh = id(getattr(inner, "__code__", None)) not in seen
                     self._collect(inner, seen, depth + 1)
+                    if fresh and isinstance(inner, types.FunctionType):  # (a method: self.h(x)
+                        self._class(cls, inner.__code__, seen, depth + 1)  # reads self.S too)
 
     def _module(self, module, code, seen, depth):
         """``module.name`` reads (``cfg.SCALE``, ``helpers.g(x)``): attribute names the
@@ -185,6 +195,8 @@ def _members(value):
             return None
         return lambda v: [(k, a) for k, a in vars(v).items()
                           if not k.startswith("__") and not callable(a) and not isinstance(a, (classmethod, staticmethod, property))]
+    if isinstance(value, types.FunctionType) and not _library(value):  # its attributes (``f.scale``)
+        return lambda v: [(k, a) for k, a in vars(v).items() if not k.startswith("_")]
     if isinstance(value, (types.FunctionType, types.ModuleType, functools.partial, np.ndarray)) \
             or isinstance(value, _PLAIN_VALUES) or _library(type(value)):
         return None

@@ -7,6 +7,8 @@ Nothing hands those draws to the tracer (they take no traced argument), so the t
 notices them by their effect: a generator whose state moved while the function was
 traced. Such a trace is used for its own call only and never cached.
 """
+import random as _random
+
 from ...backend import cpu as np  # host-side generator states only
 from ..reads import Reads
 
@@ -18,12 +20,16 @@ def _raw_state(gen):
     ``Generator`` or a ``RandomState``)."""
     if isinstance(gen, np.random.Generator):
         return gen.bit_generator.state
+    if isinstance(gen, _random.Random):  # (Python's own: random.random(), random.Random)
+        return gen.getstate()
     return gen.get_state()
 
 
 def _comparable(gen, raw):
     if isinstance(gen, np.random.Generator):
         return repr(raw)
+    if isinstance(gen, _random.Random):
+        return raw
     kind, key, pos, *_ = raw
     return (kind, key.tobytes(), pos)
 
@@ -31,14 +37,14 @@ def _comparable(gen, raw):
 def _generators(f):
     """The generators ``f`` may draw from: NumPy's global one, tracegrad's, and those it
     reads by name (see :class:`~..reads.Reads`)."""
-    gens = [np.random.mtrand._rand]
+    gens = [np.random.mtrand._rand, _random._inst]
     from ...backend import loaded
     for xp in loaded():
         rng = getattr(xp, "rng", None)
         if callable(rng):
             gens.append(rng())
     gens += Reads(f).values()  # (what it reads by name, through its helpers too)
-    return [g for g in gens if isinstance(g, (np.random.Generator, np.random.RandomState))]
+    return [g for g in gens if isinstance(g, (np.random.Generator, np.random.RandomState, _random.Random))]
 
 
 class Draws:
@@ -90,5 +96,7 @@ def _set_states(gens, raws):
     for g, r in zip(gens, raws):
         if isinstance(g, np.random.Generator):
             g.bit_generator.state = r
+        elif isinstance(g, _random.Random):
+            g.setstate(r)
         else:
             g.set_state(r)

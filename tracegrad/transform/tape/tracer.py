@@ -467,4 +467,8 @@ for _name in ("sum", "prod", "mean", "max", "min", "all", "any", "std", "var", "
               "cumsum", "cumprod", "squeeze", "diagonal", "trace", "clip", "transpose", "flatten"):
     if _torch_function(_name) is not None:
         setattr(TensorVar, _name, _torch(_name))
+# methods whose receiver is not the function's first argument (``x.where(c, y)`` is
+# ``where(c, x, y)``): as Tensor's, not the function of the name applied to ``self``
+TensorVar.where = lambda self, condition, other: _torch_function("where")(condition, self, other)
+TensorVar.polygamma = lambda self, n: _torch_function("polygamma")(n, self)
 TensorVar.T = property(lambda self: P.permute(self, dims=tuple(reversed(range(self.ndim)))))

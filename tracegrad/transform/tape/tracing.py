@@ -279,7 +279,7 @@ _PLAIN = {_ND, int, float, complex, bool, type(None), _np.float64, _np.float32, 
           _np.complex128, _np.complex64, _np.int64, _np.int32, _np.bool_}
 
 
-_DATA_SHAPED = {"nonzero"}
+_DATA_SHAPED = {"nonzero", "unique", "unique_consecutive", "bincount"}  # (results sized by values)
 
 
 def guard(var, kind, value, args=()):
