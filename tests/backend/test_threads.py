@@ -193,11 +193,11 @@ def test_a_slab_that_splits_again_runs_in_its_thread(three_threads):
     assert len(seen) == 3 + 1 + 1  # the caller's slab splits in three; the pool's two do not
 
 
-@pytest.mark.parametrize("env,expected", [("3", 3), ("0", None), ("x", None), (None, None)])
-def test_the_default_count_follows_omp_num_threads(env, expected, monkeypatch):
+@pytest.mark.parametrize("env,expected", [("3", 3), ("0", 1), ("x", 1), (None, 1)])
+def test_the_default_count_is_one_unless_tracegrad_num_threads_says(env, expected, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")  # (torch's setting: not this pool's)
     if env is None:
-        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        monkeypatch.delenv("TRACEGRAD_NUM_THREADS", raising=False)
     else:
-        monkeypatch.setenv("OMP_NUM_THREADS", env)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert threads._default_threads() == (expected or cores)
+        monkeypatch.setenv("TRACEGRAD_NUM_THREADS", env)
+    assert threads._default_threads() == expected

@@ -9,9 +9,12 @@ NumPy releases the GIL inside those loops, so splitting one such operation into 
 a few Python threads makes it parallel: :func:`parallel` runs ``fn(lo, hi)`` over slabs of
 ``range(n)``, one slab in the calling thread and the others in a small pool.
 
-The number of threads is PyTorch's intra-op setting: ``tracegrad.set_num_threads`` (default:
-``OMP_NUM_THREADS`` if set, else the cores this process may run on). With one thread nothing
-is started. Work under
+The number of threads is PyTorch's intra-op setting, ``tracegrad.set_num_threads``. Its
+default is 1 (``TRACEGRAD_NUM_THREADS`` sets another): after each parallel matrix product
+OpenBLAS's threads keep spinning for a while, and a pool thread competes with them for the
+cores -- resnet18 on the 2-core development machine took 0.85x torch's time with one thread
+and 1.16x with two (benchmarks/resnet18.py --threads 2, with and without ``--intra-op 1``).
+With one thread nothing is started. Work under
 :data:`MIN_BYTES` per thread stays in the calling thread (handing a slab to another thread
 costs ~15-30 us). The pool is made on first use and again in a forked child (a fork copies
 no threads).
@@ -27,18 +30,13 @@ MIN_BYTES = 1 << 19
 
 
 def _default_threads():
-    """``OMP_NUM_THREADS`` when set to a positive count (as for PyTorch's intra-op
-    threads), else the cores this process may run on."""
+    """``TRACEGRAD_NUM_THREADS`` when set to a positive count, else 1 (see the module
+    docstring for why not the cores)."""
     try:
-        n = int(os.environ.get("OMP_NUM_THREADS", ""))
-        if n > 0:
-            return n
+        n = int(os.environ.get("TRACEGRAD_NUM_THREADS", ""))
     except ValueError:
-        pass
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        return 1
+    return n if n > 0 else 1
 
 
 _state = {"threads": _default_threads(), "pool": None, "pid": None}
