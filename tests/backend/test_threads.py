@@ -4,7 +4,6 @@ the caller; errors propagate after every slab has finished; ``tracegrad.set_num_
 sets the count; a forked child gets a working pool of its own. And the threaded kernels
 (convolution, batch norm) give bit-identical values on 1 and on 3 threads."""
 import multiprocessing
-import os
 import threading
 
 import numpy as np
