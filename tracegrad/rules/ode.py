@@ -20,8 +20,7 @@ differentiated again). ``f`` may use any NumPy code the tape traces. The kernel 
 SciPy's (LSODA), imported when it first runs; ``options`` are its keyword arguments
 (``rtol``, ``atol``, ``mxstep``...), as ``((name, value), ...)``.
 """
-import importlib
-
+from ._scipy import scipy_module
 from ..backend import cpu
 from .broadcast import broadcast_to, zeros_like
 from .core import FLOAT, primitive
@@ -33,11 +32,7 @@ __all__ = ["odeint"]
 
 
 def _scipy_odeint():
-    try:
-        return importlib.import_module("scipy.integrate").odeint
-    except ImportError:
-        raise ImportError("the kernel of odeint is SciPy's (scipy.integrate), which cannot be imported; install "
-                          "SciPy (pip install scipy, or tracegrad's extra: pip install 'tracegrad[scipy]')") from None
+    return scipy_module("scipy.integrate", "odeint").odeint
 
 
 @primitive(dtypes=FLOAT)

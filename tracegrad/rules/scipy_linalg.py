@@ -20,8 +20,7 @@ rules. The kernels of solve_sylvester, sqrtm, expm and solve_banded are SciPy's 
 when they first run; an ImportError names the ``scipy`` extra) and run on the host for
 arrays of other devices; solve_triangular needs only the array namespace.
 """
-import importlib
-
+from ._scipy import scipy_module
 from ..backend import cpu
 from .broadcast import zeros_like
 from .complex_ import conj_of, is_complex, real
@@ -46,11 +45,7 @@ __all__ = [
 
 def scipy_linalg():
     """``scipy.linalg``, imported on first use."""
-    try:
-        return importlib.import_module("scipy.linalg")
-    except ImportError:
-        raise ImportError("this kernel is SciPy's (scipy.linalg), which cannot be imported; install SciPy "
-                          "(pip install scipy, or tracegrad's extra: pip install 'tracegrad[scipy]')") from None
+    return scipy_module("scipy.linalg", "this function")
 
 
 def _on_host(xp, fn, *arrays):

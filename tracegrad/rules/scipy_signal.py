@@ -10,8 +10,7 @@ with the primitive itself, the vjps have derivatives too; no conjugates (bilinea
 complex convention holds as written). The kernel is SciPy's (direct or FFT, as
 ``method`` asks), imported when it first runs, on the host for arrays of other devices.
 """
-import importlib
-
+from ._scipy import scipy_module
 from .core import primitive
 from .shape import flip
 
@@ -19,11 +18,7 @@ __all__ = ["convolve", "flipped"]
 
 
 def _scipy_convolve():
-    try:
-        return importlib.import_module("scipy.signal").convolve
-    except ImportError:
-        raise ImportError("the kernel of convolve is SciPy's (scipy.signal), which cannot be imported; install "
-                          "SciPy (pip install scipy, or tracegrad's extra: pip install 'tracegrad[scipy]')") from None
+    return scipy_module("scipy.signal", "convolve").convolve
 
 
 @primitive(complex=True)
