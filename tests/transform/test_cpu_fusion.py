@@ -166,6 +166,7 @@ def test_kernels_are_cached_on_disk_for_the_next_process(tmp_path):
             "for _ in range(3): g(np.ones(4))\n"
             "print(type(g._last.fn.__globals__['df_dy_fused0']).__name__)\n")
     env = dict(os.environ, PYTHONPATH=ROOT, TRACEGRAD_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)  # (Numba's machine code beside the kernel's source)
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              check=True, env=env)
