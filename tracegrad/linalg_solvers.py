@@ -43,14 +43,10 @@ _LU_SINGULAR = ("U[{info},{info}] is zero and using it on lu_solve would result 
 
 
 def _float_matrix(A, fn, name="A", square=False):
-    if not (A.dtype.is_floating_point or A.dtype.is_complex):
-        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A.dtype.scalar_name}")
-    if A.ndim < 2:
-        raise RuntimeError(f"{fn}: The input tensor {name} must have at least 2 dimensions.")
-    if square and A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"{fn}: {name} must be batches of square matrices, but they are "
-                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    return A
+    """PyTorch's checks of a matrix argument: :func:`tracegrad.linalg._check`'s (this module
+    is loaded by it, so it is looked up when called)."""
+    from .linalg import _check
+    return _check(A, fn, square=square, name=name)
 
 
 def _kernel_dtype(A, kernel):

@@ -39,6 +39,21 @@ def _ints(value, fn, arg, pos, n):
                     f"not {type(value).__name__}")
 
 
+def _adaptive_size(input, output_size, fn, n):
+    """``output_size`` as n ints (an int repeats; None keeps the input's size)."""
+    if isinstance(output_size, (list, tuple)):
+        if input.ndim <= len(output_size):
+            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+        output_size = [input.shape[input.ndim - len(output_size) + i] if v is None else v
+                       for i, v in enumerate(output_size)]
+    elif not isinstance(output_size, int) or isinstance(output_size, bool):
+        raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
+    size = _ints(output_size, fn, "output_size", 2, n)
+    if len(size) != n:
+        raise RuntimeError(f"{fn}: output_size must be {n}")
+    return size
+
+
 def _int(value, fn, arg, pos):
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not {type(value).__name__}")
@@ -374,16 +389,7 @@ def adaptive_avg_pool2d(input, output_size):
     """Average over windows tiling the input into ``output_size`` cells (an int, or a pair
     whose None entries keep the input's size); (1, 1) is a plain mean, as in PyTorch."""
     _tensor(input, "adaptive_avg_pool2d", "input", 1)
-    if isinstance(output_size, (list, tuple)):
-        if input.ndim <= len(output_size):
-            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
-        output_size = [input.shape[input.ndim - len(output_size) + i] if v is None else v
-                       for i, v in enumerate(output_size)]
-    elif not isinstance(output_size, int) or isinstance(output_size, bool):
-        raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
-    size = _ints(output_size, "adaptive_avg_pool2d", "output_size", 2, 2)
-    if len(size) != 2:
-        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    size = _adaptive_size(input, output_size, "adaptive_avg_pool2d", 2)
     if size[0] < 0 or size[1] < 0:
         raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 "
                            f"but received {{{size[0]}, {size[1]}}}")

@@ -24,6 +24,7 @@ from ...rules import pool as _pool
 from ...runtime import creation
 from ...runtime.tensor import wrap
 from .conv import (
+    _adaptive_size,
     _dim_range,
     _ints,
     _sizes,
@@ -38,21 +39,6 @@ __all__ = ["adaptive_avg_pool3d", "max_pool3d", "max_pool3d_with_indices", "avg_
            "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
            "adaptive_max_pool2d_with_indices", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
            "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "lp_pool3d", "max_unpool3d"]
-
-
-def _adaptive_size(input, output_size, fn, n):
-    """``output_size`` as n ints (an int repeats; None keeps the input's size)."""
-    if isinstance(output_size, (list, tuple)):
-        if input.ndim <= len(output_size):
-            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
-        output_size = [input.shape[input.ndim - len(output_size) + i] if v is None else v
-                       for i, v in enumerate(output_size)]
-    elif not isinstance(output_size, int) or isinstance(output_size, bool):
-        raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
-    size = _ints(output_size, fn, "output_size", 2, n)
-    if len(size) != n:
-        raise RuntimeError(f"{fn}: output_size must be {n}")
-    return size
 
 
 def _check_adaptive_input(input, fn, n):
