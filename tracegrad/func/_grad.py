@@ -302,11 +302,13 @@ def _jacobian_rows(o, inputs, create_graph, chunk_size=None):
 
     def vjps(v):
         return tuple(_gradients([o], inputs, [v], create_graph, retain_graph=True))
-    try:
-        if step == 1:
-            raise _RowByRow
-        parts = [vmap(vjps)(chunk) for chunk in chunks]
-    except Exception:  # noqa: BLE001 -- the row-by-row pass gives the answer, or the error
+    parts = None
+    if step > 1:  # (chunk_size=1: PyTorch computes the rows in a loop, without vmap)
+        try:
+            parts = [vmap(vjps)(chunk) for chunk in chunks]
+        except Exception:  # noqa: BLE001 -- the row-by-row pass gives the answer, or the error
+            parts = None
+    if parts is None:
         parts = [tuple(g.unsqueeze(0) for g in vjps(row)) for row in basis]
     result = []
     for k, x in enumerate(inputs):
@@ -314,10 +316,6 @@ def _jacobian_rows(o, inputs, create_graph, chunk_size=None):
         full = rows[0] if len(rows) == 1 else cat(rows, 0)
         result.append(full.reshape(tuple(o.shape) + tuple(x.shape)))
     return result
-
-
-class _RowByRow(Exception):
-    """chunk_size=1: PyTorch computes the rows in a loop then, without vmap."""
 
 
 def hessian(func, argnums=0):
