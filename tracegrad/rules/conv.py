@@ -63,6 +63,16 @@ def _group(a, dim, g0, g1, groups):
     return a[(slice(None),) * dim + (slice(g0 * per, g1 * per),)]
 
 
+def _blockwise(xp, kernel, blocks, shape, x, w, groups, *args):
+    """``kernel(xp, x, w, *args, groups)`` computed block by block (:func:`_blocks`) into
+    one result of ``shape``: each block's images and groups of channels at a time."""
+    y = xp.empty(shape, dtype=xp.result_type(x, w))
+    for images, g0, g1 in blocks:
+        _group(y, 1, g0, g1, groups)[images] = kernel(
+            xp, _group(x, 1, g0, g1, groups)[images], _group(w, 0, g0, g1, groups), *args, g1 - g0)
+    return y
+
+
 # -- geometry ------------------------------------------------------------------------------
 
 def conv_output_size(size, kernel, stride, padding, dilation):
@@ -239,12 +249,7 @@ def correlate(xp, x, w, stride, dilation, lo, hi, groups):
     blocks = _blocks(n, groups, c // groups * math.prod(kernel) * math.prod(out) * x.itemsize)
     if blocks is None:
         return _correlate(xp, x, w, stride, dilation, lo, hi, groups)
-    y = xp.empty((n, o) + out, dtype=xp.result_type(x, w))
-    for images, g0, g1 in blocks:
-        _group(y, 1, g0, g1, groups)[images] = _correlate(
-            xp, _group(x, 1, g0, g1, groups)[images], _group(w, 0, g0, g1, groups), stride,
-            dilation, lo, hi, g1 - g0)
-    return y
+    return _blockwise(xp, _correlate, blocks, (n, o) + out, x, w, groups, stride, dilation, lo, hi)
 
 
 def _correlate(xp, x, w, stride, dilation, lo, hi, groups):
@@ -317,12 +322,8 @@ def correlate_transposed(xp, x, w, stride, padding, dilation, output_padding, gr
         return _scatter(xp, x, w, stride, padding, dilation, output_padding, groups)
     out = tuple(transposed_output_size(m, k, s, p, d, op) for m, k, s, p, d, op in
                 zip(sizes, kernel, stride, padding, dilation, output_padding))
-    y = xp.empty((n, cout) + out, dtype=xp.result_type(x, w))
-    for images, g0, g1 in blocks:
-        _group(y, 1, g0, g1, groups)[images] = _scatter(
-            xp, _group(x, 1, g0, g1, groups)[images], _group(w, 0, g0, g1, groups), stride,
-            padding, dilation, output_padding, g1 - g0)
-    return y
+    return _blockwise(xp, _scatter, blocks, (n, cout) + out, x, w, groups, stride, padding, dilation,
+                      output_padding)
 
 
 def folds_cheaper(x, w, groups):
