@@ -50,6 +50,7 @@ from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_v
                         fusion, fusion_enabled, grad, grad_of, hessian, hvp, jacfwd, jacobian, jacrev, jvp,
                         set_fusion, stop_gradient, value_and_grad, vjp)
 from .transform import trace as _trace_function  # noqa: E402
+from . import flatten_util  # noqa: E402  (ravel_pytree, as jax.flatten_util)
 
 float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
 double = float64

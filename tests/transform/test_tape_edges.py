@@ -94,6 +94,29 @@ def test_a_custom_rule_gives_first_derivatives_and_refuses_second_ones():
         tg.jvp(cube, (X,), (np.ones(3),))
 
 
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto", "eager"])
+def test_a_custom_rule_may_answer_none_for_a_zero_cotangent(mode):
+    """JAX's convention: ``bwd`` returns None for an argument with no gradient."""
+    @tg.custom_vjp
+    def scaled(x, s):
+        return x * s
+    scaled.defvjp(lambda x, s: (x * s, s), lambda s, g: (g * s, None))
+    s = 1.5 if mode != "eager" else np.float64(1.5)
+    if mode == "eager":
+        x, t = tg.tensor(X, requires_grad=True), tg.tensor(2.0, requires_grad=True)
+        (scaled(x, t) ** 2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 2 * X * 2.0 ** 2)
+        assert t.grad is None or float(t.grad) == 0.0
+        return
+    gx, gs = tg.grad(lambda a, b: _square_sum(scaled(a, b)), argnums=(0, 1), mode=mode)(X, s)
+    np.testing.assert_allclose(gx, 2 * X * s ** 2)
+    assert gs == 0.0 and isinstance(gs, float)
+
+
+def _square_sum(y):
+    return (y ** 2).sum()
+
+
 def test_auxiliary_arrays_are_handed_out_as_copies():
     g = tg.grad(lambda x: ((x ** 2).sum(), np.zeros(2)), has_aux=True)
     for _ in range(2):

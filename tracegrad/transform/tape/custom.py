@@ -162,7 +162,7 @@ class custom_vjp:
             return x, None                  # (output, residuals for bwd)
 
         def bwd(residuals, g):
-            return (np.clip(g, -1, 1),)     # one cotangent per argument
+            return (np.clip(g, -1, 1),)     # one cotangent per argument (None: zero)
 
         clip_gradient.defvjp(fwd, bwd)
 
@@ -199,7 +199,7 @@ class custom_vjp:
 
         def backward_call(residual, g):
             grads = _as_tuple(bwd(residual, g), len(args), self.__name__)
-            return tuple(grads[i] for i in positions)
+            return tuple(_materialize(grads[i], args[i]) for i in positions)  # None: zero, as in JAX
 
         rule = CustomCall(self.__name__, forward_call, backward_call, positions)
         return rule.record(args)[0]
