@@ -286,3 +286,30 @@ def test_append_of_lists_holding_traced_values(mode):
     ga, gb = tg.grad(append_lists, argnums=(0, 1), mode=mode)(a, b)
     np.testing.assert_allclose(np.array(ga), 2 * np.array(a))
     np.testing.assert_allclose(np.array(gb), 2 * np.array(b))
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_numpy_function_given_to_a_transform_takes_lists_of_traced_values(mode):
+    # grad(np.append) holds NumPy's own function, bound before the trace: the transform
+    # calls the stand-in in its place, so nested lists of differentiated floats are taken
+    a, b = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0]]
+    out, tangent = tg.jvp(np.append, (a, b), (a, b), mode=mode)
+    np.testing.assert_allclose(tangent, np.arange(1.0, 10.0))
+    _, pull = tg.vjp(np.append, a, b, mode=mode)
+    ga, gb = pull(np.arange(9.0))
+    assert ga == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and gb == [[6.0, 7.0, 8.0]]
+    _, pull_axis = tg.vjp(lambda p, q: np.append(p, q, axis=0), a, b, mode=mode)
+    ga, gb = pull_axis(np.arange(9.0).reshape(3, 3))
+    assert ga == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and gb == [[6.0, 7.0, 8.0]]
+
+
+@pytest.mark.parametrize("fn, dfn", [(np.sin, np.cos), (np.cumsum, None), (np.sum, None)])
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_forward_mode_of_numpy_functions_themselves(fn, dfn, mode):
+    # jvp(np.sin, ...) once failed making a weak reference to the ufunc
+    x, v = np.array([0.3, -1.2, 2.0]), np.array([1.0, 0.5, -2.0])
+    out, tangent = tg.jvp(fn, (x,), (v,), mode=mode)
+    np.testing.assert_allclose(out, fn(x))
+    expected = dfn(x) * v if dfn is not None else fn(v)  # (cumsum and sum are linear)
+    np.testing.assert_allclose(tangent, expected)
+    np.testing.assert_allclose(tg.jacfwd(fn, mode=mode)(x), tg.jacrev(fn, mode="tape")(x))

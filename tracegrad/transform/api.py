@@ -15,6 +15,7 @@ from ..backend import namespace_of
 from .checks import (argnum_positions, check_argnums, check_input, check_output, check_outputs,
                      positional_arguments, split_aux)
 from .tape.aliasing import current_tree
+from .tape.numpy_map.construct import recording_form
 from .tape.pruning import Pruner
 from .tape.staged import Staged
 from .tape.sweeps import alias, forward, reverse
@@ -138,7 +139,7 @@ def _reverse_only(tape, f, args, kwargs):
     if tape.outermost():
         tape.pruner = Pruner(tape)
     try:
-        return f(*args, **kwargs)
+        return recording_form(f)(*args, **kwargs)
     finally:
         tape.pruner = None
 
@@ -331,7 +332,10 @@ def jvp_at(f, args, nums, tangents, mode="auto"):
         except RETRY_ON_TAPE as e:
             if mode == "ast" or not getattr(e, "before_run", True):
                 raise  # (a run-time refusal after the function changed its arguments)
-    per = _jvp_cache.setdefault(f, {})
+    try:
+        per = _jvp_cache.setdefault(f, {})
+    except TypeError:  # (no weak references to NumPy's ufuncs and functions: they live forever)
+        per = _jvp_cache_strong.setdefault(f, {})
     staged = per.get(nums)
     if staged is None:
         staged = per[nums] = Staged(f, _plain(lambda *a: _push(f, a, nums)),
@@ -340,6 +344,7 @@ def jvp_at(f, args, nums, tangents, mode="auto"):
 
 
 _jvp_cache = weakref.WeakKeyDictionary()  # f -> {nums: its staged jvp} (jvp has no decorator form)
+_jvp_cache_strong = {}  # the same for functions that cannot be weakly referenced
 
 
 def _value(x):
@@ -392,7 +397,7 @@ def _push(f, args, nums):
     marked, wrt = _mark(tape, primals, nums, "jvp")
     start = len(tape.eqns)
     ids = [v.id for v in wrt]
-    out = current_tree(f(*marked))
+    out = current_tree(recording_form(f)(*marked))
     wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
     tleaves = [t for tan in tangents for t in flatten(tan)[0]]
     ts = _with_phase(tape, "j", forward, tape.eqns[start:], wrt, tleaves)

@@ -12,6 +12,7 @@ compiled or cached: a vjp's pullback is for the point it was made at.)
 from .api import _mark, _regroup, _with_phase, _zeros, check_cotangent
 from .checks import split_aux
 from .tape.aliasing import current_tree
+from .tape.numpy_map.construct import recording_form
 from .tape.staged import as_kind, kind_of
 from .tape.sweeps import reverse
 from .tape.randomness import Draws
@@ -62,7 +63,7 @@ def _record(tape, f, args, nums, has_aux):
     marked, wrt = _mark(tape, args, nums, "vjp")
     start = len(tape.eqns)
     ids = [v.id for v in wrt]
-    out = current_tree(f(*marked))
+    out = current_tree(recording_form(f)(*marked))
     wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
     out, aux = split_aux(out, "vjp") if has_aux else (out, None)
     eqns = tape.eqns[start:]

@@ -35,7 +35,8 @@ import numpy as np
 from ..tape import TracerError
 from .base import FUNCTIONS, P, astype, is_traced, ndim, npdtype, unsupported
 
-__all__ = ["ArrayConversion", "acquire", "release", "traced_array", "numpy_own", "standing_in_for"]
+__all__ = ["ArrayConversion", "acquire", "release", "traced_array", "numpy_own", "standing_in_for",
+           "recording_form"]
 
 
 class ArrayConversion(TracerError):
@@ -288,6 +289,15 @@ def standing_in_for(fn):
 
 
 _OWN_PLACES = {}  # id(NumPy's function) -> (it, (module, name)), for standing_in_for
+
+
+def recording_form(fn):
+    """The function to call for ``fn`` while a tape records: the stand-in in its place
+    when ``fn`` is NumPy's own function that one replaces, else ``fn``. A transform
+    given NumPy's function itself (``grad(np.append)``, bound before the trace) calls
+    this, so that lists holding traced values are taken as the stand-in takes them."""
+    place = standing_in_for(fn)
+    return fn if place is None else getattr(*place)
 
 
 def _tricks():
