@@ -10,6 +10,7 @@ import types
 import numpy as np
 import pytest
 from numpy import append, mean, std, var  # (bound before any tape records)
+from numpy.linalg import norm
 
 import tracegrad as tg
 from tests.transform.numeric import numeric
@@ -33,6 +34,13 @@ def test_reductions_of_lists_through_names_bound_before(mode):
     assert tg.grad(lambda x: mean((x, 3 * x)), mode=mode)(1.0) == 2.0
     np.testing.assert_allclose(tg.grad(lambda x: std((x, 3 * x + 2)), mode=mode)(0.5), 1.0)  # (std = x + 1)
     np.testing.assert_allclose(tg.grad(lambda x: var([x, 2 * x]), mode=mode)(3.0), 0.5 * 3.0)  # (var = x^2/4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_linalg_name_bound_before(mode):
+    # d/dx sqrt(x^2 + (x + 2)^2) at 0 = 2 / 2; norm is numpy.linalg's, not numpy's
+    assert tg.grad(lambda x: norm([x, x + 2]), mode=mode)(0.0) == 1.0
+    assert norm is np.linalg.norm
 
 
 @pytest.mark.parametrize("mode", MODES)

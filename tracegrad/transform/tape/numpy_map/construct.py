@@ -321,29 +321,31 @@ for _dotted, _ in _STAND_INS:
         _OWN_PLACES[id(_fn)] = (_fn, (_module, _name))
 
 
-_SCANNED = set()    # names of the modules looked through by _reexports
+_SCANNED = {}       # name -> id of the module looked through by _reexports under it
 _REEXPORTS = []     # (weak reference to a module, name) found by _reexports
 _LIBRARIES = ("numpy", "scipy", "cupy", "cupyx", "tracegrad")
 
 
 def _reexports():
-    """``(module, name)`` where a module other than the libraries' holds NumPy's own
-    function under NumPy's top-level name for it (``from numpy import *`` in a module
-    that re-exports NumPy's namespace, ``from numpy import mean`` in the user's): the
+    """``(module, name, place)`` where a module other than the libraries' holds NumPy's
+    own function under NumPy's name for it, ``place`` being where NumPy keeps it
+    (``from numpy import *`` in a module that re-exports NumPy's namespace, ``from numpy
+    import mean`` or ``from numpy.linalg import norm`` in the user's): the
     stand-ins go there too while a tape records, so ``np.mean([x, y])`` of such a
     module's name takes traced values as NumPy's own name does. Each module is looked
     through once, when first seen in ``sys.modules``."""
-    if len(_SCANNED) != len(sys.modules):
-        names = [(name, fn) for fn, (module, name) in _OWN_PLACES.values() if module is np]
-        for key, module in list(sys.modules.items()):
-            if key in _SCANNED:
-                continue
-            _SCANNED.add(key)
+    fresh = [(key, module) for key, module in list(sys.modules.items()) if _SCANNED.get(key) != id(module)]
+    if fresh:  # (by name and identity: modules come and go, and a name may be imported again)
+        names = [(name, fn, place) for fn, place in _OWN_PLACES.values() for name in [place[1]]]
+        for key, module in fresh:
+            _SCANNED[key] = id(module)
             if key.split(".")[0] in _LIBRARIES or not isinstance(module, types.ModuleType):
                 continue
             space = vars(module)
-            _REEXPORTS.extend((weakref.ref(module), name) for name, fn in names if space.get(name) is fn)
-    return [(m, name) for m, name in ((ref(), name) for ref, name in _REEXPORTS) if m is not None]
+            _REEXPORTS.extend((weakref.ref(module), name, place) for name, fn, place in names
+                              if space.get(name) is fn)
+    return [(m, name, place) for m, name, place in ((ref(), name, place) for ref, name, place in _REEXPORTS)
+            if m is not None]
 
 
 def acquire():
@@ -368,11 +370,11 @@ def acquire():
         tricks = _tricks()
         if getattr(tricks, "array", None) is _ORIGINALS.get((np, "array")):
             tricks.array = np.array
-        for module, name in _reexports():  # (the same stand-ins where NumPy's are re-exported)
-            own = _ORIGINALS.get((np, name))
+        for module, name, place in _reexports():  # (the same stand-ins where NumPy's are re-exported)
+            own = _ORIGINALS.get(place)
             if own is not None and vars(module).get(name) is own:
                 _ORIGINALS[module, name] = own
-                setattr(module, name, getattr(np, name))
+                setattr(module, name, getattr(*place))
 
 
 def release():
