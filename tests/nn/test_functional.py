@@ -331,3 +331,25 @@ def test_dropout_and_one_hot_match_torch_semantics():
     labels = np.array([[0, 3], [2, 1]])
     np.testing.assert_array_equal(_np(F.one_hot(tg.tensor(labels), 5)),
                                   torch.nn.functional.one_hot(torch.tensor(labels), 5).numpy())
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_relu_passes_the_gradient_at_nan_as_torch_does(inplace):
+    # PyTorch's threshold_backward zeroes the gradient where the result is <= 0 only, so a
+    # NaN input (NaN result) gets the gradient; at 0 and below it gets none
+    x = tg.tensor([float("nan"), 1.5, -1.0, 0.0], requires_grad=True)
+    y = F.relu(x.clone(), inplace=inplace)
+    y.backward(tg.tensor([2.0, 3.0, 5.0, 7.0]))
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 3.0, 0.0, 0.0])
+
+
+@pytest.mark.torch
+def test_relu_at_nan_matches_torch():
+    torch = pytest.importorskip("torch")
+    values = [float("nan"), 1.5, -1.0, 0.0, float("inf"), -float("inf")]
+    grads = []
+    for lib in (torch, tg):
+        x = lib.tensor(values, requires_grad=True)
+        lib.nn.ReLU()(x).sum().backward()
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_array_equal(grads[0], grads[1])

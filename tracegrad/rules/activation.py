@@ -121,7 +121,7 @@ def relu_write(xp, dst):
 
 @relu.vjp("x", uses="out")
 def relu_vjp(g, out, x):
-    return where(out > 0, g, 0.0)  # relu'(0) = 0
+    return where(out <= 0, 0.0, g)  # relu'(0) = 0; a NaN passes g through, as in PyTorch
 
 
 @primitive("LeakyReluBackward0", dtypes=FLOAT, diagonal=True)
