@@ -30,3 +30,16 @@ def test_odeint(no_scipy):
 def test_linalg(no_scipy):
     with pytest.raises(ImportError, match=r"SciPy's \(scipy.linalg\).*" + EXTRA):
         tg.scipy.linalg.sqrtm(np.eye(2) * 4.0)
+
+
+def test_special_function_kernel(no_scipy):
+    from tracegrad.rules.gamma import scipy_kernel
+    from tracegrad.backend import cpu
+    with pytest.raises(ImportError, match=r"gammainc is SciPy's \(scipy.special\).*" + EXTRA):
+        scipy_kernel(cpu, "gammainc")
+
+
+def test_stats_sampler(no_scipy, monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    with pytest.raises(ImportError, match=r"norm.rvs is SciPy's \(scipy.stats\).*" + EXTRA):
+        tg.scipy.stats.norm.rvs(size=3)

@@ -12,9 +12,9 @@ gradient: an integer order has none, and the derivatives in a real shape paramet
 no closed form. Differentiating with respect to one raises, as PyTorch and HIPS autograd
 do, rather than giving a silent zero.
 """
-import importlib
 import math
 
+from ._scipy import scipy_module
 from .broadcast import expand_to, unbroadcast
 from .core import FLOAT, primitive
 from .special import xlog1py, xlogy
@@ -33,19 +33,16 @@ def scipy_kernel(xp, name):
     """SciPy's special function ``name`` for array namespace ``xp``, imported on first use."""
     module = _SCIPY.get(getattr(xp, "name", "cpu"), "scipy.special")
     try:
-        found = getattr(importlib.import_module(module), name, None)
-        if found is None and module != "scipy.special":  # (cupyx lacks it: SciPy on the host)
-            return _on_host(xp, getattr(importlib.import_module("scipy.special"), name))
-        if found is None:
-            raise AttributeError(f"scipy.special has no function {name!r} (an older SciPy?)")
-        return found
+        found = getattr(scipy_module(module, name), name, None)
     except ImportError:
         if module == "scipy.special" and name in _CPU_FALLBACK:
             return _vectorised(xp, _CPU_FALLBACK[name])
-        raise ImportError(
-            f"the kernel of {name} is SciPy's special function, and {module} cannot be imported; "
-            "install SciPy (pip install scipy, or tracegrad's extra: pip install 'tracegrad[scipy]')"
-        ) from None
+        raise
+    if found is None and module != "scipy.special":  # (cupyx lacks it: SciPy on the host)
+        return _on_host(xp, getattr(scipy_module("scipy.special", name), name))
+    if found is None:
+        raise AttributeError(f"scipy.special has no function {name!r} (an older SciPy?)")
+    return found
 
 
 def _on_host(xp, fn):
@@ -375,6 +372,25 @@ def betainc_jvp_x(t, out, a, b, x):
     return expand_to(t * beta_density(a, b, x), out)
 
 
-__all__ = ["erfc", "erfcx", "erfinv", "erfcinv", "ndtr", "ndtri", "log_ndtr", "gammaln", "digamma",
-           "polygamma", "gamma", "beta", "betaln", "zeta", "gammainc", "gammaincc", "betainc",
-           "scipy_kernel", "special", "no_derivative"]
+__all__ = [
+    "beta",
+    "betainc",
+    "betaln",
+    "digamma",
+    "erfc",
+    "erfcinv",
+    "erfcx",
+    "erfinv",
+    "gamma",
+    "gammainc",
+    "gammaincc",
+    "gammaln",
+    "log_ndtr",
+    "ndtr",
+    "ndtri",
+    "no_derivative",
+    "polygamma",
+    "scipy_kernel",
+    "special",
+    "zeta",
+]

@@ -1,11 +1,11 @@
 """What the distribution modules share: operands, SciPy's answers outside a support and
 for invalid parameters (written with ``where``, so they hold on tracers and Tensors too),
 and the samplers, which are SciPy's own."""
-import importlib
 import math
 
 from ...backend import cpu
 from ...rules import arith as A
+from ...rules._scipy import scipy_module
 from ...rules.shape import reshape
 
 __all__ = ["INF", "NAN", "checked", "data", "either", "operand", "sampler", "squeeze_output"]
@@ -55,12 +55,7 @@ def squeeze_output(out):
 def sampler(name):
     """``rvs`` of SciPy's distribution ``name``: random variates, which have no derivative."""
     def rvs(*args, **kwargs):
-        try:
-            stats = importlib.import_module("scipy.stats")
-        except ImportError:
-            raise ImportError("rvs draws with SciPy (scipy.stats), which cannot be imported; install SciPy "
-                              "(pip install scipy, or tracegrad's extra: pip install 'tracegrad[scipy]')") from None
-        return getattr(stats, name).rvs(*args, **kwargs)
+        return getattr(scipy_module("scipy.stats", f"{name}.rvs"), name).rvs(*args, **kwargs)
     rvs.__name__ = rvs.__qualname__ = "rvs"
     rvs.__doc__ = f"Random variates of ``scipy.stats.{name}`` (SciPy's own: no derivative)."
     return rvs
