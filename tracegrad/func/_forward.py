@@ -13,72 +13,10 @@ from ..autograd import forward_ad as fwAD
 from ..random import get_rng_state, set_rng_state
 from ..runtime.forward import suspended
 from ..runtime.tensor import Tensor
+from ..utils._pytree import tree_flatten, tree_unflatten
 from ._vmap import random_refused
 
 __all__ = ["jvp", "jacfwd"]
-
-
-# -- a small pytree (tuple, list, dict), printed as torch.utils._pytree.TreeSpec --------------
-
-class TreeSpec:
-    """The structure of a pytree: a container type, its context (dict keys) and children."""
-
-    def __init__(self, kind, context, children):
-        self.kind, self.context, self.children = kind, context, children
-
-    def __eq__(self, other):
-        return (isinstance(other, TreeSpec) and self.kind is other.kind and self.context == other.context
-                and self.children == other.children)
-
-    def __repr__(self, indent=0):
-        text = f"TreeSpec({self.kind.__name__}, {self.context}, ["
-        if self.children:
-            indent += 2
-            text += _spec_repr(self.children[0], indent) + ("," if len(self.children) > 1 else "")
-            text += ",".join("\n" + " " * indent + _spec_repr(c, indent) for c in self.children[1:])
-        return text + "])"
-
-
-LEAF = "*"
-
-
-def _spec_repr(spec, indent):
-    return spec.__repr__(indent) if isinstance(spec, TreeSpec) else LEAF
-
-
-def tree_flatten(tree):
-    """(leaves, spec) of a pytree. Namedtuples (``max``'s ``(values, indices)``) are nodes,
-    as in torch's pytree, so a function returning one has a tangent and a Jacobian."""
-    if isinstance(tree, (tuple, list)):
-        leaves, specs = [], []
-        for item in tree:
-            sub, spec = tree_flatten(item)
-            leaves += sub
-            specs.append(spec)
-        return leaves, TreeSpec(type(tree), None, specs)
-    if isinstance(tree, dict):
-        keys = list(tree)
-        leaves, specs = [], []
-        for k in keys:
-            sub, spec = tree_flatten(tree[k])
-            leaves += sub
-            specs.append(spec)
-        return leaves, TreeSpec(dict, keys, specs)
-    return [tree], LEAF
-
-
-def tree_unflatten(leaves, spec):
-    it = iter(leaves)
-    return _build(it, spec)
-
-
-def _build(it, spec):
-    if spec == LEAF:
-        return next(it)
-    items = [_build(it, c) for c in spec.children]
-    if spec.kind is dict:
-        return dict(zip(spec.context, items))
-    return spec.kind._make(items) if hasattr(spec.kind, "_make") else spec.kind(items)
 
 
 # -- jvp --------------------------------------------------------------------------------------
@@ -144,8 +82,8 @@ def _checked_inputs(primals, tangents):
     if spec != tangent_spec:
         raise RuntimeError(f"{_JVP}: Expected primals and tangents to have the same python "
                            "structure. For example, if primals is a tuple of 3 tensors, tangents "
-                           f"also must be. Got primals with structure {_spec_repr(spec, 0)} and "
-                           f"tangents with structure {_spec_repr(tangent_spec, 0)}")
+                           f"also must be. Got primals with structure {spec!r} and "
+                           f"tangents with structure {tangent_spec!r}")
     if not primal_leaves:
         raise RuntimeError(f"{_JVP}: Expected primals to contain at least one Tensor.")
     for name, leaves in (("primals", primal_leaves), ("tangents", tangent_leaves)):

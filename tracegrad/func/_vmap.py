@@ -15,6 +15,7 @@ import threading
 from ..runtime import creation, dispatch, forward
 from ..runtime.tensor import Tensor
 from ..transform.tree import flatten, unflatten
+from ..utils._pytree import tree_structure
 from . import _batched
 from ._batched import BatchedTensor, batched, levels
 
@@ -111,15 +112,7 @@ def _broadcast(prefix, tree, error):
 
 def _treespec(tree):
     """torch's printed TreeSpec of a structure (``*`` for each leaf)."""
-    def spec(t, indent):
-        if isinstance(t, (tuple, list, dict)):
-            kids = list(t.values()) if isinstance(t, dict) else list(t)
-            ctx = repr(list(t)) if isinstance(t, dict) else "None"
-            pad = "\n" + " " * (indent + 2)
-            body = ("," + pad).join(spec(k, indent + 2) for k in kids)
-            return f"TreeSpec({type(t).__name__}, {ctx}, [{body}])"
-        return "*"
-    return spec(tree, 0)
+    return repr(tree_structure(tree))
 
 
 def _batch_size(func, in_dims, leaves, dims):

@@ -1,2 +1,2 @@
 """``tracegrad.utils``: torch.utils's helpers (one import per submodule)."""
-from . import checkpoint, data  # noqa: F401
+from . import _pytree, checkpoint, data  # noqa: F401
