@@ -28,11 +28,13 @@ import warnings
 from ..backend import cpu  # (the unfused lines' ``np``)
 
 __all__ = ["available", "cache_dir", "load_kernel", "Kernels", "PARALLEL_MIN", "NOT_SCALAR",
-           "HOT_CALLS"]
+           "HOT_CALLS", "Threaded", "kernel_threads"]
 
-# Elements from which a kernel's loop runs on all cores (numba.prange): below it the
-# threads' start-up costs more than they save (measured: benchmarks/staged.py).
+# Elements from which a kernel gets a twin whose loop over blocks runs on several threads
+# (numba.prange): below it the threads' start-up costs more than they save (measured:
+# benchmarks/staged.py). How many threads: :func:`kernel_threads`.
 PARALLEL_MIN = 1 << 16
+PARALLEL_SUFFIX = "_parallel"
 
 # Scalar primitives whose Numba scalar code differs from NumPy's ufunc: Numba's sign(-0.0)
 # is -0.0 (NumPy's 0.0); its maximum/minimum of 0.0 and -0.0 pick the other zero.
@@ -45,6 +47,9 @@ HOT_CALLS = 8
 
 # Lines per kernel at most (Numba's compile time grows with the body: ~10 ms a line).
 MAX_KERNEL_LINES = 1500
+
+# How a kernel module imports its ``np``: NumPy with a tanh LLVM can vectorize
+KERNEL_NUMPY = "from tracegrad.transform import kernel_numpy as np"
 
 _STATE = {}          # "numba": the module, or False where it cannot be imported
 _LOADED = {}         # source hash -> the kernel (a Numba dispatcher)
@@ -78,10 +83,54 @@ def cache_dir():
     return os.path.join(root, "kernels")
 
 
+def kernel_threads(numba):
+    """How many threads a large kernel runs on: tracegrad's intra-op threads
+    (``tracegrad.set_num_threads``, ``TRACEGRAD_NUM_THREADS``; 1 by default, see
+    :mod:`tracegrad.backend.threads` for why), at most Numba's own (``NUMBA_NUM_THREADS``,
+    the cores). With one, the serial kernel runs and Numba starts no threads."""
+    from ..backend.threads import get_threads
+    n = get_threads()
+    return 1 if n <= 1 else min(n, numba.config.NUMBA_NUM_THREADS)
+
+
+class Threaded:
+    """A large kernel and its twin on several threads: each call runs the serial one or
+    the twin on :func:`kernel_threads` threads (Numba's count set for the call and put
+    back, so that the caller's own Numba code keeps its setting). Each is compiled (or
+    read from the cache) at its first call; should the twin fail to compile, the serial
+    one runs from then on."""
+    __slots__ = ("serial", "parallel", "numba")
+
+    def __init__(self, serial, parallel, numba):
+        self.serial, self.parallel, self.numba = serial, parallel, numba
+
+    def __call__(self, *args):
+        numba = self.numba
+        n = kernel_threads(numba)
+        if n <= 1 or self.parallel is None:
+            return self.serial(*args)
+        before = numba.get_num_threads()
+        numba.set_num_threads(n)
+        try:
+            return self.parallel(*args)
+        except Exception as e:
+            if not type(e).__module__.startswith("numba"):
+                raise
+            warnings.warn(f"tracegrad: Numba could not compile the parallel kernel "
+                          f"{self.parallel.__name__} ({type(e).__name__}: {e}); it runs on one "
+                          "thread", RuntimeWarning, stacklevel=2)
+            self.parallel = None
+        finally:
+            numba.set_num_threads(before)
+        return self.serial(*args)
+
+
 def load_kernel(source, name):
-    """The Numba dispatcher of function ``name`` in module source ``source`` (which
-    imports what it needs), from a file named after the source's hash (written once)."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    """The kernel ``name`` of module source ``source`` (which imports what it needs):
+    its Numba dispatcher, or a :class:`Threaded` pair where the module has the twin
+    ``name + PARALLEL_SUFFIX``. The module is a file named after the hash of its text and
+    of :mod:`.kernel_numpy`'s (written once)."""
+    digest = hashlib.sha256(source.encode() + _kernel_numpy_text()).hexdigest()[:20]
     kernel = _LOADED.get(digest)
     if kernel is not None:
         return kernel
@@ -90,6 +139,15 @@ def load_kernel(source, name):
         if kernel is None:
             kernel = _LOADED[digest] = _load(source, name, digest)
     return kernel
+
+
+def _kernel_numpy_text():
+    """The source of the ``np`` the kernels import: Numba's cache does not see it change."""
+    text = _STATE.get("kernel_numpy")
+    if text is None:
+        with open(os.path.join(os.path.dirname(__file__), "kernel_numpy.py"), "rb") as f:
+            text = _STATE["kernel_numpy"] = f.read()
+    return text
 
 
 def _load(source, name, digest):
@@ -106,7 +164,9 @@ def _load(source, name, digest):
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # (Numba's cache looks the module up by name)
     spec.loader.exec_module(module)
-    return getattr(module, name)
+    kernel = getattr(module, name)
+    twin = getattr(module, name + PARALLEL_SUFFIX, None)
+    return kernel if twin is None else Threaded(kernel, twin, _STATE["numba"])
 
 
 class Kernels:
@@ -119,12 +179,25 @@ class Kernels:
 
     def __call__(self, fn):
         module, arrays = self.sources[fn.__name__]
-        namespace = {"np": cpu}
-        exec(compile(arrays, f"<unfused {fn.__name__}>", "exec"), namespace)
-        return LazyKernel(self.env, fn.__name__, module, namespace[fn.__name__])
+        return LazyKernel(self.env, fn.__name__, module, _Unfused(fn.__name__, arrays))
 
     def __repr__(self):
         return f"<Numba kernels {sorted(self.sources)}>"
+
+
+class _Unfused:
+    """A kernel's lines on whole arrays, compiled at the first call (only should Numba
+    fail: a hot tape's compile time is spent on the kernels' text otherwise)."""
+
+    def __init__(self, name, text):
+        self.name, self.text, self.fn = name, text, None
+
+    def __call__(self, *args):
+        if self.fn is None:
+            namespace = {"np": cpu}
+            exec(compile(self.text, f"<unfused {self.name}>", "exec"), namespace)
+            self.fn = namespace[self.name]
+        return self.fn(*args)
 
 
 class LazyKernel:

@@ -136,14 +136,38 @@ class KernelWriter:
     def source(self, results):
         """The kernel module's source (the file Numba compiles and caches), the def alone
         (what the tape's source shows), and the lines on whole arrays (unfused: what runs
-        should Numba fail)."""
-        parallel = self.size >= jit.PARALLEL_MIN
-        full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
-        n, j, blk, b0, m = (self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
+        should Numba fail). A large array's kernel has a twin running its blocks on
+        several threads (``numba.prange``), named with :data:`jit.PARALLEL_SUFFIX`: which
+        of the two runs is decided at each call (see :class:`jit.Threaded`)."""
+        names = self._names(results)
+        text = self._def(*names)
+        options = 'cache=True, error_model="numpy", nogil=True'
+        module = f"import numba\n{jit.KERNEL_NUMPY}\n\n\n@numba.njit({options})\n{text}\n"
+        if self.size >= jit.PARALLEL_MIN:
+            head, loop = text.split("\n", 1)  # (the twin's name, and its blocks in prange)
+            twin = head.replace(f"def {self.name}(", f"def {self.name}{jit.PARALLEL_SUFFIX}(", 1) \
+                + "\n" + loop.replace(f" in range((", f" in numba.prange((", 1)
+            module += f"\n\n@numba.njit({options}, parallel=True)\n{twin}\n"
+        unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        unfused += [f"    {v} = {a}" for a, _, v in self.params]
+        unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
+        unfused.append(f"    return {', '.join(names[1])}")
+        return module, text, "\n".join(unfused) + "\n"
+
+    def _names(self, results):
+        """The kernel's local names: loop variables, outputs, scratch rows and where each
+        value lives (the same in both twins)."""
+        loop = tuple(self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
         outs = {r: (self.fresh(f"{r}_out"), dt) for r, dt in results}
         groups = self.groups()
         count, where = self.rows(groups, outs)
         scratch = {dt: self.fresh(f"scratch_{dt}") for dt in count}
+        return loop, outs, groups, count, where, scratch
+
+    def _def(self, loop, outs, groups, count, where, scratch):
+        """The kernel function, its blocks in a ``range`` loop."""
+        n, j, blk, b0, m = loop
+        full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
         arrays = set(where) | set(outs) | {v for _, _, v in full}
         body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
         for a, f, v in self.params:
@@ -151,11 +175,10 @@ class KernelWriter:
                         else f"    {v} = np.ravel({a})[0]")
         body.append(f"    {n} = {full[0][1]}.size")
         body += [f"    {o} = np.empty({n}, np.{dt.name})" for o, dt in outs.values()]
-        loop = "numba.prange" if parallel else "range"
-        body.append(f"    for {blk} in {loop}(({n} + {BLOCK - 1}) // {BLOCK}):")
+        body.append(f"    for {blk} in range(({n} + {BLOCK - 1}) // {BLOCK}):")
         body.append(f"        {b0} = {blk} * {BLOCK}")
         body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
-        body += [f"        {name} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, name in scratch.items()]
+        body += [f"        {row} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, row in scratch.items()]
         body += [f"        {v} = {f}[{b0}:{b0} + {m}]" for _, f, v in full]
         for start, stop in groups:
             for target, _, _, _, _ in self.lines[start:stop]:
@@ -171,14 +194,7 @@ class KernelWriter:
                 body.append(f"            {lhs} = {rhs(texts)}")
         shape = f"{full[0][0]}.shape"
         body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
-        options = 'cache=True, error_model="numpy", nogil=True' + (", parallel=True" if parallel else "")
-        text = "\n".join(body)
-        module = f"import numpy as np\nimport numba\n\n\n@numba.njit({options})\n{text}\n"
-        unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
-        unfused += [f"    {v} = {a}" for a, _, v in self.params]
-        unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
-        unfused.append(f"    return {', '.join(outs)}")
-        return module, text, "\n".join(unfused) + "\n"
+        return "\n".join(body)
 
 
 BLOCK = 256  # elements per block (a scratch row of float64 is 2 KiB)
