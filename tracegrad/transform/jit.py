@@ -19,10 +19,11 @@ dtypes and broadcasting are the same, because only lines whose NumPy semantics t
 code reproduces exactly are fused (see :func:`tracegrad.transform.tape.codegen`).
 """
 import hashlib
-import importlib.util
+import marshal
 import os
 import sys
 import threading
+import types
 import warnings
 
 from ..backend import cpu  # (the unfused lines' ``np``)
@@ -155,18 +156,40 @@ def _load(source, name, digest):
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"k_{digest}.py")
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)  # (atomic: a process beside this one reads all or nothing)
+        _write(path, source.encode())
     module_name = f"tracegrad_kernels.k_{digest}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # (Numba's cache looks the module up by name)
-    spec.loader.exec_module(module)
+    module = types.ModuleType(module_name)
+    module.__file__ = path  # (Numba's cache sits beside the file its functions come from)
+    sys.modules[module_name] = module  # (and looks the module up by name)
+    exec(_module_code(source, path), module.__dict__)
     kernel = getattr(module, name)
     twin = getattr(module, name + PARALLEL_SUFFIX, None)
     return kernel if twin is None else Threaded(kernel, twin, _STATE["numba"])
+
+
+def _module_code(source, path):
+    """The kernel module's code object, kept beside it (marshal) so that the next process
+    does not compile the module's text again (Python's own .pyc is not written where
+    PYTHONDONTWRITEBYTECODE is set)."""
+    cached = f"{path[:-3]}.{sys.implementation.cache_tag}.code"
+    try:
+        with open(cached, "rb") as f:
+            return marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    code = compile(source, path, "exec")
+    try:
+        _write(cached, marshal.dumps(code))
+    except OSError:
+        pass
+    return code
+
+
+def _write(path, data):
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)  # (atomic: a process beside this one reads all or nothing)
 
 
 class Kernels:
@@ -175,7 +198,18 @@ class Kernels:
 
     def __init__(self, env):
         self.env = env       # the generated module's globals (the kernel is bound there)
-        self.sources = {}    # kernel name -> (its module's source, its lines on whole arrays)
+        self.sources = {}    # kernel name -> (its module's source, a function writing its
+        self.defs = []       # lines on whole arrays); the kernels' defs as the source shows them
+
+    def stubbed(self, source):
+        """``source`` with the kernels' bodies blank, line for line: what Python compiles
+        (the decorator reads only the def's name; compiling the bodies, never run as
+        Python, took a third of a hot tape's recompile)."""
+        for text in self.defs:
+            lines = text.count("\n")
+            stub = text.split("\n", 1)[0] + "\n" * lines + "    pass" if lines else text
+            source = source.replace(text, stub, 1)
+        return source
 
     def __call__(self, fn):
         module, arrays = self.sources[fn.__name__]
@@ -190,12 +224,13 @@ class _Unfused:
     fail: a hot tape's compile time is spent on the kernels' text otherwise)."""
 
     def __init__(self, name, text):
-        self.name, self.text, self.fn = name, text, None
+        self.name, self.text, self.fn = name, text, None  # (text: a function writing it)
 
     def __call__(self, *args):
         if self.fn is None:
             namespace = {"np": cpu}
-            exec(compile(self.text, f"<unfused {self.name}>", "exec"), namespace)
+            text = self.text() if callable(self.text) else self.text
+            exec(compile(text, f"<unfused {self.name}>", "exec"), namespace)
             self.fn = namespace[self.name]
         return self.fn(*args)
 

@@ -58,7 +58,8 @@ def _one_element(shape, full):
 
 
 def scalar_literal(value, dtype):
-    """A Python number as NumPy 2 reads it next to an array of ``dtype``: of that dtype."""
+    """A Python number as NumPy 2 reads it next to an array of ``dtype``: of that dtype
+    (float32 or float64)."""
     value = float(value)
     if value != value:
         text = "np.nan"
@@ -66,7 +67,9 @@ def scalar_literal(value, dtype):
         text = "np.inf" if value > 0 else "-np.inf"
     else:
         text = repr(value)
-    return f"np.{dtype.name}({text})"
+    # (a float64 line needs no cast: Numba reads a float literal as float64, and it
+    # compiles a bare literal faster than a call -- ~10% of a 140-line kernel's time)
+    return text if dtype == _FLOATS[1] else f"np.{dtype.name}({text})"
 
 
 class KernelWriter:
@@ -136,23 +139,31 @@ class KernelWriter:
     def source(self, results):
         """The kernel module's source (the file Numba compiles and caches), the def alone
         (what the tape's source shows), and the lines on whole arrays (unfused: what runs
-        should Numba fail). A large array's kernel has a twin running its blocks on
-        several threads (``numba.prange``), named with :data:`jit.PARALLEL_SUFFIX`: which
-        of the two runs is decided at each call (see :class:`jit.Threaded`)."""
-        names = self._names(results)
-        text = self._def(*names)
+        should Numba fail): :meth:`kernel` and :meth:`unfused`."""
+        return (*self.kernel(results), self.unfused(results))
+
+    def kernel(self, results):
+        """The kernel module's source and the def alone. A large array's kernel has a
+        twin running its blocks on several threads (``numba.prange``), named with
+        ``jit.PARALLEL_SUFFIX``: which of the two runs is decided at each call (see
+        :class:`tracegrad.transform.jit.Threaded`)."""
+        text = self._def(*self._names(results))
         options = 'cache=True, error_model="numpy", nogil=True'
         module = f"import numba\n{jit.KERNEL_NUMPY}\n\n\n@numba.njit({options})\n{text}\n"
         if self.size >= jit.PARALLEL_MIN:
             head, loop = text.split("\n", 1)  # (the twin's name, and its blocks in prange)
             twin = head.replace(f"def {self.name}(", f"def {self.name}{jit.PARALLEL_SUFFIX}(", 1) \
-                + "\n" + loop.replace(f" in range((", f" in numba.prange((", 1)
+                + "\n" + loop.replace(" in range((", " in numba.prange((", 1)
             module += f"\n\n@numba.njit({options}, parallel=True)\n{twin}\n"
+        return module, text
+
+    def unfused(self, results):
+        """The function running the kernel's lines on whole arrays."""
         unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
         unfused += [f"    {v} = {a}" for a, _, v in self.params]
         unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
-        unfused.append(f"    return {', '.join(names[1])}")
-        return module, text, "\n".join(unfused) + "\n"
+        unfused.append(f"    return {', '.join(r for r, _ in results)}")
+        return "\n".join(unfused) + "\n"
 
     def _names(self, results):
         """The kernel's local names: loop variables, outputs, scratch rows and where each
@@ -218,12 +229,13 @@ def write_run(writer, start, stop):
         k.lines.append(_line(m, writer, e))
     results = [(writer.names[o.id], o.npdtype) for e in eqns for o in e.outs
                if o.id in writer.out_ids or writer.last.get(o.id, -1) >= stop]
-    module, text, arrays = k.source(results)
+    module, text = k.kernel(results)
     kernels = m.env.get("cpu_kernel")
     if kernels is None:
         kernels = m.env["cpu_kernel"] = jit.Kernels(m.env)
         m.used.add("cpu_kernel")
-    kernels.sources[helper] = module, arrays
+    kernels.sources[helper] = module, lambda: k.unfused(results)  # (written if needed)
+    kernels.defs.append(text)
     m.prelude.append(f"# {len(eqns)} lines of {writer.name} as one Numba kernel (cached in "
                      f"{jit.cache_dir()})\n@cpu_kernel\n{text}")
     names = [r for r, _ in results]
