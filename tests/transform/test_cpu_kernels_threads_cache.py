@@ -194,3 +194,37 @@ def test_a_second_process_reads_both_twins_from_the_cache(tmp_path):
     files = os.listdir(tmp_path / "kernels")
     assert len([f for f in files if f.endswith(".py")]) == 1
     assert len([f for f in files if f.endswith(".code")]) == 1  # (the module's code object)
+
+
+# -- the kernels' bodies are not compiled as Python: line numbers still point into .source --
+
+def guarded(x):
+    for _ in range(4):
+        x = np.tanh(x) * 0.5 + x
+        if np.sum(x) > 1e6:  # (a guard between kernels)
+            x = x * 0.0
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("chunk", [7, 10 ** 9])
+def test_a_hot_tape_with_kernels_keeps_its_line_numbers(monkeypatch, chunk):
+    import linecache
+    from tracegrad.transform.tape import codegen
+    monkeypatch.setattr(codegen, "CHUNK_LINES", chunk)  # (7: compiled in parts)
+    x = np.linspace(-1, 1, 5)
+    got, g = hot(guarded, x)
+    with tg.fusion(False):
+        want, _ = hot(guarded, x)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert g.source.count("@cpu_kernel") >= 2
+    fn = g._last.fn
+    lines = g.source.splitlines()
+    filename = fn.__code__.co_filename
+    assert [linecache.getline(filename, i + 1).rstrip("\n") for i in range(len(lines))] == lines
+    with pytest.raises(codegen.GuardFailed) as info:
+        fn(np.full(5, 1e7))
+    tb = info.tb
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_filename == filename
+    assert "raise GuardFailed" in lines[tb.tb_lineno - 1]

@@ -4,19 +4,32 @@ NumPy has no fusing compiler: every elementwise line of generated code is one uf
 which costs ~0.5 us of dispatch on small arrays and a pass through memory on large ones.
 Runs of such lines are written instead as one *kernel*: a loop over the elements whose
 body is the same lines on scalars (the emitter's operators and ``np.<ufunc>`` calls are
-valid Numba code), compiled by Numba in nopython mode.
+valid Numba code), compiled by Numba in nopython mode. The kernels' ``np`` is
+:mod:`.kernel_numpy`: NumPy with a ``tanh`` that LLVM vectorizes (the C library's, which
+Numba calls otherwise, is one element at a time, ~5x slower).
 
 Numba is optional (the ``jit`` extra): it is imported on the first kernel, never by
 ``import tracegrad``; where it is missing everything runs unfused. A kernel's source is
-written to a file named after its hash in the cache directory (``$TRACEGRAD_CACHE_DIR``,
-else ``$XDG_CACHE_HOME/tracegrad`` or ``~/.cache/tracegrad``), so Numba's own on-disk cache
-(``cache=True``, which needs a real file) lets a second process load the machine code
-instead of compiling it again.
+written to a file named after the hash of its text and of kernel_numpy's, in the cache
+directory (``$TRACEGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/tracegrad`` or
+``~/.cache/tracegrad``), so Numba's own on-disk cache (``cache=True``, which needs a real
+file) lets a second process load the machine code instead of compiling it again; the
+module's Python code object is kept beside it too. What a second process still spends
+(~10-15 ms for a 140-line kernel on the 2-core development VM, benchmarks/staged.py) is
+the tape's recompile with kernels (~2 ms) and Numba's loading of the machine code.
+
+Threads: a kernel over at least :data:`PARALLEL_MIN` elements has a twin running its
+blocks on several threads (``numba.prange``); each call runs the twin on tracegrad's
+intra-op thread count (``tracegrad.set_num_threads``, ``TRACEGRAD_NUM_THREADS``) when
+that is above 1, else the serial kernel. The default is therefore one thread, as for
+tracegrad's other intra-op work (see :mod:`tracegrad.backend.threads`: threads that
+compete with BLAS's spinning ones lose more than they win on a small machine).
 
 What the kernels compute equals the unfused lines up to the rounding of the transcendental
-functions (Numba calls the C library's, NumPy its own SIMD ones: a few ulps); NaN, inf,
-dtypes and broadcasting are the same, because only lines whose NumPy semantics the scalar
-code reproduces exactly are fused (see :func:`tracegrad.transform.tape.codegen`).
+functions (the C library's in the kernels, NumPy's own in the unfused lines, and
+kernel_numpy's ``tanh``, within 2 ulp of NumPy's: a few ulps); NaN, inf, dtypes and
+broadcasting are the same, because only lines whose NumPy semantics the scalar code
+reproduces exactly are fused (see :func:`tracegrad.transform.tape.codegen`).
 """
 import hashlib
 import marshal
