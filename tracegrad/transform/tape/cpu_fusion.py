@@ -5,6 +5,9 @@ forward and backward, when all its ops are scalar -- is written as one kernel: o
 over the elements whose body is the run's lines on scalars, as the shared emitter writes
 them (``t2 = np.tanh(t1)``), so intermediate values never become arrays. The tape's
 source shows the kernel (decorated ``@cpu_kernel``) above the function that calls it.
+In the kernel module ``np`` is :mod:`tracegrad.transform.kernel_numpy` (NumPy with a
+``tanh`` LLVM vectorizes); Python compiles the kernel's def in the tape's source as a
+blank stub of the same lines (:meth:`tracegrad.transform.jit.Kernels.stubbed`).
 
 A line is fused only where the scalar code computes what NumPy does: float32/float64
 operands and result (NumPy's promotion of float operands is Numba's), each array operand
