@@ -5,8 +5,10 @@ element at a time, ~13 ns each on the development machine -- NumPy's own float64
 is no faster there (it is the same scalar loop), so a fused chain of ``tanh`` lines could
 only save the memory passes between them (0.7-0.8x hand-written NumPy on a 20-step chain).
 The ``tanh`` here is straight-line arithmetic (no call, no branch: both formulas are
-computed and one is selected), which LLVM vectorizes with the loop around it: ~4 ns an
-element on one AVX2 core.
+computed and one is selected), which LLVM vectorizes with the loop around it: 2.6-2.9 ns
+an element on one AVX2 core of that machine, in cache (NumPy's: 13.3 ns). Only float32
+and float64 scalars are taken (any other type is a Numba typing error, and the kernel's
+lines then run unfused).
 
 Kernel modules import this module as ``np`` (``from tracegrad.transform import
 kernel_numpy as np``): every other name is NumPy's own (module ``__getattr__``), so the
