@@ -7,7 +7,9 @@ HIPS autograd when installed).
            written by hand;
   fused:   the same gradient once its variant is hot (see tracegrad.transform.jit): the
            200-step chain on 16 float32 and a 20-step one on 2**20 float64, with the
-           CPU kernels (Numba) and without (``tracegrad.fusion(False)``);
+           CPU kernels (Numba) and without (``tracegrad.fusion(False)``); the large one
+           also with ``tracegrad.set_num_threads(<cores>)`` (kernels run on one thread
+           by default, as tracegrad's other intra-op work);
   compile: the 20-step chain's kernel compiled in a fresh process, then read from the
            on-disk cache by a second one (each in a subprocess, a new cache directory);
   staging: tracing, differentiating, optimising and compiling that function once (a new
@@ -97,12 +99,29 @@ def bench_fused(repeats):
                 np.testing.assert_allclose(got, expected, rtol=1e-4 if dtype == np.float32 else 1e-10,
                                            atol=1e-30)
                 fns[f"{mode} {'fused' if fused else 'unfused'}"] = (lambda g: lambda: g(x0))(g)
+                if fused and mode == "tape" and width >= jit.PARALLEL_MIN and CORES > 1:
+                    fns[f"tape fused, {CORES} threads"] = threaded(g, x0, CORES)
         times = best_times(fns, repeats, inner)
         base = times["numpy (hand-written)"]
         print(f"fused: grad of tanh(y*1.01+0.1), {steps} steps, {width} {np.dtype(dtype).name}, hot")
         for name, t in times.items():
             ratio = "" if t is base else f"{t / base:8.2f}x numpy"
             print(f"  {name:24s} {t * 1e6:11.1f} us/call{ratio}")
+
+
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def threaded(g, x0, n):
+    """``g(x0)`` with tracegrad's intra-op threads (which large kernels use) set to ``n``."""
+    def run():
+        before = tg.get_num_threads()
+        tg.set_num_threads(n)
+        try:
+            return g(x0)
+        finally:
+            tg.set_num_threads(before)
+    return run
 
 
 _COMPILE_SCRIPT = """

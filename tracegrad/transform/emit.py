@@ -42,12 +42,13 @@ def fresh_name(used, base, sep=""):
     return name
 
 
-def compile_source(source, name, env, tag="tracegrad"):
+def compile_source(source, name, env, tag="tracegrad", compiled=None):
     """Compile ``source`` (defining function ``name``) in globals ``env`` under a unique
     file name registered in linecache; return the function. The linecache entry lives as
-    long as the function: it is removed when the function is freed."""
+    long as the function: it is removed when the function is freed. ``compiled``: the text
+    compiled instead, where it differs from the source shown line for line."""
     filename = _filename(tag, name)
-    code = compile(source, filename, "exec")
+    code = compile(source if compiled is None else compiled, filename, "exec")
     exec(code, env)
     return registered(env[name], source, filename)
 

@@ -4,35 +4,51 @@ NumPy has no fusing compiler: every elementwise line of generated code is one uf
 which costs ~0.5 us of dispatch on small arrays and a pass through memory on large ones.
 Runs of such lines are written instead as one *kernel*: a loop over the elements whose
 body is the same lines on scalars (the emitter's operators and ``np.<ufunc>`` calls are
-valid Numba code), compiled by Numba in nopython mode.
+valid Numba code), compiled by Numba in nopython mode. The kernels' ``np`` is
+:mod:`.kernel_numpy`: NumPy with a ``tanh`` that LLVM vectorizes (the C library's, which
+Numba calls otherwise, is one element at a time, ~5x slower).
 
 Numba is optional (the ``jit`` extra): it is imported on the first kernel, never by
 ``import tracegrad``; where it is missing everything runs unfused. A kernel's source is
-written to a file named after its hash in the cache directory (``$TRACEGRAD_CACHE_DIR``,
-else ``$XDG_CACHE_HOME/tracegrad`` or ``~/.cache/tracegrad``), so Numba's own on-disk cache
-(``cache=True``, which needs a real file) lets a second process load the machine code
-instead of compiling it again.
+written to a file named after the hash of its text and of kernel_numpy's, in the cache
+directory (``$TRACEGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/tracegrad`` or
+``~/.cache/tracegrad``), so Numba's own on-disk cache (``cache=True``, which needs a real
+file) lets a second process load the machine code instead of compiling it again; the
+module's Python code object is kept beside it too. What a second process still spends
+(~10-15 ms for a 140-line kernel on the 2-core development VM, benchmarks/staged.py) is
+the tape's recompile with kernels (~2 ms) and Numba's loading of the machine code.
+
+Threads: a kernel over at least :data:`PARALLEL_MIN` elements has a twin running its
+blocks on several threads (``numba.prange``); each call runs the twin on tracegrad's
+intra-op thread count (``tracegrad.set_num_threads``, ``TRACEGRAD_NUM_THREADS``) when
+that is above 1, else the serial kernel. The default is therefore one thread, as for
+tracegrad's other intra-op work (see :mod:`tracegrad.backend.threads`: threads that
+compete with BLAS's spinning ones lose more than they win on a small machine).
 
 What the kernels compute equals the unfused lines up to the rounding of the transcendental
-functions (Numba calls the C library's, NumPy its own SIMD ones: a few ulps); NaN, inf,
-dtypes and broadcasting are the same, because only lines whose NumPy semantics the scalar
-code reproduces exactly are fused (see :func:`tracegrad.transform.tape.codegen`).
+functions (the C library's in the kernels, NumPy's own in the unfused lines, and
+kernel_numpy's ``tanh``, within 2 ulp of NumPy's: a few ulps); NaN, inf, dtypes and
+broadcasting are the same, because only lines whose NumPy semantics the scalar code
+reproduces exactly are fused (see :func:`tracegrad.transform.tape.codegen`).
 """
 import hashlib
-import importlib.util
+import marshal
 import os
 import sys
 import threading
+import types
 import warnings
 
 from ..backend import cpu  # (the unfused lines' ``np``)
 
 __all__ = ["available", "cache_dir", "load_kernel", "Kernels", "PARALLEL_MIN", "NOT_SCALAR",
-           "HOT_CALLS"]
+           "HOT_CALLS", "Threaded", "kernel_threads"]
 
-# Elements from which a kernel's loop runs on all cores (numba.prange): below it the
-# threads' start-up costs more than they save (measured: benchmarks/staged.py).
+# Elements from which a kernel gets a twin whose loop over blocks runs on several threads
+# (numba.prange): below it the threads' start-up costs more than they save (measured:
+# benchmarks/staged.py). How many threads: :func:`kernel_threads`.
 PARALLEL_MIN = 1 << 16
+PARALLEL_SUFFIX = "_parallel"
 
 # Scalar primitives whose Numba scalar code differs from NumPy's ufunc: Numba's sign(-0.0)
 # is -0.0 (NumPy's 0.0); its maximum/minimum of 0.0 and -0.0 pick the other zero.
@@ -45,6 +61,9 @@ HOT_CALLS = 8
 
 # Lines per kernel at most (Numba's compile time grows with the body: ~10 ms a line).
 MAX_KERNEL_LINES = 1500
+
+# How a kernel module imports its ``np``: NumPy with a tanh LLVM can vectorize
+KERNEL_NUMPY = "from tracegrad.transform import kernel_numpy as np"
 
 _STATE = {}          # "numba": the module, or False where it cannot be imported
 _LOADED = {}         # source hash -> the kernel (a Numba dispatcher)
@@ -78,10 +97,54 @@ def cache_dir():
     return os.path.join(root, "kernels")
 
 
+def kernel_threads(numba):
+    """How many threads a large kernel runs on: tracegrad's intra-op threads
+    (``tracegrad.set_num_threads``, ``TRACEGRAD_NUM_THREADS``; 1 by default, see
+    :mod:`tracegrad.backend.threads` for why), at most Numba's own (``NUMBA_NUM_THREADS``,
+    the cores). With one, the serial kernel runs and Numba starts no threads."""
+    from ..backend.threads import get_threads
+    n = get_threads()
+    return 1 if n <= 1 else min(n, numba.config.NUMBA_NUM_THREADS)
+
+
+class Threaded:
+    """A large kernel and its twin on several threads: each call runs the serial one or
+    the twin on :func:`kernel_threads` threads (Numba's count set for the call and put
+    back, so that the caller's own Numba code keeps its setting). Each is compiled (or
+    read from the cache) at its first call; should the twin fail to compile, the serial
+    one runs from then on."""
+    __slots__ = ("serial", "parallel", "numba")
+
+    def __init__(self, serial, parallel, numba):
+        self.serial, self.parallel, self.numba = serial, parallel, numba
+
+    def __call__(self, *args):
+        numba = self.numba
+        n = kernel_threads(numba)
+        if n <= 1 or self.parallel is None:
+            return self.serial(*args)
+        before = numba.get_num_threads()
+        numba.set_num_threads(n)
+        try:
+            return self.parallel(*args)
+        except Exception as e:
+            if not type(e).__module__.startswith("numba"):
+                raise
+            warnings.warn(f"tracegrad: Numba could not compile the parallel kernel "
+                          f"{self.parallel.__name__} ({type(e).__name__}: {e}); it runs on one "
+                          "thread", RuntimeWarning, stacklevel=2)
+            self.parallel = None
+        finally:
+            numba.set_num_threads(before)
+        return self.serial(*args)
+
+
 def load_kernel(source, name):
-    """The Numba dispatcher of function ``name`` in module source ``source`` (which
-    imports what it needs), from a file named after the source's hash (written once)."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    """The kernel ``name`` of module source ``source`` (which imports what it needs):
+    its Numba dispatcher, or a :class:`Threaded` pair where the module has the twin
+    ``name + PARALLEL_SUFFIX``. The module is a file named after the hash of its text and
+    of :mod:`.kernel_numpy`'s (written once)."""
+    digest = hashlib.sha256(source.encode() + _kernel_numpy_text()).hexdigest()[:20]
     kernel = _LOADED.get(digest)
     if kernel is not None:
         return kernel
@@ -92,21 +155,54 @@ def load_kernel(source, name):
     return kernel
 
 
+def _kernel_numpy_text():
+    """The source of the ``np`` the kernels import: Numba's cache does not see it change."""
+    text = _STATE.get("kernel_numpy")
+    if text is None:
+        with open(os.path.join(os.path.dirname(__file__), "kernel_numpy.py"), "rb") as f:
+            text = _STATE["kernel_numpy"] = f.read()
+    return text
+
+
 def _load(source, name, digest):
     folder = cache_dir()
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"k_{digest}.py")
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)  # (atomic: a process beside this one reads all or nothing)
+        _write(path, source.encode())
     module_name = f"tracegrad_kernels.k_{digest}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # (Numba's cache looks the module up by name)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
+    module = types.ModuleType(module_name)
+    module.__file__ = path  # (Numba's cache sits beside the file its functions come from)
+    sys.modules[module_name] = module  # (and looks the module up by name)
+    exec(_module_code(source, path), module.__dict__)
+    kernel = getattr(module, name)
+    twin = getattr(module, name + PARALLEL_SUFFIX, None)
+    return kernel if twin is None else Threaded(kernel, twin, _STATE["numba"])
+
+
+def _module_code(source, path):
+    """The kernel module's code object, kept beside it (marshal) so that the next process
+    does not compile the module's text again (Python's own .pyc is not written where
+    PYTHONDONTWRITEBYTECODE is set)."""
+    cached = f"{path[:-3]}.{sys.implementation.cache_tag}.code"
+    try:
+        with open(cached, "rb") as f:
+            return marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    code = compile(source, path, "exec")
+    try:
+        _write(cached, marshal.dumps(code))
+    except OSError:
+        pass
+    return code
+
+
+def _write(path, data):
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)  # (atomic: a process beside this one reads all or nothing)
 
 
 class Kernels:
@@ -115,16 +211,41 @@ class Kernels:
 
     def __init__(self, env):
         self.env = env       # the generated module's globals (the kernel is bound there)
-        self.sources = {}    # kernel name -> (its module's source, its lines on whole arrays)
+        self.sources = {}    # kernel name -> (its module's source, a function writing its
+        self.defs = []       # lines on whole arrays); the kernels' defs as the source shows them
+
+    def stubbed(self, source):
+        """``source`` with the kernels' bodies blank, line for line: what Python compiles
+        (the decorator reads only the def's name; compiling the bodies, never run as
+        Python, took a third of a hot tape's recompile)."""
+        for text in self.defs:
+            lines = text.count("\n")
+            stub = text.split("\n", 1)[0] + "\n" * lines + "    pass" if lines else text
+            source = source.replace(text, stub, 1)
+        return source
 
     def __call__(self, fn):
         module, arrays = self.sources[fn.__name__]
-        namespace = {"np": cpu}
-        exec(compile(arrays, f"<unfused {fn.__name__}>", "exec"), namespace)
-        return LazyKernel(self.env, fn.__name__, module, namespace[fn.__name__])
+        return LazyKernel(self.env, fn.__name__, module, _Unfused(fn.__name__, arrays))
 
     def __repr__(self):
         return f"<Numba kernels {sorted(self.sources)}>"
+
+
+class _Unfused:
+    """A kernel's lines on whole arrays, compiled at the first call (only should Numba
+    fail: a hot tape's compile time is spent on the kernels' text otherwise)."""
+
+    def __init__(self, name, text):
+        self.name, self.text, self.fn = name, text, None  # (text: a function writing it)
+
+    def __call__(self, *args):
+        if self.fn is None:
+            namespace = {"np": cpu}
+            text = self.text() if callable(self.text) else self.text
+            exec(compile(text, f"<unfused {self.name}>", "exec"), namespace)
+            self.fn = namespace[self.name]
+        return self.fn(*args)
 
 
 class LazyKernel:

@@ -83,8 +83,10 @@ class _Writer:
 
     def write(self):
         source = self.text()
+        kernels = self.m.env.get("cpu_kernel")
         if not self.cuts:
-            return compile_source(source, self.name, self.m.env, tag="tape"), source
+            compiled = None if kernels is None else kernels.stubbed(source)
+            return compile_source(source, self.name, self.m.env, tag="tape", compiled=compiled), source
         return self.compile_in_parts(source), source
 
     def text(self):
@@ -122,6 +124,9 @@ class _Writer:
         m = self.m
         prelude = "".join(block + "\n\n" for block in m.prelude)
         line = prelude.count("\n") + 2  # of the body's first line in ``source``
+        kernels = m.env.get("cpu_kernel")
+        if kernels is not None:
+            prelude = kernels.stubbed(prelude)
         parts, start, ins = [], 0, self.params
         for stop, outs in [*self.cuts, (len(m.lines), None)]:
             if stop > start:

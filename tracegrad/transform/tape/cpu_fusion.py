@@ -5,6 +5,9 @@ forward and backward, when all its ops are scalar -- is written as one kernel: o
 over the elements whose body is the run's lines on scalars, as the shared emitter writes
 them (``t2 = np.tanh(t1)``), so intermediate values never become arrays. The tape's
 source shows the kernel (decorated ``@cpu_kernel``) above the function that calls it.
+In the kernel module ``np`` is :mod:`tracegrad.transform.kernel_numpy` (NumPy with a
+``tanh`` LLVM vectorizes); Python compiles the kernel's def in the tape's source as a
+blank stub of the same lines (:meth:`tracegrad.transform.jit.Kernels.stubbed`).
 
 A line is fused only where the scalar code computes what NumPy does: float32/float64
 operands and result (NumPy's promotion of float operands is Numba's), each array operand
@@ -58,7 +61,8 @@ def _one_element(shape, full):
 
 
 def scalar_literal(value, dtype):
-    """A Python number as NumPy 2 reads it next to an array of ``dtype``: of that dtype."""
+    """A Python number as NumPy 2 reads it next to an array of ``dtype``: of that dtype
+    (float32 or float64)."""
     value = float(value)
     if value != value:
         text = "np.nan"
@@ -66,7 +70,9 @@ def scalar_literal(value, dtype):
         text = "np.inf" if value > 0 else "-np.inf"
     else:
         text = repr(value)
-    return f"np.{dtype.name}({text})"
+    # (a float64 line needs no cast: Numba reads a float literal as float64, and it
+    # compiles a bare literal faster than a call -- ~10% of a 140-line kernel's time)
+    return text if dtype == _FLOATS[1] else f"np.{dtype.name}({text})"
 
 
 class KernelWriter:
@@ -136,14 +142,46 @@ class KernelWriter:
     def source(self, results):
         """The kernel module's source (the file Numba compiles and caches), the def alone
         (what the tape's source shows), and the lines on whole arrays (unfused: what runs
-        should Numba fail)."""
-        parallel = self.size >= jit.PARALLEL_MIN
-        full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
-        n, j, blk, b0, m = (self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
+        should Numba fail): :meth:`kernel` and :meth:`unfused`."""
+        return (*self.kernel(results), self.unfused(results))
+
+    def kernel(self, results):
+        """The kernel module's source and the def alone. A large array's kernel has a
+        twin running its blocks on several threads (``numba.prange``), named with
+        ``jit.PARALLEL_SUFFIX``: which of the two runs is decided at each call (see
+        :class:`tracegrad.transform.jit.Threaded`)."""
+        text = self._def(*self._names(results))
+        options = 'cache=True, error_model="numpy", nogil=True'
+        module = f"import numba\n{jit.KERNEL_NUMPY}\n\n\n@numba.njit({options})\n{text}\n"
+        if self.size >= jit.PARALLEL_MIN:
+            head, loop = text.split("\n", 1)  # (the twin's name, and its blocks in prange)
+            twin = head.replace(f"def {self.name}(", f"def {self.name}{jit.PARALLEL_SUFFIX}(", 1) \
+                + "\n" + loop.replace(" in range((", " in numba.prange((", 1)
+            module += f"\n\n@numba.njit({options}, parallel=True)\n{twin}\n"
+        return module, text
+
+    def unfused(self, results):
+        """The function running the kernel's lines on whole arrays."""
+        unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        unfused += [f"    {v} = {a}" for a, _, v in self.params]
+        unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
+        unfused.append(f"    return {', '.join(r for r, _ in results)}")
+        return "\n".join(unfused) + "\n"
+
+    def _names(self, results):
+        """The kernel's local names: loop variables, outputs, scratch rows and where each
+        value lives (the same in both twins)."""
+        loop = tuple(self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
         outs = {r: (self.fresh(f"{r}_out"), dt) for r, dt in results}
         groups = self.groups()
         count, where = self.rows(groups, outs)
         scratch = {dt: self.fresh(f"scratch_{dt}") for dt in count}
+        return loop, outs, groups, count, where, scratch
+
+    def _def(self, loop, outs, groups, count, where, scratch):
+        """The kernel function, its blocks in a ``range`` loop."""
+        n, j, blk, b0, m = loop
+        full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
         arrays = set(where) | set(outs) | {v for _, _, v in full}
         body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
         for a, f, v in self.params:
@@ -151,11 +189,10 @@ class KernelWriter:
                         else f"    {v} = np.ravel({a})[0]")
         body.append(f"    {n} = {full[0][1]}.size")
         body += [f"    {o} = np.empty({n}, np.{dt.name})" for o, dt in outs.values()]
-        loop = "numba.prange" if parallel else "range"
-        body.append(f"    for {blk} in {loop}(({n} + {BLOCK - 1}) // {BLOCK}):")
+        body.append(f"    for {blk} in range(({n} + {BLOCK - 1}) // {BLOCK}):")
         body.append(f"        {b0} = {blk} * {BLOCK}")
         body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
-        body += [f"        {name} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, name in scratch.items()]
+        body += [f"        {row} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, row in scratch.items()]
         body += [f"        {v} = {f}[{b0}:{b0} + {m}]" for _, f, v in full]
         for start, stop in groups:
             for target, _, _, _, _ in self.lines[start:stop]:
@@ -171,14 +208,7 @@ class KernelWriter:
                 body.append(f"            {lhs} = {rhs(texts)}")
         shape = f"{full[0][0]}.shape"
         body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
-        options = 'cache=True, error_model="numpy", nogil=True' + (", parallel=True" if parallel else "")
-        text = "\n".join(body)
-        module = f"import numpy as np\nimport numba\n\n\n@numba.njit({options})\n{text}\n"
-        unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
-        unfused += [f"    {v} = {a}" for a, _, v in self.params]
-        unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
-        unfused.append(f"    return {', '.join(outs)}")
-        return module, text, "\n".join(unfused) + "\n"
+        return "\n".join(body)
 
 
 BLOCK = 256  # elements per block (a scratch row of float64 is 2 KiB)
@@ -202,12 +232,13 @@ def write_run(writer, start, stop):
         k.lines.append(_line(m, writer, e))
     results = [(writer.names[o.id], o.npdtype) for e in eqns for o in e.outs
                if o.id in writer.out_ids or writer.last.get(o.id, -1) >= stop]
-    module, text, arrays = k.source(results)
+    module, text = k.kernel(results)
     kernels = m.env.get("cpu_kernel")
     if kernels is None:
         kernels = m.env["cpu_kernel"] = jit.Kernels(m.env)
         m.used.add("cpu_kernel")
-    kernels.sources[helper] = module, arrays
+    kernels.sources[helper] = module, lambda: k.unfused(results)  # (written if needed)
+    kernels.defs.append(text)
     m.prelude.append(f"# {len(eqns)} lines of {writer.name} as one Numba kernel (cached in "
                      f"{jit.cache_dir()})\n@cpu_kernel\n{text}")
     names = [r for r, _ in results]
