@@ -56,47 +56,53 @@ class FusedRun:
             with self._lock:
                 entry = self.kernels.get(sig, False)
                 if entry is False:
-                    entry = self.kernels[sig] = self._build(sig, args)
+                    entry, out = self._build(sig, args)
+                    self.kernels[sig] = entry
+                    return out if entry is not None else self.unfused(*args)
         if entry is None:
             return self.unfused(*args)
-        kernel = entry[0]
-        if kernel is None:  # (compiled at the first call: see _build)
-            return self.unfused(*args)
-        return kernel(*[_box(a) if type(a) is not _ND else a for a in args])
+        return _invoke(entry[0], entry[4], args)
 
     def _build(self, sig, args):
-        """The kernel for ``sig`` (compiled now, with ``args``), or None where the run's
-        NumPy semantics on these types are not what a kernel computes."""
+        """``(entry, results)``: the entry ``(kernel, guard test, kernel arguments, index
+        of the argument of the result shape, result dtypes)`` for ``sig``, the kernel
+        compiled now for ``args``, and its results for them; ``(None, None)`` where the
+        run's NumPy semantics on these types are not what a kernel computes (or Numba
+        could not compile the kernel: it said so)."""
         plan = _plan(self.run, self.ops, sig)
         if plan is None:
-            return None
+            return None, None
         name = f"{self.run.name}_{'_'.join(k + (d or '') for k, d in sig[:-1])}_{sig[-1]}"
-        module = _kernel_module(self.run, self.ops, sig, plan, name)
+        module, dtypes = _kernel_module(self.run, self.ops, sig, plan, name)
         holder = {}
-        boxed = [_box(a) if type(a) is not _ND else a for a in args]
-        failed = object()
-        holder[name] = jit.LazyKernel(holder, name, module, lambda *_: failed)
-        if holder[name](*boxed) is failed:  # (Numba could not compile it: it said so)
-            return None
-        entry = (holder[name], *_guard(sig))
+        holder[name] = jit.LazyKernel(holder, name, module, lambda *_: _FAILED)
+        out = _invoke(holder[name], dtypes, args)
+        if out is _FAILED:
+            return None, None
+        entry = (holder[name], *_guard(sig), dtypes)
         if len(self.fast) < MAX_FAST:
             self.fast.append(entry)
             self._rebind()
-        return entry
+        return entry, out
 
     def _rebind(self):
-        """Bind the run's name to a guard for the signatures with kernels."""
+        """Bind the run's name to a guard for the signatures with kernels: arguments of
+        one of them go straight to its kernel, with result arrays made here."""
         params = [f"a{k}" for k in range(len(self.run.ins))]
         lines = [f"def {self.run.name}({', '.join(params)}):"]
         names = {"_nd": _ND, "_box": _box, "_slow": self, "_f32": np.dtype(np.float32),
-                 "_f64": np.dtype(np.float64), "_fl": float, "_int": int}
-        for k, (kernel, test, call) in enumerate(self.fast):
+                 "_f64": np.dtype(np.float64), "_fl": float, "_int": int, "_empty": np.empty}
+        for k, (kernel, test, call, first, dtypes) in enumerate(self.fast):
             names[f"_k{k}"] = kernel
+            outs = [f"o{i}" for i in range(len(dtypes))]
             lines.append(f"    if {test}:")
-            lines.append(f"        return _k{k}({call})")
+            lines += [f"        {o} = _empty(a{first}.shape, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
+            lines.append(f"        _k{k}({call}, {', '.join(outs)})")
+            lines.append(f"        return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ')'}")
         lines.append(f"    return _slow({', '.join(params)})")
         exec(compile("\n".join(lines) + "\n", f"<guard {self.run.name}>", "exec"), names)
-        if self.env.get(self.run.name) is self or getattr(self.env.get(self.run.name), "_run", None) is self:
+        current = self.env.get(self.run.name)
+        if current is self or getattr(current, "_run", None) is self:
             guard = names[self.run.name]
             guard._run = self
             self.env[self.run.name] = guard
@@ -104,6 +110,19 @@ class FusedRun:
     def __repr__(self):
         return f"<fused run {self.run.name}: {len(self.run.stmts)} statement(s), " \
                f"{len([e for e in self.kernels.values() if e])} kernel(s)>"
+
+
+_FAILED = object()  # (what a kernel Numba could not compile hands back: see _build)
+
+
+def _invoke(kernel, dtypes, args):
+    """Call ``kernel`` with a run's arguments and new result arrays (NumPy's allocator,
+    the arguments' broadcast shape); the results as the unfused run returns them."""
+    shape = np.broadcast_shapes(*[a.shape for a in args if type(a) is _ND])
+    outs = [np.empty(shape, d) for d in dtypes]
+    if kernel(*[a if type(a) is _ND else _box(a) for a in args], *outs) is _FAILED:
+        return _FAILED
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def signature(args):
@@ -218,7 +237,8 @@ class _Result(ast.Name):
 
 
 def _kernel_module(run, ops, sig, plan, name):
-    """The Numba module of the run's kernel for ``sig``: one line per operation."""
+    """The Numba module of the run's kernel for ``sig`` (one line per operation, writing
+    into result arrays it is given), and the results' dtypes."""
     used = set()
     k = KernelWriter(name, used, {"small": 1, "mid": BLOCK + 1, "large": jit.PARALLEL_MIN}[sig[-1]])
     current, weak = {}, set()
@@ -257,8 +277,8 @@ def _kernel_module(run, ops, sig, plan, name):
         target, dtype = _walk(s.value, ops, visit)
         current[s.targets[0].id] = target
     results = [(current[o], _dtype_of(k, current[o])) for o in run.outs]
-    module, _, _ = k.source(results)
-    return module
+    module, _, _ = k.source(results, into=True)
+    return module, [d for _, d in results]
 
 
 def _dtype_of(writer, value):
@@ -266,8 +286,8 @@ def _dtype_of(writer, value):
 
 
 def _guard(sig):
-    """``(test, call)``: the guard's condition for ``sig`` on parameters ``a0, a1...``, and
-    the kernel's arguments."""
+    """``(test, call, first)``: the guard's condition for ``sig`` on parameters ``a0, a1...``,
+    the kernel's arguments, and the parameter whose shape the results take."""
     first = next(k for k, (kind, _) in enumerate(sig[:-1]) if kind == "full")
     f = f"a{first}"
     size = {"small": f"{f}.size <= {BLOCK}", "large": f"{f}.size >= {jit.PARALLEL_MIN}",
@@ -288,7 +308,7 @@ def _guard(sig):
             tests.append(f"{a}.shape == {f}.shape")
         else:
             tests.append(f"{a}.size == 1 and {a}.ndim <= {f}.ndim")
-    return " and ".join(tests), ", ".join(call)
+    return " and ".join(tests), ", ".join(call), first
 
 
 def fuse(gen):

@@ -133,10 +133,12 @@ class KernelWriter:
                     free[where[o][0]].append(where[o][1])
         return count, where
 
-    def source(self, results):
+    def source(self, results, into=False):
         """The kernel module's source (the file Numba compiles and caches), the def alone
         (what the tape's source shows), and the lines on whole arrays (unfused: what runs
-        should Numba fail)."""
+        should Numba fail). ``into``: the kernel takes its results as its last parameters
+        (C-contiguous arrays of the result shape, made by the caller) and returns nothing
+        (NumPy's allocator and no boxing: see :mod:`tracegrad.transform.ast.fused_runs`)."""
         parallel = self.size >= jit.PARALLEL_MIN
         full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
         n, j, blk, b0, m = (self.fresh(x) for x in ("n", "j", "block", "b0", "m"))
@@ -145,12 +147,14 @@ class KernelWriter:
         count, where = self.rows(groups, outs)
         scratch = {dt: self.fresh(f"scratch_{dt}") for dt in count}
         arrays = set(where) | set(outs) | {v for _, _, v in full}
-        body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        given = {o: self.fresh(f"{o}_given") for o, _ in outs.values()} if into else {}
+        body = [f"def {self.name}({', '.join([a for a, _, _ in self.params] + list(given.values()))}):"]
         for a, f, v in self.params:
             body.append(f"    {f} = np.ravel({a})" if v not in self.broadcast
                         else f"    {v} = np.ravel({a})[0]")
         body.append(f"    {n} = {full[0][1]}.size")
-        body += [f"    {o} = np.empty({n}, np.{dt.name})" for o, dt in outs.values()]
+        body += [f"    {o} = np.ravel({given[o]})" if into else f"    {o} = np.empty({n}, np.{dt.name})"
+                 for o, dt in outs.values()]
         loop = "numba.prange" if parallel else "range"
         body.append(f"    for {blk} in {loop}(({n} + {BLOCK - 1}) // {BLOCK}):")
         body.append(f"        {b0} = {blk} * {BLOCK}")
@@ -170,7 +174,8 @@ class KernelWriter:
                 lhs = f"{target}[{j}]" if target in arrays else target
                 body.append(f"            {lhs} = {rhs(texts)}")
         shape = f"{full[0][0]}.shape"
-        body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
+        if not into:
+            body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
         options = 'cache=True, error_model="numpy", nogil=True' + (", parallel=True" if parallel else "")
         text = "\n".join(body)
         module = f"import numpy as np\nimport numba\n\n\n@numba.njit({options})\n{text}\n"
