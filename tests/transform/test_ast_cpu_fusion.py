@@ -307,15 +307,31 @@ def test_rewriting_keeps_only_live_values_and_leaves_other_lines():
               "    c = b.sum()\n"
               "    d = c * b\n"
               "    e = -d\n"
-              "    p = print(x)\n"
+              "    p = print(e)\n"
               "    q = e * e\n"
               "    r = q + 1.0\n"
               "    return r\n")
     text, runs = rewrite(source, env)
-    # d reads c (not moved above it); q moves above the print (independent of it)
-    assert [(r.ins, r.outs) for r in runs] == [(["x", "y"], ["b"]), (["c", "b"], ["r"])]
-    assert text.index("fused_1") < text.index("p = print(x)")
+    # d reads c: not moved above it; nor q above a call that may change e in place
+    assert [(r.ins, r.outs) for r in runs] == [(["x", "y"], ["b"]), (["c", "b"], ["e"]), (["e"], ["r"])]
+    assert text.index("fused_1") < text.index("p = print(e)") < text.index("fused_2")
     assert "c = b.sum()" in text
+
+
+def test_statements_move_only_past_the_stack_of_saved_values():
+    source = ("def f(x, y):\n"
+              "    stack = []\n"
+              "    a = x * 2.0\n"
+              "    stack.append(a)\n"
+              "    y = stack.pop()\n"
+              "    b = np.exp(x) * x\n"
+              "    other = [1]\n"
+              "    other.append(x)\n"
+              "    c = b * 2.0 + 1.0\n"
+              "    return c + y + len(other)\n")
+    text, runs = rewrite(source, {"np": np})
+    assert [(r.ins, r.outs) for r in runs] == [(["x"], ["a", "b"]), (["b"], ["c"])]
+    assert "    stack.append(a)\n    y = stack.pop()\n    other = [1]\n    other.append(x)\n    c = fused_1(b)" in text
 
 
 NP = np

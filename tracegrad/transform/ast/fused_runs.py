@@ -95,8 +95,9 @@ class FusedRun:
         for k, (kernel, test, call, first, dtypes) in enumerate(self.fast):
             names[f"_k{k}"] = kernel
             outs = [f"o{i}" for i in range(len(dtypes))]
-            lines.append(f"    if {test}:")
-            lines += [f"        {o} = _empty(a{first}.shape, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
+            lines.append(f"    if {test}:")  # (np.empty of a size: 0.3 us faster than of a shape)
+            lines.append(f"        s = a{first}.size if a{first}.ndim == 1 else a{first}.shape")
+            lines += [f"        {o} = _empty(s, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
             lines.append(f"        _k{k}({call}, {', '.join(outs)})")
             lines.append(f"        return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ')'}")
         lines.append(f"    return _slow({', '.join(params)})")

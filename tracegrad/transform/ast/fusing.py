@@ -159,22 +159,44 @@ def _is_comment(stmt):
         isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "__comment__"
 
 
-def _simple(stmt):
-    """A statement an elementwise one may move above: one without control flow whose
-    effects on locals are its own assignments."""
-    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
-        return False
-    for n in ast.walk(stmt):
-        if isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await,
-                          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            return False
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _IMPLICIT:
-            return False
-    return True
+def _passable(stmt, lists):
+    """The writes of a statement an elementwise one may move above, or None: one that
+    changes nothing but its own names and lists of the generated code (``y = stack.pop()``,
+    ``stack.append(y)``, ``a = b``, a comment) -- a call of anything else may change an
+    array in place (``add_at(g, ...)``, a user's method), which a moved statement would
+    read before the change."""
+    if _is_comment(stmt):
+        return set()
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        value, writes = stmt.value, {stmt.targets[0].id}
+    elif isinstance(stmt, ast.Expr):
+        value, writes = stmt.value, set()
+    else:
+        return None
+    if isinstance(value, ast.Name) and writes:
+        return writes
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            isinstance(value.func.value, ast.Name) and value.func.value.id in lists and \
+            value.func.attr in ("append", "pop") and not value.keywords and \
+            all(isinstance(a, (ast.Name, ast.Constant)) for a in value.args):
+        return writes | {value.func.value.id}
+    return None
 
 
-def _schedule(block, ops):
-    """Move elementwise statements up past independent simple ones, so that runs grow:
+def _lists(fdef):
+    """Names bound once, to ``[]``, and never rebound: the generated code's own lists
+    (its stack of saved values), which no other code can change."""
+    bound = {}
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            bound[n.id] = bound.get(n.id, 0) + 1
+    return {n.targets[0].id for n in ast.walk(fdef)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.List) and not n.value.elts and bound[n.targets[0].id] == 1}
+
+
+def _schedule(block, ops, lists):
+    """Move elementwise statements up past independent passable ones, so that runs grow:
     ``a = f(x); y = stack.pop(); b = g(a)`` -> ``a = ...; b = ...; y = stack.pop()``."""
     out = list(block)
     k = 1
@@ -182,9 +204,8 @@ def _schedule(block, ops):
         s = out[k]
         if _fusable(s, ops):
             j = k
-            # past the simple non-fusable statements just above, to the end of a run
-            while j > 0 and not _fusable(out[j - 1], ops) and _simple(out[j - 1]) \
-                    and _independent(s, out[j - 1]):
+            # past the passable statements just above, to the end of a run
+            while j > 0 and not _fusable(out[j - 1], ops) and _independent(s, out[j - 1], lists):
                 j -= 1
             if j < k and j > 0 and _fusable(out[j - 1], ops):
                 out.insert(j, out.pop(k))
@@ -192,15 +213,13 @@ def _schedule(block, ops):
     return out
 
 
-def _independent(s, p):
-    """Whether ``s`` (``name = expr`` without calls of user code) may run before ``p``."""
+def _independent(s, p, lists):
+    """Whether ``s`` (``name = <elementwise expression>``) may run before ``p``."""
+    wp = _passable(p, lists)
+    if wp is None:
+        return False
     ws, rs = _writes(s), _reads(s)
-    wp, rp = _writes(p), _reads(p) | _del_names(p)
-    return not (ws & (wp | rp)) and not (rs & wp)
-
-
-def _del_names(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
+    return not (ws & (wp | _reads(p))) and not (rs & wp)
 
 
 class _Rewriter:
@@ -212,6 +231,7 @@ class _Rewriter:
         self.locals = _writes(fdef) | set(params)
         self.ops = _Ops(env, self.locals, scalar_ufuncs())
         self.used = self.locals | _reads(fdef) | set(env)
+        self.lists = _lists(fdef)
         self.runs = []
         self.pending = []   # (block list, start, stop) of each run, applied after all are found
 
@@ -224,7 +244,7 @@ class _Rewriter:
 
     def visit_block(self, block, in_try):
         if not in_try:
-            block[:] = _schedule(block, self.ops)
+            block[:] = _schedule(block, self.ops, self.lists)
         for s in block:
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(s, field, None)
