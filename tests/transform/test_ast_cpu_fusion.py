@@ -134,6 +134,20 @@ def test_nan_inf_and_zero_come_out_as_unfused(dtype):
     same(got, want)
 
 
+def negative_constant(x):
+    y = np.tanh(x) * -0.5 + x / -3
+    return np.sum(y * y)
+
+
+def test_negative_constants_are_constants():
+    x = np.linspace(-1, 1, 8).astype(np.float32)
+    got, g = hot(negative_constant, x)
+    want, _ = cold(negative_constant, x)
+    same(got, want)
+    assert "-0.5" in g.fused_source and kernels(g) >= 1
+    assert all(any(r.kernels.values()) for r in runs_of(g))
+
+
 def scaled(x, b):
     return np.sum(np.tanh(x * b + 1.0) * b)
 

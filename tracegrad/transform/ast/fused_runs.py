@@ -21,6 +21,7 @@ import threading
 from ...backend import cpu as np
 from ..emit import Module, _BINARY, fresh_name, prim_expr
 from .. import jit
+from .fusing import literal, rewrite
 from ..tape.cpu_fusion import BLOCK, KernelWriter, scalar_literal
 
 __all__ = ["FusedRun"]
@@ -217,13 +218,17 @@ class _Refused(Exception):
 def _walk(node, ops, visit):
     """Post-order over the operations of ``node``: ``visit(prim, operand nodes)`` for each,
     with each operand that is itself an operation replaced by a Name of its result."""
-    if isinstance(node, (ast.Name, ast.Constant)):
+    if isinstance(node, ast.Name):
         return node
+    if literal(node) is not None:
+        return ast.Constant(value=literal(node))
     prim, operands = ops.parts(node)
     done = []
     for o in operands:
-        if isinstance(o, (ast.Name, ast.Constant)):
+        if isinstance(o, ast.Name):
             done.append(o)
+        elif literal(o) is not None:
+            done.append(ast.Constant(value=literal(o)))
         else:
             done.append(_Result(_walk(o, ops, visit)))
     return visit(prim, done)
@@ -319,7 +324,6 @@ def fuse(gen):
     shows each run as a ``@cpu_fused`` function below the adjoint."""
     import types
     from ..emit import registered, _filename
-    from .fusing import rewrite
     from .source import _find_code, in_scope
     fn = gen.fn
     env = dict(fn.__globals__)

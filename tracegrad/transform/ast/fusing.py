@@ -11,8 +11,9 @@ kernel could not give NumPy's result. Its results are the run's assignments that
 read after it; the other values never become arrays.
 
 Statements are first moved (never across a branch or a loop) where that lengthens a
-run: an elementwise statement is brought above a simple statement (``y = stack.pop()``)
-that neither reads nor writes its names, so that the backward body of a loop is one run.
+run: an elementwise statement is brought above the adjoint's own stack operations
+(``y = stack.pop()``, ``stack.append(y)``), plain copies and comments that neither read
+nor write its names, so that the backward body of a loop is one run.
 
 The rewritten source shows each run as a ``@cpu_fused`` function below the adjoint: the
 generated lines that become that kernel.
@@ -64,6 +65,16 @@ class Run:
                          [f"    {line}" for line in body] + [f"    return {ret}"]) + "\n"
 
 
+def literal(node):
+    """The number a constant stands for (``-0.5`` is a minus applied to 0.5), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = literal(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
 class _Ops:
     """The elementwise operations of an expression: ``(primitive, operand nodes)``, or
     None where some part is not one (what cannot be fused)."""
@@ -75,8 +86,8 @@ class _Ops:
         """The number of operations in ``node``, or None where it is not fusable."""
         if isinstance(node, ast.Name):
             return 0
-        if isinstance(node, ast.Constant):
-            v = node.value
+        if isinstance(node, ast.Constant) or literal(node) is not None:
+            v = literal(node)
             ok = type(v) is float or (type(v) is int and abs(v) <= _EXACT_INT)
             return 0 if ok else None
         parts = self.parts(node)
@@ -95,7 +106,7 @@ class _Ops:
         names of the functions it calls)."""
         if isinstance(node, ast.Name):
             return [node.id]
-        if isinstance(node, ast.Constant):
+        if literal(node) is not None:
             return []
         return [n for o in self.parts(node)[1] for n in self.operands(o)]
 
