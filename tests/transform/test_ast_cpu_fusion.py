@@ -251,6 +251,17 @@ def test_non_contiguous_arguments(view):
     assert kernels(g) == 2
 
 
+def test_broadcast_views_read_only_and_fortran_arrays_are_read_as_numpy_reads_them():
+    x = np.linspace(-1, 1, 24).reshape(4, 6)
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    for a in (np.broadcast_to(x[0], (4, 6)), frozen, np.asfortranarray(x)):
+        got, g = hot(chain, a)
+        want, _ = cold(chain, a)
+        same(got, want)
+        assert kernels(g) == 2
+
+
 def test_other_dtypes_and_tensors_run_unfused():
     x16 = np.linspace(-1, 1, 5).astype(np.float16)
     got, g = hot(chain, x16)
