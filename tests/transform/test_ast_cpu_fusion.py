@@ -148,6 +148,22 @@ def test_negative_constants_are_constants():
     assert all(any(r.kernels.values()) for r in runs_of(g))
 
 
+def log_plus(x):
+    y = np.log(x) * 2.0 + x  # (forward and backward each one kernel: log(0) and 2.0 / 0 inside)
+    return np.sum(y)
+
+
+def test_errors_numpy_raises_are_raised():
+    x = np.array([0.0, 1.0, 2.0])
+    g = tg.grad(log_plus, mode="ast")
+    with np.errstate(all="ignore"):
+        for _ in range(3):
+            g(x + 1.0)
+    assert kernels(g) == 2
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="divide by zero"):
+        g(x)
+
+
 def scaled(x, b):
     return np.sum(np.tanh(x * b + 1.0) * b)
 

@@ -118,10 +118,10 @@ class AstFunction:
         xp = _device_namespace(args)
         fn = gen.fn if xp is None else gen.on_device(xp)
         if xp is None and self._fuse:
-            if self._calls > jit.HOT_CALLS:
-                fn = gen.fused()[0]
-            else:
+            if self._calls <= jit.HOT_CALLS:
                 self._calls += 1
+            elif _errors_only_warn():
+                fn = gen.fused()[0]
         seed = {gen.seed: _seed(first, xp)}
         if any(isinstance(a, Tensor) for a in args):
             with no_grad():
@@ -144,6 +144,13 @@ class AstFunction:
         if self.with_value:
             return _value(value, raw), grads
         return grads
+
+
+def _errors_only_warn():
+    """Whether NumPy's floating-point error handling (``np.errstate``) at most warns: the
+    kernels neither warn nor raise, so under ``divide="raise"`` (or ``"call"``) the
+    adjoint runs unfused, where NumPy raises as it would."""
+    return all(v in ("ignore", "warn") for v in np.geterr().values())
 
 
 def _callees(gen):
