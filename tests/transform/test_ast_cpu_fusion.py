@@ -9,6 +9,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
 
 import tracegrad as tg
 from tracegrad.transform import jit
@@ -454,3 +456,52 @@ def test_many_zoo_entries_fuse():
     if len(_FUSED) < 40:
         pytest.skip("run with the zoo tests of this file")
     assert sum(n > 0 for n in _FUSED.values()) >= 15, _FUSED
+
+
+# -- the fuzzer's programs, fused against unfused --------------------------------------------
+
+_FUZZ_KERNELS = []
+
+
+def _outcome(g, args):
+    try:
+        with np.errstate(all="ignore"):
+            return "ok", g(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception as e:  # (both ways must raise the same)
+        return type(e).__name__, None
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(max_examples=int(os.environ.get("TRACEGRAD_FUZZ_FUSED_EXAMPLES", "20")), deadline=None,
+          derandomize=True, database=None, phases=[Phase.explicit, Phase.generate],
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_fuzzed_programs_fused_equal_unfused(data):
+    from . import fuzz_programs as fp
+    from .test_fuzz_differential import load
+    program = data.draw(fp.grad_programs(hazards=False))
+    f = load(program)
+    try:
+        tg.grad(f, argnums=program.argnums, mode="ast").generated()
+    except tg.TransformError:
+        assume(False)
+    g = tg.grad(f, argnums=program.argnums, mode="ast")
+    for _ in range(2):
+        got = _outcome(g, program.args)
+    clear_cache()
+    with tg.fusion(False):
+        want = _outcome(tg.grad(f, argnums=program.argnums, mode="ast"), program.args)
+    assert got[0] == want[0], program.source
+    _FUZZ_KERNELS.append(kernels(g))
+    if got[0] == "ok":
+        a, b = (got[1], want[1]) if isinstance(got[1], tuple) else ((got[1],), (want[1],))
+        for x, y in zip(a, b):
+            assert type(x) is type(y), program.source
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-300, equal_nan=True,
+                                       err_msg=program.source)
+
+
+def test_fuzzed_programs_ran_kernels():
+    if len(_FUZZ_KERNELS) < 10:
+        pytest.skip("run with the fuzz test of this file")
+    assert sum(n > 0 for n in _FUZZ_KERNELS) >= 3, _FUZZ_KERNELS
