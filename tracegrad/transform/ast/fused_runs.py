@@ -44,8 +44,8 @@ class FusedRun:
 
     def __init__(self, run, env, unfused, ops):
         self.run, self.env, self.unfused, self.ops = run, env, unfused, ops
-        self.kernels = {}   # signature -> (kernel, guard text, kernel arguments text) or None
-        self.fast = []      # signatures in the guard
+        self.kernels = {}   # signature -> its entry (see _build), None: runs unfused
+        self.fast = []      # the entries the guard checks, in order
         self._lock = threading.Lock()
 
     def __call__(self, *args):
