@@ -79,8 +79,8 @@ def run(args, parser):
         if not has_star_args(fn):  # *args: let the transformation say it cannot take them
             argnums = check_argnums(args.wrt, fn, positional_count(fn), parser)
         gradient = tracegrad.grad(fn, argnums=argnums, mode="ast")
-    try:  # (the tape as it runs once hot: its elementwise runs as CPU kernels)
-        source = gradient.fused_source if args.mode == "tape" else gradient.source
+    try:  # (the code as it runs once hot: its elementwise runs as CPU kernels)
+        source = gradient.fused_source
     except tracegrad.TransformError as e:
         params = inspect.signature(fn)
         fail(f"{e}\nhint: the tape traces a call instead of reading the source; try\n"

@@ -70,7 +70,18 @@ class Generated:
         self.callees = []
         self.user_globals, self.captured = None, ()   # (read again by refresh)
         self._on_device = {}   # array namespace -> this function with NumPy rebound to it
+        self._fused = None     # (function, source) with CPU kernels, False: none (fused_runs.py)
         _GENERATED[fn] = weakref.ref(self)
+
+    def fused(self):
+        """``(function, source)``: this function with its elementwise runs as CPU kernels
+        (see :mod:`.fusing`), or ``(fn, source)`` itself where none fuses or Numba is missing."""
+        from .. import jit
+        if self._fused is None:
+            from .fused_runs import fuse
+            self._fused = False  # (while it is built: a recursive call finds it unfused)
+            self._fused = (jit.available() and fuse(self)) or False
+        return self._fused or (self.fn, self.own_source)
 
     def on_device(self, xp):
         """This function with the user's NumPy names (``np``, ``np.linalg``, ``from numpy
@@ -104,6 +115,7 @@ class Generated:
         seen.add(id(self))
         captured = _captured(self.user_globals, self.captured)
         self.fn.__globals__.update(captured)
+        self._fused = None  # (its ufunc calls are read again)
         for xp, fn in self._on_device.items():
             fn.__globals__.update(captured, **_rebound(captured, xp))
         for c in self.callees:

@@ -16,6 +16,8 @@ from ..tape.tape import Var
 from ..checks import check_input, positional_arguments
 from ..reads import Reads
 from ..tree import flatten, tree_map, unflatten
+from .. import jit
+from ..tape.fusion import fusion_enabled
 from .aliasing import AliasError, refuse_zero_d_arguments
 from .driver import _source_function, adjoint, tangents, written_for_now
 from ..undefined import check_defined
@@ -42,6 +44,8 @@ class AstFunction:
         self._name, self.has_aux, self.with_value = name, has_aux, with_value
         self._gen = None
         self._reads = None  # the globals its generated code copied (see reads.py)
+        self._fuse = fusion_enabled()  # (set when the gradient is made, as for the tape)
+        self._calls = 0     # plain NumPy calls, until hot (jit.HOT_CALLS): then fused
         functools.update_wrapper(self, f, updated=())
 
     def generated(self, nargs=None):
@@ -66,6 +70,15 @@ class AstFunction:
     @property
     def source(self):
         return self.generated().source
+
+    @property
+    def fused_source(self):
+        """``source`` as it runs once hot: its elementwise runs as CPU kernels (see
+        :mod:`.fusing`), where fusion is on and Numba is installed."""
+        gen = self.generated()
+        if not self._fuse:
+            return gen.source
+        return "\n\n".join([gen.fused()[1]] + [c.fused()[1] for c in _callees(gen)])
 
     def _ast_function(self):
         """The generated adjoint, for a transformation of this gradient (higher order)."""
@@ -104,6 +117,11 @@ class AstFunction:
             return self._finish(gen.fn(*args, **kwargs, **{gen.seed: _seed(first)}), given, positions, raw=True)
         xp = _device_namespace(args)
         fn = gen.fn if xp is None else gen.on_device(xp)
+        if xp is None and self._fuse:
+            if self._calls <= jit.HOT_CALLS:
+                self._calls += 1
+            elif _errors_only_warn():
+                fn = gen.fused()[0]
         seed = {gen.seed: _seed(first, xp)}
         if any(isinstance(a, Tensor) for a in args):
             with no_grad():
@@ -126,6 +144,25 @@ class AstFunction:
         if self.with_value:
             return _value(value, raw), grads
         return grads
+
+
+def _errors_only_warn():
+    """Whether NumPy's floating-point error handling (``np.errstate``) at most warns: the
+    kernels neither warn nor raise, so under ``divide="raise"`` (or ``"call"``) the
+    adjoint runs unfused, where NumPy raises as it would."""
+    return all(v in ("ignore", "warn") for v in np.geterr().values())
+
+
+def _callees(gen):
+    """The generated functions ``gen`` calls, each once (as ``Generated.source`` lists them)."""
+    seen, out, todo = {id(gen)}, [], list(gen.callees)
+    while todo:
+        g = todo.pop(0)
+        if id(g) not in seen:
+            seen.add(id(g))
+            out.append(g)
+            todo.extend(g.callees)
+    return out
 
 
 def _differentiable_arguments(args, positions, holomorphic=False):
@@ -301,6 +338,12 @@ class AutoFunction:
     @property
     def source(self):
         return self._choose().source
+
+    @property
+    def fused_source(self):
+        """The chosen function's source as it runs once hot (see ``AstFunction.fused_source``)."""
+        chosen = self._choose()
+        return chosen.fused_source if chosen.mode == "ast" else chosen.source
 
     @property
     def tape(self):

@@ -139,18 +139,21 @@ class KernelWriter:
                     free[where[o][0]].append(where[o][1])
         return count, where
 
-    def source(self, results):
+    def source(self, results, into=False):
         """The kernel module's source (the file Numba compiles and caches), the def alone
         (what the tape's source shows), and the lines on whole arrays (unfused: what runs
-        should Numba fail): :meth:`kernel` and :meth:`unfused`."""
-        return (*self.kernel(results), self.unfused(results))
+        should Numba fail): :meth:`kernel` and :meth:`unfused`. ``into``: the kernel takes
+        its results as its last parameters (C-contiguous arrays of the result shape, made by
+        the caller) and returns nothing (NumPy's allocator and no boxing: see
+        :mod:`tracegrad.transform.ast.fused_runs`)."""
+        return (*self.kernel(results, into), self.unfused(results))
 
-    def kernel(self, results):
+    def kernel(self, results, into=False):
         """The kernel module's source and the def alone. A large array's kernel has a
         twin running its blocks on several threads (``numba.prange``), named with
         ``jit.PARALLEL_SUFFIX``: which of the two runs is decided at each call (see
         :class:`tracegrad.transform.jit.Threaded`)."""
-        text = self._def(*self._names(results))
+        text = self._def(*self._names(results), into=into)
         options = 'cache=True, error_model="numpy", nogil=True'
         module = f"import numba\n{jit.KERNEL_NUMPY}\n\n\n@numba.njit({options})\n{text}\n"
         if self.size >= jit.PARALLEL_MIN:
@@ -178,17 +181,19 @@ class KernelWriter:
         scratch = {dt: self.fresh(f"scratch_{dt}") for dt in count}
         return loop, outs, groups, count, where, scratch
 
-    def _def(self, loop, outs, groups, count, where, scratch):
+    def _def(self, loop, outs, groups, count, where, scratch, into=False):
         """The kernel function, its blocks in a ``range`` loop."""
         n, j, blk, b0, m = loop
         full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
         arrays = set(where) | set(outs) | {v for _, _, v in full}
-        body = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
+        given = {o: self.fresh(f"{o}_given") for o, _ in outs.values()} if into else {}
+        body = [f"def {self.name}({', '.join([a for a, _, _ in self.params] + list(given.values()))}):"]
         for a, f, v in self.params:
             body.append(f"    {f} = np.ravel({a})" if v not in self.broadcast
                         else f"    {v} = np.ravel({a})[0]")
         body.append(f"    {n} = {full[0][1]}.size")
-        body += [f"    {o} = np.empty({n}, np.{dt.name})" for o, dt in outs.values()]
+        body += [f"    {o} = np.ravel({given[o]})" if into else f"    {o} = np.empty({n}, np.{dt.name})"
+                 for o, dt in outs.values()]
         body.append(f"    for {blk} in range(({n} + {BLOCK - 1}) // {BLOCK}):")
         body.append(f"        {b0} = {blk} * {BLOCK}")
         body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
@@ -207,7 +212,8 @@ class KernelWriter:
                 lhs = f"{target}[{j}]" if target in arrays else target
                 body.append(f"            {lhs} = {rhs(texts)}")
         shape = f"{full[0][0]}.shape"
-        body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
+        if not into:
+            body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
         return "\n".join(body)
 
 

@@ -1,0 +1,359 @@
+"""A fused run of a generated adjoint at run time: one Numba kernel per signature.
+
+A generated adjoint learns the types of its values only when it runs, so each run
+(see :mod:`.fusing`) is a :class:`FusedRun` that writes a kernel for each *signature* it
+meets -- every input a float32/float64 ``numpy.ndarray`` of the run's result shape or of
+one element (repeated), or a Python float or int (NumPy 2's weak scalars) -- and runs
+the statements as written for anything else: NumPy scalars and 0-d results (NumPy hands
+back scalars there), other dtypes, subclasses, Tensors, shapes that broadcast otherwise,
+and operations whose result would not have the run's shape (``c = s * 2.0`` on a
+one-element ``s``). Each operation's dtype is the one NumPy's own ufunc gives for its
+operands' dtypes (weak scalars included), so float32 stays float32.
+
+The kernel is the tape fuser's (:class:`tracegrad.transform.tape.cpu_fusion.KernelWriter`,
+the rule table's scalar expressions, :mod:`tracegrad.transform.jit`'s disk cache). Once a
+signature has its kernel, the run's global name in the adjoint is rebound to a small
+generated guard that sends arguments of the signatures seen straight to their kernels.
+"""
+import ast
+import threading
+
+from ...backend import cpu as np
+from ..emit import Module, _BINARY, fresh_name, prim_expr
+from .. import jit
+from .fusing import literal, rewrite
+from ..tape.cpu_fusion import BLOCK, KernelWriter, scalar_literal
+
+__all__ = ["FusedRun"]
+
+_ND = np.ndarray
+_FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_EXACT_INT = 2 ** 53
+MAX_FAST = 4   # signatures the guard checks inline (further ones: a dictionary look-up)
+
+
+def _box(value):
+    """A weak scalar as the kernel reads it: a one-element float64 array (exact for a
+    float, and for an int of at most 2**53, which the guard checks)."""
+    return np.full(1, value, np.float64)
+
+
+class FusedRun:
+    """Callable in the rewritten adjoint as ``outs = fused_k(ins)`` (see the module
+    docstring); ``unfused`` runs the run's statements as written."""
+
+    def __init__(self, run, env, unfused, ops):
+        self.run, self.env, self.unfused, self.ops = run, env, unfused, ops
+        self.kernels = {}   # signature -> its entry (see _build), None: runs unfused
+        self.fast = []      # the entries the guard checks, in order
+        self._lock = threading.Lock()
+
+    def __call__(self, *args):
+        sig = signature(args)
+        if sig is None:
+            return self.unfused(*args)
+        entry = self.kernels.get(sig, False)
+        if entry is False:
+            with self._lock:
+                entry = self.kernels.get(sig, False)
+                if entry is False:
+                    entry, out = self._build(sig, args)
+                    self.kernels[sig] = entry
+                    return out if entry is not None else self.unfused(*args)
+        if entry is None:
+            return self.unfused(*args)
+        return _invoke(entry[0], entry[4], args)
+
+    def _build(self, sig, args):
+        """``(entry, results)``: the entry ``(kernel, guard test, kernel arguments, index
+        of the argument of the result shape, result dtypes)`` for ``sig``, the kernel
+        compiled now for ``args``, and its results for them; ``(None, None)`` where the
+        run's NumPy semantics on these types are not what a kernel computes (or Numba
+        could not compile the kernel: it said so)."""
+        plan = _plan(self.run, self.ops, sig)
+        if plan is None:
+            return None, None
+        name = f"{self.run.name}_{'_'.join(k + (d or '') for k, d in sig[:-1])}_{sig[-1]}"
+        module, dtypes = _kernel_module(self.run, self.ops, sig, plan, name)
+        holder = {}
+        holder[name] = jit.LazyKernel(holder, name, module, lambda *_: _FAILED)
+        out = _invoke(holder[name], dtypes, args)
+        if out is _FAILED:
+            return None, None
+        entry = (holder[name], *_guard(sig), dtypes)
+        if len(self.fast) < MAX_FAST:
+            self.fast.append(entry)
+            self._rebind()
+        return entry, out
+
+    def _rebind(self):
+        """Bind the run's name to a guard for the signatures with kernels: arguments of
+        one of them go straight to its kernel, with result arrays made here."""
+        params = [f"a{k}" for k in range(len(self.run.ins))]
+        lines = [f"def {self.run.name}({', '.join(params)}):"]
+        names = {"_nd": _ND, "_box": _box, "_slow": self, "_f32": np.dtype(np.float32),
+                 "_f64": np.dtype(np.float64), "_fl": float, "_int": int, "_empty": np.empty}
+        for k, (kernel, test, call, first, dtypes) in enumerate(self.fast):
+            names[f"_k{k}"] = kernel
+            outs = [f"o{i}" for i in range(len(dtypes))]
+            lines.append(f"    if {test}:")  # (np.empty of a size: 0.3 us faster than of a shape)
+            lines.append(f"        s = a{first}.size if a{first}.ndim == 1 else a{first}.shape")
+            lines += [f"        {o} = _empty(s, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
+            lines.append(f"        _k{k}({call}, {', '.join(outs)})")
+            lines.append(f"        return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ')'}")
+        lines.append(f"    return _slow({', '.join(params)})")
+        exec(compile("\n".join(lines) + "\n", f"<guard {self.run.name}>", "exec"), names)
+        current = self.env.get(self.run.name)
+        if current is self or getattr(current, "_run", None) is self:
+            guard = names[self.run.name]
+            guard._run = self
+            self.env[self.run.name] = guard
+
+    def __repr__(self):
+        return f"<fused run {self.run.name}: {len(self.run.stmts)} statement(s), " \
+               f"{len([e for e in self.kernels.values() if e])} kernel(s)>"
+
+
+_FAILED = object()  # (what a kernel Numba could not compile hands back: see _build)
+
+
+def _invoke(kernel, dtypes, args):
+    """Call ``kernel`` with a run's arguments and new result arrays (NumPy's allocator,
+    the arguments' broadcast shape); the results as the unfused run returns them."""
+    shape = np.broadcast_shapes(*[a.shape for a in args if type(a) is _ND])
+    outs = [np.empty(shape, d) for d in dtypes]
+    if kernel(*[a if type(a) is _ND else _box(a) for a in args], *outs) is _FAILED:
+        return _FAILED
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def signature(args):
+    """``((kind, dtype), ..., size class)`` of a call's arguments -- kind "full" (the
+    run's result shape), "one" (one element, repeated), "weak" (a Python number) -- or
+    None where the kernels do not apply."""
+    shapes, kinds = [], []
+    for a in args:
+        t = type(a)
+        if t is _ND:
+            d = _FLOATS.get(a.dtype)
+            if d is None:
+                return None
+            shapes.append(a.shape)
+            kinds.append(d)
+        elif t is float or (t is int and -_EXACT_INT <= a <= _EXACT_INT):
+            kinds.append(None)
+        else:
+            return None
+    if not shapes:
+        return None
+    try:
+        full = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return None
+    if not full:
+        return None  # (0-d: NumPy's ufuncs hand back scalars)
+    out, size = [], 1
+    for s in full:
+        size *= s
+    it = iter(shapes)
+    for d in kinds:
+        if d is None:
+            out.append(("weak", None))
+            continue
+        s = next(it)
+        if s == full:
+            out.append(("full", d))
+        elif _count(s) == 1 and len(s) <= len(full):
+            out.append(("one", d))
+        else:
+            return None
+    cls = "small" if size <= BLOCK else ("large" if size >= jit.PARALLEL_MIN else "mid")
+    return tuple(out) + (cls,)
+
+
+def _count(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+_DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+
+
+def _plan(run, ops, sig):
+    """Each operation's result dtype, in the order :func:`_walk` visits them, or None
+    where one is not a float32/float64 array of the run's shape."""
+    values = {}
+    for name, (kind, d) in zip(run.ins, sig[:-1]):
+        values[name] = (kind, _DTYPES.get(d))
+    dtypes = []
+
+    def visit(prim, operands):
+        kinds = [o.value if isinstance(o, _Result) else values[o.id] if isinstance(o, ast.Name)
+                 else ("weak", None) for o in operands]
+        if not any(k == "full" for k, _ in kinds):
+            raise _Refused
+        samples = [np.zeros(1, d) if d is not None else (1.0 if isinstance(o, ast.Name) or
+                                                         type(o.value) is float else 1)
+                   for (k, d), o in zip(kinds, operands)]
+        with np.errstate(all="ignore"):
+            dtype = getattr(np, prim.ufunc)(*samples).dtype
+        if dtype not in _FLOATS:
+            raise _Refused
+        dtypes.append(dtype)
+        return ("full", dtype)
+    try:
+        for s in run.stmts:
+            values[s.targets[0].id] = _walk(s.value, ops, visit)
+    except _Refused:
+        return None
+    return dtypes
+
+
+class _Refused(Exception):
+    pass
+
+
+def _walk(node, ops, visit):
+    """Post-order over the operations of ``node``: ``visit(prim, operand nodes)`` for each,
+    with each operand that is itself an operation replaced by a Name of its result."""
+    if isinstance(node, ast.Name):
+        return node
+    if literal(node) is not None:
+        return ast.Constant(value=literal(node))
+    prim, operands = ops.parts(node)
+    done = []
+    for o in operands:
+        if isinstance(o, ast.Name):
+            done.append(o)
+        elif literal(o) is not None:
+            done.append(ast.Constant(value=literal(o)))
+        else:
+            done.append(_Result(_walk(o, ops, visit)))
+    return visit(prim, done)
+
+
+class _Result(ast.Name):
+    """An operand that is the result of an inner operation (its value rides along)."""
+
+    def __init__(self, value):
+        super().__init__(id=None)
+        self.value = value
+
+
+def _kernel_module(run, ops, sig, plan, name):
+    """The Numba module of the run's kernel for ``sig`` (one line per operation, writing
+    into result arrays it is given), and the results' dtypes."""
+    used = set()
+    k = KernelWriter(name, used, {"small": 1, "mid": BLOCK + 1, "large": jit.PARALLEL_MIN}[sig[-1]])
+    current, weak = {}, set()
+    for leaf, (kind, _) in zip(run.ins, sig[:-1]):
+        current[leaf] = fresh_name(used, leaf, "_")
+        k.add_param(current[leaf], kind == "full")
+        if kind == "weak":
+            weak.add(current[leaf])
+    m = Module()
+    dtypes = iter(plan)
+
+    def operand_name(o):
+        return o.value[0] if isinstance(o, _Result) else current[o.id]
+
+    def visit(prim, operands):
+        dtype = next(dtypes)
+        target = fresh_name(used, "t", "_")
+        names = [operand_name(o) for o in operands if isinstance(o, ast.Name)]
+        literals = [None if isinstance(o, ast.Name) else o.value for o in operands]
+
+        def rhs(texts, prim=prim, dtype=dtype, names=names, literals=literals):
+            it = iter(zip(texts, names))
+            args = []
+            for lit in literals:
+                if lit is None:
+                    text, value = next(it)
+                    args.append(f"np.{dtype.name}({text})" if value in weak else text)
+                else:
+                    args.append(scalar_literal(lit, dtype))
+            metas = [(None, dtype)] * len(args)
+            return prim_expr(m, prim, args, {}, metas, "np")
+        call = prim.name not in _BINARY and prim.name != "neg"
+        k.lines.append((target, dtype, names, rhs, call))
+        return (target, dtype)
+    for s in run.stmts:
+        target, dtype = _walk(s.value, ops, visit)
+        current[s.targets[0].id] = target
+    results = [(current[o], _dtype_of(k, current[o])) for o in run.outs]
+    module, _, _ = k.source(results, into=True)
+    return module, [d for _, d in results]
+
+
+def _dtype_of(writer, value):
+    return next(line[1] for line in writer.lines if line[0] == value)
+
+
+def _guard(sig):
+    """``(test, call, first)``: the guard's condition for ``sig`` on parameters ``a0, a1...``,
+    the kernel's arguments, and the parameter whose shape the results take."""
+    first = next(k for k, (kind, _) in enumerate(sig[:-1]) if kind == "full")
+    f = f"a{first}"
+    size = {"small": f"{f}.size <= {BLOCK}", "large": f"{f}.size >= {jit.PARALLEL_MIN}",
+            "mid": f"{BLOCK} < {f}.size < {jit.PARALLEL_MIN}"}[sig[-1]]
+    tests = [f"type({f}) is _nd and {f}.dtype == _{sig[first][1]} and {f}.ndim and {size}"]
+    call = []
+    for k, (kind, d) in enumerate(sig[:-1]):
+        a = f"a{k}"
+        if kind == "weak":
+            tests.append(f"(type({a}) is _fl or (type({a}) is _int and -{_EXACT_INT} <= {a} <= {_EXACT_INT}))")
+            call.append(f"_box({a})")
+            continue
+        call.append(a)
+        if k == first:
+            continue
+        tests.append(f"type({a}) is _nd and {a}.dtype == _{d}")
+        if kind == "full":
+            tests.append(f"{a}.shape == {f}.shape")
+        else:
+            tests.append(f"{a}.size == 1 and {a}.ndim <= {f}.ndim")
+    return " and ".join(tests), ", ".join(call), first
+
+
+def fuse(gen):
+    """``(function, source)``: generated adjoint ``gen`` with its runs fused, and the
+    adjoints it calls fused likewise, compiled in a copy of its globals (the unfused
+    function keeps its own) with its closure; or None where nothing fuses. The source
+    shows each run as a ``@cpu_fused`` function below the adjoint."""
+    import types
+    from ..emit import registered, _filename
+    from .source import _find_code, in_scope
+    fn = gen.fn
+    env = dict(fn.__globals__)
+    source, runs = rewrite(gen.own_source, env)
+    callees = {}
+    for c in gen.callees:
+        fused = c.fused()[0]
+        if fused is not c.fn:
+            callees.update({name: fused for name, v in env.items() if v is c.fn})
+    if not runs and not callees:
+        return None
+    env.update(callees)
+    shown = []
+    for run in runs:
+        namespace = {}
+        exec(compile(run.definition(), f"<unfused {run.name}>", "exec"), env, namespace)
+        env[run.name] = FusedRun(run, env, namespace[run.name], run.resolver)
+        shown.append(f"# {run.name}: {len(run.stmts)} line(s), {run.ops} operations: one Numba kernel "
+                     f"per signature of dtypes and shapes (cached in {jit.cache_dir()})\n"
+                     f"@cpu_fused\n{run.definition()}")
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    filename = _filename("ast-fused", gen.name)
+    code = _find_code(compile(in_scope(source, list(cells), fn.__qualname__), filename, "exec",
+                              dont_inherit=True), gen.name)
+    fused = types.FunctionType(code, env, gen.name, fn.__defaults__,
+                               tuple(cells[n] for n in code.co_freevars) or None)
+    fused.__kwdefaults__ = fn.__kwdefaults__
+    fused.__qualname__ = fn.__qualname__
+    registered(fused, source, filename)
+    for name, v in env.items():  # (recursion: the fused function calls itself)
+        if v is fn:
+            env[name] = fused
+    return fused, "\n\n".join([source] + shown)  # (the adjoint first, as unfused)
