@@ -10,6 +10,8 @@ the rule of their function.
 """
 import math
 
+from .. import backend
+from . import gelu_kernels
 from .arith import clamp, where
 from .core import FLOAT, KEEP, Primitive, primitive
 from .reduce import sum as _sum
@@ -260,6 +262,9 @@ celu_ = _twin(celu, "celu_", "CeluBackward1", celu_result_vjp)
 
 @primitive("GeluBackward0", dtypes=FLOAT, diagonal=True)
 def gelu(xp, x, *, approximate="none"):
+    out = gelu_kernels.gelu_forward(xp, x, approximate)
+    if out is not None:
+        return out
     if approximate == "tanh":
         c = xp.clip(x, -1e4, 1e4)  # tanh is saturated long before; keeps x**3 finite
         return 0.5 * x * (1 + xp.tanh(_GELU_BETA * (c + _GELU_KAPPA * c * c * c)))
@@ -268,6 +273,10 @@ def gelu(xp, x, *, approximate="none"):
 
 @gelu.vjp("x", uses="x")
 def gelu_vjp(g, out, x, *, approximate="none"):
+    if isinstance(x, backend.ARRAY_TYPES):  # a first-order backward (plain arrays): the kernel's
+        dx = gelu_kernels.gelu_backward(backend.namespace_of(x), g, x, approximate)
+        if dx is not None:
+            return dx
     if approximate == "tanh":
         # as in the kernel, x clipped where tanh has saturated (1 - t^2 == 0): x^3 would
         # overflow from |x| ~ 1e13 on in float32 and give inf * 0 = nan

@@ -10,6 +10,7 @@ import math
 
 from .. import backend
 from .arith import where
+from . import layer_norm_kernels
 from .batch_norm_kernels import batch_norm_backward, batch_norm_forward
 from .broadcast import sum_to, zeros_like, zeros_of
 from .core import KEEP, primitive
@@ -237,12 +238,25 @@ def _ln_axes(x, normalized_ndim):
            saved_view=lambda params: {"normalized_shape": params["normalized_shape"]})
 def layer_norm(xp, x, weight, bias, *, normalized_shape, eps):
     """(output, mean, invstd); the statistics keep the normalised dims as size 1."""
+    if layer_norm_kernels.fits(xp, x, weight, bias):
+        nd = len(normalized_shape)
+        done = layer_norm_kernels.layer_norm_forward(
+            xp, x, weight, bias, eps, math.prod(x.shape[x.ndim - nd:]), x.shape[:x.ndim - nd] + (1,) * nd)
+        if done is not None:
+            return done
     centered, mean, invstd = _moments(xp, x, _ln_axes(x, len(normalized_shape)), eps)
     return _affine(xp, centered, invstd, weight, bias), mean, invstd
 
 
 @layer_norm.vjp_all(uses="x weight out")
 def layer_norm_vjp(g, out, x, weight, bias, *, normalized_shape, eps):
+    if _raw(g[0], g[1], g[2], x, weight, out[1], out[2]) and layer_norm_kernels.fits(
+            backend.namespace_of(x), x, g[0], weight, out[1], out[2]):
+        dx, dw, db = layer_norm_kernels.layer_norm_backward(
+            backend.namespace_of(x), g[0], g[1], g[2], x, weight, out[1], out[2],
+            math.prod(weight.shape) if weight is not None else x.size // out[1].size,
+            weight is not None, bias is not None)
+        return dx, None if dw is None else dw.reshape(weight.shape), None if db is None else db.reshape(bias.shape)
     dx, dw, _ = _normalized_grads(g[0], g[1], g[2], x, weight, out[1], out[2],
                                   _ln_axes(x, len(normalized_shape)), per_feature=False)
     return dx, dw, (None if bias is None else sum_to(g[0], shape=bias.shape))
