@@ -22,8 +22,8 @@ def scatter_add(target, index, values):
     ``np.add.at`` goes element by element (~25 ns each): an embedding's backward spent
     more in it than in the model's matrix products. Whole rows picked by one integer
     array (``index`` is ``(rows,)``, as there) are summed instead by a stable sort of the
-    rows and one ``add.reduceat``: each row's values are added in the order ``add.at``
-    adds them, so into zeros the sums are the same bits."""
+    rows and one ``add.reduceat`` (the rounding of the sums may differ from add.at's in
+    the last bit: another order of the additions)."""
     rows = index[0] if type(index) is tuple and len(index) == 1 else index
     if (isinstance(rows, _np.ndarray) and rows.dtype.kind in "iu" and rows.size > 1
             and target.ndim >= 1 and target.dtype.kind in "fc" and isinstance(values, _np.ndarray)
