@@ -11,7 +11,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.backend import cpu
-from tracegrad.rules import gelu_kernels
+from tracegrad.rules import compiled, gelu_kernels, layer_norm_kernels
 from tracegrad.rules.attention import attention, attention_vjp
 from tracegrad.rules.linalg import addmm
 from tracegrad.transform import jit
@@ -127,7 +127,7 @@ def test_numba_gelu_is_bit_identical_to_numpy(monkeypatch, tmp_path):
 def test_gelu_without_numba_runs_numpy(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
     jit.forget()
-    monkeypatch.setattr(gelu_kernels, "_KERNELS", {})
+    compiled.forget()
     monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", 1)
     try:
         x = _points("float32", 100)
@@ -136,10 +136,29 @@ def test_gelu_without_numba_runs_numpy(monkeypatch):
         want = 0.5 * x64 * (1 + np.vectorize(math.erf)(x64 / math.sqrt(2)))
         # (1 + erf cancels for negative x: an error of float32's eps relative to x)
         assert (np.abs(y - want) <= 3e-7 * np.abs(want) + 1.2e-7 * np.abs(x64)).all()
-        assert gelu_kernels._KERNELS == {"forward": False}
+        assert compiled._KERNELS == {"gelu_forward": False}
     finally:
         monkeypatch.undo()
         jit.forget()
+        compiled.forget()
+
+
+def test_a_numba_failure_warns_and_runs_numpy(monkeypatch):
+    pytest.importorskip("numba")
+
+    def refuse(source, name):
+        raise OSError("read-only cache directory")
+    monkeypatch.setattr(jit, "load_kernel", refuse)
+    compiled.forget()
+    monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", 1)
+    try:
+        x = _points("float32", 100)
+        with pytest.warns(RuntimeWarning, match="compiled kernel gelu_forward is unavailable .OSError"):
+            y = gelu_kernels.gelu_forward(cpu, x, "none")
+        monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", None)
+        np.testing.assert_array_equal(y, gelu_kernels.gelu_forward(cpu, x, "none"))
+    finally:
+        compiled.forget()
 
 
 def test_gelu_kernels_leave_other_operands_to_the_composite_form():
@@ -174,10 +193,22 @@ def _ln_inputs(x_shape, shape, w, b, dtype, seed=0):
     return x, W, B, rng.standard_normal(x_shape).astype(dtype)
 
 
+@pytest.fixture(params=["numpy", "numba"])
+def layer_norm_path(request, monkeypatch, tmp_path_factory):
+    """Layer norm's kernels with Numba used (float32) from the first element on, or never."""
+    if request.param == "numba":
+        pytest.importorskip("numba")
+        monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+        monkeypatch.setattr(layer_norm_kernels, "NUMBA_MIN", 1)
+    else:
+        monkeypatch.setattr(layer_norm_kernels, "NUMBA_MIN", None)
+    return request.param
+
+
 @pytest.mark.torch
 @pytest.mark.parametrize("case", range(len(LN_CASES)))
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_layer_norm_matches_torch(case, dtype):
+def test_layer_norm_matches_torch(layer_norm_path, case, dtype):
     import torch
     x_shape, shape, w, b = LN_CASES[case]
     x, W, B, g = _ln_inputs(x_shape, shape, w, b, dtype)
@@ -209,6 +240,21 @@ def test_layer_norm_second_order_matches_torch():
         out.append([a.numpy() for a in lib.autograd.grad((dx * dx).sum() + (dw * dw).sum(), ts[:2])])
     for mine, theirs in zip(*out):
         np.testing.assert_allclose(mine, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_numba_layer_norm_is_within_ulps_of_numpy(monkeypatch, tmp_path):
+    """float64 statistics against float32 BLAS ones: results a few float32 ulps apart."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
+    for x_shape, shape, w, b in LN_CASES + [((16, 300), (300,), True, True)]:
+        x, W, B, g = _ln_inputs(x_shape, shape, w, b, "float32", seed=len(x_shape))
+        got = {}
+        for path, n in (("numpy", None), ("numba", 1)):
+            monkeypatch.setattr(layer_norm_kernels, "NUMBA_MIN", n)
+            got[path] = _layer_norm_both(tg, x, shape, W, B, g)
+        for a, c in zip(got["numpy"], got["numba"]):
+            assert a.dtype == c.dtype == np.float32 and a.shape == c.shape
+            np.testing.assert_allclose(a, c, rtol=0, atol=8 * np.finfo(np.float32).eps * np.abs(c).max())
 
 
 def test_layer_norm_of_huge_deviations_still_rescales():

@@ -18,6 +18,7 @@ by ``import tracegrad``.
 import math
 
 from ..backend import cpu_erf
+from . import compiled
 
 __all__ = ["gelu_forward", "gelu_backward", "NUMBA_MIN"]
 
@@ -118,17 +119,11 @@ def _tanh_backward(xp, g, x):
 
 # -- the compiled float32 exact form ------------------------------------------------------------
 
-_KERNELS = {}  # "forward"/"backward" -> the Numba dispatcher, or False where unavailable
-
-
 def _compiled(x, which):
     """The compiled kernel for a float32 ``x`` large enough, or None (NumPy then)."""
     if NUMBA_MIN is None or x.dtype.char != "f" or x.size < NUMBA_MIN:
         return None
-    kernel = _KERNELS.get(which)
-    if kernel is None:
-        kernel = _KERNELS[which] = _load(which)
-    return kernel or None
+    return compiled.kernel(f"gelu_{which}", lambda: _source(which), _SIGNATURES[which])
 
 
 def _horner(name, coefficients, s, indent):
@@ -148,14 +143,17 @@ def _erf_lines(x, indent):
             + [f"{indent}e = np.float32(v * p / q * {cpu_erf._LEAD32!r})"])
 
 
-_BODIES = {
-    # out = 0.5 x (1 + erf(x / sqrt 2)), with the NumPy kernel's roundings
-    "forward": ("def forward(x, out):", "    for k in range(x.size):", "        xk = x[k]",
-                *_erf_lines("xk", " " * 8), "        out[k] = (np.float32(1.0) + e) * np.float32(0.5) * xk"),
-    # pdf holds x exp(-x^2 / 2) / sqrt(2 pi) and becomes g (pdf + cdf)
-    "backward": ("def backward(g, x, pdf):", "    for k in range(x.size):", *_erf_lines("x[k]", " " * 8),
-                 "        pdf[k] = (pdf[k] + (np.float32(1.0) + e) * np.float32(0.5)) * g[k]"),
-}
+def _bodies():
+    return {
+        # out = 0.5 x (1 + erf(x / sqrt 2)), with the NumPy kernel's roundings
+        "forward": ("def gelu_forward(x, out):", "    for k in range(x.size):", "        xk = x[k]",
+                    *_erf_lines("xk", " " * 8), "        out[k] = (np.float32(1.0) + e) * np.float32(0.5) * xk"),
+        # pdf holds x exp(-x^2 / 2) / sqrt(2 pi) and becomes g (pdf + cdf)
+        "backward": ("def gelu_backward(g, x, pdf):", "    for k in range(x.size):", *_erf_lines("x[k]", " " * 8),
+                     "        pdf[k] = (pdf[k] + (np.float32(1.0) + e) * np.float32(0.5)) * g[k]"),
+    }
+
+
 _SIGNATURES = {"forward": "void(float32[::1], float32[::1])",
                "backward": "void(float32[::1], float32[::1], float32[::1])"}
 
@@ -163,19 +161,4 @@ _SIGNATURES = {"forward": "void(float32[::1], float32[::1])",
 def _source(which):
     """The module Numba compiles (and caches) for kernel ``which``, on flat C arrays."""
     return "\n".join(("import numpy as np", "import numba", "", "",
-                      "@numba.njit(cache=True, error_model='numpy')") + _BODIES[which]) + "\n"
-
-
-def _load(which):
-    from ..transform import jit
-    if not jit.available():
-        return False
-    try:
-        kernel = jit.load_kernel(_source(which), which)
-        kernel.compile(_SIGNATURES[which])  # (or loads it from the cache)
-        return kernel
-    except Exception as e:  # noqa: BLE001 -- a cache directory that cannot be written...
-        import warnings
-        warnings.warn(f"tracegrad: the compiled GELU kernel is unavailable ({type(e).__name__}: {e}); "
-                      "GELU runs in NumPy", RuntimeWarning, stacklevel=3)
-        return False
+                      "@numba.njit(cache=True, error_model='numpy')") + _bodies()[which]) + "\n"

@@ -10,8 +10,19 @@ short last axis is its slowest reduction. Here ``x`` is seen as (rows, K): the r
 are products with a vector of ones (BLAS), the dot products ``einsum`` (no temporary),
 and the output and ``dx`` are written in place; the forward makes 5 passes over the
 data and the backward 10, without a temporary but ``xhat``.
+
+On float32 CPU arrays of at least :data:`NUMBA_MIN` elements, where Numba can be imported
+(the ``jit`` extra, see :mod:`.compiled`), each row is instead normalised by one compiled
+loop that keeps it in cache: statistics and sums accumulated in float64 (so the results
+are within a few float32 ulps of the NumPy kernels', usually closer to the exact value).
 """
-__all__ = ["layer_norm_forward", "layer_norm_backward", "fits"]
+from . import compiled
+
+__all__ = ["layer_norm_forward", "layer_norm_backward", "fits", "NUMBA_MIN"]
+
+# Elements from which float32 layer norm runs compiled (None: never); the first such call
+# imports Numba (~0.3 s) and compiles or loads the kernels.
+NUMBA_MIN = 1 << 15
 
 
 def fits(xp, *arrays):
@@ -32,6 +43,14 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
     the statistics in ``stat_shape``. None where a row's squared deviations overflow (the
     caller then rescales, see :func:`tracegrad.rules.nn._moments`)."""
     x2 = _rows(x, k)
+    fused = _compiled(x, "forward")
+    if fused is not None:
+        x2 = xp.ascontiguousarray(x2)
+        m = x2.shape[0]
+        out, mean, invstd = xp.empty_like(x2), xp.empty(m, dtype=x.dtype), xp.empty(m, dtype=x.dtype)
+        fused(x2, _flat(xp, weight, k), _flat(xp, bias, k), weight is not None, bias is not None, float(eps),
+              out, mean, invstd)
+        return out.reshape(x.shape), mean.reshape(stat_shape), invstd.reshape(stat_shape)
     ones = xp.ones(k, dtype=x.dtype)
     mean = x2 @ ones
     mean /= k
@@ -57,6 +76,17 @@ def layer_norm_backward(xp, g, gm, gi, x, weight, mean, invstd, k, need_weight, 
     of :func:`tracegrad.rules.nn._normalized_grads`."""
     x2, g2 = _rows(x, k), _rows(g, k)
     m = x2.shape[0]
+    fused = _compiled(x, "backward")
+    if fused is not None:
+        dx = xp.empty((m, k), dtype=x.dtype)
+        dw, db = xp.zeros(k), xp.zeros(k)  # (float64 sums over the rows)
+        zeros = xp.zeros(m, dtype=x.dtype)
+        fused(xp.ascontiguousarray(g2), xp.ascontiguousarray(x2), _flat(xp, weight, k), weight is not None,
+              xp.ascontiguousarray(mean.reshape(m)), xp.ascontiguousarray(invstd.reshape(m)),
+              zeros if gm is None else xp.ascontiguousarray(gm.reshape(m)),
+              zeros if gi is None else xp.ascontiguousarray(gi.reshape(m)), dx, dw, db)
+        return (dx.reshape(x.shape), dw.astype(x.dtype) if need_weight else None,
+                db.astype(x.dtype) if need_bias else None)
     inv = invstd.reshape(m)
     xhat = xp.subtract(x2, mean.reshape(m, 1))
     xhat *= inv[:, None]
@@ -79,3 +109,86 @@ def layer_norm_backward(xp, g, gm, gi, x, weight, mean, invstd, k, need_weight, 
     dx += xhat
     dx += a[:, None]
     return dx.reshape(x.shape), dw, db
+
+
+# -- the compiled float32 form -----------------------------------------------------------------------
+
+def _flat(xp, a, k):
+    """A weight or bias as a flat C float32 array (an unused placeholder for None)."""
+    return xp.empty(1, dtype=xp.float32) if a is None else xp.ascontiguousarray(a.reshape(k))
+
+
+def _compiled(x, which):
+    if NUMBA_MIN is None or x.dtype.char != "f" or x.size < NUMBA_MIN:
+        return None
+    return compiled.kernel(f"layer_norm_{which}", lambda: _source(which), _SIGNATURES[which])
+
+
+def _source(which):
+    """The module of kernel ``which`` alone (the loader keys a module by its text)."""
+    return _HEAD + _BODIES[which]
+
+
+_SIGNATURES = {
+    "forward": "void(float32[:, ::1], float32[::1], float32[::1], boolean, boolean, float64, "
+               "float32[:, ::1], float32[::1], float32[::1])",
+    "backward": "void(float32[:, ::1], float32[:, ::1], float32[::1], boolean, float32[::1], float32[::1], "
+                "float32[::1], float32[::1], float32[:, ::1], float64[::1], float64[::1])",
+}
+
+# Sums are reassociated (fastmath "reassoc": vectorised), in float64.
+_HEAD = """import numpy as np
+import numba
+
+_OPTIONS = dict(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+"""
+_BODIES = {"forward": """@numba.njit(**_OPTIONS)
+def layer_norm_forward(x, w, b, has_w, has_b, eps, out, mean, invstd):
+    m, k = x.shape
+    for i in range(m):
+        s = 0.0
+        for j in range(k):
+            s += np.float64(x[i, j])
+        mu = s / k
+        q = 0.0
+        for j in range(k):
+            d = np.float64(x[i, j]) - mu
+            q += d * d
+        inv = 1.0 / np.sqrt(q / k + eps)
+        mu32, inv32 = np.float32(mu), np.float32(inv)
+        mean[i], invstd[i] = mu32, inv32
+        for j in range(k):
+            y = (x[i, j] - mu32) * inv32
+            if has_w:
+                y = y * w[j]
+            if has_b:
+                y = y + b[j]
+            out[i, j] = y
+""", "backward": """@numba.njit(**_OPTIONS)
+def layer_norm_backward(g, x, w, has_w, mean, invstd, gm, gi, dx, dw, db):
+    m, k = x.shape
+    xh = np.empty(k)
+    gw = np.empty(k)
+    for i in range(m):
+        mu, inv = np.float64(mean[i]), np.float64(invstd[i])
+        for j in range(k):
+            xh[j] = (np.float64(x[i, j]) - mu) * inv
+            gw[j] = np.float64(g[i, j])
+        for j in range(k):
+            dw[j] += gw[j] * xh[j]
+            db[j] += gw[j]
+        if has_w:
+            for j in range(k):
+                gw[j] *= w[j]
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(k):
+            s1 += gw[j]
+            s2 += gw[j] * xh[j]
+        a = (gm[i] - inv * s1) / k
+        c = -(inv * s2 + gi[i] * inv * inv) / k
+        for j in range(k):
+            dx[i, j] = gw[j] * inv + a + xh[j] * c
+"""}
