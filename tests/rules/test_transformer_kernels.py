@@ -11,7 +11,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.backend import cpu
-from tracegrad.rules import compiled, gelu_kernels, layer_norm_kernels
+from tracegrad.rules import attention_blocks, compiled, gelu_kernels, layer_norm_kernels
 from tracegrad.rules.attention import attention, attention_vjp
 from tracegrad.rules.linalg import addmm
 from tracegrad.transform import jit
@@ -289,6 +289,52 @@ def test_attention_array_backward_equals_the_composite_vjp(dtype, bias_shape):
                 continue
             assert a.dtype == np.dtype(dtype) and a.shape == tuple(t.shape)
             np.testing.assert_allclose(a, t.numpy(), rtol=50 * eps, atol=50 * eps)
+
+
+BLOCKED = [((2, 3, 256, 8), (2, 3, 256, 8), (2, 3, 256, 5)), ((1, 300, 4), (1, 70, 4), (1, 70, 3)),
+           ((2, 1, 520, 4), (1, 3, 600, 4), (1, 3, 600, 2)), ((260, 4), (0, 4), (0, 3))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shapes", BLOCKED)
+def test_causal_attention_by_blocks_equals_the_plain_kernel(monkeypatch, dtype, shapes):
+    """Long causal sequences go by blocks of queries (S < L, broadcast batches, no keys)."""
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    assert attention_blocks.query_blocks(q.shape[-2], k.shape[-2])
+    results = []
+    for blocked in (True, False):
+        if not blocked:
+            monkeypatch.setattr(attention_blocks, "query_blocks", lambda L, S: None)
+        out = attention.impl(cpu, q, k, v, None, scale=0.3, causal=True)
+        g = tuple(np.random.default_rng(9).standard_normal(o.shape).astype(dtype) for o in out)
+        results.append(out + attention_vjp(g, out, q, k, v, None, scale=0.3, causal=True))
+    tol = 1e-12 if dtype == "float64" else 3e-5
+    for a, b in zip(*results):
+        if b is None:
+            assert a is None
+            continue
+        assert a.shape == b.shape and a.dtype == b.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_long_causal_attention_matches_torch_to_second_order(dtype):
+    import torch
+    rng = np.random.default_rng(10)
+    q, k, v = (rng.standard_normal((2, 260, 4)).astype(dtype) for _ in range(3))
+    res = []
+    for lib in (tg, torch):
+        ts = [lib.tensor(a, requires_grad=True) for a in (q, k, v)]
+        o = lib.nn.functional.scaled_dot_product_attention(*ts, is_causal=True)
+        first = lib.autograd.grad((o * o).sum(), ts, create_graph=dtype == "float64")
+        res.append([o.detach().numpy()] + [d.detach().numpy() for d in first])
+        if dtype == "float64":
+            res[-1] += [d.numpy() for d in lib.autograd.grad(sum((d * d).sum() for d in first), ts)]
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for mine, theirs in zip(*res):
+        np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)
 
 
 # -- scatter-add (embedding backward, index_put accumulate) -----------------------------------------

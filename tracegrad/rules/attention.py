@@ -19,6 +19,7 @@ from .. import backend
 from ..backend import (
     cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
 )
+from . import attention_blocks
 from .broadcast import sum_to, unbroadcast
 from .core import KEEP, primitive
 from .linalg import _mT, matmul
@@ -57,6 +58,10 @@ def _safe_softmax_over_keys_(xp, st):
 @primitive("ScaledDotProductFlashAttentionForCpuBackward0", dtypes=KEEP, nout=2,
            result_names=("output", "attn_weight"), saved_outputs=(1,), saved_names=("query", "key", "value", "attn_mask"))
 def attention(xp, q, k, v, bias, *, scale, causal=False):
+    blocks = causal and bias is None and attention_blocks.query_blocks(q.shape[-2], k.shape[-2])
+    if blocks:
+        mask = _causal_bias_keys_first(xp, k.shape[-2], q.shape[-2], xp.result_type(q, k, v))
+        return attention_blocks.forward(xp, q, k, v, scale, blocks, mask, _safe_softmax_over_keys_)
     if q.shape[-1] < k.shape[-2]:  # scale the smaller of q (L, E) and the scores (S, L)
         st = xp.matmul(k, xp.swapaxes(q * scale, -1, -2))
     else:
@@ -105,7 +110,11 @@ def attention_vjp(g, out, q, k, v, bias, *, scale, causal=False):
     arrays = backend.ARRAY_TYPES
     if (isinstance(q, arrays) and isinstance(k, arrays) and isinstance(v, arrays) and isinstance(g[0], arrays)
             and (g[1] is None or isinstance(g[1], arrays)) and (bias is None or isinstance(bias, arrays))):
-        return _backward_arrays(backend.namespace_of(q), g, out[1], q, k, v, bias, scale)
+        xp = backend.namespace_of(q)
+        blocks = causal and bias is None and attention_blocks.query_blocks(q.shape[-2], k.shape[-2])
+        if blocks:
+            return attention_blocks.backward(xp, g[0], g[1], out[1], q, k, v, scale, blocks) + (None,)
+        return _backward_arrays(xp, g, out[1], q, k, v, bias, scale)
     ds = _score_grad(g, out, v)
     dv = unbroadcast(matmul(_mT(out[1]), g[0]), v)
     dq = unbroadcast(matmul(ds, k), q) * scale
