@@ -23,10 +23,11 @@ def scatter_add(target, index, values):
     more in it than in the model's matrix products. Whole rows picked by one integer
     array (``index`` is ``(rows,)``, as there) are summed instead by a stable sort of the
     rows and one ``add.reduceat`` (the rounding of the sums may differ from add.at's in
-    the last bit: another order of the additions)."""
+    the last bit: another order of the additions; float16, where that bit is large,
+    keeps add.at)."""
     rows = index[0] if type(index) is tuple and len(index) == 1 else index
     if (isinstance(rows, _np.ndarray) and rows.dtype.kind in "iu" and rows.size > 1
-            and target.ndim >= 1 and target.dtype.kind in "fc" and isinstance(values, _np.ndarray)
+            and target.ndim >= 1 and target.dtype.char in "fdFD" and isinstance(values, _np.ndarray)
             and values.dtype == target.dtype and values.shape == rows.shape + target.shape[1:]):
         rows = rows.reshape(-1)
         order = _np.argsort(rows, kind="stable")

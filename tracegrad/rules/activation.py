@@ -356,9 +356,9 @@ def log_softmax(xp, x, *, dim):
 def log_softmax_vjp(g, out, x, *, dim):
     if (isinstance(out, backend.ARRAY_TYPES) and isinstance(g, backend.ARRAY_TYPES) and out.ndim
             and g.dtype == out.dtype):
-        xp = backend.namespace_of(out)  # (a first-order backward: in place into exp(out))
-        e = xp.exp(out)
-        e *= _sum_along(xp, g, dim)
+        xp = backend.namespace_of(out)  # (a first-order backward: the composite's steps,
+        e = xp.exp(out)                  # in place into exp(out); the same roundings)
+        e *= _sum(g, dim=_dims(out, dim), keepdim=True)
         return xp.subtract(g, e, out=e)
     return g - exp(out) * _sum(g, dim=_dims(out, dim), keepdim=True)
 

@@ -77,32 +77,35 @@ def attention(xp, q, k, v, bias, *, scale, causal=False):
     return xp.matmul(p, v), p
 
 
-def _score_grad(g, out, v):
-    """d loss / d scores (before the softmax), from the cotangents of O and P."""
-    p = out[1]
-    dp = matmul(g[0], _mT(v)) + g[1]
-    return p * (dp - sum(dp * p, dim=(-1,), keepdim=True))
-
-
 def _backward_arrays(xp, g, p, q, k, v, bias, scale):
-    """The vjp on plain arrays (a first-order backward), in the forward's (keys,
-    queries) layout: every product reads or writes that layout directly (BLAS takes the
-    transposes), and the per-query sum over the keys is over dim -2."""
+    """The vjp on plain arrays (a first-order backward), in the forward's (keys, queries)
+    layout: every product reads or writes that layout directly (BLAS takes the
+    transposes) and the per-query sum over the keys is over dim -2. The same steps as
+    :func:`_backward_composite`, written in place: the two give the same values bit for
+    bit, so a compiled module's gradients equal the eager ones."""
     pt = xp.swapaxes(p, -1, -2)
     dst = xp.matmul(v, xp.swapaxes(g[0], -1, -2))  # dP^T
     if g[1] is not None and g[1].any():  # (P's cotangent is nearly always zeros, and this
         dst += xp.swapaxes(g[1], -1, -2)  # add reads it across its rows: 30x a read of it)
     dst *= pt
-    r = dst.sum(axis=-2, keepdims=True)  # sum over keys of dP * P, per query
-    dst -= pt * r                         # dS^T = P^T * (dP^T - r)
+    dst -= pt * sum(dst, dim=(-2,), keepdim=True)  # dS^T = P^T * dP^T - P^T * sum(P^T * dP^T)
     dv = xp.matmul(pt, g[0])
     dq = xp.matmul(xp.swapaxes(dst, -1, -2), k)
     dq *= scale
     dk = xp.matmul(dst, q)
     dk *= scale
-    ds = xp.swapaxes(dst, -1, -2)
     return (unbroadcast(dq, q), unbroadcast(dk, k), unbroadcast(dv, v),
-            None if bias is None else sum_to(ds, shape=bias.shape))
+            None if bias is None else sum_to(xp.swapaxes(dst, -1, -2), shape=bias.shape))
+
+
+def _backward_composite(g, p, q, k, v, bias, scale):
+    """The vjp written with primitives (Tensors under ``create_graph=True``, tracers)."""
+    pt = _mT(p)
+    dst = matmul(v, _mT(g[0])) + _mT(g[1])
+    dst = dst * pt
+    dst = dst - pt * sum(dst, dim=(-2,), keepdim=True)
+    return (unbroadcast(matmul(_mT(dst), k) * scale, q), unbroadcast(matmul(dst, q) * scale, k),
+            unbroadcast(matmul(pt, g[0]), v), None if bias is None else sum_to(_mT(dst), shape=bias.shape))
 
 
 @attention.vjp_all(uses="q k v bias out")
@@ -110,16 +113,8 @@ def attention_vjp(g, out, q, k, v, bias, *, scale, causal=False):
     arrays = backend.ARRAY_TYPES
     if (isinstance(q, arrays) and isinstance(k, arrays) and isinstance(v, arrays) and isinstance(g[0], arrays)
             and (g[1] is None or isinstance(g[1], arrays)) and (bias is None or isinstance(bias, arrays))):
-        xp = backend.namespace_of(q)
-        blocks = causal and bias is None and attention_blocks.query_blocks(q.shape[-2], k.shape[-2])
-        if blocks:
-            return attention_blocks.backward(xp, g[0], g[1], out[1], q, k, v, scale, blocks) + (None,)
-        return _backward_arrays(xp, g, out[1], q, k, v, bias, scale)
-    ds = _score_grad(g, out, v)
-    dv = unbroadcast(matmul(_mT(out[1]), g[0]), v)
-    dq = unbroadcast(matmul(ds, k), q) * scale
-    dk = unbroadcast(matmul(_mT(ds), q), k) * scale
-    return dq, dk, dv, (None if bias is None else sum_to(ds, shape=bias.shape))
+        return _backward_arrays(backend.namespace_of(q), g, out[1], q, k, v, bias, scale)
+    return _backward_composite(g, out[1], q, k, v, bias, scale)
 
 
 @attention.jvp_all

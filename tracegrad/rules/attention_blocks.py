@@ -8,14 +8,14 @@ zeros. Cut into ``n`` blocks of queries, block ``b`` only needs the keys up to i
 query, so the work falls to ``(n + 1) / 2n`` of it (5/8 with 4 blocks), as PyTorch's
 flash kernel skips the masked tiles. Each step covers all the batch's matrices at once,
 so the blocks add few NumPy calls (which still cost more than they save below 256
-queries). Values are those of the plain kernel up to rounding
-(the same sums in another order); the weights ``P`` are returned in full (zeros above
-the diagonal), so the composite vjp of ``create_graph=True`` reads them as before.
+queries). Values are those of the plain kernel up to rounding (the same sums in another
+order); the weights ``P`` are returned in full (zeros above the diagonal), and the
+backward is the plain one: blocks there would give the eager gradients other roundings
+than a compiled module's (which records the composite vjp).
 """
 from ..backend import cpu as host  # host-side (NumPy) shape arithmetic
-from .broadcast import unbroadcast
 
-__all__ = ["query_blocks", "forward", "backward"]
+__all__ = ["query_blocks", "forward"]
 
 # Blocks of 64 queries, at most 8, from 256 queries on (measured on float32 heads of 16-32
 # dims: 4 blocks of 64 took 12% less time than none at 256 queries, 2 blocks lost 7% at 128).
@@ -54,29 +54,3 @@ def forward(xp, q, k, v, scale, blocks, mask, softmax_):
         pt[..., :j1, i0:i1] = stb
         out[..., i0:i1, :] = xp.matmul(xp.swapaxes(stb, -1, -2), v[..., :j1, :])
     return out, xp.swapaxes(pt, -1, -2)
-
-
-def backward(xp, g0, g1, p, q, k, v, scale, blocks):
-    """(dq, dk, dv) of :func:`forward` for the cotangents ``g0`` of O and ``g1`` of P
-    (None, or zeros, where it has none)."""
-    batch = _batch(q, k, v)
-    pt = xp.swapaxes(p, -1, -2)
-    g1t = xp.swapaxes(g1, -1, -2) if g1 is not None and g1.any() else None
-    dq = xp.zeros(batch + tuple(q.shape[-2:]), dtype=g0.dtype)
-    dk = xp.zeros(batch + tuple(k.shape[-2:]), dtype=g0.dtype)
-    dv = xp.zeros(batch + tuple(v.shape[-2:]), dtype=g0.dtype)
-    for i0, i1, j1 in blocks:
-        if j1 == 0:
-            continue
-        ptb, g0b = pt[..., :j1, i0:i1], g0[..., i0:i1, :]
-        dv[..., :j1, :] += xp.matmul(ptb, g0b)
-        dstb = xp.matmul(v[..., :j1, :], xp.swapaxes(g0b, -1, -2))  # dP^T of the block
-        if g1t is not None:
-            dstb += g1t[..., :j1, i0:i1]
-        dstb *= ptb
-        dstb -= ptb * dstb.sum(axis=-2, keepdims=True)  # dS^T = P^T * (dP^T - sum(dP * P))
-        dq[..., i0:i1, :] = xp.matmul(xp.swapaxes(dstb, -1, -2), k[..., :j1, :])
-        dk[..., :j1, :] += xp.matmul(dstb, q[..., i0:i1, :])
-    dq *= scale
-    dk *= scale
-    return unbroadcast(dq, q), unbroadcast(dk, k), unbroadcast(dv, v)

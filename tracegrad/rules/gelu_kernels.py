@@ -6,7 +6,9 @@ GELU is the widest elementwise layer of a transformer (4x the model width) and i
 form needs erf, which NumPy lacks: :func:`tracegrad.backend.cpu_erf.erf_float32` is a
 rational function evaluated in float64, ~25 passes over the data, so the layer costed
 more than its matrix products. The NumPy kernels here write in place into arrays they
-own (no temporaries but one); on float32 CPU arrays of at least :data:`NUMBA_MIN`
+own (no temporaries but one). The backward takes the composite vjp's operations in its
+order, so its values are the composite's bit for bit (a compiled module, which records
+the composite, gets the eager gradients). On float32 CPU arrays of at least :data:`NUMBA_MIN`
 elements, where Numba can be imported (the ``jit`` extra), the erf form runs as one
 compiled loop instead -- the same rational function, the same float32 roundings in the
 same order, so its results are those of the NumPy kernels bit for bit (the backward's
@@ -99,17 +101,23 @@ def gelu_backward(xp, g, x, approximate):
 
 
 def _tanh_backward(xp, g, x):
-    """0.5 (1 + t) + 0.5 c (1 - t^2) beta (1 + 3 kappa c^2), t = tanh(inner), times g."""
-    t, c = _tanh_inner(xp, x)
+    """``g (0.5 (1 + t) + 0.5 c (1 - t^2) beta (1 + 3 kappa c^2))``, t = tanh(inner): the
+    composite vjp's operations in its order (the same roundings)."""
+    c = xp.clip(x, -1e4, 1e4)
+    c_sq = c * c
+    t = c_sq * KAPPA
+    t *= c
+    t += c
+    t *= BETA
     xp.tanh(t, out=t)
-    right = c * c
-    right *= 3 * KAPPA
-    right += 1
-    right *= c
-    right *= 0.5 * BETA
+    right = c * 0.5
     sech2 = t * t
     xp.subtract(1, sech2, out=sech2)
     right *= sech2
+    right *= BETA
+    c_sq *= 3 * KAPPA
+    c_sq += 1
+    right *= c_sq
     t += 1
     t *= 0.5
     t += right

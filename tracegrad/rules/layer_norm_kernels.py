@@ -5,18 +5,21 @@ composite form runs instead).
 
 Why: layer norm runs twice per transformer block on small rows (the model width), where
 the composite form's cost is its passes and temporaries -- a broadcast ``invstd * w`` as
-large as the input, ``centered * centered``, ``g * xhat``... and NumPy's ``sum`` along a
-short last axis is its slowest reduction. Here ``x`` is seen as (rows, K): the row sums
-are products with a vector of ones (BLAS), the dot products ``einsum`` (no temporary),
-and the output and ``dx`` are written in place; the forward makes 5 passes over the
-data and the backward 10, without a temporary but ``xhat``.
-
-On float32 CPU arrays of at least :data:`NUMBA_MIN` elements, where Numba can be imported
-(the ``jit`` extra, see :mod:`.compiled`), each row is instead normalised by one compiled
-loop that keeps it in cache: statistics and sums accumulated in float64 (so the results
-are within a few float32 ulps of the NumPy kernels', usually closer to the exact value).
+large as the input, ``centered * centered``... and NumPy's ``sum`` along a short last axis
+is its slowest reduction. The forward sees ``x`` as (rows, K): the row sums are products
+with a vector of ones (BLAS), the squares' sums an ``einsum`` (no temporary), and the
+output is written in place (5 passes). On float32 CPU arrays of at least
+:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra, see
+:mod:`.compiled`), each row is normalised instead by one compiled loop that keeps it in
+cache, its statistics accumulated in float64 (within a few float32 ulps of the NumPy
+kernel's; 3x faster). The forward is the primitive's kernel on every path. The backward
+kernel is the composite vjp's steps in place (fewer temporaries, the same roundings):
+a faster backward that rounds otherwise would make eager gradients differ from those
+of a compiled module, which records the composite vjp.
 """
 from . import compiled
+from .broadcast import sum_to
+from .reduce import sum
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "fits", "NUMBA_MIN"]
 
@@ -70,45 +73,33 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
     return out.reshape(x.shape), mean.reshape(stat_shape), invstd.reshape(stat_shape)
 
 
-def layer_norm_backward(xp, g, gm, gi, x, weight, mean, invstd, k, need_weight, need_bias):
-    """(dx, dw, db) of :func:`layer_norm_forward` for the cotangents ``g`` (output), ``gm``
-    (mean) and ``gi`` (invstd; either may be None), dw and db flat (K,) (None where not needed): the formulas
-    of :func:`tracegrad.rules.nn._normalized_grads`."""
-    x2, g2 = _rows(x, k), _rows(g, k)
-    m = x2.shape[0]
-    fused = _compiled(x, "backward")
-    if fused is not None:
-        dx = xp.empty((m, k), dtype=x.dtype)
-        dw, db = xp.zeros(k), xp.zeros(k)  # (float64 sums over the rows)
-        zeros = xp.zeros(m, dtype=x.dtype)
-        fused(xp.ascontiguousarray(g2), xp.ascontiguousarray(x2), _flat(xp, weight, k), weight is not None,
-              xp.ascontiguousarray(mean.reshape(m)), xp.ascontiguousarray(invstd.reshape(m)),
-              zeros if gm is None else xp.ascontiguousarray(gm.reshape(m)),
-              zeros if gi is None else xp.ascontiguousarray(gi.reshape(m)), dx, dw, db)
-        return (dx.reshape(x.shape), dw.astype(x.dtype) if need_weight else None,
-                db.astype(x.dtype) if need_bias else None)
-    inv = invstd.reshape(m)
-    xhat = xp.subtract(x2, mean.reshape(m, 1))
-    xhat *= inv[:, None]
-    dw = xp.einsum("mk,mk->k", g2, xhat) if need_weight else None
-    db = xp.ones(m, dtype=g.dtype) @ g2 if need_bias else None
-    if weight is not None:
-        dx = g2 * weight.reshape(k)
-        s1 = dx @ xp.ones(k, dtype=g.dtype)
-        s2 = xp.einsum("mk,mk->m", dx, xhat)
-        dx *= inv[:, None]
-    else:
-        s1 = g2 @ xp.ones(k, dtype=g.dtype)
-        s2 = xp.einsum("mk,mk->m", g2, xhat)
-        dx = g2 * inv[:, None]
-    # d mean / dx = 1/k; d invstd / dx = -invstd^2 xhat / k
-    inv_k = 1.0 / k
-    a = ((0 if gm is None else gm.reshape(m)) - inv * s1) * inv_k
-    c = (inv * s2 + (0 if gi is None else gi.reshape(m)) * inv * inv) * -inv_k
-    xhat *= c[:, None]
+def layer_norm_backward(xp, g, gm, gi, x, weight, mean, invstd, axes, bias_shape):
+    """(dx, dw, db) of :func:`layer_norm_forward` over ``axes`` for the cotangents ``g``
+    (output), ``gm`` (mean) and ``gi`` (invstd); dw of the weight's shape (None without
+    a weight), db of ``bias_shape`` (None without a bias). The steps of
+    :func:`tracegrad.rules.nn._normalized_grads` -- the composite vjp that
+    ``create_graph=True`` and the staged paths record -- in the same order, written in
+    place: both give the same values bit for bit, so a compiled module's gradients equal
+    the eager ones."""
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    inv_n = 1.0 / n if n else 0.0
+    xhat = xp.subtract(x, mean)
+    xhat *= invstd
+    gx = g * xhat
+    dw = None if weight is None else sum_to(gx, shape=weight.shape)
+    gw = g if weight is None else g * weight
+    s1 = sum(gw, dim=axes, keepdim=True)
+    reuse = dw is None or not xp.may_share_memory(dw, gx)  # (dw is gx where nothing was summed away)
+    s2 = sum(xp.multiply(gw, xhat, out=gx) if reuse else gw * xhat, dim=axes, keepdim=True)
+    a = ((0 if gm is None else gm) - invstd * s1) * inv_n
+    c = (invstd * s2 + (0 if gi is None else gi) * invstd * invstd) * -inv_n
+    dx = gw * invstd if weight is None else xp.multiply(gw, invstd, out=gw)
+    dx += a
+    xhat *= c
     dx += xhat
-    dx += a[:, None]
-    return dx.reshape(x.shape), dw, db
+    return dx, dw, None if bias_shape is None else sum_to(g, shape=bias_shape)
 
 
 # -- the compiled float32 form -----------------------------------------------------------------------
@@ -132,8 +123,6 @@ def _source(which):
 _SIGNATURES = {
     "forward": "void(float32[:, ::1], float32[::1], float32[::1], boolean, boolean, float64, "
                "float32[:, ::1], float32[::1], float32[::1])",
-    "backward": "void(float32[:, ::1], float32[:, ::1], float32[::1], boolean, float32[::1], float32[::1], "
-                "float32[::1], float32[::1], float32[:, ::1], float64[::1], float64[::1])",
 }
 
 # Sums are reassociated (fastmath "reassoc": vectorised), in float64.
@@ -166,29 +155,4 @@ def layer_norm_forward(x, w, b, has_w, has_b, eps, out, mean, invstd):
             if has_b:
                 y = y + b[j]
             out[i, j] = y
-""", "backward": """@numba.njit(**_OPTIONS)
-def layer_norm_backward(g, x, w, has_w, mean, invstd, gm, gi, dx, dw, db):
-    m, k = x.shape
-    xh = np.empty(k)
-    gw = np.empty(k)
-    for i in range(m):
-        mu, inv = np.float64(mean[i]), np.float64(invstd[i])
-        for j in range(k):
-            xh[j] = (np.float64(x[i, j]) - mu) * inv
-            gw[j] = np.float64(g[i, j])
-        for j in range(k):
-            dw[j] += gw[j] * xh[j]
-            db[j] += gw[j]
-        if has_w:
-            for j in range(k):
-                gw[j] *= w[j]
-        s1 = 0.0
-        s2 = 0.0
-        for j in range(k):
-            s1 += gw[j]
-            s2 += gw[j] * xh[j]
-        a = (gm[i] - inv * s1) / k
-        c = -(inv * s2 + gi[i] * inv * inv) / k
-        for j in range(k):
-            dx[i, j] = gw[j] * inv + a + xh[j] * c
 """}

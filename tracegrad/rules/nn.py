@@ -251,12 +251,10 @@ def layer_norm(xp, x, weight, bias, *, normalized_shape, eps):
 @layer_norm.vjp_all(uses="x weight out")
 def layer_norm_vjp(g, out, x, weight, bias, *, normalized_shape, eps):
     if _raw(g[0], g[1], g[2], x, weight, out[1], out[2]) and layer_norm_kernels.fits(
-            backend.namespace_of(x), x, g[0], weight, out[1], out[2]):
-        dx, dw, db = layer_norm_kernels.layer_norm_backward(
+            backend.namespace_of(x), x, g[0], weight, out[1], out[2], g[1], g[2]):
+        return layer_norm_kernels.layer_norm_backward(
             backend.namespace_of(x), g[0], g[1], g[2], x, weight, out[1], out[2],
-            math.prod(weight.shape) if weight is not None else x.size // out[1].size,
-            weight is not None, bias is not None)
-        return dx, None if dw is None else dw.reshape(weight.shape), None if db is None else db.reshape(bias.shape)
+            _ln_axes(x, len(normalized_shape)), None if bias is None else tuple(bias.shape))
     dx, dw, _ = _normalized_grads(g[0], g[1], g[2], x, weight, out[1], out[2],
                                   _ln_axes(x, len(normalized_shape)), per_feature=False)
     return dx, dw, (None if bias is None else sum_to(g[0], shape=bias.shape))
