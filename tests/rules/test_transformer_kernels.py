@@ -341,21 +341,23 @@ def test_long_causal_attention_matches_torch_to_second_order(dtype):
 
 # -- scatter-add (embedding backward, index_put accumulate) -----------------------------------------
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex128"])
 def test_scatter_add_rows_equals_add_at(dtype):
+    """Rows picked by one integer array: the same additions in the same order, same bits."""
     rng = np.random.default_rng(5)
     values = rng.standard_normal((40, 3)).astype(dtype)
+    start = rng.standard_normal((7, 3)).astype(dtype)
     for rows in (rng.integers(0, 7, 40), rng.integers(0, 7, 40).astype(np.int32), np.zeros(40, np.int64),
                  rng.integers(-7, 7, 40)):
-        mine, want = np.zeros((7, 3), dtype), np.zeros((7, 3), dtype)
-        cpu.scatter_add(mine, (rows,), values)
-        np.add.at(want, (rows,), values)
-        np.testing.assert_allclose(mine, want, rtol=1e-6 if dtype == "float32" else 1e-14, atol=1e-6)
-    start = rng.standard_normal((7, 3)).astype(dtype)
-    mine, want = start.copy(), start.copy()
-    cpu.scatter_add(mine, (rows.reshape(5, 8),), values.reshape(5, 8, 3))
-    np.add.at(want, (rows.reshape(5, 8),), values.reshape(5, 8, 3))
-    np.testing.assert_allclose(mine, want, rtol=1e-14)
+        for shape in ((40,), (5, 8)):
+            mine, want = start.copy(), start.copy()
+            cpu.scatter_add(mine, (rows.reshape(shape),), values.reshape(shape + (3,)))
+            np.add.at(want, (rows.reshape(shape),), values.reshape(shape + (3,)))
+            np.testing.assert_array_equal(mine, want)
+    mine, want = np.zeros((7, 2, 3), dtype), np.zeros((7, 2, 3), dtype)  # rows of a 3-d target
+    cpu.scatter_add(mine, (rows,), values[:, None].repeat(2, 1))
+    np.add.at(want, (rows,), values[:, None].repeat(2, 1))
+    np.testing.assert_array_equal(mine, want)
 
 
 def test_scatter_add_errors_and_other_indices_as_add_at():
