@@ -15,7 +15,7 @@ than a compiled module's (which records the composite vjp).
 """
 from ..backend import cpu as host  # host-side (NumPy) shape arithmetic
 
-__all__ = ["query_blocks", "forward"]
+__all__ = ["forward", "query_blocks"]
 
 # Blocks of 64 queries, at most 8, from 256 queries on (measured on float32 heads of 16-32
 # dims: 4 blocks of 64 took 12% less time than none at 256 queries, 2 blocks lost 7% at 128).

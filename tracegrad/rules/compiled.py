@@ -8,7 +8,7 @@ kernel runs (with a warning for a failure). Numba is imported at the first use, 
 """
 import warnings
 
-__all__ = ["kernel", "forget"]
+__all__ = ["forget", "kernel"]
 
 _KERNELS = {}  # name -> the Numba dispatcher, or False where unavailable
 

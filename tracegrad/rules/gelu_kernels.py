@@ -22,7 +22,7 @@ import math
 from ..backend import cpu_erf
 from . import compiled
 
-__all__ = ["gelu_forward", "gelu_backward", "NUMBA_MIN"]
+__all__ = ["NUMBA_MIN", "gelu_backward", "gelu_forward"]
 
 SQRT1_2 = math.sqrt(0.5)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

@@ -21,7 +21,7 @@ from . import compiled
 from .broadcast import sum_to
 from .reduce import sum
 
-__all__ = ["layer_norm_forward", "layer_norm_backward", "fits", "NUMBA_MIN"]
+__all__ = ["NUMBA_MIN", "fits", "layer_norm_backward", "layer_norm_forward"]
 
 # Elements from which float32 layer norm runs compiled (None: never); the first such call
 # imports Numba (~0.3 s) and compiles or loads the kernels.

@@ -9,8 +9,8 @@ their own cotangents are honoured, so second derivatives come out right.
 import math
 
 from .. import backend
-from .arith import where
 from . import layer_norm_kernels
+from .arith import where
 from .batch_norm_kernels import batch_norm_backward, batch_norm_forward
 from .broadcast import sum_to, zeros_like, zeros_of
 from .core import KEEP, primitive
