@@ -17,7 +17,24 @@ _rng = _np.random.default_rng()
 
 
 def scatter_add(target, index, values):
-    """``target[index] += values`` with repeated indices accumulated (not overwritten)."""
+    """``target[index] += values`` with repeated indices accumulated (not overwritten).
+
+    ``np.add.at`` with an index that picks whole rows (``index`` is ``(rows,)``, as in an
+    embedding's backward) goes row by row through its slow general path: the embedding
+    backward of a tiny nanoGPT cost more than the model's matrix products. The same
+    additions on the flattened target, with one flat index per element, take NumPy's
+    fast one-dimensional path (1.5-2.5x faster), in the same order, so the sums are the
+    same bits."""
+    rows = index[0] if type(index) is tuple and len(index) == 1 else index
+    if (isinstance(rows, _np.ndarray) and rows.dtype.kind in "iu" and rows.size > 1 and target.ndim >= 2
+            and target.flags.c_contiguous and isinstance(values, _np.ndarray)
+            and values.shape == rows.shape + target.shape[1:]):
+        rows = rows.reshape(-1)
+        if 0 <= rows.min() and rows.max() < target.shape[0]:  # (else add.at: negatives, errors)
+            width = target.size // target.shape[0]
+            flat = (rows[:, None] * width + _np.arange(width)).reshape(-1)
+            _np.add.at(target.reshape(-1), flat, values.reshape(-1))
+            return
     _np.add.at(target, index, values)
 
 

@@ -10,6 +10,8 @@ the rule of their function.
 """
 import math
 
+from .. import backend
+from . import gelu_kernels
 from .arith import clamp, where
 from .core import FLOAT, KEEP, Primitive, primitive
 from .reduce import sum as _sum
@@ -260,6 +262,9 @@ celu_ = _twin(celu, "celu_", "CeluBackward1", celu_result_vjp)
 
 @primitive("GeluBackward0", dtypes=FLOAT, diagonal=True)
 def gelu(xp, x, *, approximate="none"):
+    out = gelu_kernels.gelu_forward(xp, x, approximate)
+    if out is not None:
+        return out
     if approximate == "tanh":
         c = xp.clip(x, -1e4, 1e4)  # tanh is saturated long before; keeps x**3 finite
         return 0.5 * x * (1 + xp.tanh(_GELU_BETA * (c + _GELU_KAPPA * c * c * c)))
@@ -268,6 +273,10 @@ def gelu(xp, x, *, approximate="none"):
 
 @gelu.vjp("x", uses="x")
 def gelu_vjp(g, out, x, *, approximate="none"):
+    if isinstance(x, backend.ARRAY_TYPES):  # a first-order backward (plain arrays): the kernel's
+        dx = gelu_kernels.gelu_backward(backend.namespace_of(x), g, x, approximate)
+        if dx is not None:
+            return dx
     if approximate == "tanh":
         # as in the kernel, x clipped where tanh has saturated (1 - t^2 == 0): x^3 would
         # overflow from |x| ~ 1e13 on in float32 and give inf * 0 = nan
@@ -291,6 +300,15 @@ def _along(xp, x, dim, log):
         return xp.zeros_like(x)
     m = xp.amax(x, axis=dim, keepdims=True)
     ok = xp.isfinite(m)
+    if ok.all():  # (no inf or nan: the arrays made here are written in place)
+        shifted = x - m
+        e = xp.exp(shifted)
+        s = _sum_along(xp, e, dim)
+        if log:
+            shifted -= xp.log(s, out=s)
+            return shifted
+        e /= s
+        return e
     shifted = x - xp.where(ok, m, 0)
     e = xp.exp(shifted)
     s = xp.sum(e, axis=dim, keepdims=True)
@@ -299,6 +317,16 @@ def _along(xp, x, dim, log):
     else:
         r = e / xp.where(ok, s, 1)
     return r if ok.all() else xp.where(ok, r, xp.nan)
+
+
+def _sum_along(xp, e, dim):
+    """``e.sum(dim, keepdims=True)``; along the last dim of a float CPU array, as a product
+    with a vector of ones (BLAS), 3-4x faster than NumPy's sum over rows as short as a
+    vocabulary of characters."""
+    if (dim in (-1, e.ndim - 1) and e.ndim >= 2 and xp.name == "cpu" and e.dtype.char in "fd"
+            and e.flags.c_contiguous):
+        return (e @ xp.ones(e.shape[-1], dtype=e.dtype))[..., None]
+    return xp.sum(e, axis=dim, keepdims=True)
 
 
 def _dims(v, dim):
@@ -326,6 +354,12 @@ def log_softmax(xp, x, *, dim):
 
 @log_softmax.vjp("x", uses="out")
 def log_softmax_vjp(g, out, x, *, dim):
+    if (isinstance(out, backend.ARRAY_TYPES) and isinstance(g, backend.ARRAY_TYPES) and out.ndim
+            and g.dtype == out.dtype):
+        xp = backend.namespace_of(out)  # (a first-order backward: the composite's steps,
+        e = xp.exp(out)                  # in place into exp(out); the same roundings)
+        e *= _sum(g, dim=_dims(out, dim), keepdim=True)
+        return xp.subtract(g, e, out=e)
     return g - exp(out) * _sum(g, dim=_dims(out, dim), keepdim=True)
 
 

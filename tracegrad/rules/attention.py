@@ -15,9 +15,11 @@ broadcast against the scores; it is differentiable, as PyTorch's float ``attn_ma
 """
 import functools
 
+from .. import backend
 from ..backend import (
     cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
 )
+from . import attention_blocks
 from .broadcast import sum_to, unbroadcast
 from .core import KEEP, primitive
 from .linalg import _mT, matmul
@@ -27,57 +29,92 @@ __all__ = ["attention"]
 
 
 @functools.lru_cache(maxsize=64)
-def _causal_bias(xp, L, S, dtype):
-    """0 where key j <= query i, -inf above the diagonal; shared across calls (only ever
-    read: it is added to the scores)."""
-    return xp.triu(xp.full((L, S), -xp.inf, dtype=dtype), 1)
+def _causal_bias_keys_first(xp, S, L, dtype):
+    """The causal mask in the kernel's (keys, queries) layout: 0 where key j <= query i,
+    -inf below the diagonal; shared across calls (only ever read: it is added)."""
+    return xp.tril(xp.full((S, L), -xp.inf, dtype=dtype), -1)
 
 
-def _safe_softmax_(xp, s):
-    """Softmax over the last dim of ``s``, in place; rows of -inf give zeros."""
-    if s.shape[-1] == 0:
-        return s
-    m = s.max(axis=-1, keepdims=True)
+def _safe_softmax_over_keys_(xp, st):
+    """Softmax over dim -2 (the keys) of ``st``, in place; columns of -inf give zeros.
+
+    The scores are kept as (..., keys, queries), the transpose of PyTorch's layout: a
+    reduction over dim -2 adds or compares whole contiguous rows (NumPy vectorises it),
+    where one over the last dim walks rows as short as the sequence (~7x slower for 64
+    keys), and the per-query max and sum broadcast along rows."""
+    if st.shape[-2] == 0:
+        return st
+    m = st.max(axis=-2, keepdims=True)
     if not xp.isfinite(m).all():
         m = xp.where(m == -xp.inf, 0, m)
-    s -= m
-    xp.exp(s, out=s)
-    z = s.sum(axis=-1, keepdims=True)
+    st -= m
+    xp.exp(st, out=st)
+    z = st.sum(axis=-2, keepdims=True)
     z[z == 0] = 1
-    s /= z
-    return s
+    st /= z
+    return st
 
 
 @primitive("ScaledDotProductFlashAttentionForCpuBackward0", dtypes=KEEP, nout=2,
            result_names=("output", "attn_weight"), saved_outputs=(1,), saved_names=("query", "key", "value", "attn_mask"))
 def attention(xp, q, k, v, bias, *, scale, causal=False):
-    if q.shape[-1] < k.shape[-2]:  # scale the smaller of q (L, E) and the scores (L, S)
-        s = xp.matmul(q * scale, xp.swapaxes(k, -1, -2))
+    blocks = causal and bias is None and attention_blocks.query_blocks(q.shape[-2], k.shape[-2])
+    if blocks:
+        mask = _causal_bias_keys_first(xp, k.shape[-2], q.shape[-2], xp.result_type(q, k, v))
+        return attention_blocks.forward(xp, q, k, v, scale, blocks, mask, _safe_softmax_over_keys_)
+    if q.shape[-1] < k.shape[-2]:  # scale the smaller of q (L, E) and the scores (S, L)
+        st = xp.matmul(k, xp.swapaxes(q * scale, -1, -2))
     else:
-        s = xp.matmul(q, xp.swapaxes(k, -1, -2))
-        s *= scale
+        st = xp.matmul(k, xp.swapaxes(q, -1, -2))
+        st *= scale
     if causal:
-        s += _causal_bias(xp, s.shape[-2], s.shape[-1], s.dtype)
+        st += _causal_bias_keys_first(xp, st.shape[-2], st.shape[-1], st.dtype)
     if bias is not None:
-        s = s + bias if host.broadcast_shapes(s.shape, bias.shape) != s.shape else xp.add(s, bias, out=s)
-    p = _safe_softmax_(xp, s)
+        bt = xp.swapaxes(bias, -1, -2) if bias.ndim >= 2 else xp.reshape(bias, bias.shape + (1,) * bias.ndim)
+        st = st + bt if host.broadcast_shapes(st.shape, bt.shape) != st.shape else xp.add(st, bt, out=st)
+    pt = _safe_softmax_over_keys_(xp, st)
+    p = xp.swapaxes(pt, -1, -2)  # (the weights in PyTorch's (L, S) layout, a view)
     return xp.matmul(p, v), p
 
 
-def _score_grad(g, out, v):
-    """d loss / d scores (before the softmax), from the cotangents of O and P."""
-    p = out[1]
-    dp = matmul(g[0], _mT(v)) + g[1]
-    return p * (dp - sum(dp * p, dim=(-1,), keepdim=True))
+def _backward_arrays(xp, g, p, q, k, v, bias, scale):
+    """The vjp on plain arrays (a first-order backward), in the forward's (keys, queries)
+    layout: every product reads or writes that layout directly (BLAS takes the
+    transposes) and the per-query sum over the keys is over dim -2. The same steps as
+    :func:`_backward_composite`, written in place: the two give the same values bit for
+    bit, so a compiled module's gradients equal the eager ones."""
+    pt = xp.swapaxes(p, -1, -2)
+    dst = xp.matmul(v, xp.swapaxes(g[0], -1, -2))  # dP^T
+    if g[1] is not None and g[1].any():  # (P's cotangent is nearly always zeros, and this
+        dst += xp.swapaxes(g[1], -1, -2)  # add reads it across its rows: 30x a read of it)
+    dst *= pt
+    dst -= pt * sum(dst, dim=(-2,), keepdim=True)  # dS^T = P^T * dP^T - P^T * sum(P^T * dP^T)
+    dv = xp.matmul(pt, g[0])
+    dq = xp.matmul(xp.swapaxes(dst, -1, -2), k)
+    dq *= scale
+    dk = xp.matmul(dst, q)
+    dk *= scale
+    return (unbroadcast(dq, q), unbroadcast(dk, k), unbroadcast(dv, v),
+            None if bias is None else sum_to(xp.swapaxes(dst, -1, -2), shape=bias.shape))
+
+
+def _backward_composite(g, p, q, k, v, bias, scale):
+    """The vjp written with primitives (Tensors under ``create_graph=True``, tracers)."""
+    pt = _mT(p)
+    dst = matmul(v, _mT(g[0])) + _mT(g[1])
+    dst = dst * pt
+    dst = dst - pt * sum(dst, dim=(-2,), keepdim=True)
+    return (unbroadcast(matmul(_mT(dst), k) * scale, q), unbroadcast(matmul(dst, q) * scale, k),
+            unbroadcast(matmul(pt, g[0]), v), None if bias is None else sum_to(_mT(dst), shape=bias.shape))
 
 
 @attention.vjp_all(uses="q k v bias out")
 def attention_vjp(g, out, q, k, v, bias, *, scale, causal=False):
-    ds = _score_grad(g, out, v)
-    dv = unbroadcast(matmul(_mT(out[1]), g[0]), v)
-    dq = unbroadcast(matmul(ds, k), q) * scale
-    dk = unbroadcast(matmul(_mT(ds), q), k) * scale
-    return dq, dk, dv, (None if bias is None else sum_to(ds, shape=bias.shape))
+    arrays = backend.ARRAY_TYPES
+    if (isinstance(q, arrays) and isinstance(k, arrays) and isinstance(v, arrays) and isinstance(g[0], arrays)
+            and (g[1] is None or isinstance(g[1], arrays)) and (bias is None or isinstance(bias, arrays))):
+        return _backward_arrays(backend.namespace_of(q), g, out[1], q, k, v, bias, scale)
+    return _backward_composite(g, out[1], q, k, v, bias, scale)
 
 
 @attention.jvp_all

@@ -124,11 +124,19 @@ def index_put(xp, x, values, *indices, index, accumulate=False):
 def index_put_into(xp, dst, values, *indices, index, accumulate=False):
     where = fill_index(index, indices)
     if accumulate:
-        xp.scatter_add(dst, where, xp.broadcast_to(values, dst[where].shape))
+        xp.scatter_add(dst, where, xp.broadcast_to(values, _picked_shape(dst, where)))
     elif indices and getattr(xp, "name", "cpu") != "cpu":
         _write_last_wins(xp, dst, where, values)
     else:
         dst[where] = values  # (NumPy assigns in order: the last of repeated positions stays)
+
+
+def _picked_shape(dst, where):
+    """The shape of ``dst[where]``, without gathering it when ``where`` is one integer
+    array picking along dim 0 (an embedding's backward)."""
+    if len(where) == 1 and getattr(where[0], "dtype", None) is not None and where[0].dtype.kind in "iu":
+        return tuple(where[0].shape) + tuple(dst.shape[1:])
+    return dst[where].shape
 
 
 def _write_last_wins(xp, dst, where, values):

@@ -212,21 +212,29 @@ def matmul_jvp_y(t, out, x, y):
 
 # -- addmm, baddbmm: beta * input + alpha * (x @ y) ----------------------------------------------
 
-def _fused(input, x, y, beta, alpha):
+def _fused(xp, input, x, y, beta, alpha):
+    """``beta * input + alpha * (x @ y)``: the bias (a Linear layer's) is added into the
+    product's fresh array where the sum keeps its shape and dtype -- one pass, no
+    temporary, as BLAS's ``beta`` would."""
     p = _scaled(x @ y, alpha)
     if beta == 0:  # PyTorch ignores input then (NaN in it does not propagate)
         return p
-    return p + _scaled(input, beta)
+    c = _scaled(input, beta)
+    if (type(p) is xp.ndarray and p.flags.owndata and getattr(c, "dtype", None) == p.dtype
+            and c.ndim <= p.ndim and all(s in (1, n) for s, n in zip(c.shape[::-1], p.shape[::-1]))):
+        p += c
+        return p
+    return p + c
 
 
 @primitive("AddmmBackward0", saved_names=("self", "mat1", "mat2"), complex=True)
 def addmm(xp, input, x, y, *, beta=1, alpha=1):
-    return _fused(input, x, y, beta, alpha)
+    return _fused(xp, input, x, y, beta, alpha)
 
 
 @primitive("BaddbmmBackward0", saved_names=("self", "batch1", "batch2"), complex=True)
 def baddbmm(xp, input, x, y, *, beta=1, alpha=1):
-    return _fused(input, x, y, beta, alpha)
+    return _fused(xp, input, x, y, beta, alpha)
 
 
 def fused_vjp_input(g, out, input, x, y, *, beta=1, alpha=1):

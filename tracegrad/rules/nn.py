@@ -9,6 +9,7 @@ their own cotangents are honoured, so second derivatives come out right.
 import math
 
 from .. import backend
+from . import layer_norm_kernels
 from .arith import where
 from .batch_norm_kernels import batch_norm_backward, batch_norm_forward
 from .broadcast import sum_to, zeros_like, zeros_of
@@ -237,12 +238,23 @@ def _ln_axes(x, normalized_ndim):
            saved_view=lambda params: {"normalized_shape": params["normalized_shape"]})
 def layer_norm(xp, x, weight, bias, *, normalized_shape, eps):
     """(output, mean, invstd); the statistics keep the normalised dims as size 1."""
+    if layer_norm_kernels.fits(xp, x, weight, bias):
+        nd = len(normalized_shape)
+        done = layer_norm_kernels.layer_norm_forward(
+            xp, x, weight, bias, eps, math.prod(x.shape[x.ndim - nd:]), x.shape[:x.ndim - nd] + (1,) * nd)
+        if done is not None:
+            return done
     centered, mean, invstd = _moments(xp, x, _ln_axes(x, len(normalized_shape)), eps)
     return _affine(xp, centered, invstd, weight, bias), mean, invstd
 
 
 @layer_norm.vjp_all(uses="x weight out")
 def layer_norm_vjp(g, out, x, weight, bias, *, normalized_shape, eps):
+    if _raw(g[0], g[1], g[2], x, weight, out[1], out[2]) and layer_norm_kernels.fits(
+            backend.namespace_of(x), x, g[0], weight, out[1], out[2], g[1], g[2]):
+        return layer_norm_kernels.layer_norm_backward(
+            backend.namespace_of(x), g[0], g[1], g[2], x, weight, out[1], out[2],
+            _ln_axes(x, len(normalized_shape)), None if bias is None else tuple(bias.shape))
     dx, dw, _ = _normalized_grads(g[0], g[1], g[2], x, weight, out[1], out[2],
                                   _ln_axes(x, len(normalized_shape)), per_feature=False)
     return dx, dw, (None if bias is None else sum_to(g[0], shape=bias.shape))
@@ -332,6 +344,13 @@ def embedding(xp, weight, indices, *, padding_idx=-1):
 
 @embedding.vjp("weight", uses="indices")
 def embedding_vjp(g, out, weight, indices, *, padding_idx=-1):
+    if _raw(g, indices) and g.ndim:  # first order: the rows summed into zeros, no copy of them
+        xp = backend.namespace_of(g)
+        dw = xp.zeros(tuple(weight.shape), dtype=g.dtype)
+        xp.scatter_add(dw, (indices,), g)
+        if padding_idx >= 0:
+            dw[padding_idx] = 0
+        return dw
     if padding_idx >= 0:
         g = where(reshape(indices != padding_idx, shape=tuple(indices.shape) + (1,)), g, 0.0)
     return index_put(zeros_of(g, shape=weight.shape), g, indices, index=(ARRAY,), accumulate=True)
