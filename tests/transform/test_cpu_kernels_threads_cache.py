@@ -228,3 +228,15 @@ def test_a_hot_tape_with_kernels_keeps_its_line_numbers(monkeypatch, chunk):
         tb = tb.tb_next
     assert tb.tb_frame.f_code.co_filename == filename
     assert "raise GuardFailed" in lines[tb.tb_lineno - 1]
+
+
+def test_two_kernels_of_one_module_are_told_apart(tmp_path, monkeypatch):
+    # load_kernel once keyed what it loaded by the module's text alone: asking for a
+    # second function of the same module gave the first one
+    pytest.importorskip("numba")
+    monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
+    source = ("import numba\n\n\n@numba.njit(cache=True)\ndef twice(x):\n    return 2 * x\n\n\n"
+              "@numba.njit(cache=True)\ndef thrice(x):\n    return 3 * x\n")
+    assert jit.load_kernel(source, "twice")(5.0) == 10.0
+    assert jit.load_kernel(source, "thrice")(5.0) == 15.0
+    assert jit.load_kernel(source, "twice")(1.0) == 2.0

@@ -66,7 +66,7 @@ MAX_KERNEL_LINES = 1500
 KERNEL_NUMPY = "from tracegrad.transform import kernel_numpy as np"
 
 _STATE = {}          # "numba": the module, or False where it cannot be imported
-_LOADED = {}         # source hash -> the kernel (a Numba dispatcher)
+_LOADED = {}         # (source hash, name) -> the kernel (a Numba dispatcher)
 _LOCK = threading.Lock()
 
 
@@ -86,6 +86,8 @@ def forget():
     """Forget whether Numba was found and the kernels loaded (tests simulate its absence)."""
     _STATE.clear()
     _LOADED.clear()
+    for name in [n for n in sys.modules if n.startswith("tracegrad_kernels.")]:
+        del sys.modules[name]
 
 
 def cache_dir():
@@ -145,13 +147,13 @@ def load_kernel(source, name):
     ``name + PARALLEL_SUFFIX``. The module is a file named after the hash of its text and
     of :mod:`.kernel_numpy`'s (written once)."""
     digest = hashlib.sha256(source.encode() + _kernel_numpy_text()).hexdigest()[:20]
-    kernel = _LOADED.get(digest)
+    kernel = _LOADED.get((digest, name))
     if kernel is not None:
         return kernel
     with _LOCK:
-        kernel = _LOADED.get(digest)
+        kernel = _LOADED.get((digest, name))
         if kernel is None:
-            kernel = _LOADED[digest] = _load(source, name, digest)
+            kernel = _LOADED[digest, name] = _load(source, name, digest)
     return kernel
 
 
@@ -171,10 +173,12 @@ def _load(source, name, digest):
     if not os.path.exists(path):
         _write(path, source.encode())
     module_name = f"tracegrad_kernels.k_{digest}"
-    module = types.ModuleType(module_name)
-    module.__file__ = path  # (Numba's cache sits beside the file its functions come from)
-    sys.modules[module_name] = module  # (and looks the module up by name)
-    exec(_module_code(source, path), module.__dict__)
+    module = sys.modules.get(module_name)
+    if module is None:  # (another kernel of the same module may have loaded it)
+        module = types.ModuleType(module_name)
+        module.__file__ = path  # (Numba's cache sits beside the file its functions come from)
+        sys.modules[module_name] = module  # (and looks the module up by name)
+        exec(_module_code(source, path), module.__dict__)
     kernel = getattr(module, name)
     twin = getattr(module, name + PARALLEL_SUFFIX, None)
     return kernel if twin is None else Threaded(kernel, twin, _STATE["numba"])
