@@ -6,16 +6,19 @@ and -- when grad mode is on and a differentiable operand requires grad -- record
 :func:`apply_inplace` runs a primitive into its first operand's storage and rebases that
 tensor's history onto the new node (through ``CopySlices`` when it is a view).
 """
+import math
 import weakref
+
+import numpy as np
 
 from .. import backend
 from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, KEEP, register_handler
 from . import grad_mode
-from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, meta, node_class
+from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, Meta, meta, node_class
 from .shapes import broadcast_shapes, expand_shape
 from .tensor import PLAIN_SUBCLASSES as _PLAIN, Tensor, mark_inference, wrap
-from .saved_hooks import Packed, pack_hooks
+from .saved_hooks import _active as _PACKING, Packed, pack_hooks
 from .views import rebase_history, refresh_stale_view
 from .inplace_checks import check_inplace, forward_name
 from . import forward as _forward
@@ -30,6 +33,7 @@ _KIND_RANK = _dt.KIND_CATEGORY
 _NUMBER_RANK = _dt.NUMBER_CATEGORY
 _NO_PARAMS = {}
 _NS_BY_TYPE = backend._NS_BY_TYPE
+_ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
 _INFERENCE_SAVE = (
     "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
     "inference mode in computation tracked by autograd. To work around this, you can make a "
@@ -124,8 +128,9 @@ def eager_unary(prim):
         out = impl(_NS_BY_TYPE[type(data)], data)
         mode = _state.mode
         if mode == _GRAD and x._requires_grad:
-            node = _record_fast(prim, x, _ABSENT, 1) if recordable else _record(prim, (x,), _NO_PARAMS, 1)
-            return _result(out, node)
+            if recordable:
+                return _tracked(prim, out, x, _ABSENT, 1)
+            return _result(out, _record(prim, (x,), _NO_PARAMS, 1))
         return _untracked(out, mode)
     op.__name__ = prim.name
     _FAST[prim, 1] = op
@@ -141,6 +146,7 @@ def eager_binary(prim):
         return fn
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
+    scalar = prim.scalar  # its kernel is its operator: a number may come as a 0-d array
 
     def op(a, b, *, _observed=False):
         if observer is not None and not _observed:
@@ -161,11 +167,16 @@ def eager_binary(prim):
                 refresh_stale_view(b)
             rmask = a._requires_grad | (b._requires_grad << 1)
         elif tb is float or tb is int:
-            kind = ad.dtype.kind
+            dtype = ad.dtype
+            kind = dtype.kind
             if kind == "b" or (tb is float and kind not in "fc") or (
-                    kind in "iu" and not _dt.fits(b, ad.dtype)):
+                    kind in "iu" and not _dt.fits(b, dtype)):
                 return apply(prim, (a, b), _NO_PARAMS)
             bd = b
+            if scalar and kind in "fc" and type(ad) is _NDARRAY:
+                bd = _CONSTANTS.get((b, dtype))
+                if bd is None:
+                    bd = _constant_of(b, dtype)
             rmask = a._requires_grad
         elif isinstance(b, Tensor) or type(b) in _NUMBER_RANK or hasattr(b, "__array_interface__"):
             return apply(prim, (a, b), _NO_PARAMS)
@@ -179,8 +190,9 @@ def eager_binary(prim):
             raise _kernel_error(e, (ad, bd)) from None
         mode = _state.mode
         if rmask and mode == _GRAD:
-            node = _record_fast(prim, a, b, rmask) if recordable else _record(prim, (a, b), _NO_PARAMS, rmask)
-            return _result(out, node)
+            if recordable:
+                return _tracked(prim, out, a, b, rmask)
+            return _result(out, _record(prim, (a, b), _NO_PARAMS, rmask))
         return _untracked(out, mode)
     op.__name__ = prim.name
     _FAST[prim, 2] = op
@@ -188,7 +200,8 @@ def eager_binary(prim):
 
 
 _FAST = {}
-_ABSENT = object()  # marks "no second operand" for _record_fast
+_ABSENT = object()  # marks "no second operand" for _tracked
+_NDARRAY = np.ndarray
 
 # A profiler, while one is active (see autograd/profiler.py): it times each operation by
 # calling it back with _observed=True. None costs one test per operation.
@@ -199,6 +212,38 @@ observer = None
 # NotImplemented for any other. None costs one test per operation.
 batching = None
 batching_inplace = None
+
+
+# -- Python numbers as 0-d arrays --------------------------------------------------------------
+# NumPy spends about as long converting a Python number operand (``x * 1.01``) as on the
+# whole operation on a small array; a 0-d array of the array's own dtype gives the same
+# result (NEP 50: the number is cast to that dtype first) at the cost of an array operand.
+# So the fast path keeps one such array per (dtype, value) it meets, for the ``scalar``
+# rules (whose kernel is exactly their operator) on float and complex CPU arrays. Zero is
+# never kept (0.0 and -0.0 are one key), nor NaN (no key finds it) nor a value the dtype
+# cannot hold; each dtype's table is bounded.
+
+_CONSTANTS = {}
+_CONSTANTS_KEPT = 1024
+
+
+def _constant_of(b, dtype):
+    """``b`` as a 0-d array of ``dtype``, kept for the next time when it may be; ``b``
+    itself when it may not."""
+    if not b or b != b or not dtype.isnative:
+        return b
+    try:
+        with np.errstate(over="ignore"):
+            c = np.asarray(b, dtype=dtype)
+    except OverflowError:  # (an int beyond any float: the kernel raises NumPy's error itself)
+        return b
+    if not np.isfinite(c) and not (type(b) is float and math.isinf(b)):  # (the dtype cannot
+        return b  # hold it: NumPy warns at each operation)
+    if len(_CONSTANTS) >= _CONSTANTS_KEPT:
+        _CONSTANTS.clear()
+    c.flags.writeable = False
+    _CONSTANTS[b, dtype] = c
+    return c
 
 
 def _untracked(out, mode):
@@ -409,9 +454,10 @@ def _record(prim, args, params, rmask, node_args=None):
     return _new_node(prim, args, params, tuple(edges), stored, vers, save_idx or save_out, save_out, pos)
 
 
-def _record_fast(prim, a, b, rmask):
-    """``_record`` for the fast paths: operand ``a`` a Tensor, ``b`` a Tensor, a number or
-    ``_ABSENT``, no params, every operand position differentiable."""
+def _tracked(prim, out, a, b, rmask):
+    """The result Tensor of a fast-path op whose operand requires grad, with its node:
+    ``_record`` and ``_result`` in one call, for operand ``a`` a Tensor, ``b`` a Tensor, a
+    number or ``_ABSENT``, no params, every operand position differentiable."""
     nargs = 1 if b is _ABSENT else 2
     save_idx, save_out = prim._plans.get(nargs | rmask << 16) or prim.save_plan(rmask, nargs)
     fn = a._grad_fn
@@ -421,27 +467,62 @@ def _record_fast(prim, a, b, rmask):
         vers = [None, None]
         sa, vers[0] = _save_operand(a)
     else:
-        sa = meta(a._data.shape, a._data.strides, a._data.dtype)
+        sa = _meta_of(a._data)
     if nargs == 1:
         if ea[0] is None:
-            return None
-        return _new_node(prim, (a,), _NO_PARAMS, (ea,), [sa], vers, save_idx or save_out, save_out, _POS0)
-    if type(b) is Tensor or type(b) in _PLAIN:
-        eb = edge_of(b)
-        edges, pos = (ea, eb), _POS01
-        if 1 in save_idx:
-            if vers is None:
-                vers = [None, None]
-            sb, vers[1] = _save_operand(b)
-        else:
-            sb = meta(b._data.shape, b._data.strides, b._data.dtype)
+            return wrap(out)
+        args, edges, stored, pos = (a,), (ea,), [sa], _POS0
     else:
-        eb = _NO_EDGE
-        edges, pos = ((ea, eb), _POS01) if prim.number_edges else ((ea,), _POS0)
-        sb = b
-    if ea[0] is None and eb[0] is None:
-        return None
-    return _new_node(prim, (a, b), _NO_PARAMS, edges, [sa, sb], vers, save_idx or save_out, save_out, pos)
+        args = (a, b)
+        if type(b) is Tensor or type(b) in _PLAIN:
+            eb = edge_of(b)
+            edges, pos = (ea, eb), _POS01
+            if 1 in save_idx:
+                if vers is None:
+                    vers = [None, None]
+                sb, vers[1] = _save_operand(b)
+            else:
+                sb = _meta_of(b._data)
+        else:
+            eb = _NO_EDGE
+            edges, pos = ((ea, eb), _POS01) if prim.number_edges else ((ea,), _POS0)
+            sb = b
+        if ea[0] is None and eb[0] is None:
+            return wrap(out)
+        stored = [sa, sb]
+    node = _new_node(prim, args, _NO_PARAMS, edges, stored, vers, save_idx or save_out, save_out, pos)
+    # the result: wrap(out, True, node, 0), inline
+    if type(out) not in _ARRAY_TYPES:
+        out = backend.namespace_of(out).asarray(out)
+    t = _alloc(Tensor)
+    t._data = out
+    t._requires_grad = True
+    t._grad_fn = node
+    t._output_nr = 0
+    t._grad = None
+    t._base = None
+    t._view = None
+    t._acc = None
+    t._extra = None
+    if save_out:
+        if _PACKING[0]:
+            t._vc = None
+            save_result(node, t)
+        else:  # save_result's common case, inline
+            vc = t._vc = [0]
+            node._out = (out, vc, 0)
+    else:
+        t._vc = None
+    return t
+
+
+def _meta_of(data):
+    """What a node keeps of an operand it does not save: its shape, strides and dtype."""
+    m = _alloc(Meta)
+    m.shape = data.shape
+    m.strides = data.strides
+    m.dtype = data.dtype
+    return m
 
 
 def _save_operand(t):
@@ -449,9 +530,10 @@ def _save_operand(t):
     tensor and its version, or -- under saved-tensor hooks -- its packed form and -1."""
     if t._extra is not None and t._extra.get("inference"):
         raise RuntimeError(_INFERENCE_SAVE)
-    hooks = pack_hooks()
-    if hooks is not None:
-        return Packed(t, hooks), PACKED
+    if _PACKING[0]:
+        hooks = pack_hooks()
+        if hooks is not None:
+            return Packed(t, hooks), PACKED
     return t, (t._vc[0] if t._vc is not None else 0)
 
 
