@@ -114,6 +114,7 @@ def eager_unary(prim):
         return fn
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(1) == (0,)
+    ufunc = _exact_ufunc(prim)
 
     def op(x, *, _observed=False):
         if observer is not None and not _observed:
@@ -123,9 +124,15 @@ def eager_unary(prim):
         data = x._data
         if x._view is not None:
             refresh_stale_view(x)
-        if float_only and data.dtype.kind not in "fc" or _DUAL[0]:
-            return apply(prim, (x,), _NO_PARAMS)
-        out = impl(_NS_BY_TYPE[type(data)], data)
+        if ufunc is not None:
+            kind = data.dtype.kind
+            if float_only and kind not in "fc" or _DUAL[0]:
+                return apply(prim, (x,), _NO_PARAMS)
+            out = ufunc(data) if kind == "f" and type(data) is _NDARRAY else impl(_NS_BY_TYPE[type(data)], data)
+        else:
+            if float_only and data.dtype.kind not in "fc" or _DUAL[0]:
+                return apply(prim, (x,), _NO_PARAMS)
+            out = impl(_NS_BY_TYPE[type(data)], data)
         mode = _state.mode
         if mode == _GRAD and x._requires_grad:
             if recordable:
@@ -147,6 +154,7 @@ def eager_binary(prim):
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
     scalar = prim.scalar  # its kernel is its operator: a number may come as a 0-d array
+    ufunc = _exact_ufunc(prim)
 
     def op(a, b, *, _observed=False):
         if observer is not None and not _observed:
@@ -159,15 +167,16 @@ def eager_binary(prim):
         tb = type(b)
         if a._view is not None:
             refresh_stale_view(a)
+        dtype = ad.dtype
         if tb is Tensor or tb in _PLAIN:
             bd = b._data
-            if bd.dtype != ad.dtype or type(bd) is not type(ad):  # (or on another device)
+            if bd.dtype != dtype or type(bd) is not type(ad):  # (or on another device)
                 return apply(prim, (a, b), _NO_PARAMS)
             if b._view is not None:
                 refresh_stale_view(b)
             rmask = a._requires_grad | (b._requires_grad << 1)
+            kind = dtype.kind
         elif tb is float or tb is int:
-            dtype = ad.dtype
             kind = dtype.kind
             if kind == "b" or (tb is float and kind not in "fc") or (
                     kind in "iu" and not _dt.fits(b, dtype)):
@@ -182,10 +191,13 @@ def eager_binary(prim):
             return apply(prim, (a, b), _NO_PARAMS)
         else:
             return NotImplemented
-        if float_only and ad.dtype.kind not in "fc" or _DUAL[0]:
+        if float_only and kind not in "fc" or _DUAL[0]:
             return apply(prim, (a, b), _NO_PARAMS)
         try:
-            out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
+            if ufunc is not None and kind == "f" and type(ad) is _NDARRAY:
+                out = ufunc(ad, bd)
+            else:
+                out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
         except ValueError as e:
             raise _kernel_error(e, (ad, bd)) from None
         mode = _state.mode
@@ -197,6 +209,12 @@ def eager_binary(prim):
     op.__name__ = prim.name
     _FAST[prim, 2] = op
     return op
+
+
+def _exact_ufunc(prim):
+    """NumPy's ufunc for a rule whose kernel is, on real float operands, exactly that ufunc
+    (the table's ``scalar`` rules): the fast paths call it without the kernel's frame."""
+    return getattr(np, prim.ufunc, None) if prim.scalar and prim.ufunc else None
 
 
 _FAST = {}
@@ -466,8 +484,12 @@ def _tracked(prim, out, a, b, rmask):
     if 0 in save_idx:
         vers = [None, None]
         sa, vers[0] = _save_operand(a)
-    else:
-        sa = _meta_of(a._data)
+    else:  # _meta_of(a._data), inline
+        ad = a._data
+        sa = _alloc(Meta)
+        sa.shape = ad.shape
+        sa.strides = ad.strides
+        sa.dtype = ad.dtype
     if nargs == 1:
         if ea[0] is None:
             return wrap(out)
@@ -490,7 +512,20 @@ def _tracked(prim, out, a, b, rmask):
         if ea[0] is None and eb[0] is None:
             return wrap(out)
         stored = [sa, sb]
-    node = _new_node(prim, args, _NO_PARAMS, edges, stored, vers, save_idx or save_out, save_out, pos)
+    # _new_node(prim, args, _NO_PARAMS, edges, stored, vers, ...), inline
+    node = (prim.node_cls or _node_class(prim, args, _NO_PARAMS))()
+    node._next_functions = edges
+    node._extra = None
+    node._args = stored
+    node._vers = vers
+    node._out = True if save_out else None
+    node._params = None
+    node._pos = pos
+    node._saved = SAVED if save_idx or save_out else NOTHING_SAVED
+    node._outs = None
+    if anomaly_enabled:
+        from .anomaly import record_trace
+        record_trace(node)
     # the result: wrap(out, True, node, 0), inline
     if type(out) not in _ARRAY_TYPES:
         out = backend.namespace_of(out).asarray(out)
@@ -541,7 +576,7 @@ anomaly_enabled = False  # set by tracegrad.autograd.detect_anomaly (see runtime
 
 
 def _new_node(prim, args, params, edges, stored, vers, saves, save_out, pos):
-    node = _alloc(prim.node_cls or _node_class(prim, args, params))
+    node = (prim.node_cls or _node_class(prim, args, params))()
     node._next_functions = edges
     node._extra = None
     node._args = stored

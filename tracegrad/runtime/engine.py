@@ -391,8 +391,12 @@ def _count_and_claim(root_nodes):
                 if c is None:
                     deps[nxt] = 1
                     stack.append(nxt)
-                    if nxt._saved != NOTHING_SAVED:
-                        _claim(nxt, claimed)
+                    state = nxt._saved
+                    if state != NOTHING_SAVED:  # (_claim, inline)
+                        if state != SAVED:
+                            _unclaim_and_raise(claimed)
+                        nxt._saved = CLAIMED
+                        claimed.append(nxt)
                 else:
                     deps[nxt] = c + 1
     return deps, claimed

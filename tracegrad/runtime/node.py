@@ -139,8 +139,9 @@ class FunctionNode(Node):
 
     def _release(self):
         """Free saved values after a backward that did not ask to retain the graph."""
-        if self._vers is not None:
-            self._args = tuple(None if v is not None else a for a, v in zip(self._args, self._vers))
+        vers = self._vers
+        if vers is not None:
+            self._args = [None if v is not None else a for a, v in zip(self._args, vers)]
         if self._out is not None:
             self._out = ()
         self._saved = FREED
