@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tracegrad.rules.core import TABLE
-from tracegrad.runtime import dispatch
+from tracegrad.runtime import fastpath
 from tracegrad.runtime.node import FunctionNode, node_class
 
 from ._helpers import tg
@@ -60,10 +60,10 @@ def test_number_cache_keeps_no_zero_nan_or_unrepresentable_value():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             x * number
-        assert all(not (k[0] == number or k[0] != k[0]) or k[1] != np.float16 for k in dispatch._CONSTANTS)
+        assert all(not (k[0] == number or k[0] != k[0]) or k[1] != np.float16 for k in fastpath._CONSTANTS)
     _same((x * -0.0).numpy(), np.array([-0.0, 0.0], np.float16))
     x * 1.5
-    kept = dispatch._CONSTANTS[1.5, np.dtype(np.float16)]
+    kept = fastpath._CONSTANTS[1.5, np.dtype(np.float16)]
     assert kept.ndim == 0 and kept.dtype == np.float16 and not kept.flags.writeable
 
 
@@ -78,12 +78,12 @@ def test_number_operand_is_saved_as_the_number():
 
 
 def test_number_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(dispatch, "_CONSTANTS", {})
-    monkeypatch.setattr(dispatch, "_CONSTANTS_KEPT", 4)
+    monkeypatch.setattr(fastpath, "_CONSTANTS", {})
+    monkeypatch.setattr(fastpath, "_CONSTANTS_KEPT", 4)
     x = tg.tensor([1.0])
     for k in range(1, 20):
         np.testing.assert_array_equal((x * float(k)).numpy(), [float(k)])
-        assert len(dispatch._CONSTANTS) <= 4
+        assert len(fastpath._CONSTANTS) <= 4
 
 
 # -- _saved_<key> as properties -------------------------------------------------------------
@@ -124,7 +124,7 @@ def test_every_saved_view_and_param_key_is_an_attribute():
             assert got == value if not isinstance(value, np.ndarray) else np.array_equal(got, value), (node, key)
             checked += 1
         with pytest.raises(AttributeError, match=f"'{type(node).__name__}' object has no attribute '_saved_nope'"):
-            node._saved_nope
+            _ = node._saved_nope
     assert checked >= 30
 
 
