@@ -157,7 +157,7 @@ _ABSENT = object()  # marks "no second operand" for _tracked
 # So the fast path keeps one such array per (dtype, value) it meets, for the ``scalar``
 # rules (whose kernel is exactly their operator) on float and complex CPU arrays. Zero is
 # never kept (0.0 and -0.0 are one key), nor NaN (no key finds it) nor a value the dtype
-# cannot hold; each dtype's table is bounded.
+# cannot hold; the table is bounded (emptied when full). Nodes keep the number itself.
 
 _CONSTANTS = {}
 _CONSTANTS_KEPT = 1024
