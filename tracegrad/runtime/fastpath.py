@@ -8,8 +8,6 @@ each shortcut here keeps ``apply``'s results, nodes and errors.
 """
 import math
 
-import numpy as np
-
 from .. import backend
 from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, Meta
@@ -30,7 +28,8 @@ _DUAL = _forward.ACTIVE  # true while a forward AD level is open: ops then go th
 _GRAD = grad_mode.GRAD
 _NS_BY_TYPE = backend._NS_BY_TYPE
 _ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
-_NDARRAY = np.ndarray
+_CPU = backend.cpu  # NumPy (only the CPU namespace's arrays take the shortcuts below)
+_NDARRAY = _CPU.ndarray
 _alloc = object.__new__
 _POS0, _POS01 = (0,), (0, 1)
 
@@ -143,7 +142,7 @@ def eager_binary(prim):
 def _exact_ufunc(prim):
     """NumPy's ufunc for a rule whose kernel is, on real float operands, exactly that ufunc
     (the table's ``scalar`` rules): the fast paths call it without the kernel's frame."""
-    return getattr(np, prim.ufunc, None) if prim.scalar and prim.ufunc else None
+    return getattr(_CPU, prim.ufunc, None) if prim.scalar and prim.ufunc else None
 
 
 _FAST = {}
@@ -169,11 +168,11 @@ def _constant_of(b, dtype):
     if not b or (type(b) is float and math.isnan(b)) or not dtype.isnative:
         return b
     try:
-        with np.errstate(over="ignore"):
-            c = np.asarray(b, dtype=dtype)
+        with _CPU.errstate(over="ignore"):
+            c = _CPU.asarray(b, dtype=dtype)
     except OverflowError:  # (an int beyond any float: the kernel raises NumPy's error itself)
         return b
-    if not np.isfinite(c) and not (type(b) is float and math.isinf(b)):  # (the dtype cannot
+    if not _CPU.isfinite(c) and not (type(b) is float and math.isinf(b)):  # (the dtype cannot
         return b  # hold it: NumPy warns at each operation)
     if len(_CONSTANTS) >= _CONSTANTS_KEPT:
         _CONSTANTS.clear()
