@@ -288,7 +288,7 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
         node, grads = ready.pop()
         extra = node._extra
         leaf = type(node) is accumulate_grad
-        if grads is not None:
+        if grads is not None and (leaf or extra is not None or wanted is not None):
             if leaf and grads[0] is not None:
                 var_extra = node.variable._extra
                 if var_extra is not None and var_extra.get("hooks"):  # the hooks may keep what
@@ -309,7 +309,7 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
             continue
         if node in skip:
             continue  # only its gradient was wanted
-        if grads is None or (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
+        if grads is None or (grads[0] is None and (len(grads) == 1 or all(g is None for g in grads))):
             in_grads = None
         else:
             in_grads = node._apply(grads, graph) if apply is None else apply(node, grads, graph)
