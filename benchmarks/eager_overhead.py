@@ -1,13 +1,14 @@
 """Eager-mode overhead, as ratios against hand-written NumPy (and torch / HIPS autograd
 when installed).
 
-  chain: 200 steps of ``x = tanh(x * 1.01 + 0.1)`` on 16 float32 values, forward and
-         backward -- almost pure per-operation overhead;
+  chain: 200 steps of ``x = tanh(x * 1.01 + 0.1)`` on 16 float32 values (``--dtype
+         float64`` for doubles), forward and backward -- almost pure per-operation overhead;
   mlp:   one SGD training step of a 784-512-512-10 ReLU network with softmax
          cross-entropy at batch 256 (float32) -- almost pure array work; tracegrad and
          torch run it with nn.Sequential, F.cross_entropy and optim.SGD.
 
-Run: ``python benchmarks/eager_overhead.py`` (``--quick`` for fewer repeats).
+Run: ``python benchmarks/eager_overhead.py`` (``--quick`` for fewer repeats, ``--dtype
+float64`` for the chain in doubles, ``--chain-only`` to skip the MLP).
 Each figure is the best of several timed rounds, after a warm-up; the contenders run in
 alternating rounds so that the machine's slow spells hit them alike.
 """
@@ -118,6 +119,9 @@ def report(title, rows, unit, scale):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                        help="dtype of the chain (the MLP runs in float32)")
+    parser.add_argument("--chain-only", action="store_true", help="skip the MLP step")
     args = parser.parse_args()
     repeats = 3 if args.quick else 9
     has_torch = importlib.util.find_spec("torch") is not None
@@ -127,15 +131,17 @@ def main():
         torch.set_num_threads(max(1, torch.get_num_threads()))
 
     rng = np.random.default_rng(0)
-    x0 = rng.standard_normal(WIDTH).astype(np.float32)
+    x0 = rng.standard_normal(WIDTH).astype(args.dtype)
     chain = {"numpy (hand-written)": chain_numpy(x0), "tracegrad": chain_eager(tg, x0)}
     if has_autograd:
         chain["autograd (HIPS)"] = chain_autograd(x0.astype(np.float64))
     chain = best_times(chain, repeats, 20)
     if has_torch:
         chain.update(best_times({"torch": chain_eager(torch, x0)}, repeats, 20))
-    report(f"chain: tanh(x*1.01+0.1), {WIDTH} floats, {STEPS} steps, forward+backward",
+    report(f"chain: tanh(x*1.01+0.1), {WIDTH} {args.dtype}, {STEPS} steps, forward+backward",
            chain, "us/step", 1e6 / STEPS)
+    if args.chain_only:
+        return
 
     params = init_params(rng)
     x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)

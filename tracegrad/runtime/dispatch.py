@@ -11,14 +11,16 @@ import weakref
 from .. import backend
 from ..backend import dtypes as _dt
 from ..rules.core import FLOAT, KEEP, register_handler
-from . import grad_mode
-from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, meta, node_class
-from .shapes import broadcast_shapes, expand_shape
-from .tensor import PLAIN_SUBCLASSES as _PLAIN, Tensor, mark_inference, wrap
-from .saved_hooks import Packed, pack_hooks
-from .views import rebase_history, refresh_stale_view
-from .inplace_checks import check_inplace, forward_name
 from . import forward as _forward
+from . import grad_mode
+from .inplace_checks import check_inplace, forward_name
+from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, meta, node_class
+from .saved_hooks import Packed, pack_hooks
+from .saved_hooks import _active as _PACKING
+from .shapes import broadcast_shapes, expand_shape
+from .tensor import PLAIN_SUBCLASSES as _PLAIN
+from .tensor import Tensor, mark_inference, wrap
+from .views import rebase_history, refresh_stale_view
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
 
@@ -101,94 +103,6 @@ def binary(prim, a, b):
         raise TypeError(f"{prim.name}() received an operand of type {type(b).__name__}")
     return r
 
-
-def eager_unary(prim):
-    """The eager fast path of a one-operand rule, made once per rule: a closure, so a
-    Tensor method is this function itself (no further call layers)."""
-    fn = _FAST.get((prim, 1))
-    if fn is not None:
-        return fn
-    impl, float_only = prim.impl, prim.dtypes is FLOAT
-    recordable = prim.differentiable and prim.diff_positions(1) == (0,)
-
-    def op(x, *, _observed=False):
-        if observer is not None and not _observed:
-            return observer.call(prim.name, op, (x,), (x,))
-        if batching is not None:
-            return apply(prim, (x,), _NO_PARAMS, _observed=True)
-        data = x._data
-        if x._view is not None:
-            refresh_stale_view(x)
-        if float_only and data.dtype.kind not in "fc" or _DUAL[0]:
-            return apply(prim, (x,), _NO_PARAMS)
-        out = impl(_NS_BY_TYPE[type(data)], data)
-        mode = _state.mode
-        if mode == _GRAD and x._requires_grad:
-            node = _record_fast(prim, x, _ABSENT, 1) if recordable else _record(prim, (x,), _NO_PARAMS, 1)
-            return _result(out, node)
-        return _untracked(out, mode)
-    op.__name__ = prim.name
-    _FAST[prim, 1] = op
-    return op
-
-
-def eager_binary(prim):
-    """The eager fast path of a two-operand rule: ``a`` a Tensor, ``b`` a Tensor of the same
-    dtype or a Python number; anything else goes through :func:`apply` (and an operand a
-    Tensor cannot take gives NotImplemented, so Python operators raise their TypeError)."""
-    fn = _FAST.get((prim, 2))
-    if fn is not None:
-        return fn
-    impl, float_only = prim.impl, prim.dtypes is FLOAT
-    recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
-
-    def op(a, b, *, _observed=False):
-        if observer is not None and not _observed:
-            return observer.call(prim.name, op, (a, b), (a, b))
-        if batching is not None:
-            r = batching(prim, (a, b), _NO_PARAMS)
-            if r is not NotImplemented:
-                return r
-        ad = a._data
-        tb = type(b)
-        if a._view is not None:
-            refresh_stale_view(a)
-        if tb is Tensor or tb in _PLAIN:
-            bd = b._data
-            if bd.dtype != ad.dtype or type(bd) is not type(ad):  # (or on another device)
-                return apply(prim, (a, b), _NO_PARAMS)
-            if b._view is not None:
-                refresh_stale_view(b)
-            rmask = a._requires_grad | (b._requires_grad << 1)
-        elif tb is float or tb is int:
-            kind = ad.dtype.kind
-            if kind == "b" or (tb is float and kind not in "fc") or (
-                    kind in "iu" and not _dt.fits(b, ad.dtype)):
-                return apply(prim, (a, b), _NO_PARAMS)
-            bd = b
-            rmask = a._requires_grad
-        elif isinstance(b, Tensor) or type(b) in _NUMBER_RANK or hasattr(b, "__array_interface__"):
-            return apply(prim, (a, b), _NO_PARAMS)
-        else:
-            return NotImplemented
-        if float_only and ad.dtype.kind not in "fc" or _DUAL[0]:
-            return apply(prim, (a, b), _NO_PARAMS)
-        try:
-            out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
-        except ValueError as e:
-            raise _kernel_error(e, (ad, bd)) from None
-        mode = _state.mode
-        if rmask and mode == _GRAD:
-            node = _record_fast(prim, a, b, rmask) if recordable else _record(prim, (a, b), _NO_PARAMS, rmask)
-            return _result(out, node)
-        return _untracked(out, mode)
-    op.__name__ = prim.name
-    _FAST[prim, 2] = op
-    return op
-
-
-_FAST = {}
-_ABSENT = object()  # marks "no second operand" for _record_fast
 
 # A profiler, while one is active (see autograd/profiler.py): it times each operation by
 # calling it back with _observed=True. None costs one test per operation.
@@ -409,49 +323,15 @@ def _record(prim, args, params, rmask, node_args=None):
     return _new_node(prim, args, params, tuple(edges), stored, vers, save_idx or save_out, save_out, pos)
 
 
-def _record_fast(prim, a, b, rmask):
-    """``_record`` for the fast paths: operand ``a`` a Tensor, ``b`` a Tensor, a number or
-    ``_ABSENT``, no params, every operand position differentiable."""
-    nargs = 1 if b is _ABSENT else 2
-    save_idx, save_out = prim._plans.get(nargs | rmask << 16) or prim.save_plan(rmask, nargs)
-    fn = a._grad_fn
-    ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
-    vers = None
-    if 0 in save_idx:
-        vers = [None, None]
-        sa, vers[0] = _save_operand(a)
-    else:
-        sa = meta(a._data.shape, a._data.strides, a._data.dtype)
-    if nargs == 1:
-        if ea[0] is None:
-            return None
-        return _new_node(prim, (a,), _NO_PARAMS, (ea,), [sa], vers, save_idx or save_out, save_out, _POS0)
-    if type(b) is Tensor or type(b) in _PLAIN:
-        eb = edge_of(b)
-        edges, pos = (ea, eb), _POS01
-        if 1 in save_idx:
-            if vers is None:
-                vers = [None, None]
-            sb, vers[1] = _save_operand(b)
-        else:
-            sb = meta(b._data.shape, b._data.strides, b._data.dtype)
-    else:
-        eb = _NO_EDGE
-        edges, pos = ((ea, eb), _POS01) if prim.number_edges else ((ea,), _POS0)
-        sb = b
-    if ea[0] is None and eb[0] is None:
-        return None
-    return _new_node(prim, (a, b), _NO_PARAMS, edges, [sa, sb], vers, save_idx or save_out, save_out, pos)
-
-
 def _save_operand(t):
     """(what a node stores, its version stamp) for an operand saved for backward: the
     tensor and its version, or -- under saved-tensor hooks -- its packed form and -1."""
     if t._extra is not None and t._extra.get("inference"):
         raise RuntimeError(_INFERENCE_SAVE)
-    hooks = pack_hooks()
-    if hooks is not None:
-        return Packed(t, hooks), PACKED
+    if _PACKING[0]:
+        hooks = pack_hooks()
+        if hooks is not None:
+            return Packed(t, hooks), PACKED
     return t, (t._vc[0] if t._vc is not None else 0)
 
 
@@ -459,7 +339,7 @@ anomaly_enabled = False  # set by tracegrad.autograd.detect_anomaly (see runtime
 
 
 def _new_node(prim, args, params, edges, stored, vers, saves, save_out, pos):
-    node = _alloc(prim.node_cls or _node_class(prim, args, params))
+    node = (prim.node_cls or _node_class(prim, args, params))()
     node._next_functions = edges
     node._extra = None
     node._args = stored
@@ -629,5 +509,7 @@ def _eager(prim, args, params):
             return binary(prim, args[0], args[1])
     return apply(prim, args, params)
 
+
+from .fastpath import eager_binary, eager_unary  # (last: it imports from this module)
 
 register_handler(Tensor, _eager)

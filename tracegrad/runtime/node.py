@@ -11,6 +11,7 @@ gradients into the leaf's ``.grad``.
 """
 import math
 import re
+import types
 
 from ..rules.complex_ import complex_refusal, conj_of, real_of
 from ..rules.core import Meta, meta  # noqa: F401  (meta: re-exported for the dispatcher)
@@ -138,8 +139,9 @@ class FunctionNode(Node):
 
     def _release(self):
         """Free saved values after a backward that did not ask to retain the graph."""
-        if self._vers is not None:
-            self._args = tuple(None if v is not None else a for a, v in zip(self._args, self._vers))
+        vers = self._vers
+        if vers is not None:
+            self._args = [None if v is not None else a for a, v in zip(self._args, vers)]
         if self._out is not None:
             self._out = ()
         self._saved = FREED
@@ -161,48 +163,6 @@ class FunctionNode(Node):
             items.append(("result", self._unpack_out(True)))
         return items
 
-    def __getattr__(self, name):
-        """``_saved_self``, ``_saved_other``, ``_saved_result``, ``_saved_dim``...: what the
-        node saved, under PyTorch's names (AttributeError for what it did not save)."""
-        if not name.startswith("_saved_"):
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        key = name[len("_saved_"):]
-        prim = self._prim
-        if key == "result":
-            if self._out is None:
-                raise AttributeError(f"{self.name()} did not save its result")
-            return self._unpack_out(True)
-        names = prim.saved_names or _DEFAULT_SAVED_NAMES
-        if key in names:
-            i = names.index(key)
-            if i < len(self._args) and self._args[i] is not None and type(self._args[i]) is not Meta:
-                a = self._args[i]  # a saved Tensor (maybe packed by hooks), or a number operand
-                return a.tensor(True) if self._vers and self._vers[i] == PACKED else a
-            if self._saved == FREED:
-                raise RuntimeError(_FREED_MESSAGE)
-            raise AttributeError(f"{self.name()} did not save '{key}'")
-        if prim.result_names and key in prim.result_names and self._out is not None:
-            k = prim.result_names.index(key)
-            value = self._unpack_out(False)[k]
-            if value is None:
-                raise AttributeError(f"{self.name()} did not save '{key}'")
-            diff = value.dtype.kind in "fc"
-            return _tensor.wrap(value, diff, self if diff else None, k if diff else 0)
-        for suffix in ("_sym_sizes", "_sym_numel"):  # an operand's shape (always kept)
-            if key.endswith(suffix) and key[:-len(suffix)] in names:
-                i = names.index(key[:-len(suffix)])
-                if i < len(self._args) and hasattr(self._args[i], "shape"):
-                    shape = tuple(int(n) for n in self._args[i].shape)
-                    return shape if suffix == "_sym_sizes" else math.prod(shape)
-        if prim.saved_view is not None:
-            view = prim.saved_view(self._params or {})
-            if key in view:
-                return view[key]
-        params = self._params or {}
-        if key in params:
-            return params[key]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-
     # -- applying ------------------------------------------------------------------------
     def _apply(self, grads, graph):
         """Gradients for ``next_functions`` from the gradients of this node's outputs."""
@@ -213,16 +173,28 @@ class FunctionNode(Node):
         saved = self._out
         if saved is None:
             out = None
-        elif not graph and saved[1].__class__ is list:  # one raw result, version-stamped
-            out, vc, version = saved
-            if vc[0] != version:
-                out = self._unpack_out(graph)  # raises the version error
-        else:
+        elif graph or saved[1].__class__ is not list:
             out = self._unpack_out(graph)
+        else:  # one raw result, version-stamped
+            out = saved[0]
+            if saved[1][0] != saved[2]:
+                self._unpack_out(graph)  # raises the version error
         prim = self._prim
         if self._outs is None:
             g = grads[0]
-            if (g._data if graph else g).dtype.kind == "c" or prim.complex == "real":
+            complex_ = prim.complex
+            if complex_ is True and self._params is None and self._extra is None and prim.vjp_all_fn is None:
+                # the common case (_vjps' first branch, inline): one output, no params, no
+                # dtypes to restore, a rule right for any dtype (no complex check after)
+                if (g._data if graph else g).dtype.kind == "c":
+                    return self._apply_complex(g, out, args, graph)
+                pos, edges, vjps = self._pos, self._next_functions, prim.vjps
+                first = vjps[pos[0]](g, out, *args) if edges[0][0] is not None else None
+                if len(pos) == 1:
+                    return (first,)
+                if len(pos) == 2:
+                    return (first, vjps[pos[1]](g, out, *args) if edges[1][0] is not None else None)
+            elif (g._data if graph else g).dtype.kind == "c" or complex_ == "real":
                 return self._apply_complex(g, out, args, graph)
         else:
             g = tuple(gk if gk is not None else _zeros(o, graph) for gk, o in zip(grads, self._outs))
@@ -266,6 +238,48 @@ class FunctionNode(Node):
         if dtypes is not None:
             grads_in = tuple(_as_dtype(gi, dtypes[p], graph) for gi, p in zip(grads_in, pos))
         return grads_in
+
+
+def _saved_attribute(self, key):
+    """``grad_fn._saved_<key>`` (``_saved_self``, ``_saved_other``, ``_saved_result``,
+    ``_saved_dim``...): what the node saved, under PyTorch's names (AttributeError for what
+    it did not save)."""
+    name = "_saved_" + key
+    prim = self._prim
+    if key == "result":
+        if self._out is None:
+            raise AttributeError(f"{self.name()} did not save its result")
+        return self._unpack_out(True)
+    names = prim.saved_names or _DEFAULT_SAVED_NAMES
+    if key in names:
+        i = names.index(key)
+        if i < len(self._args) and self._args[i] is not None and type(self._args[i]) is not Meta:
+            a = self._args[i]  # a saved Tensor (maybe packed by hooks), or a number operand
+            return a.tensor(True) if self._vers and self._vers[i] == PACKED else a
+        if self._saved == FREED:
+            raise RuntimeError(_FREED_MESSAGE)
+        raise AttributeError(f"{self.name()} did not save '{key}'")
+    if prim.result_names and key in prim.result_names and self._out is not None:
+        k = prim.result_names.index(key)
+        value = self._unpack_out(False)[k]
+        if value is None:
+            raise AttributeError(f"{self.name()} did not save '{key}'")
+        diff = value.dtype.kind in "fc"
+        return _tensor.wrap(value, diff, self if diff else None, k if diff else 0)
+    for suffix in ("_sym_sizes", "_sym_numel"):  # an operand's shape (always kept)
+        if key.endswith(suffix) and key[:-len(suffix)] in names:
+            i = names.index(key[:-len(suffix)])
+            if i < len(self._args) and hasattr(self._args[i], "shape"):
+                shape = tuple(int(n) for n in self._args[i].shape)
+                return shape if suffix == "_sym_sizes" else math.prod(shape)
+    if prim.saved_view is not None:
+        view = prim.saved_view(self._params or {})
+        if key in view:
+            return view[key]
+    params = self._params or {}
+    if key in params:
+        return params[key]
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
 
 _NO_PARAMS = {}
@@ -331,12 +345,61 @@ class AccumulateGrad(Node):
 
 
 def node_class(prim, name):
-    """The node class named ``name`` for primitive ``prim`` (made once, then cached)."""
+    """The node class named ``name`` for primitive ``prim`` (made once, then cached). Its
+    ``_saved_<key>`` attributes are properties, one per key the node could answer: a
+    ``__getattr__`` would answer them too, but would slow every other attribute read of
+    every node (CPython does not specialize attribute access on such classes)."""
     cls = prim.node_classes.get(name)
     if cls is None:  # setdefault: two threads making the class at once agree on one
+        attrs = {"_saved_" + key: _saved_property(key) for key in _saved_keys(prim)}
         cls = prim.node_classes.setdefault(name, type(name, (FunctionNode,), {
-            "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph"}))
+            "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph", **attrs}))
     return cls
+
+
+def _saved_property(key):
+    return property(lambda node: _saved_attribute(node, key))
+
+
+def _saved_keys(prim):
+    """Every ``key`` a node of ``prim`` might answer as ``_saved_<key>`` (a superset: the
+    property of a key a node does not have raises AttributeError, as a missing attribute
+    does): its operands' names and their shapes, ``result`` and the named results, its
+    params, and what its ``saved_view`` may return."""
+    names = prim.saved_names or _DEFAULT_SAVED_NAMES
+    keys = {"result", *names, *prim.params, *(prim.result_names or ())}
+    keys.update(n + suffix for n in names for suffix in ("_sym_sizes", "_sym_numel"))
+    if prim.saved_view is not None:
+        keys.update(_strings_of(prim.saved_view, set()))
+    return sorted(k for k in keys if k.isidentifier())
+
+
+def _strings_of(fn, seen):
+    """The strings ``fn`` may use as dict keys: the string constants of its code (nested
+    code included), and those of the functions and the keys of the dicts it names."""
+    strings = set()
+    if id(fn) in seen or not hasattr(fn, "__code__"):
+        return strings
+    seen.add(id(fn))
+    codes = [fn.__code__]
+    while codes:
+        code = codes.pop()
+        consts = list(code.co_consts)
+        while consts:
+            c = consts.pop()
+            if isinstance(c, str):
+                strings.add(c)
+            elif isinstance(c, (tuple, frozenset)):  # (a dict display's constant keys)
+                consts.extend(c)
+            elif isinstance(c, types.CodeType):
+                codes.append(c)
+        for name in code.co_names:
+            value = fn.__globals__.get(name)
+            if isinstance(value, dict):
+                strings.update(k for k in value if isinstance(k, str))
+            elif isinstance(value, types.FunctionType):
+                strings |= _strings_of(value, seen)
+    return strings
 
 
 def _op_name(node):

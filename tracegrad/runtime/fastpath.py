@@ -1,0 +1,268 @@
+"""The eager fast paths: Tensor operators and methods of one- and two-operand rules.
+
+``x * 1.01``, ``a + b``, ``x.tanh()``: the same work as :func:`dispatch.apply` (which
+they hand anything unusual to: promotion, devices, vmap, forward AD, a profiler), done for
+the common case in as few Python operations as possible -- for 16 floats the Python
+around NumPy is most of the time of an operation. What they skip, they test for first:
+each shortcut here keeps ``apply``'s results, nodes and errors.
+"""
+import math
+
+from .. import backend
+from ..backend import dtypes as _dt
+from ..rules.core import FLOAT, Meta
+from . import dispatch as _d
+from . import forward as _forward
+from . import grad_mode
+from .dispatch import (_NO_EDGE, _NO_PARAMS, _NUMBER_RANK, NOTHING_SAVED, SAVED, _kernel_error,
+                       _node_class, _record, _result, _save_operand, _untracked, apply, edge_of, save_result)
+from .saved_hooks import _active as _PACKING
+from .tensor import PLAIN_SUBCLASSES as _PLAIN
+from .tensor import Tensor, wrap
+from .views import refresh_stale_view
+
+__all__ = ["eager_binary", "eager_unary"]
+
+_state = grad_mode.state
+_DUAL = _forward.ACTIVE  # true while a forward AD level is open: ops then go through apply()
+_GRAD = grad_mode.GRAD
+_NS_BY_TYPE = backend._NS_BY_TYPE
+_ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
+_CPU = backend.cpu  # NumPy (only the CPU namespace's arrays take the shortcuts below)
+_NDARRAY = _CPU.ndarray
+_alloc = object.__new__
+_POS0, _POS01 = (0,), (0, 1)
+
+
+def eager_unary(prim):
+    """The eager fast path of a one-operand rule, made once per rule: a closure, so a
+    Tensor method is this function itself (no further call layers)."""
+    fn = _FAST.get((prim, 1))
+    if fn is not None:
+        return fn
+    impl, float_only = prim.impl, prim.dtypes is FLOAT
+    recordable = prim.differentiable and prim.diff_positions(1) == (0,)
+    ufunc = _exact_ufunc(prim)
+
+    def op(x, *, _observed=False):
+        if _d.observer is not None and not _observed:
+            return _d.observer.call(prim.name, op, (x,), (x,))
+        if _d.batching is not None:
+            return apply(prim, (x,), _NO_PARAMS, _observed=True)
+        data = x._data
+        if x._view is not None:
+            refresh_stale_view(x)
+        if ufunc is not None:
+            kind = data.dtype.kind
+            if float_only and kind not in "fc" or _DUAL[0]:
+                return apply(prim, (x,), _NO_PARAMS)
+            out = ufunc(data) if kind == "f" and type(data) is _NDARRAY else impl(_NS_BY_TYPE[type(data)], data)
+        else:
+            if float_only and data.dtype.kind not in "fc" or _DUAL[0]:
+                return apply(prim, (x,), _NO_PARAMS)
+            out = impl(_NS_BY_TYPE[type(data)], data)
+        mode = _state.mode
+        if mode == _GRAD and x._requires_grad:
+            if recordable:
+                return _tracked(prim, out, x, _ABSENT, 1)
+            return _result(out, _record(prim, (x,), _NO_PARAMS, 1))
+        return _untracked(out, mode)
+    op.__name__ = prim.name
+    _FAST[prim, 1] = op
+    return op
+
+
+def eager_binary(prim):
+    """The eager fast path of a two-operand rule: ``a`` a Tensor, ``b`` a Tensor of the same
+    dtype or a Python number; anything else goes through :func:`apply` (and an operand a
+    Tensor cannot take gives NotImplemented, so Python operators raise their TypeError)."""
+    fn = _FAST.get((prim, 2))
+    if fn is not None:
+        return fn
+    impl, float_only = prim.impl, prim.dtypes is FLOAT
+    recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
+    scalar = prim.scalar  # its kernel is its operator: a number may come as a 0-d array
+    ufunc = _exact_ufunc(prim)
+
+    def op(a, b, *, _observed=False):
+        if _d.observer is not None and not _observed:
+            return _d.observer.call(prim.name, op, (a, b), (a, b))
+        if _d.batching is not None:
+            r = _d.batching(prim, (a, b), _NO_PARAMS)
+            if r is not NotImplemented:
+                return r
+        ad = a._data
+        tb = type(b)
+        if a._view is not None:
+            refresh_stale_view(a)
+        dtype = ad.dtype
+        if tb is Tensor or tb in _PLAIN:
+            bd = b._data
+            if bd.dtype != dtype or type(bd) is not type(ad):  # (or on another device)
+                return apply(prim, (a, b), _NO_PARAMS)
+            if b._view is not None:
+                refresh_stale_view(b)
+            rmask = a._requires_grad | (b._requires_grad << 1)
+            kind = dtype.kind
+        elif tb is float or tb is int:
+            kind = dtype.kind
+            if kind == "b" or (tb is float and kind not in "fc") or (
+                    kind in "iu" and not _dt.fits(b, dtype)):
+                return apply(prim, (a, b), _NO_PARAMS)
+            bd = b
+            if scalar and kind in "fc" and type(ad) is _NDARRAY:
+                bd = _CONSTANTS.get((b, dtype))
+                if bd is None:
+                    bd = _constant_of(b, dtype)
+            rmask = a._requires_grad
+        elif isinstance(b, Tensor) or type(b) in _NUMBER_RANK or hasattr(b, "__array_interface__"):
+            return apply(prim, (a, b), _NO_PARAMS)
+        else:
+            return NotImplemented
+        if float_only and kind not in "fc" or _DUAL[0]:
+            return apply(prim, (a, b), _NO_PARAMS)
+        try:
+            if ufunc is not None and kind == "f" and type(ad) is _NDARRAY:
+                out = ufunc(ad, bd)
+            else:
+                out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
+        except ValueError as e:
+            raise _kernel_error(e, (ad, bd)) from None
+        mode = _state.mode
+        if rmask and mode == _GRAD:
+            if recordable:
+                return _tracked(prim, out, a, b, rmask)
+            return _result(out, _record(prim, (a, b), _NO_PARAMS, rmask))
+        return _untracked(out, mode)
+    op.__name__ = prim.name
+    _FAST[prim, 2] = op
+    return op
+
+
+def _exact_ufunc(prim):
+    """NumPy's ufunc for a rule whose kernel is, on real float operands, exactly that ufunc
+    (the table's ``scalar`` rules): the fast paths call it without the kernel's frame."""
+    return getattr(_CPU, prim.ufunc, None) if prim.scalar and prim.ufunc else None
+
+
+_FAST = {}
+_ABSENT = object()  # marks "no second operand" for _tracked
+
+
+# -- Python numbers as 0-d arrays --------------------------------------------------------------
+# NumPy spends about as long converting a Python number operand (``x * 1.01``) as on the
+# whole operation on a small array; a 0-d array of the array's own dtype gives the same
+# result (NEP 50: the number is cast to that dtype first) at the cost of an array operand.
+# So the fast path keeps one such array per (dtype, value) it meets, for the ``scalar``
+# rules (whose kernel is exactly their operator) on float and complex CPU arrays. Zero is
+# never kept (0.0 and -0.0 are one key), nor NaN (no key finds it) nor a value the dtype
+# cannot hold; the table is bounded (emptied when full). Nodes keep the number itself.
+
+_CONSTANTS = {}
+_CONSTANTS_KEPT = 1024
+
+
+def _constant_of(b, dtype):
+    """``b`` as a 0-d array of ``dtype``, kept for the next time when it may be; ``b``
+    itself when it may not."""
+    if not b or (type(b) is float and math.isnan(b)) or not dtype.isnative:
+        return b
+    try:
+        with _CPU.errstate(over="ignore"):
+            c = _CPU.asarray(b, dtype=dtype)
+    except OverflowError:  # (an int beyond any float: the kernel raises NumPy's error itself)
+        return b
+    if not _CPU.isfinite(c) and not (type(b) is float and math.isinf(b)):  # (the dtype cannot
+        return b  # hold it: NumPy warns at each operation)
+    if len(_CONSTANTS) >= _CONSTANTS_KEPT:
+        _CONSTANTS.clear()
+    c.flags.writeable = False
+    _CONSTANTS[b, dtype] = c
+    return c
+
+
+def _tracked(prim, out, a, b, rmask):
+    """The result Tensor of a fast-path op whose operand requires grad, with its node:
+    ``_record`` and ``_result`` in one call, for operand ``a`` a Tensor, ``b`` a Tensor, a
+    number or ``_ABSENT``, no params, every operand position differentiable."""
+    nargs = 1 if b is _ABSENT else 2
+    save_idx, save_out = prim._plans.get(nargs | rmask << 16) or prim.save_plan(rmask, nargs)
+    fn = a._grad_fn
+    ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
+    vers = None
+    if 0 in save_idx:
+        vers = [None, None]
+        sa, vers[0] = _save_operand(a)
+    else:  # _meta_of(a._data), inline
+        ad = a._data
+        sa = _alloc(Meta)
+        sa.shape = ad.shape
+        sa.strides = ad.strides
+        sa.dtype = ad.dtype
+    if nargs == 1:
+        if ea[0] is None:
+            return wrap(out)
+        edges, stored, pos = (ea,), (sa,), _POS0
+    else:
+        if type(b) is Tensor or type(b) in _PLAIN:
+            eb = edge_of(b)
+            edges, pos = (ea, eb), _POS01
+            if 1 in save_idx:
+                if vers is None:
+                    vers = [None, None]
+                sb, vers[1] = _save_operand(b)
+            else:
+                sb = _meta_of(b._data)
+        else:
+            eb = _NO_EDGE
+            edges, pos = ((ea, eb), _POS01) if prim.number_edges else ((ea,), _POS0)
+            sb = b
+        if ea[0] is None and eb[0] is None:
+            return wrap(out)
+        stored = (sa, sb)  # (a tuple: the vjps receive it as *args)
+    # _new_node(prim, (a, b), _NO_PARAMS, edges, stored, vers, ...), inline
+    node = (prim.node_cls or _node_class(prim, (a,) if b is _ABSENT else (a, b), _NO_PARAMS))()
+    node._next_functions = edges
+    node._extra = None
+    node._args = stored
+    node._vers = vers
+    node._out = True if save_out else None
+    node._params = None
+    node._pos = pos
+    node._saved = SAVED if save_idx or save_out else NOTHING_SAVED
+    node._outs = None
+    if _d.anomaly_enabled:
+        from .anomaly import record_trace
+        record_trace(node)
+    # the result: wrap(out, True, node, 0), inline
+    if type(out) not in _ARRAY_TYPES:
+        out = backend.namespace_of(out).asarray(out)
+    t = _alloc(Tensor)
+    t._data = out
+    t._requires_grad = True
+    t._grad_fn = node
+    t._output_nr = 0
+    t._grad = None
+    t._base = None
+    t._view = None
+    t._acc = None
+    t._extra = None
+    if save_out:
+        if _PACKING[0]:
+            t._vc = None
+            save_result(node, t)
+        else:  # save_result's common case, inline
+            vc = t._vc = [0]
+            node._out = (out, vc, 0)
+    else:
+        t._vc = None
+    return t
+
+
+def _meta_of(data):
+    """What a node keeps of an operand it does not save: its shape, strides and dtype."""
+    m = _alloc(Meta)
+    m.shape = data.shape
+    m.strides = data.strides
+    m.dtype = data.dtype
+    return m
