@@ -200,3 +200,20 @@ def test_ufunc_shortcut_is_the_kernel_on_floats(dtype):
             _same(np.asarray(ufunc(*args)), np.asarray(prim.impl(cpu, *args)))
         checked += 1
     assert checked >= 20
+
+
+def _set_slots(obj):
+    """The names among ``obj``'s slots (and ``__dict__``) that hold a value."""
+    names = {n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()) if n != "__weakref__"}
+    return {n for n in names if hasattr(obj, n)} | set(getattr(obj, "__dict__", {}))
+
+
+def test_the_inlined_node_and_result_set_what_the_general_path_sets():
+    """fastpath._tracked repeats dispatch._new_node's and wrap's set-up inline: a field
+    added to one and not the other shows here."""
+    x = tg.tensor([0.5, -1.0], requires_grad=True)
+    fast = x * 1.01                        # fastpath._tracked
+    general = tg.clamp(x, min=-0.5)        # dispatch's general path (params)
+    assert type(fast.grad_fn).__name__ == "MulBackward0"
+    assert _set_slots(fast.grad_fn) == _set_slots(general.grad_fn)
+    assert _set_slots(fast) == _set_slots(general)
