@@ -97,13 +97,13 @@ class FusedRun:
             names[f"_k{k}"] = kernel
             outs = [f"o{i}" for i in range(len(dtypes))]
             returned = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
-            lines.append(f"    if {test}:")  # (np.empty of a size: 0.3 us faster than of a shape)
             if flat is not None:  # (1-d arrays: Numba's compiled entry point, see _flat_entry)
                 names[f"_e{k}"] = flat[0]
-                lines.append(f"        if {flat[1]}:")
-                lines += [f"            {o} = _empty(a{first}.size, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
-                lines.append(f"            _e{k}({call}, {', '.join(outs)})")
-                lines.append(f"            return {returned}")
+                lines.append(f"    if {flat[1]}:")
+                lines += [f"        {o} = _empty(n, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
+                lines.append(f"        _e{k}({call}, {', '.join(outs)})")
+                lines.append(f"        return {returned}")
+            lines.append(f"    if {test}:")  # (np.empty of a size: 0.3 us faster than of a shape)
             lines.append(f"        s = a{first}.size if a{first}.ndim == 1 else a{first}.shape")
             lines += [f"        {o} = _empty(s, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
             lines.append(f"        _k{k}({call}, {', '.join(outs)})")
@@ -144,8 +144,8 @@ def _flat_entry(kernel, sig, dtypes):
     layout, read-only or not, aligned or not (``Array(dtype, 1, "A", readonly=True,
     aligned=False)``: the kernel's ``np.ravel`` makes them contiguous, copying only
     strided ones), results as the guard makes them (``np.empty``: C-contiguous). The
-    guard has checked each array's type and dtype (``is`` the native float dtype) and
-    ``test`` checks that each is 1-d, the one thing left that the types fix. Only for
+    guard's ``test`` (see :func:`_guard`) checks each array's type, dtype (``is`` the
+    native float dtype) and that it is 1-d, the one thing left that the types fix. Only for
     the small class: on larger arrays the dispatch is nothing next to the loop."""
     if sig[-1] != "small" or not hasattr(kernel, "overloads") or not jit.available():
         return None
@@ -161,8 +161,7 @@ def _flat_entry(kernel, sig, dtypes):
         if not type(e).__module__.startswith("numba"):
             raise
         return None
-    arrays = [f"a{k}.ndim == 1" for k, (kind, _) in enumerate(sig[:-1]) if kind != "weak"]
-    return entry, " and ".join(arrays)
+    return entry, _guard(sig, flat=True)[0]
 
 
 def signature(args):
@@ -329,14 +328,22 @@ def _dtype_of(writer, value):
     return next(line[1] for line in writer.lines if line[0] == value)
 
 
-def _guard(sig):
+def _guard(sig, flat=False):
     """``(test, call, first)``: the guard's condition for ``sig`` on parameters ``a0, a1...``,
-    the kernel's arguments, and the parameter whose shape the results take."""
+    the kernel's arguments, and the parameter whose shape the results take. ``flat``:
+    the condition for 1-d arrays only (what :func:`_flat_entry`'s entry point takes),
+    the same test with each shape compared by its size (``n``, the first's), and the types
+    first (the cheapest, and what most often differs)."""
     first = next(k for k, (kind, _) in enumerate(sig[:-1]) if kind == "full")
     f = f"a{first}"
     size = {"small": f"{f}.size <= {BLOCK}", "large": f"{f}.size >= {jit.PARALLEL_MIN}",
             "mid": f"{BLOCK} < {f}.size < {jit.PARALLEL_MIN}"}[sig[-1]]
-    tests = [f"type({f}) is _nd and {f}.dtype is _{sig[first][1]} and {f}.ndim and {size}"]
+    arrays = [k for k, (kind, _) in enumerate(sig[:-1]) if kind != "weak"]
+    if flat:
+        tests = [f"type(a{k}) is _nd" for k in arrays] + [f"a{k}.ndim == 1" for k in arrays] \
+            + [f"a{k}.dtype is _{sig[k][1]}" for k in arrays] + [size.replace(f"{f}.size", "(n := %s.size)" % f, 1)]
+    else:
+        tests = [f"type({f}) is _nd and {f}.dtype is _{sig[first][1]} and {f}.ndim and {size}"]
     call = []
     for k, (kind, d) in enumerate(sig[:-1]):
         a = f"a{k}"
@@ -346,6 +353,9 @@ def _guard(sig):
             continue
         call.append(a)
         if k == first:
+            continue
+        if flat:
+            tests.append(f"{a}.size == n" if kind == "full" else f"{a}.size == 1")
             continue
         tests.append(f"type({a}) is _nd and {a}.dtype is _{d}")
         if kind == "full":
