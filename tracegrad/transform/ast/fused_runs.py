@@ -13,7 +13,9 @@ operands' dtypes (weak scalars included), so float32 stays float32.
 The kernel is the tape fuser's (:class:`tracegrad.transform.tape.cpu_fusion.KernelWriter`,
 the rule table's scalar expressions, :mod:`tracegrad.transform.jit`'s disk cache). Once a
 signature has its kernel, the run's global name in the adjoint is rebound to a small
-generated guard that sends arguments of the signatures seen straight to their kernels.
+generated guard that sends arguments of the signatures seen straight to their kernels --
+for small 1-d arrays, to the kernel's compiled entry point, past Numba's dispatcher (see
+:func:`_flat_entry`).
 """
 import ast
 import threading
@@ -157,8 +159,8 @@ def _flat_entry(kernel, sig, dtypes):
               for _, d in sig[:-1]]
     try:
         entry = kernel.compile(tuple(params + [array(d, "C") for d in dtypes]))
-    except Exception as e:
-        if not type(e).__module__.startswith("numba"):
+    except Exception as e:  # (then the dispatcher, which has compiled the kernel, serves)
+        if not (type(e).__module__.startswith("numba") or isinstance(e, OSError)):
             raise
         return None
     return entry, _guard(sig, flat=True)[0]
