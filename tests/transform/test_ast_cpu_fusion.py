@@ -74,7 +74,7 @@ def same(got, want, dtype=None):
         return
     assert type(got) is type(want)
     assert got.dtype == want.dtype and np.shape(got) == np.shape(want)
-    np.testing.assert_allclose(got, want, rtol=RTOL[want.dtype], atol=0, equal_nan=True)
+    np.testing.assert_allclose(got, want, rtol=RTOL[np.dtype(want.dtype.type)], atol=0, equal_nan=True)
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
 
 
@@ -506,3 +506,41 @@ def test_fuzzed_programs_ran_kernels():
     if len(_FUZZ_KERNELS) < 10:
         pytest.skip("run with the fuzz test of this file")
     assert sum(n > 0 for n in _FUZZ_KERNELS) >= 3, _FUZZ_KERNELS
+
+
+def scaled_chain(y, s, b):
+    for _ in range(2):
+        y = np.tanh(y * s + b)
+    return y.sum()
+
+
+def _unaligned(values):
+    """``values`` (float32) in an array whose data sits one byte off alignment."""
+    raw = np.zeros(values.nbytes + 1, np.uint8)
+    out = np.frombuffer(raw.data[1:], np.float32)
+    out[:] = values
+    assert not out.flags.aligned
+    return out
+
+
+def test_small_1d_signatures_call_numbas_entry_point_for_any_1d_array():
+    """After the guard sends 1-d small arrays to the kernel's compiled entry point (no
+    Numba dispatch), it must still read every 1-d array as NumPy does: strided, broadcast
+    (stride 0), read-only, unaligned; others (2-d, byte-swapped) go elsewhere."""
+    base = np.linspace(-1.2, 1.3, 32).astype(np.float32)
+    b = np.array([0.1], np.float32)
+    frozen = base[:16].copy()
+    frozen.flags.writeable = False
+    xs = [base[::2], base[16:], np.broadcast_to(np.float32(0.4), (16,)), frozen,
+          _unaligned(base[:16]), base[:15].reshape(3, 5), base[:16].astype(">f4"),
+          np.array([np.nan, np.inf, -np.inf, 0.0], np.float32)]
+    bs = [b, np.broadcast_to(np.float32(-0.3), (1,)), _unaligned(b)]
+    cases = [(x, bb) for x in xs for bb in bs]
+    wants = [cold(scaled_chain, x, 0.7, bb)[0] for x, bb in cases]
+    g = tg.grad(scaled_chain, mode="ast")
+    for _ in range(3):
+        g(base[:16].copy(), 0.7, b)
+    runs = runs_of(g)
+    assert runs and all(e[5] is not None for r in runs for e in r.fast)  # (the entry points)
+    for (x, bb), want in zip(cases, wants):
+        same(g(x, 0.7, bb), want)

@@ -13,7 +13,9 @@ operands' dtypes (weak scalars included), so float32 stays float32.
 The kernel is the tape fuser's (:class:`tracegrad.transform.tape.cpu_fusion.KernelWriter`,
 the rule table's scalar expressions, :mod:`tracegrad.transform.jit`'s disk cache). Once a
 signature has its kernel, the run's global name in the adjoint is rebound to a small
-generated guard that sends arguments of the signatures seen straight to their kernels.
+generated guard that sends arguments of the signatures seen straight to their kernels --
+for small 1-d arrays, to the kernel's compiled entry point, past Numba's dispatcher (see
+:func:`_flat_entry`).
 """
 import ast
 import threading
@@ -80,7 +82,7 @@ class FusedRun:
         out = _invoke(holder[name], dtypes, args)
         if out is _FAILED:
             return None, None
-        entry = (holder[name], *_guard(sig), dtypes)
+        entry = (holder[name], *_guard(sig), dtypes, _flat_entry(holder[name], sig, dtypes))
         if len(self.fast) < MAX_FAST:
             self.fast.append(entry)
             self._rebind()
@@ -93,14 +95,21 @@ class FusedRun:
         lines = [f"def {self.run.name}({', '.join(params)}):"]
         names = {"_nd": _ND, "_box": _box, "_slow": self, "_f32": np.dtype(np.float32),
                  "_f64": np.dtype(np.float64), "_fl": float, "_int": int, "_empty": np.empty}
-        for k, (kernel, test, call, first, dtypes) in enumerate(self.fast):
+        for k, (kernel, test, call, first, dtypes, flat) in enumerate(self.fast):
             names[f"_k{k}"] = kernel
             outs = [f"o{i}" for i in range(len(dtypes))]
+            returned = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+            if flat is not None:  # (1-d arrays: Numba's compiled entry point, see _flat_entry)
+                names[f"_e{k}"] = flat[0]
+                lines.append(f"    if {flat[1]}:")
+                lines += [f"        {o} = _empty(n, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
+                lines.append(f"        _e{k}({call}, {', '.join(outs)})")
+                lines.append(f"        return {returned}")
             lines.append(f"    if {test}:")  # (np.empty of a size: 0.3 us faster than of a shape)
             lines.append(f"        s = a{first}.size if a{first}.ndim == 1 else a{first}.shape")
             lines += [f"        {o} = _empty(s, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
             lines.append(f"        _k{k}({call}, {', '.join(outs)})")
-            lines.append(f"        return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ')'}")
+            lines.append(f"        return {returned}")
         lines.append(f"    return _slow({', '.join(params)})")
         exec(compile("\n".join(lines) + "\n", f"<guard {self.run.name}>", "exec"), names)
         current = self.env.get(self.run.name)
@@ -125,6 +134,36 @@ def _invoke(kernel, dtypes, args):
     if kernel(*[a if type(a) is _ND else _box(a) for a in args], *outs) is _FAILED:
         return _FAILED
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _flat_entry(kernel, sig, dtypes):
+    """``(entry point, test)`` for a small signature's kernel on 1-d arrays, or None.
+
+    Numba's dispatcher spends ~0.2 us of a ~0.5 us call on 16 floats working out the
+    arguments' Numba types and picking the compiled overload; a signature's compiled
+    entry point only unboxes them. The entry point trusts its caller with the types, so
+    it is compiled here for every array the guard lets through to it: inputs of any
+    layout, read-only or not, aligned or not (``Array(dtype, 1, "A", readonly=True,
+    aligned=False)``: the kernel's ``np.ravel`` makes them contiguous, copying only
+    strided ones), results as the guard makes them (``np.empty``: C-contiguous). The
+    guard's ``test`` (see :func:`_guard`) checks each array's type, dtype (``is`` the
+    native float dtype) and that it is 1-d, the one thing left that the types fix. Only for
+    the small class: on larger arrays the dispatch is nothing next to the loop."""
+    if sig[-1] != "small" or not hasattr(kernel, "overloads") or not jit.available():
+        return None
+    from numba.core import types
+    def array(d, layout, **flags):
+        return types.Array(types.float32 if d == np.dtype(np.float32) else types.float64, 1,
+                           layout, **flags)
+    params = [array(_DTYPES[d] if d else np.dtype(np.float64), "A", readonly=True, aligned=False)
+              for _, d in sig[:-1]]
+    try:
+        entry = kernel.compile(tuple(params + [array(d, "C") for d in dtypes]))
+    except Exception as e:  # (then the dispatcher, which has compiled the kernel, serves)
+        if not (type(e).__module__.startswith("numba") or isinstance(e, OSError)):
+            raise
+        return None
+    return entry, _guard(sig, flat=True)[0]
 
 
 def signature(args):
@@ -291,14 +330,22 @@ def _dtype_of(writer, value):
     return next(line[1] for line in writer.lines if line[0] == value)
 
 
-def _guard(sig):
+def _guard(sig, flat=False):
     """``(test, call, first)``: the guard's condition for ``sig`` on parameters ``a0, a1...``,
-    the kernel's arguments, and the parameter whose shape the results take."""
+    the kernel's arguments, and the parameter whose shape the results take. ``flat``:
+    the condition for 1-d arrays only (what :func:`_flat_entry`'s entry point takes),
+    the same test with each shape compared by its size (``n``, the first's), and the types
+    first (the cheapest, and what most often differs)."""
     first = next(k for k, (kind, _) in enumerate(sig[:-1]) if kind == "full")
     f = f"a{first}"
     size = {"small": f"{f}.size <= {BLOCK}", "large": f"{f}.size >= {jit.PARALLEL_MIN}",
             "mid": f"{BLOCK} < {f}.size < {jit.PARALLEL_MIN}"}[sig[-1]]
-    tests = [f"type({f}) is _nd and {f}.dtype == _{sig[first][1]} and {f}.ndim and {size}"]
+    arrays = [k for k, (kind, _) in enumerate(sig[:-1]) if kind != "weak"]
+    if flat:
+        tests = [f"type(a{k}) is _nd" for k in arrays] + [f"a{k}.ndim == 1" for k in arrays] \
+            + [f"a{k}.dtype is _{sig[k][1]}" for k in arrays] + [size.replace(f"{f}.size", "(n := %s.size)" % f, 1)]
+    else:
+        tests = [f"type({f}) is _nd and {f}.dtype is _{sig[first][1]} and {f}.ndim and {size}"]
     call = []
     for k, (kind, d) in enumerate(sig[:-1]):
         a = f"a{k}"
@@ -309,7 +356,10 @@ def _guard(sig):
         call.append(a)
         if k == first:
             continue
-        tests.append(f"type({a}) is _nd and {a}.dtype == _{d}")
+        if flat:
+            tests.append(f"{a}.size == n" if kind == "full" else f"{a}.size == 1")
+            continue
+        tests.append(f"type({a}) is _nd and {a}.dtype is _{d}")
         if kind == "full":
             tests.append(f"{a}.shape == {f}.shape")
         else:
