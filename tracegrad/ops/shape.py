@@ -53,16 +53,10 @@ def view_strides(old_shape, old_strides, new_shape):
     return tuple(new_strides)
 
 
-def _contiguous_data(input):
-    """Whether ``input``'s array is C-contiguous (NumPy's flag; other backends: False):
-    any shape of its size is then a view of it, with no stride walk."""
-    flags = getattr(input._data, "flags", None)
-    return flags is not None and flags.c_contiguous is True
-
-
 def view(input, *shape):
+    # (a contiguous tensor takes any shape of its size as a view: no stride walk)
     shape = infer_shape(shape_args(shape), input.numel())
-    if not _contiguous_data(input) and view_strides(input.shape, input.stride(), shape) is None:
+    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.")
@@ -72,7 +66,7 @@ def view(input, *shape):
 def reshape(input, *shape):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
     shape = infer_shape(shape_args(shape), input.numel())
-    if not _contiguous_data(input) and view_strides(input.shape, input.stride(), shape) is None:
+    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
     return S.reshape(input, shape=shape)
 
