@@ -54,8 +54,9 @@ def view_strides(old_shape, old_strides, new_shape):
 
 
 def view(input, *shape):
+    # (a contiguous tensor takes any shape of its size as a view: no stride walk)
     shape = infer_shape(shape_args(shape), input.numel())
-    if view_strides(input.shape, input.stride(), shape) is None:
+    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.")
@@ -65,7 +66,7 @@ def view(input, *shape):
 def reshape(input, *shape):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
     shape = infer_shape(shape_args(shape), input.numel())
-    if view_strides(input.shape, input.stride(), shape) is None:
+    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
     return S.reshape(input, shape=shape)
 

@@ -31,8 +31,10 @@ KAPPA = 0.044715
 
 # Elements from which a float32 exact GELU runs compiled (the first call imports Numba,
 # ~0.3 s, and compiles or loads its kernel: worth it for transformer-sized activations,
-# not for a test's few values). None: never (tests of the NumPy path set it).
-NUMBA_MIN = 1 << 16
+# not for a test's few values). At 2^15 elements (a small GPT's 8 x 32 x 128 MLP) the
+# compiled pair takes ~170 us against ~580 us for NumPy's; the results are the same bit
+# for bit. None: never (tests of the NumPy path set it).
+NUMBA_MIN = 1 << 14
 
 
 def _own(xp, x):

@@ -166,6 +166,8 @@ def _matmul_node(args, params):
 
 @primitive(_matmul_node, saved_names=("self", "other"), complex=True)
 def matmul(xp, x, y):
+    if x.ndim > 2 and y.ndim == 2:  # batch dims folded into rows: one GEMM, as PyTorch does
+        return (x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) @ y).reshape(x.shape[:-1] + (y.shape[-1],))
     out = x @ y
     return xp.asarray(out) if x.ndim == 1 and y.ndim == 1 else out
 
@@ -196,6 +198,10 @@ def matmul_vjp_x(g, out, x, y):
 
 @matmul.vjp("y", uses="x")
 def matmul_vjp_y(g, out, x, y):
+    if x.ndim > 2 and y.ndim == 2 and tuple(_shape(g)[:-1]) == tuple(x.shape[:-1]):
+        # the sum over the batch of x_b^T g_b is one product of the folded rows
+        rows = math.prod(x.shape[:-1])
+        return matmul(_mT(reshape(x, shape=(rows, x.shape[-1]))), reshape(g, shape=(rows, _shape(g)[-1])))
     x2 = reshape(x, shape=(x.shape[0], 1)) if x.ndim == 1 else _mT(x)
     return _back_to(matmul(x2, _as_batched(g, x, y)), y, True)
 

@@ -21,7 +21,7 @@ from .tensor import PLAIN_SUBCLASSES as _PLAIN
 from .tensor import Tensor, wrap
 from .views import refresh_stale_view
 
-__all__ = ["eager_binary", "eager_unary"]
+__all__ = ["eager_binary", "eager_unary", "untracked_arrays", "untracked_result"]
 
 _state = grad_mode.state
 _DUAL = _forward.ACTIVE  # true while a forward AD level is open: ops then go through apply()
@@ -266,3 +266,45 @@ def _meta_of(data):
     m.strides = data.strides
     m.dtype = data.dtype
     return m
+
+
+# -- functions that record nothing --------------------------------------------------------------
+# An evaluation pass (``with no_grad():``) runs each layer's rule for its value alone: the
+# functional layers (linear, layer_norm, scaled_dot_product_attention) then call the rule's
+# kernel on the arrays themselves, skipping apply's unwrapping, promotion, and the wrapping
+# of outputs nobody reads (layer norm's statistics, attention's weights).
+
+def untracked_arrays(*tensors):
+    """The NumPy arrays behind ``tensors`` (Tensors or None) when an op on them records
+    nothing and needs none of :func:`apply`'s cases -- no observer (profiler, compile's
+    capture), no vmap, no forward AD, grad mode off or no operand requiring grad, plain CPU
+    Tensors of one float dtype; None otherwise (the caller then takes its general path)."""
+    if _d.observer is not None or _d.batching is not None or _DUAL[0]:
+        return None
+    grad = _state.mode == _GRAD
+    arrays = []
+    dtype = None
+    for t in tensors:
+        if t is None:
+            arrays.append(None)
+            continue
+        if not (type(t) is Tensor or type(t) in _PLAIN) or (grad and t._requires_grad):
+            return None
+        if t._view is not None:
+            refresh_stale_view(t)
+        data = t._data
+        if type(data) is not _NDARRAY:
+            return None
+        if dtype is None:
+            if data.dtype.char not in "fd":
+                return None
+            dtype = data.dtype
+        elif data.dtype != dtype:
+            return None
+        arrays.append(data)
+    return arrays
+
+
+def untracked_result(out):
+    """The Tensor of a kernel result computed from :func:`untracked_arrays`."""
+    return _untracked(out, _state.mode)

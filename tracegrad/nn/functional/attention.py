@@ -17,12 +17,14 @@ for a group of query heads; dropout on the attention weights is always applied w
 import functools
 import math
 
+from ...backend import cpu as _cpu
 from ...backend.dtypes import bool_ as _bool
 from ...ops.activation import softmax
 from ...ops.linalg import _c as _c_name
 from ...ops.linalg import _tensor, matmul
 from ...rules.attention import attention as _attention
 from ...runtime.creation import ones, zeros
+from ...runtime.fastpath import untracked_arrays, untracked_result
 from ...runtime.grad_mode import no_grad
 from ...runtime.shapes import broadcast_shapes
 from .misc import dropout
@@ -138,4 +140,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     bias = _additive(attn_mask, query)
     if dropout_p > 0.0:
         return _with_dropout(query, key, value, bias, dropout_p, is_causal, scale)
+    arrays = untracked_arrays(query, key, value) if bias is None else None
+    if arrays is not None:  # (recording nothing: the output alone, not the weights)
+        return untracked_result(_attention.impl(_cpu, *arrays, None, scale=scale, causal=bool(is_causal))[0])
     return _attention(query, key, value, bias, scale=scale, causal=bool(is_causal))[0]

@@ -12,9 +12,11 @@ from ...ops import linalg as _linalg
 from ...ops._args import every_sample, per_sample
 from ...ops.linalg import addmm, einsum, matmul
 from ...ops.pointwise import where
+from ...rules import linalg as _linalg_rules
 from ...rules import nn as _rules
 from ...runtime import creation
 from ...runtime.creation import _stream
+from ...runtime.fastpath import untracked_arrays, untracked_result
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor, wrap
 
@@ -31,6 +33,12 @@ def linear(input, weight, bias=None):
     if input.ndim == 0 or weight.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
                            f"{input.ndim}D and {weight.ndim}D")
+    fast = _linear_untracked(input, weight, bias)
+    if fast is not None:
+        return fast
+    if bias is None and weight.ndim == 2 and input.ndim > 2 and input.shape[-1] == weight.shape[1] and (
+            input.dtype is weight.dtype and input.dtype.is_floating_point):
+        return _linalg_rules.matmul(input, weight.t())  # (what matmul's checks would pass)
     if bias is None or weight.ndim != 2:
         out = matmul(input, weight.t())
         return out if bias is None else out + bias
@@ -38,6 +46,27 @@ def linear(input, weight, bias=None):
         return addmm(bias, input, weight.t())
     out = addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
     return out.view(*input.shape[:-1], out.shape[-1])
+
+
+def _linear_untracked(input, weight, bias):
+    """``linear`` that records nothing (no_grad, or nothing requires grad) on plain float
+    CPU tensors of matching sizes: the kernels of the general path's rules (matmul, or
+    addmm for a bias) on the arrays, without the transposed weight's view op; None
+    where that path must run (anything else, including every error)."""
+    if weight.ndim != 2 or input.ndim < 2 or input.shape[-1] != weight.shape[1] or (
+            bias is not None and tuple(bias.shape) != (weight.shape[0],)):
+        return None
+    arrays = untracked_arrays(input, weight, bias)
+    if arrays is None:
+        return None
+    x, w, b = arrays
+    if b is None:
+        return untracked_result(_linalg_rules.matmul.impl(backend.cpu, x, w.T))
+    shape = x.shape
+    if x.ndim != 2:
+        x = x.reshape(math.prod(shape[:-1]), shape[-1])
+    out = _linalg_rules.addmm.impl(backend.cpu, b, x, w.T, beta=1, alpha=1)
+    return untracked_result(out if len(shape) == 2 else out.reshape(shape[:-1] + (out.shape[-1],)))
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -9,6 +9,7 @@ from ... import backend
 from ...ops._args import per_sample
 from ...rules import nn as _rules
 from ...runtime import grad_mode
+from ...runtime.fastpath import untracked_arrays, untracked_result
 from ...runtime.tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm", "normalize"]
@@ -146,6 +147,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
                                f"shape {list(t.shape)} and normalized_shape = {list(shape)}")
     _same_dtype(input, weight, bias)
+    arrays = untracked_arrays(input, weight, bias)
+    if arrays is not None and input.numel():  # (recording nothing: the output alone)
+        return untracked_result(_rules.layer_norm.impl(backend.cpu, *arrays, normalized_shape=shape, eps=eps)[0])
     return _rules.layer_norm(input, weight, bias, normalized_shape=shape, eps=eps)[0]
 
 

@@ -445,6 +445,9 @@ class TensorVar(Var):
             strides[i] = strides[i + 1] * self.shape[i + 1]
         return tuple(strides) if dim is None else strides[dim]
 
+    def is_contiguous(self, memory_format=None):
+        return True  # (laid out as if contiguous, as stride() says)
+
     def __getattr__(self, name):
         fn = _torch_function(name)
         if fn is None:
