@@ -551,3 +551,24 @@ def zero_d_number_rebinds(x):
 @pytest.mark.parametrize("f", [zero_d_squeeze, zero_d_ellipsis_index, zero_d_reshape, zero_d_number_rebinds])
 def test_in_place_changes_through_0d_views_reach_their_array(f, mode):
     np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), numeric(f, X), rtol=1e-6, atol=1e-8)
+
+
+def alias_then_scale(x):
+    v1 = np.log(x * x + 1.0)
+    v2 = v1            # v2 is v1's array
+    v3 = np.flip(v2) + 0.0
+    v1 *= 0.5          # ... so this halves v2 too
+    return np.sum(np.tanh(v2)) + np.sum(v3 * v3)
+
+
+def test_forward_mode_keeps_the_names_its_alias_check_reads():
+    # AST forward mode once propagated `v2 = v1` away before the in-place check read v2
+    # through locals(): the check passed, and the value and tangent were silently wrong
+    with pytest.raises(AliasError, match=r"v1 \*= 0.5.*while v2 shares its memory"):
+        tg.jvp(alias_then_scale, (X.copy(),), (np.ones(3),), mode="ast")
+    out, tangent = tg.jvp(alias_then_scale, (X.copy(),), (np.ones(3),), mode="auto")
+    np.testing.assert_allclose(out, alias_then_scale(X.copy()), rtol=1e-12)
+    e = 1e-6
+    want = (alias_then_scale(X + e) - alias_then_scale(X - e)) / (2 * e)
+    np.testing.assert_allclose(tangent, want, rtol=1e-6)
+    np.testing.assert_allclose(tg.grad(alias_then_scale, mode="auto")(X.copy()) @ np.ones(3), want, rtol=1e-6)

@@ -105,9 +105,11 @@ def check_statement(s, name, candidates, located, helper):
     return ast.Expr(value=call)
 
 
-def with_checks(stmts, live, located, helper):
+def with_checks(stmts, live, located, helper, checked=None):
     """Forward-mode code with the check before each in-place change (what is read later
-    is read by the forward lines only: there is no adjoint)."""
+    is read by the forward lines only: there is no adjoint). ``checked`` (a set) gets the
+    names the checks read through ``locals()``: the clean-up must keep them (``v2 = v1``
+    propagated away would hide that ``v2`` shares ``v1``'s memory)."""
     out = []
     for s in stmts:
         name = mutated_name(s)
@@ -115,10 +117,12 @@ def with_checks(stmts, live, located, helper):
         rebinds = getattr(s, "_in_place", False) or getattr(s, "_element_in_place", False)
         if name is not None and (later or rebinds):
             out.append(check_statement(s, name, later, located, helper))
+            if checked is not None:
+                checked |= later
         for field in ("body", "orelse"):
             inner = getattr(s, field, None)
             if inner and isinstance(s, (ast.If, ast.For, ast.While, ast.With)):
-                setattr(s, field, with_checks(inner, live, located, helper))
+                setattr(s, field, with_checks(inner, live, located, helper, checked))
         out.append(s)
     return out
 

@@ -527,11 +527,12 @@ def _build_tangents(fn, name, per, key, positions=None, on_tape=frozenset()):
         out = fwd.run(body, params)
         checker = _name("check_unaliased")
         checker._helper = True
-        out = with_checks(out, live_after(body), located, checker)
+        checked = set()  # (names the checks read by name: kept, as the adjoint keeps them)
+        out = with_checks(out, live_after(body), located, checker, checked)
         targs = [fwd.d(p) for p in params]
         fdef = ast.FunctionDef(name=name, args=sig.arguments(unit, back=targs, defaults=False), body=out,
                                decorator_list=[], returns=None, type_params=[])
-        optimize(fdef, temps=unit.temps, keep=set(sig.names()) | set(targs))
+        optimize(fdef, temps=unit.temps, keep=set(sig.names()) | set(targs) | checked)
         gen = _compile(fdef, unit, name, fn, per, key, callees)
         gen.written_for = structure(resolver)
         gen.tangent_names = targs  # (by keyword where *args takes the positional arguments)
