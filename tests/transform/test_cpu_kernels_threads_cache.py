@@ -208,8 +208,9 @@ def guarded(x):
 
 @pytest.mark.parametrize("chunk", [7, 10 ** 9])
 def test_a_hot_tape_with_kernels_keeps_its_line_numbers(monkeypatch, chunk):
-    import linecache
     from tracegrad.transform.tape import codegen
+
+    from .test_tape_scaling import assert_lines_and_guard_traceback
     monkeypatch.setattr(codegen, "CHUNK_LINES", chunk)  # (7: compiled in parts)
     x = np.linspace(-1, 1, 5)
     got, g = hot(guarded, x)
@@ -217,17 +218,7 @@ def test_a_hot_tape_with_kernels_keeps_its_line_numbers(monkeypatch, chunk):
         want, _ = hot(guarded, x)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert g.source.count("@cpu_kernel") >= 2
-    fn = g._last.fn
-    lines = g.source.splitlines()
-    filename = fn.__code__.co_filename
-    assert [linecache.getline(filename, i + 1).rstrip("\n") for i in range(len(lines))] == lines
-    with pytest.raises(codegen.GuardFailed) as info:
-        fn(np.full(5, 1e7))
-    tb = info.tb
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    assert tb.tb_frame.f_code.co_filename == filename
-    assert "raise GuardFailed" in lines[tb.tb_lineno - 1]
+    assert_lines_and_guard_traceback(g._last.fn, g.source, np.full(5, 1e7))
 
 
 def test_two_kernels_of_one_module_are_told_apart(tmp_path, monkeypatch):

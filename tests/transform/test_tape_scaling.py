@@ -114,21 +114,26 @@ def test_a_long_body_compiled_in_parts_gives_the_same_results_and_source(monkeyp
     np.testing.assert_allclose(again_p, numeric(_loop, x), rtol=1e-5)
 
 
-def test_parts_show_the_source_lines_in_tracebacks(small_chunks):
-    g = grad(_loop, mode="tape")
-    g(np.linspace(-1, 1, 5))
-    fn = g._last.fn
-    lines = g.source.splitlines()
+def assert_lines_and_guard_traceback(fn, source, failing):
+    """``fn``'s file holds ``source`` line for line, and a guard failing on ``failing``
+    points at its own ``raise GuardFailed`` line of it."""
+    lines = source.splitlines()
     filename = fn.__code__.co_filename
     assert [linecache.getline(filename, i + 1).rstrip("\n") for i in range(len(lines))] == lines
-    # a guard failing in a late part points at its own line of the source
     with pytest.raises(codegen.GuardFailed) as info:
-        fn(np.full(5, 1e7))
+        fn(failing)
     tb = info.tb
     while tb.tb_next is not None:
         tb = tb.tb_next
     assert tb.tb_frame.f_code.co_filename == filename
     assert "raise GuardFailed" in lines[tb.tb_lineno - 1]
+
+
+def test_parts_show_the_source_lines_in_tracebacks(small_chunks):
+    g = grad(_loop, mode="tape")
+    g(np.linspace(-1, 1, 5))
+    fn = g._last.fn
+    assert_lines_and_guard_traceback(fn, g.source, np.full(5, 1e7))
     # and a failing guard makes a new variant, as with one function
     big = np.full(5, 1e7)
     np.testing.assert_allclose(g(big), numeric(_loop, big, eps=1e-3), rtol=1e-5)
