@@ -143,3 +143,26 @@ def test_forward_over_reverse_in_ast_mode():
     v = np.array([1.0, 0.0, 2.0])
     _, hv = tg.jvp(tg.grad(poly, mode="ast"), (x,), (v,), mode="ast")
     np.testing.assert_allclose(hv, (6 * x - 4) * v, rtol=1e-12)
+
+
+def _pair_with_a_number(p):
+    return p * 2.0, 0.0
+
+
+def _method_on_a_constant_result(y):
+    a, b = _pair_with_a_number(y)
+    k = 0.0
+    k = k * 2.0 + 0.0
+    c = np.subtract(b, k)     # NumPy's float64 of two Python numbers
+    return c.sum() + np.sum(np.tanh(a)) + np.tanh(c)
+
+
+@pytest.mark.parametrize("y", [np.array(0.4), np.array([0.4, -1.2])])
+def test_forward_mode_gives_a_number_tangent_the_results_type(y):
+    # the tangent of np.subtract(0.0, 0.0) was the Python float 0.0, and `.sum()` on it
+    # failed with an unclear AttributeError (found by the long fuzz, seed 42)
+    value, tangent = tg.jvp(_method_on_a_constant_result, (y,), (np.ones_like(y),), mode="ast")
+    want_value, want_tangent = tg.jvp(_method_on_a_constant_result, (y,), (np.ones_like(y),), mode="tape")
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12)
+    np.testing.assert_allclose(tangent, np.sum(2.0 * (1 - np.tanh(2.0 * y) ** 2)), rtol=1e-12)

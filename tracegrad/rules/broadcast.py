@@ -67,6 +67,8 @@ def expand_to(t, out):
     except AttributeError:
         if not hasattr(out, "shape"):  # a Python-number result (AST mode on floats)
             return t
+        if not hasattr(t, "shape"):  # a Python-number tangent of an array or NumPy scalar
+            return zeros_like(out) + t  # result: the result's type and dtype (``.sum()`` works)
     return broadcast_to(t, shape=out.shape)
 
 
