@@ -15,8 +15,7 @@ _KERNELS = {}  # name -> the Numba dispatcher, or False where unavailable
 
 def kernel(name, source, signature):
     """The compiled function ``name`` of the module ``source()`` (a callable, so that the
-    text is only built when needed) for ``signature``; None where Numba cannot give it.
-    One module per kernel: the loader keys a module by its text."""
+    text is only built when needed) for ``signature``; None where Numba cannot give it."""
     k = _KERNELS.get(name)
     if k is None:
         k = _KERNELS[name] = _load(name, source, signature)
