@@ -54,6 +54,21 @@ def test_small_work_or_one_thread_stays_in_the_caller(monkeypatch):
         threads.set_threads(before)
 
 
+def _assert_threads_agree(run, monkeypatch):
+    """``run()``'s arrays on one thread equal them on three (every slab split off)."""
+    before = threads.get_threads()
+    try:
+        threads.set_threads(1)
+        one = run()
+        threads.set_threads(3)
+        monkeypatch.setattr(threads, "MIN_BYTES", 1)
+        many = run()
+    finally:
+        threads.set_threads(before)
+    for a, b_ in zip(one, many):
+        np.testing.assert_array_equal(a, b_)
+
+
 def test_no_more_slabs_than_rows(three_threads):
     seen, fn = _record()
     threads.parallel(fn, 2, 10 ** 9)
@@ -119,17 +134,7 @@ def test_threaded_convolutions_equal_single_threaded_ones(kw, dtype, monkeypatch
     x = rng.standard_normal((5, c, 9, 7)).astype(dtype)
     w = rng.standard_normal((12, c // kw.get("groups", 1), 3, 3)).astype(dtype)
     b = rng.standard_normal(12).astype(dtype)
-    before = threads.get_threads()
-    try:
-        threads.set_threads(1)
-        one = _conv_results(x, w, b, **kw)
-        threads.set_threads(3)
-        monkeypatch.setattr(threads, "MIN_BYTES", 1)
-        many = _conv_results(x, w, b, **kw)
-    finally:
-        threads.set_threads(before)
-    for a, b_ in zip(one, many):
-        np.testing.assert_array_equal(a, b_)
+    _assert_threads_agree(lambda: _conv_results(x, w, b, **kw), monkeypatch)
 
 
 @pytest.mark.parametrize("shape", [(4, 7, 5, 3), (6, 5), (3, 4, 9)])
@@ -144,17 +149,7 @@ def test_threaded_batch_norm_equals_single_threaded(shape, dtype, monkeypatch):
         y = tg.nn.functional.batch_norm(xs, None, None, ws, bs, training=True)
         y.backward(tg.tensor(np.sin(np.arange(y.numel())).reshape(shape).astype(dtype)))
         return [y.detach().numpy(), xs.grad.numpy(), ws.grad.numpy(), bs.grad.numpy()]
-    before = threads.get_threads()
-    try:
-        threads.set_threads(1)
-        one = run()
-        threads.set_threads(3)
-        monkeypatch.setattr(threads, "MIN_BYTES", 1)
-        many = run()
-    finally:
-        threads.set_threads(before)
-    for a, b_ in zip(one, many):
-        np.testing.assert_array_equal(a, b_)
+    _assert_threads_agree(run, monkeypatch)
 
 
 @pytest.mark.parametrize("kw", [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, ceil_mode=True),
@@ -169,17 +164,7 @@ def test_threaded_max_pooling_equals_single_threaded(kw, monkeypatch):
         y, idx = tg.nn.functional.max_pool2d(xs, return_indices=True, **kw)
         y.backward(tg.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)).astype(np.float32)))
         return [y.detach().numpy(), idx.numpy(), xs.grad.numpy()]
-    before = threads.get_threads()
-    try:
-        threads.set_threads(1)
-        one = run()
-        threads.set_threads(3)
-        monkeypatch.setattr(threads, "MIN_BYTES", 1)
-        many = run()
-    finally:
-        threads.set_threads(before)
-    for a, b_ in zip(one, many):
-        np.testing.assert_array_equal(a, b_)
+    _assert_threads_agree(run, monkeypatch)
 
 
 def test_a_slab_that_splits_again_runs_in_its_thread(three_threads):
