@@ -28,12 +28,17 @@ def _points(dtype, n=3000, seed=0):
 @pytest.fixture(params=["numpy", "numba"])
 def gelu_path(request, monkeypatch, tmp_path_factory):
     """GELU's kernels with Numba used from the first element on, or never."""
+    return _kernel_path(gelu_kernels, request, monkeypatch, tmp_path_factory)
+
+
+def _kernel_path(module, request, monkeypatch, tmp_path_factory):
+    """``module``'s Numba kernels used from the first element on ("numba"), or never."""
     if request.param == "numba":
         pytest.importorskip("numba")
         monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
-        monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", 1)
+        monkeypatch.setattr(module, "NUMBA_MIN", 1)
     else:
-        monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", None)
+        monkeypatch.setattr(module, "NUMBA_MIN", None)
     return request.param
 
 
@@ -195,13 +200,7 @@ def _ln_inputs(x_shape, shape, w, b, dtype, seed=0):
 @pytest.fixture(params=["numpy", "numba"])
 def layer_norm_path(request, monkeypatch, tmp_path_factory):
     """Layer norm's kernels with Numba used (float32) from the first element on, or never."""
-    if request.param == "numba":
-        pytest.importorskip("numba")
-        monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
-        monkeypatch.setattr(layer_norm_kernels, "NUMBA_MIN", 1)
-    else:
-        monkeypatch.setattr(layer_norm_kernels, "NUMBA_MIN", None)
-    return request.param
+    return _kernel_path(layer_norm_kernels, request, monkeypatch, tmp_path_factory)
 
 
 @pytest.mark.torch
