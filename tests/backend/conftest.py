@@ -20,3 +20,12 @@ def xp(request):
             yield ns
     else:
         yield backend.namespace_for("cuda")
+
+
+def pytest_collection_modifyitems(items):
+    """Every stub-device case before every GPU case: the stub cannot stand in for CUDA once
+    a real CUDA namespace is loaded, so on a GPU machine the stub cases run first."""
+    def on_gpu(item):
+        spec = getattr(item, "callspec", None)
+        return spec is not None and spec.params.get("xp") == "gpu"
+    items.sort(key=on_gpu)

@@ -401,26 +401,29 @@ stub = StubNamespace()
 
 @contextlib.contextmanager
 def as_cuda():
-    """Stand the stub in for CUDA (``device='cuda'`` makes stub arrays) while inside, and,
-    where CuPy is not installed, SciPy's special functions for CuPy's
-    ``cupyx.scipy.special`` (which the special-function kernels import on a GPU)."""
+    """Stand the stub in for CUDA (``device='cuda'`` makes stub arrays) while inside, and
+    SciPy's special functions for CuPy's ``cupyx.scipy.special`` (which the special-function
+    kernels import on a GPU; CuPy's own, where installed, would refuse stub arrays): the
+    modules there before, if any, are put back after."""
     if "cuda" in {ns.name for ns in backend.loaded()}:
         raise RuntimeError("a real CUDA namespace is loaded; the stub cannot stand in for it")
     backend.register(stub, (StubArray,))
     modules = _cupyx_stand_ins()
+    before = {name: sys.modules[name] for name in modules if name in sys.modules}
     sys.modules.update(modules)
     try:
         yield stub
     finally:
         for name in modules:
             sys.modules.pop(name, None)
+        sys.modules.update(before)
         backend.unregister(stub)
 
 
 def _cupyx_stand_ins():
     """``{module name: module}`` for a ``cupyx.scipy.special`` whose functions are SciPy's on
-    stub arrays (nothing where CuPy is installed, or SciPy is not)."""
-    if importlib.util.find_spec("cupyx") is not None or importlib.util.find_spec("scipy") is None:
+    stub arrays (nothing where SciPy is not installed)."""
+    if importlib.util.find_spec("scipy") is None:
         return {}
     import scipy.special
     special = types.ModuleType("cupyx.scipy.special")

@@ -125,6 +125,8 @@ def test_scatter_add_of_every_dtype_through_the_atomic_adds_there_are(dtype):
 
 
 def test_registering_the_stub_makes_it_the_cuda_device():
+    if "cuda" in {ns.name for ns in backend.loaded()}:
+        pytest.skip("a real CUDA namespace is loaded (the stub stands in only before)")
     with as_cuda():
         t = tg.ones(2, 3, device="cuda")
         assert isinstance(t._data, StubArray) and t.device == tg.device("cuda", 0)

@@ -220,15 +220,20 @@ def test_save_and_load_a_device_state_dict(xp):
 # -- whole models -----------------------------------------------------------------------------
 
 def test_resnet18_on_device_matches_the_cpu_and_takes_an_sgd_step(xp):
+    # float64, and a batch of 4 images of 64x64 (batch norm over >= 16 values per channel):
+    # with batch norm over 2 values, or in float32, the gradients amplify rounding so much
+    # (a ReLU input rounding to the other side of 0 moves a weight's gradient by percents;
+    # torch's CPU float32 differs from its float64 by as much there) that a comparison
+    # says nothing about the device's kernels
     tg.manual_seed(0)
-    model = resnet18(num_classes=5)
-    x, y = tg.randn(2, 3, 32, 32), tg.tensor([1, 3])
+    model = resnet18(num_classes=5).double()
+    x, y = tg.randn(4, 3, 64, 64, dtype=tg.float64), tg.tensor([1, 3, 0, 2])
     dev = copy.deepcopy(model).cuda()
     loss, dev_loss = F.cross_entropy(model(x), y), F.cross_entropy(dev(x.cuda()), y.cuda())
     assert_same(dev_loss, loss, "loss")
     loss.backward()
     dev_loss.backward()
-    assert_same_params(dev, model, "resnet18", grads=True, tol=dict(rtol=1e-4, atol=1e-4))
+    assert_same_params(dev, model, "resnet18", grads=True, tol=dict(rtol=1e-7, atol=1e-9))
     for (name, b), (_, c) in zip(model.named_buffers(), dev.named_buffers()):
         assert_same(c, b, name)
     for m in (model, dev):

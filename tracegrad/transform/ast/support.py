@@ -137,9 +137,24 @@ def take_at(dx, index, like):
         if is_array(dx):  # (index arrays on the gradient's device: split_index makes host ones)
             xp = namespace_of(dx)
             arrays = [move(a, xp) if is_array(a) else a for a in arrays]
-        g = _where(_kept_writes(*arrays, index=structure, shape=tuple(dx.shape)), g, 0.0)
+        kept = _kept_writes(*arrays, index=structure, shape=tuple(dx.shape))
+        _refuse_repeats_on_a_device(dx, kept)
+        g = _where(kept, g, 0.0)
     shape = getattr(like, "shape", ())
     return g if g.shape == tuple(shape) else _sum_to(g, shape=tuple(shape))
+
+
+def _refuse_repeats_on_a_device(x, kept):
+    """Raise where ``x[index] = v`` wrote one position twice on a device: the generated code
+    runs the write itself, and CuPy leaves open which of the values stays (NumPy keeps the
+    last), so no gradient could be sure to follow it. The tape writes the last value on
+    every device (``mode="auto"`` takes it)."""
+    if is_array(x) and getattr(namespace_of(x), "name", "cpu") != "cpu" and not bool(kept.all()):
+        from .source import TransformError
+        raise TransformError("`x[index] = v` writes one position more than once on a "
+                             f"{namespace_of(x).name} device, where which value stays is left open "
+                             "(the tape keeps the last one, as NumPy does)",
+                             construct="write at a repeated index on a device")
 
 
 def zero_at(dx, index):
@@ -166,6 +181,12 @@ def set_at(t, index, v):
         out = dict(t or {})
         out[index] = v
         return out
+    if is_array(t):
+        structure, arrays = split_index(t, index)
+        if arrays and getattr(namespace_of(t), "name", "cpu") != "cpu":
+            xp = namespace_of(t)
+            arrays = [move(a, xp) if is_array(a) else a for a in arrays]
+            _refuse_repeats_on_a_device(t, _kept_writes(*arrays, index=structure, shape=tuple(t.shape)))
     out = list(t) if isinstance(t, list) else t.copy()  # (a list's tangents: concatenated as it is)
     out[index] = 0 if v is None and not isinstance(out, list) else v
     return out
