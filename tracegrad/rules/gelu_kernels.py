@@ -8,14 +8,14 @@ rational function evaluated in float64, ~25 passes over the data, so the layer c
 more than its matrix products. The NumPy kernels here write in place into arrays they
 own (no temporaries but one). The backward takes the composite vjp's operations in its
 order, so its values are the composite's bit for bit (a compiled module, which records
-the composite, gets the eager gradients). On float32 CPU arrays of at least :data:`NUMBA_MIN`
-elements, where Numba can be imported (the ``jit`` extra), the erf form runs as one
-compiled loop instead -- the same rational function, the same float32 roundings in the
-same order, so its results are those of the NumPy kernels bit for bit (the backward's
-``exp`` stays NumPy's: a C library ``expf`` per element would not vectorise). The
-compiled kernels are cached on disk like the tape's fused kernels
-(:mod:`tracegrad.transform.jit`), and Numba is imported at the first such call, never
-by ``import tracegrad``.
+the composite, gets the eager gradients). On float32 CPU arrays of at least
+:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra) and once the
+kernel is worth loading (see :mod:`.compiled`), the erf form runs as one compiled loop
+instead -- the same rational function, the same float32 roundings in the same order, so
+its results are those of the NumPy kernels bit for bit (the backward's ``exp`` stays
+NumPy's: a C library ``expf`` per element would not vectorise). The compiled kernels are
+cached on disk like the tape's fused kernels (:mod:`tracegrad.transform.jit`), and Numba
+is imported at the first load, never by ``import tracegrad``.
 """
 import math
 
@@ -29,12 +29,15 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 BETA = math.sqrt(2.0 / math.pi)
 KAPPA = 0.044715
 
-# Elements from which a float32 exact GELU runs compiled (the first call imports Numba,
-# ~0.3 s, and compiles or loads its kernel: worth it for transformer-sized activations,
-# not for a test's few values). At 2^15 elements (a small GPT's 8 x 32 x 128 MLP) the
-# compiled pair takes ~170 us against ~580 us for NumPy's; the results are the same bit
-# for bit. None: never (tests of the NumPy path set it).
+# Elements from which a float32 exact GELU may run compiled, once the kernel is worth
+# loading (:mod:`.compiled`: when the savings below have added up to the load's cost,
+# ~1 s for a process's first compiled kernel). None: never (tests of the NumPy path set it).
 NUMBA_MIN = 1 << 14
+
+# Seconds the compiled form saves per element (2^15 elements, a small GPT's 8 x 32 x 128
+# MLP, on the development VM: forward ~95 us against ~480 us for NumPy's, backward ~135
+# against ~315; the results are the same bit for bit).
+SAVING_S = {"forward": 12e-9, "backward": 5.5e-9}
 
 
 def _own(xp, x):
@@ -130,10 +133,12 @@ def _tanh_backward(xp, g, x):
 # -- the compiled float32 exact form ------------------------------------------------------------
 
 def _compiled(x, which):
-    """The compiled kernel for a float32 ``x`` large enough, or None (NumPy then)."""
+    """The compiled kernel for a float32 ``x`` large enough, once worth loading; else None
+    (NumPy then)."""
     if NUMBA_MIN is None or x.dtype.char != "f" or x.size < NUMBA_MIN:
         return None
-    return compiled.kernel(f"gelu_{which}", lambda: _source(which), _SIGNATURES[which])
+    return compiled.kernel(f"gelu_{which}", lambda: _source(which), _SIGNATURES[which],
+                           saving=x.size * SAVING_S[which])
 
 
 def _horner(name, coefficients, s, indent):

@@ -5,17 +5,17 @@ composite form runs instead).
 
 Why: layer norm runs twice per transformer block on small rows (the model width), where
 the composite form's cost is its passes and temporaries -- a broadcast ``invstd * w`` as
-large as the input, ``centered * centered``... and NumPy's ``sum`` along a short last axis
-is its slowest reduction. The forward sees ``x`` as (rows, K): the row sums are products
-with a vector of ones (BLAS), the squares' sums an ``einsum`` (no temporary), and the
-output is written in place (5 passes). On float32 CPU arrays of at least
-:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra, see
-:mod:`.compiled`), each row is normalised instead by one compiled loop that keeps it in
-cache, its statistics accumulated in float64 (within a few float32 ulps of the NumPy
-kernel's; 3x faster). The forward is the primitive's kernel on every path. The backward
-kernel is the composite vjp's steps in place (fewer temporaries, the same roundings):
-a faster backward that rounds otherwise would make eager gradients differ from those
-of a compiled module, which records the composite vjp.
+large as the input, ``centered * centered``... and NumPy's ``sum`` along a short last
+axis is its slowest reduction. The forward sees ``x`` as (rows, K): the row sums are
+products with a vector of ones (BLAS), the squares' sums an ``einsum`` (no temporary),
+and the output is written in place (5 passes). On float32 CPU arrays of at least
+:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra) and once the
+kernel is worth loading (see :mod:`.compiled`), each row is normalised instead by one
+compiled loop that keeps it in cache, its statistics accumulated in float64 (within a
+few float32 ulps of the NumPy kernel's; 3x faster). The forward is the primitive's
+kernel on every path. The backward kernel is the composite vjp's steps in place (fewer
+temporaries, the same roundings): a faster backward that rounds otherwise would make
+eager gradients differ from those of a compiled module, which records the composite vjp.
 """
 from . import compiled
 from .broadcast import sum_to
@@ -23,11 +23,15 @@ from .reduce import sum
 
 __all__ = ["NUMBA_MIN", "fits", "layer_norm_backward", "layer_norm_forward"]
 
-# Elements from which float32 layer norm runs compiled (None: never); the first such call
-# imports Numba (~0.3 s) and compiles or loads the kernels. From 2^13 elements (a small
-# GPT's 8 x 32 x 32 activations: ~10 us against ~36 us for the NumPy kernel) the import
-# pays for itself within a training run.
+# Elements from which float32 layer norm may run compiled (None: never), once the kernel
+# is worth loading (:mod:`.compiled`: when the savings below have added up to the load's
+# cost, ~1 s for a process's first compiled kernel).
 NUMBA_MIN = 1 << 13
+
+# Seconds the compiled forward saves per element (2^13 elements, a small GPT's 8 x 32 x 32
+# activations, on the development VM: ~10 us against ~43 us for the NumPy kernel; ~2.7 ns
+# at 64 x 256 x 384).
+SAVING_S = {"forward": 3e-9}
 
 
 def fits(xp, *arrays):
@@ -114,7 +118,8 @@ def _flat(xp, a, k):
 def _compiled(x, which):
     if NUMBA_MIN is None or x.dtype.char != "f" or x.size < NUMBA_MIN:
         return None
-    return compiled.kernel(f"layer_norm_{which}", lambda: _source(which), _SIGNATURES[which])
+    return compiled.kernel(f"layer_norm_{which}", lambda: _source(which), _SIGNATURES[which],
+                           saving=x.size * SAVING_S[which])
 
 
 def _source(which):
