@@ -44,7 +44,7 @@ def kernel(name, source, signature, saving=None):
     if k is None:
         if saving is not None:
             saved = _SAVED.get(name, 0.0) + saving
-            if saved < _load_cost():
+            if saved < LOAD_S or saved < _load_cost():  # (the first test: no lookups, most calls)
                 _SAVED[name] = saved
                 return None
         _SAVED.pop(name, None)
@@ -62,10 +62,10 @@ def forget():
 def _load_cost():
     """What loading one more kernel costs: less once Numba runs in this process (one of
     these kernels or a staged path's loaded)."""
-    from ..transform import jit
-    if any(_KERNELS.values()) or jit.loaded_any():
+    if any(_KERNELS.values()):
         return LOAD_S
-    return FIRST_LOAD_S
+    from ..transform import jit
+    return LOAD_S if jit.loaded_any() else FIRST_LOAD_S
 
 
 def _load(name, source, signature):
