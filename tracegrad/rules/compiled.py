@@ -44,7 +44,7 @@ def kernel(name, source, signature, saving=None):
     if k is None:
         if saving is not None:
             saved = _SAVED.get(name, 0.0) + saving
-            if saved < LOAD_S or saved < _load_cost():  # (the first test: no lookups, most calls)
+            if saved < min(LOAD_S, FIRST_LOAD_S) or saved < _load_cost():  # (most calls: the first test)
                 _SAVED[name] = saved
                 return None
         _SAVED.pop(name, None)
