@@ -38,6 +38,7 @@ def test_a_kernel_loads_once_its_savings_pay_for_the_load(loads, monkeypatch):
     per_call = x.size * gelu_kernels.SAVING_S["forward"]
     cold = math.ceil(compiled.FIRST_LOAD_S / per_call)  # calls until the first load
     monkeypatch.setattr(compiled, "FIRST_LOAD_S", 5.5 * per_call)  # (a short test: 6 calls)
+    monkeypatch.setattr(compiled, "LOAD_S", 0.5 * per_call)
     for _ in range(5):
         assert np.isfinite(gelu_kernels.gelu_forward(cpu, x, "none")).all()  # the NumPy form
     assert loads == []
@@ -83,6 +84,25 @@ def test_once_numba_runs_a_further_kernel_loads_sooner(loads, monkeypatch):
     assert loads[-1] == "layer_norm_forward"
 
 
+def test_the_kernels_savings_together_pay_for_starting_numba(loads, monkeypatch):
+    """Starting Numba is one cost for all kernels: GELU's forward and backward and layer
+    norm's count their savings toward it together; each still pays its own load."""
+    monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", 1)
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    fwd = x.size * gelu_kernels.SAVING_S["forward"]
+    bwd = x.size * gelu_kernels.SAVING_S["backward"]
+    monkeypatch.setattr(compiled, "FIRST_LOAD_S", 2 * fwd + 1.5 * bwd)
+    monkeypatch.setattr(compiled, "LOAD_S", 0.5 * bwd)
+    for _ in range(2):
+        gelu_kernels.gelu_forward(cpu, x, "none")
+    gelu_kernels.gelu_backward(cpu, x, x, "none")
+    assert loads == []  # (2 fwd + 1 bwd: less than the start)
+    gelu_kernels.gelu_backward(cpu, x, x, "none")  # the start paid: the backward, called now, loads
+    assert loads == ["gelu_backward"]
+    gelu_kernels.gelu_forward(cpu, x, "none")  # its own savings long past LOAD_S: loads at once
+    assert loads == ["gelu_backward", "gelu_forward"]
+
+
 def test_a_staged_kernel_makes_the_next_load_cheap(loads, monkeypatch):
     monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", 1)
     x = np.linspace(-3, 3, 1000, dtype=np.float32)
@@ -99,6 +119,7 @@ def test_a_failed_load_is_not_retried(monkeypatch):
     tries = []
     monkeypatch.setattr(compiled, "_load", lambda *a: tries.append(a[0]) or False)
     monkeypatch.setattr(compiled, "FIRST_LOAD_S", 0.0)
+    monkeypatch.setattr(compiled, "LOAD_S", 0.0)
     monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", 1)
     x = np.linspace(-3, 3, 100, dtype=np.float32)
     want = gelu_kernels.gelu_forward(cpu, x, "none")

@@ -8,13 +8,15 @@ by ``import tracegrad``.
 
 When: a kernel loads once it is worth it, as the staged paths compile a variant only once
 it is hot (:data:`tracegrad.transform.jit.HOT_CALLS`). Loading is not free: a process's
-first compiled kernel costs about a second (importing Numba, ~0.3 s, and starting its
-compiler, ~0.6 s, on the 2-core development VM), a further one ~20 ms (its machine code
-read from the cache). Each call that the NumPy form serves instead adds what the caller
-estimates the compiled form would have saved on it (its elements times a per-element
-saving measured for that kernel); the kernel loads when these add up to the load's cost
--- the ski-rental rule: a program never pays more than twice what the better choice in
-hindsight would have cost. A short run (a test, a 30-iteration nanoGPT) never imports
+first compiled kernel costs about a second (on the 2-core development VM: importing
+Numba, ~0.3 s, then starting its compiler, ~0.8 s, whose registries import SciPy's
+linalg), a further one ~20 ms (its machine code read from the cache). Each call that the
+NumPy form serves instead adds what the caller estimates the compiled form would have
+saved on it (its elements times a per-element saving measured for that kernel); a kernel
+loads when its own savings pay for its load and, before Numba runs in the process, when
+all kernels' savings together pay for starting it -- the ski-rental rule: a program
+never pays more than about twice what the better choice in hindsight would have cost. A
+short run (a test, nanoGPT's 30 tiny iterations: ~0.1 s of savings in all) never imports
 Numba; a long or large one loads it within its first second or so of NumPy work. The
 choice depends only on the calls made, so a program gives the same results run after
 run (the GELU kernels equal the NumPy ones bit for bit anyway; layer norm's are within a
@@ -31,7 +33,7 @@ FIRST_LOAD_S = 1.0
 LOAD_S = 0.02
 
 _KERNELS = {}  # name -> the Numba dispatcher, or False where unavailable
-_SAVED = {}    # name -> the seconds its compiled form would have saved so far (not loaded yet)
+_SAVED = {}    # name -> the seconds its compiled form would have saved so far; "": all together
 
 
 def kernel(name, source, signature, saving=None):
@@ -42,14 +44,21 @@ def kernel(name, source, signature, saving=None):
     up to what loading it costs (see the module's docstring)."""
     k = _KERNELS.get(name)
     if k is None:
-        if saving is not None:
-            saved = _SAVED.get(name, 0.0) + saving
-            if saved < min(LOAD_S, FIRST_LOAD_S) or saved < _load_cost():  # (most calls: the first test)
-                _SAVED[name] = saved
-                return None
-        _SAVED.pop(name, None)
+        if saving is not None and not _worth_loading(name, saving):
+            return None
         k = _KERNELS[name] = _load(name, source, signature)
     return k or None
+
+
+def _worth_loading(name, saving):
+    """Count ``saving``; whether kernel ``name`` is now worth loading: its own savings pay
+    for its load (:data:`LOAD_S`) and, before Numba runs in this process, all kernels'
+    savings together pay for starting it (:data:`FIRST_LOAD_S`: a cost they share)."""
+    saved = _SAVED[name] = _SAVED.get(name, 0.0) + saving
+    total = _SAVED[""] = _SAVED.get("", 0.0) + saving
+    if saved < LOAD_S:  # (most calls: no further lookups)
+        return False
+    return total >= FIRST_LOAD_S or _numba_started()
 
 
 def forget():
@@ -59,13 +68,12 @@ def forget():
     _SAVED.clear()
 
 
-def _load_cost():
-    """What loading one more kernel costs: less once Numba runs in this process (one of
-    these kernels or a staged path's loaded)."""
+def _numba_started():
+    """Whether Numba runs in this process: one of these kernels or a staged path's loaded."""
     if any(_KERNELS.values()):
-        return LOAD_S
+        return True
     from ..transform import jit
-    return LOAD_S if jit.loaded_any() else FIRST_LOAD_S
+    return jit.loaded_any()
 
 
 def _load(name, source, signature):
