@@ -18,6 +18,7 @@ cached on disk like the tape's fused kernels (:mod:`tracegrad.transform.jit`), a
 is imported at the first load, never by ``import tracegrad``.
 """
 import math
+import weakref
 
 from ..backend import cpu_erf
 from . import compiled
@@ -55,17 +56,64 @@ def gelu_forward(xp, x, approximate):
     if approximate == "tanh":
         t, _ = _tanh_inner(xp, x)
         xp.tanh(t, out=t)
+        t += 1
     else:
         fused = _compiled(x, "forward")
         if fused is not None:
             out = xp.empty(x.shape, dtype=x.dtype)
             fused(xp.ascontiguousarray(x).reshape(-1), out.reshape(-1))
             return out
-        t = xp.erf(x * SQRT1_2)
-    t += 1
+        e = xp.erf(x * SQRT1_2)
+        _keep_erf(x, e)
+        t = e + 1
     t *= 0.5  # (before x: 0.5 x (1 + t) overflows nowhere that x does not)
     t *= x
     return t
+
+
+# -- the forward's erf values, kept for the backward ------------------------------------------------
+#
+# The exact form's erf is most of both passes' time (~25 passes over the data in float64),
+# and a training step's backward needs the very values its forward computed: the forward
+# keeps them, keyed by its input array, and the backward takes them (once) instead of
+# recomputing -- the same values, so the results are unchanged bit for bit. An entry lives
+# until the backward takes it or the input array is freed (a weak reference; eval under
+# no_grad frees each activation right after use); at most _KEPT_MAX entries of at most
+# _KEPT_BYTES in all are kept, the oldest dropped first. The eager runtime refuses a
+# backward through an input modified in place (its version counter), so a kept entry is
+# never stale there; the composite vjp (create_graph, staged paths) recomputes.
+_KEPT = {}                      # id(x) -> (weak reference to x, erf(x / sqrt 2))
+_KEPT_MAX = 64
+_KEPT_BYTES = 256 << 20
+
+
+def _keep_erf(x, e):
+    key = id(x)
+    try:
+        ref = weakref.ref(x, lambda _, key=key: _drop(key))
+    except TypeError:  # (an array type without weak references: nothing kept)
+        return
+    _KEPT.pop(key, None)
+    _KEPT[key] = (ref, e)
+    while len(_KEPT) > _KEPT_MAX or (len(_KEPT) > 1 and _kept_bytes() > _KEPT_BYTES):
+        _KEPT.pop(next(iter(_KEPT)), None)
+
+
+def _drop(key):
+    _KEPT.pop(key, None)
+
+
+def _kept_bytes():
+    return sum(e.nbytes for _, e in _KEPT.values())
+
+
+def _kept_erf(x):
+    """The erf values the forward kept for this very ``x`` (handed over: removed), or None."""
+    entry = _KEPT.get(id(x))
+    if entry is None or entry[0]() is not x:
+        return None
+    _KEPT.pop(id(x), None)
+    return entry[1]
 
 
 def _tanh_inner(xp, x):
@@ -93,11 +141,13 @@ def gelu_backward(xp, g, x, approximate):
     xp.exp(p, out=p)
     p *= x
     p *= INV_SQRT_2PI
-    fused = _compiled(x, "backward")
-    if fused is not None:
-        fused(xp.ascontiguousarray(g).reshape(-1), xp.ascontiguousarray(x).reshape(-1), p.reshape(-1))
-        return p
-    cdf = xp.erf(x * SQRT1_2)
+    cdf = _kept_erf(x)
+    if cdf is None:
+        fused = _compiled(x, "backward")
+        if fused is not None:
+            fused(xp.ascontiguousarray(g).reshape(-1), xp.ascontiguousarray(x).reshape(-1), p.reshape(-1))
+            return p
+        cdf = xp.erf(x * SQRT1_2)
     cdf += 1
     cdf *= 0.5
     p += cdf
