@@ -5,7 +5,10 @@ Where PyTorch runs one kernel (mse, smooth L1, Huber, nll, the binary cross entr
 call one rule of :mod:`tracegrad.rules.loss`, so ``grad_fn.name()`` is PyTorch's; where
 PyTorch composes (l1, kl_div, soft-target and label-smoothed cross entropy, the weighted
 regression losses) we compose the same operations in the same order. ``cross_entropy``
-is ``log_softmax`` then ``nll_loss``, as in PyTorch.
+on class indices is ``log_softmax`` then ``nll_loss``, as in PyTorch, but as one rule
+(:mod:`tracegrad.rules.cross_entropy`): one node, named as PyTorch's top one
+(``NllLossBackward0``), whose next function is the input's own -- PyTorch has a
+``LogSoftmaxBackward0`` between them.
 
 Known differences in the graph: where PyTorch's C++ composites divide or multiply by a
 C++ Scalar (soft-target mean: ``DivBackward1``; label smoothing: ``MulBackward1``) the
