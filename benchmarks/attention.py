@@ -11,6 +11,11 @@
   blocks with causal self-attention and a GELU MLP, tied head, cross-entropy), written
   once and run by both libraries from the same weights.
 
+tracegrad's optional compiled kernels (GELU, layer norm: tracegrad/rules/compiled.py) are
+loaded at once, as a long run has them; ``--short-run`` keeps the default rule instead
+(the NumPy kernels until their cost would have paid for loading Numba's, ~1 s), which
+is what a run of a few seconds gets.
+
 Each figure is the best of several timed rounds after a warm-up, in CPU time of this
 process (``time.process_time``: steadier than wall time on a shared machine); so torch runs
 on one thread (``torch.set_num_threads(1)``) and NumPy's BLAS must be one thread too
@@ -116,7 +121,12 @@ def best_of(step, rounds, repeat):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--short-run", action="store_true",
+                        help="keep the compiled kernels' loading rule (NumPy kernels until worth it)")
     args = parser.parse_args()
+    if not args.short_run:
+        from tracegrad.rules import compiled
+        compiled.FIRST_LOAD_S = compiled.LOAD_S = 0.0
     rounds = 3 if args.quick else 7
     try:
         import torch

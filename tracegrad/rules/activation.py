@@ -298,7 +298,7 @@ def _along(xp, x, dim, log):
         return xp.reshape(_along(xp, xp.reshape(x, (1,)), 0, log), ())
     if x.size == 0:
         return xp.zeros_like(x)
-    m = xp.amax(x, axis=dim, keepdims=True)
+    m = _max_along(xp, x, dim)
     ok = xp.isfinite(m)
     if ok.all():  # (no inf or nan: the arrays made here are written in place)
         shifted = x - m
@@ -317,6 +317,23 @@ def _along(xp, x, dim, log):
     else:
         r = e / xp.where(ok, s, 1)
     return r if ok.all() else xp.where(ok, r, xp.nan)
+
+
+def _max_along(xp, x, dim):
+    """``x.max(dim, keepdims=True)``; along a short last dim of a C-contiguous CPU array
+    (a vocabulary of characters, a few classes), as a maximum over the rows of its
+    transposed copy: NumPy compares whole rows elementwise there, but walks each short row
+    on its own in the original layout, ~4x slower at 256 x 13 (the maximum is exact, so the
+    values are the same)."""
+    k = x.shape[-1] if x.ndim else 0
+    if (dim in (-1, x.ndim - 1) and x.ndim >= 2 and 1 < k <= _SHORT_ROW and xp.name == "cpu"
+            and x.flags.c_contiguous):
+        rows = x.reshape(-1, k)
+        return xp.ascontiguousarray(rows.T).max(axis=0).reshape(x.shape[:-1] + (1,))
+    return xp.amax(x, axis=dim, keepdims=True)
+
+
+_SHORT_ROW = 32  # (from ~64 elements on NumPy's own reduction along rows is as fast)
 
 
 def _sum_along(xp, e, dim):

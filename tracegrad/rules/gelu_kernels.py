@@ -8,16 +8,17 @@ rational function evaluated in float64, ~25 passes over the data, so the layer c
 more than its matrix products. The NumPy kernels here write in place into arrays they
 own (no temporaries but one). The backward takes the composite vjp's operations in its
 order, so its values are the composite's bit for bit (a compiled module, which records
-the composite, gets the eager gradients). On float32 CPU arrays of at least :data:`NUMBA_MIN`
-elements, where Numba can be imported (the ``jit`` extra), the erf form runs as one
-compiled loop instead -- the same rational function, the same float32 roundings in the
-same order, so its results are those of the NumPy kernels bit for bit (the backward's
-``exp`` stays NumPy's: a C library ``expf`` per element would not vectorise). The
-compiled kernels are cached on disk like the tape's fused kernels
-(:mod:`tracegrad.transform.jit`), and Numba is imported at the first such call, never
-by ``import tracegrad``.
+the composite, gets the eager gradients). On float32 CPU arrays of at least
+:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra) and once the
+kernel is worth loading (see :mod:`.compiled`), the erf form runs as one compiled loop
+instead -- the same rational function, the same float32 roundings in the same order, so
+its results are those of the NumPy kernels bit for bit (the backward's ``exp`` stays
+NumPy's: a C library ``expf`` per element would not vectorise). The compiled kernels are
+cached on disk like the tape's fused kernels (:mod:`tracegrad.transform.jit`), and Numba
+is imported at the first load, never by ``import tracegrad``.
 """
 import math
+import weakref
 
 from ..backend import cpu_erf
 from . import compiled
@@ -29,12 +30,15 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 BETA = math.sqrt(2.0 / math.pi)
 KAPPA = 0.044715
 
-# Elements from which a float32 exact GELU runs compiled (the first call imports Numba,
-# ~0.3 s, and compiles or loads its kernel: worth it for transformer-sized activations,
-# not for a test's few values). At 2^15 elements (a small GPT's 8 x 32 x 128 MLP) the
-# compiled pair takes ~170 us against ~580 us for NumPy's; the results are the same bit
-# for bit. None: never (tests of the NumPy path set it).
+# Elements from which a float32 exact GELU may run compiled, once the kernel is worth
+# loading (:mod:`.compiled`: when the savings below have added up to the load's cost,
+# ~1 s for a process's first compiled kernel). None: never (tests of the NumPy path set it).
 NUMBA_MIN = 1 << 14
+
+# Seconds the compiled form saves per element (2^15 elements, a small GPT's 8 x 32 x 128
+# MLP, on the development VM: forward ~95 us against ~480 us for NumPy's, backward ~135
+# against ~315; the results are the same bit for bit).
+SAVING_S = {"forward": 12e-9, "backward": 5.5e-9}
 
 
 def _own(xp, x):
@@ -52,17 +56,64 @@ def gelu_forward(xp, x, approximate):
     if approximate == "tanh":
         t, _ = _tanh_inner(xp, x)
         xp.tanh(t, out=t)
+        t += 1
     else:
         fused = _compiled(x, "forward")
         if fused is not None:
             out = xp.empty(x.shape, dtype=x.dtype)
             fused(xp.ascontiguousarray(x).reshape(-1), out.reshape(-1))
             return out
-        t = xp.erf(x * SQRT1_2)
-    t += 1
+        e = xp.erf(x * SQRT1_2)
+        _keep_erf(x, e)
+        t = e + 1
     t *= 0.5  # (before x: 0.5 x (1 + t) overflows nowhere that x does not)
     t *= x
     return t
+
+
+# -- the forward's erf values, kept for the backward ------------------------------------------------
+#
+# The exact form's erf is most of both passes' time (~25 passes over the data in float64),
+# and a training step's backward needs the very values its forward computed: the forward
+# keeps them, keyed by its input array, and the backward takes them (once) instead of
+# recomputing -- the same values, so the results are unchanged bit for bit. An entry lives
+# until the backward takes it or the input array is freed (a weak reference; eval under
+# no_grad frees each activation right after use); at most _KEPT_MAX entries of at most
+# _KEPT_BYTES in all are kept, the oldest dropped first. The eager runtime refuses a
+# backward through an input modified in place (its version counter), so a kept entry is
+# never stale there; the composite vjp (create_graph, staged paths) recomputes.
+_KEPT = {}                      # id(x) -> (weak reference to x, erf(x / sqrt 2))
+_KEPT_MAX = 64
+_KEPT_BYTES = 256 << 20
+
+
+def _keep_erf(x, e):
+    key = id(x)
+    try:
+        ref = weakref.ref(x, lambda _, key=key: _drop(key))
+    except TypeError:  # (an array type without weak references: nothing kept)
+        return
+    _KEPT.pop(key, None)
+    _KEPT[key] = (ref, e)
+    while len(_KEPT) > _KEPT_MAX or (len(_KEPT) > 1 and _kept_bytes() > _KEPT_BYTES):
+        _KEPT.pop(next(iter(_KEPT)), None)
+
+
+def _drop(key):
+    _KEPT.pop(key, None)
+
+
+def _kept_bytes():
+    return sum(e.nbytes for _, e in _KEPT.values())
+
+
+def _kept_erf(x):
+    """The erf values the forward kept for this very ``x`` (handed over: removed), or None."""
+    entry = _KEPT.get(id(x))
+    if entry is None or entry[0]() is not x:
+        return None
+    _KEPT.pop(id(x), None)
+    return entry[1]
 
 
 def _tanh_inner(xp, x):
@@ -90,11 +141,13 @@ def gelu_backward(xp, g, x, approximate):
     xp.exp(p, out=p)
     p *= x
     p *= INV_SQRT_2PI
-    fused = _compiled(x, "backward")
-    if fused is not None:
-        fused(xp.ascontiguousarray(g).reshape(-1), xp.ascontiguousarray(x).reshape(-1), p.reshape(-1))
-        return p
-    cdf = xp.erf(x * SQRT1_2)
+    cdf = _kept_erf(x)
+    if cdf is None:
+        fused = _compiled(x, "backward")
+        if fused is not None:
+            fused(xp.ascontiguousarray(g).reshape(-1), xp.ascontiguousarray(x).reshape(-1), p.reshape(-1))
+            return p
+        cdf = xp.erf(x * SQRT1_2)
     cdf += 1
     cdf *= 0.5
     p += cdf
@@ -130,10 +183,12 @@ def _tanh_backward(xp, g, x):
 # -- the compiled float32 exact form ------------------------------------------------------------
 
 def _compiled(x, which):
-    """The compiled kernel for a float32 ``x`` large enough, or None (NumPy then)."""
+    """The compiled kernel for a float32 ``x`` large enough, once worth loading; else None
+    (NumPy then)."""
     if NUMBA_MIN is None or x.dtype.char != "f" or x.size < NUMBA_MIN:
         return None
-    return compiled.kernel(f"gelu_{which}", lambda: _source(which), _SIGNATURES[which])
+    return compiled.kernel(f"gelu_{which}", lambda: _source(which), _SIGNATURES[which],
+                           saving=x.size * SAVING_S[which])
 
 
 def _horner(name, coefficients, s, indent):

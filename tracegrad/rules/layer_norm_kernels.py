@@ -5,29 +5,38 @@ composite form runs instead).
 
 Why: layer norm runs twice per transformer block on small rows (the model width), where
 the composite form's cost is its passes and temporaries -- a broadcast ``invstd * w`` as
-large as the input, ``centered * centered``... and NumPy's ``sum`` along a short last axis
-is its slowest reduction. The forward sees ``x`` as (rows, K): the row sums are products
-with a vector of ones (BLAS), the squares' sums an ``einsum`` (no temporary), and the
-output is written in place (5 passes). On float32 CPU arrays of at least
-:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra, see
-:mod:`.compiled`), each row is normalised instead by one compiled loop that keeps it in
-cache, its statistics accumulated in float64 (within a few float32 ulps of the NumPy
-kernel's; 3x faster). The forward is the primitive's kernel on every path. The backward
-kernel is the composite vjp's steps in place (fewer temporaries, the same roundings):
-a faster backward that rounds otherwise would make eager gradients differ from those
-of a compiled module, which records the composite vjp.
+large as the input, ``centered * centered``... and NumPy's ``sum`` along a short last
+axis is its slowest reduction. The forward sees ``x`` as (rows, K): the row sums are
+products with a vector of ones (BLAS), the squares' sums an ``einsum`` (no temporary),
+and the output is written in place (5 passes). On float32 CPU arrays of at least
+:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra) and once the
+kernel is worth loading (see :mod:`.compiled`), each row is normalised instead by one
+compiled loop that keeps it in cache, its statistics accumulated in float64 (within a
+few float32 ulps of the NumPy kernel's; 3x faster). The forward is the primitive's
+kernel on every path. The backward kernel is the composite vjp's steps in place (fewer
+temporaries, the same roundings): a faster backward that rounds otherwise would make
+eager gradients differ from those of a compiled module, which records the composite vjp.
 """
+import math
+
+from .. import backend
 from . import compiled
-from .broadcast import sum_to
+from .broadcast import sum_to, zeros_of
+from .linalg import matmul
 from .reduce import sum
+from .shape import reshape
 
-__all__ = ["NUMBA_MIN", "fits", "layer_norm_backward", "layer_norm_forward"]
+__all__ = ["NUMBA_MIN", "fits", "layer_norm_backward", "layer_norm_forward", "row_sums", "column_sums"]
 
-# Elements from which float32 layer norm runs compiled (None: never); the first such call
-# imports Numba (~0.3 s) and compiles or loads the kernels. From 2^13 elements (a small
-# GPT's 8 x 32 x 32 activations: ~10 us against ~36 us for the NumPy kernel) the import
-# pays for itself within a training run.
+# Elements from which float32 layer norm may run compiled (None: never), once the kernel
+# is worth loading (:mod:`.compiled`: when the savings below have added up to the load's
+# cost, ~1 s for a process's first compiled kernel).
 NUMBA_MIN = 1 << 13
+
+# Seconds the compiled forward saves per element (2^13 elements, a small GPT's 8 x 32 x 32
+# activations, on the development VM: ~10 us against ~43 us for the NumPy kernel; ~2.7 ns
+# at 64 x 256 x 384).
+SAVING_S = {"forward": 3e-9}
 
 
 def fits(xp, *arrays):
@@ -62,7 +71,7 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
     out = xp.subtract(x2, mean[:, None])
     var = xp.einsum("mk,mk->m", out, out)
     var /= k
-    if not (var <= xp.finfo(var.dtype).max).all():
+    if not xp.isfinite(var).all():  # (var >= 0: finite is var <= the largest float, cheaper)
         return None
     var += eps
     invstd = xp.sqrt(var, out=var)
@@ -73,6 +82,60 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
     if bias is not None:
         out += bias.reshape(k)
     return out.reshape(x.shape), mean.reshape(stat_shape), invstd.reshape(stat_shape)
+
+
+# -- the backward's sums, shared with the composite vjp -------------------------------------------------
+#
+# The backward's three reductions run over the rows (x seen as rows x K, K the normalised
+# elements): NumPy's sum along a short last axis walks each row on its own (~14 us for
+# 256 rows of 32 float32, against ~2 us for BLAS's matrix-vector product with ones), and
+# sum_to over the rows costs as much. Written with primitives (reshape, matmul, zeros_of),
+# the same helpers serve the kernel below on arrays and the composite vjp
+# (:func:`tracegrad.rules.nn._normalized_grads`) on Tensors and tracers: the same
+# products, so both still round alike, and second derivatives come from matmul's rules.
+
+def _trailing(v, axes):
+    """(rows, K) when ``axes`` are v's trailing axes and v is a non-empty float32/64 value;
+    else None (the generic reductions then)."""
+    nd, n = v.ndim, len(axes)
+    if not n or axes[0] != nd - n or axes[-1] != nd - 1:  # (axes come sorted, without repeats)
+        return None
+    dtype = v.dtype
+    if not (dtype.char in "fd" if isinstance(v, backend.ARRAY_TYPES)
+            else str(dtype).rsplit(".", 1)[-1] in ("float32", "float64")):
+        return None
+    shape = v.shape
+    k = math.prod(shape[nd - n:])
+    rows = math.prod(shape[:nd - n])
+    return (rows, k) if rows and k else None
+
+
+def _ones(v, n):
+    return zeros_of(v, shape=(n,)) + 1
+
+
+def row_sums(v, axes):
+    """``sum(v, dim=axes, keepdim=True)`` over trailing ``axes``: a product with ones."""
+    layout = _trailing(v, axes)
+    if layout is None:
+        return sum(v, dim=axes, keepdim=True)
+    rows, k = layout
+    kept = tuple(v.shape[:v.ndim - len(axes)]) + (1,) * len(axes)
+    if isinstance(v, backend.ARRAY_TYPES):  # (the kernel's arrays: the primitives' own operations, directly)
+        return (v.reshape(rows, k) @ backend.namespace_of(v).ones(k, dtype=v.dtype)).reshape(kept)
+    return reshape(matmul(reshape(v, shape=(rows, k)), _ones(v, k)), shape=kept)
+
+
+def column_sums(v, axes, shape):
+    """``sum_to(v, shape=shape)`` where ``shape`` is that of v's trailing ``axes`` (a layer
+    norm's weight): ones times the rows."""
+    layout = _trailing(v, axes)
+    if layout is None or tuple(shape) != tuple(v.shape[v.ndim - len(axes):]):
+        return sum_to(v, shape=shape)
+    rows, k = layout
+    if isinstance(v, backend.ARRAY_TYPES):
+        return (backend.namespace_of(v).ones(rows, dtype=v.dtype) @ v.reshape(rows, k)).reshape(tuple(shape))
+    return reshape(matmul(_ones(v, rows), reshape(v, shape=(rows, k))), shape=tuple(shape))
 
 
 def layer_norm_backward(xp, g, gm, gi, x, weight, mean, invstd, axes, bias_shape):
@@ -90,11 +153,11 @@ def layer_norm_backward(xp, g, gm, gi, x, weight, mean, invstd, axes, bias_shape
     xhat = xp.subtract(x, mean)
     xhat *= invstd
     gx = g * xhat
-    dw = None if weight is None else sum_to(gx, shape=weight.shape)
+    dw = None if weight is None else column_sums(gx, axes, weight.shape)
     gw = g if weight is None else g * weight
-    s1 = sum(gw, dim=axes, keepdim=True)
+    s1 = row_sums(gw, axes)
     reuse = dw is None or not xp.may_share_memory(dw, gx)  # (dw is gx where nothing was summed away)
-    s2 = sum(xp.multiply(gw, xhat, out=gx) if reuse else gw * xhat, dim=axes, keepdim=True)
+    s2 = row_sums(xp.multiply(gw, xhat, out=gx) if reuse else gw * xhat, axes)
     a = ((0 if gm is None else gm) - invstd * s1) * inv_n
     c = (invstd * s2 + (0 if gi is None else gi) * invstd * invstd) * -inv_n
     dx = gw * invstd if weight is None else xp.multiply(gw, invstd, out=gw)
@@ -114,7 +177,8 @@ def _flat(xp, a, k):
 def _compiled(x, which):
     if NUMBA_MIN is None or x.dtype.char != "f" or x.size < NUMBA_MIN:
         return None
-    return compiled.kernel(f"layer_norm_{which}", lambda: _source(which), _SIGNATURES[which])
+    return compiled.kernel(f"layer_norm_{which}", lambda: _source(which), _SIGNATURES[which],
+                           saving=x.size * SAVING_S[which])
 
 
 def _source(which):

@@ -67,9 +67,9 @@ def _normalized_grads(g, gm, gi, x, w, mean, invstd, axes, per_feature):
     xhat = (x - mean) * invstd
     gx = g * xhat
     gw = g if w is None else g * w
-    dw = None if w is None else sum_to(gx, shape=w.shape)
-    s1 = sum(gw, dim=axes, keepdim=True)
-    s2 = sum(gw * xhat, dim=axes, keepdim=True)
+    dw = None if w is None else layer_norm_kernels.column_sums(gx, axes, w.shape)
+    s1 = layer_norm_kernels.row_sums(gw, axes)
+    s2 = layer_norm_kernels.row_sums(gw * xhat, axes)
     # d mean / dx = 1/n; d invstd / dx = -invstd^2 xhat / n
     a = (gm - invstd * s1) * inv_n
     c = (invstd * s2 + gi * invstd * invstd) * -inv_n

@@ -90,6 +90,12 @@ def forget():
         del sys.modules[name]
 
 
+def loaded_any():
+    """Whether this process has loaded a kernel (Numba imported and its compiler started:
+    a further kernel costs only its own load, see :mod:`tracegrad.rules.compiled`)."""
+    return bool(_LOADED)
+
+
 def cache_dir():
     """Where kernel sources (and Numba's machine code beside them) are kept."""
     root = os.environ.get("TRACEGRAD_CACHE_DIR")

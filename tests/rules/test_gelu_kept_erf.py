@@ -1,0 +1,103 @@
+"""GELU's exact form keeps its forward's erf values for the backward
+(tracegrad/rules/gelu_kernels.py): the backward takes them instead of recomputing erf,
+once, for the very input array the forward saw; the entries die with that array and are
+bounded; the results are those of a recomputation bit for bit."""
+import gc
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad.backend import cpu
+from tracegrad.rules import gelu_kernels
+
+
+@pytest.fixture
+def erf_calls(monkeypatch):
+    """The NumPy path (no Numba), with cpu.erf counted; the kept entries cleared."""
+    monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", None)
+    monkeypatch.setattr(gelu_kernels, "_KEPT", {})
+    calls = []
+    real = cpu.erf
+
+    def counted(x, *a, **k):
+        calls.append(x.shape)
+        return real(x, *a, **k)
+    monkeypatch.setattr(cpu, "erf", counted)
+    return calls
+
+
+def _arrays(dtype, shape=(6, 50), seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 2).astype(dtype), rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_backward_takes_the_forwards_erf_once(erf_calls, dtype):
+    x, g = _arrays(dtype)
+    gelu_kernels.gelu_forward(cpu, x, "none")
+    assert len(erf_calls) == 1
+    kept = gelu_kernels.gelu_backward(cpu, g, x, "none")
+    assert len(erf_calls) == 1  # no erf recomputed
+    again = gelu_kernels.gelu_backward(cpu, g, x, "none")  # (taken once: recomputed now)
+    assert len(erf_calls) == 2
+    np.testing.assert_array_equal(kept, again)
+    assert not gelu_kernels._KEPT
+
+
+def test_only_the_same_array_gets_the_kept_values(erf_calls):
+    x, g = _arrays("float32")
+    gelu_kernels.gelu_forward(cpu, x, "none")
+    same_values = x.copy()
+    gelu_kernels.gelu_backward(cpu, g, same_values, "none")
+    assert len(erf_calls) == 2  # another array (even equal): recomputed
+    assert len(gelu_kernels._KEPT) == 1  # x's entry stays for x's backward
+
+
+def test_entries_die_with_their_input_and_are_bounded(erf_calls, monkeypatch):
+    x, _ = _arrays("float32")
+    gelu_kernels.gelu_forward(cpu, x, "none")
+    assert len(gelu_kernels._KEPT) == 1
+    del x
+    gc.collect()
+    assert not gelu_kernels._KEPT
+    monkeypatch.setattr(gelu_kernels, "_KEPT_MAX", 2)
+    xs = [_arrays("float32", seed=s)[0] for s in range(3)]
+    for x in xs:
+        gelu_kernels.gelu_forward(cpu, x, "none")
+    assert list(gelu_kernels._KEPT) == [id(xs[1]), id(xs[2])]  # the oldest dropped
+    monkeypatch.setattr(gelu_kernels, "_KEPT_BYTES", xs[0].nbytes * 4 // 3)  # room for one
+    gelu_kernels.gelu_forward(cpu, xs[0], "none")
+    assert list(gelu_kernels._KEPT) == [id(xs[0])]
+
+
+def test_tanh_form_keeps_nothing(erf_calls):
+    x, g = _arrays("float32")
+    gelu_kernels.gelu_forward(cpu, x, "tanh")
+    assert not gelu_kernels._KEPT and not erf_calls
+
+
+def test_eager_gradients_equal_the_composite_and_the_derivative(erf_calls):
+    """Through the eager runtime: the first-order gradient (kept erf) equals the composite
+    vjp's (create_graph, recomputed) bit for bit, and the exact derivative."""
+    x, g = _arrays("float64")
+    a = tg.tensor(x, requires_grad=True)
+    tg.nn.functional.gelu(a).backward(tg.tensor(g))
+    b = tg.tensor(x, requires_grad=True)
+    (grad,) = tg.autograd.grad(tg.nn.functional.gelu(b), b, tg.tensor(g), create_graph=True)
+    np.testing.assert_array_equal(a.grad.numpy(), grad.detach().numpy())
+    from math import erf, exp, pi, sqrt
+    want = [gi * (0.5 * (1 + erf(xi / sqrt(2))) + xi * exp(-xi * xi / 2) / sqrt(2 * pi))
+            for xi, gi in zip(x.ravel(), g.ravel())]
+    np.testing.assert_allclose(a.grad.numpy().ravel(), want, rtol=1e-12, atol=1e-14)
+
+
+def test_an_input_modified_in_place_is_refused_not_served_stale(erf_calls):
+    x, _ = _arrays("float32")
+    a = tg.tensor(x, requires_grad=True)
+    h = a * 1
+    y = tg.nn.functional.gelu(h)
+    with tg.no_grad():
+        h.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
