@@ -88,8 +88,6 @@ SAMPLES = {
     "huber_loss": pointwise(kink=1.0) + pointwise(kink=2.0, delta=2.0)[:2],
     "nll_loss": [S(x, t, w, tags=tags, **p) for x, t, w, p, tags in nll_cases()],
     "nll_loss_backward": [_nll_backward(*case) for case in nll_cases()],
-    # (the same cases as logits: log_softmax, then nll_loss, in one rule)
-    "cross_entropy_loss": [S(x, t, w, tags=tags, **p) for x, t, w, p, tags in nll_cases()],
     "binary_cross_entropy": binary(with_logits=False),
     "binary_cross_entropy_with_logits": binary(with_logits=True),
 }

@@ -101,3 +101,30 @@ def test_an_input_modified_in_place_is_refused_not_served_stale(erf_calls):
         h.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_threads_keeping_and_taking_at_once_get_their_own_values(erf_calls):
+    # every thread's backward gets the values of its own forward (or recomputes them),
+    # whatever the others keep, take or drop meanwhile
+    import threading
+    want = {}
+    for k in range(8):
+        x, g = _arrays("float32", seed=k)
+        gelu_kernels.gelu_forward(cpu, x.copy(), "none")  # (a copy: kept, then freed)
+        want[k] = gelu_kernels.gelu_backward(cpu, g, x, "none")
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(30):
+                x, g = _arrays("float32", seed=k)
+                gelu_kernels.gelu_forward(cpu, x, "none")
+                np.testing.assert_array_equal(gelu_kernels.gelu_backward(cpu, g, x, "none"), want[k])
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

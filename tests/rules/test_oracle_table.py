@@ -216,9 +216,6 @@ TORCH.update({
         x, t, w, reduction=reduction, ignore_index=ignore_index),
     "nll_loss_backward": lambda g, t, w, shape, reduction="mean", ignore_index=-100: _nll_loss_backward(
         g, t, w, shape, reduction, ignore_index),
-    "cross_entropy_loss": lambda x, t, w, reduction="mean", ignore_index=-100: (
-        F.cross_entropy(x, t, w, reduction=reduction, ignore_index=ignore_index),
-        torch.log_softmax(x, 0 if x.ndim == 1 else 1)),
     "binary_cross_entropy": lambda x, y, w, reduction="mean": F.binary_cross_entropy(x, y, w, reduction=reduction),
     "binary_cross_entropy_with_logits": lambda x, y, w, pw, reduction="mean": F.binary_cross_entropy_with_logits(
         x, y, w, reduction=reduction, pos_weight=pw),

@@ -12,7 +12,6 @@ from . import core, broadcast, unary, arith, views, memory, shape, index, reduce
 from . import linalg, activation, conv, pool, loss, nn, complex_, arrays  # noqa: F401
 from . import fft  # noqa: F401
 from . import attention, counting, distance  # noqa: F401
-from . import cross_entropy  # noqa: F401  (log_softmax + nll_loss in one node)
 from . import sparse  # noqa: F401  (sparse COO matrix products)
 from . import special, gamma, bessel  # noqa: F401
 from . import decomp, spectral, matrix_functions  # noqa: F401

@@ -477,13 +477,3 @@ def nll_loss_backward_rule(prim, args, batched, params, size):
     full = (size,) + shape if len(shape) == 1 else (size * shape[0],) + shape[1:]
     out = prim(fg, ft, weight, shape=full, reduction="none", ignore_index=params.get("ignore_index", -100))
     return _P["reshape"](out, shape=(size,) + shape)
-
-
-@batch_rule("cross_entropy_loss")
-def cross_entropy_loss_rule(prim, args, batched, params, size):
-    """log_softmax along each sample's class dim, then nll_loss's rule: the primitive's
-    two steps, batched (its outputs: the losses and the log-probabilities)."""
-    x, target, weight = args
-    x = materialize(x, batched[0], size)
-    logp = _P["log_softmax"](x, dim=1 if x.ndim == 2 else 2)
-    return nll_loss_rule(_P["nll_loss"], (logp, target, weight), (True,) + tuple(batched[1:]), params, size), logp

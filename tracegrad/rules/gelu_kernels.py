@@ -18,6 +18,7 @@ cached on disk like the tape's fused kernels (:mod:`tracegrad.transform.jit`), a
 is imported at the first load, never by ``import tracegrad``.
 """
 import math
+import threading
 import weakref
 
 from ..backend import cpu_erf
@@ -85,6 +86,9 @@ def gelu_forward(xp, x, approximate):
 _KEPT = {}                      # id(x) -> (weak reference to x, erf(x / sqrt 2))
 _KEPT_MAX = 64
 _KEPT_BYTES = 256 << 20
+_KEPT_LOCK = threading.Lock()   # (threads run forwards and backwards at once)
+_FREED = []                     # keys of inputs freed since: dropped under the lock (a weak
+                                # reference's callback may run anywhere, even inside it)
 
 
 def _keep_erf(x, e):
@@ -93,14 +97,29 @@ def _keep_erf(x, e):
         ref = weakref.ref(x, lambda _, key=key: _drop(key))
     except TypeError:  # (an array type without weak references: nothing kept)
         return
-    _KEPT.pop(key, None)
-    _KEPT[key] = (ref, e)
-    while len(_KEPT) > _KEPT_MAX or (len(_KEPT) > 1 and _kept_bytes() > _KEPT_BYTES):
-        _KEPT.pop(next(iter(_KEPT)), None)
+    with _KEPT_LOCK:
+        _drop_freed()
+        _KEPT.pop(key, None)  # (a new entry goes last: the oldest are dropped first)
+        _KEPT[key] = (ref, e)
+        while len(_KEPT) > _KEPT_MAX or (len(_KEPT) > 1 and _kept_bytes() > _KEPT_BYTES):
+            _KEPT.pop(next(iter(_KEPT)), None)
 
 
 def _drop(key):
-    _KEPT.pop(key, None)
+    _FREED.append(key)
+    if _KEPT_LOCK.acquire(blocking=False):  # (else whoever holds it, or the next call, drops it)
+        try:
+            _drop_freed()
+        finally:
+            _KEPT_LOCK.release()
+
+
+def _drop_freed():
+    while _FREED:
+        key = _FREED.pop()
+        entry = _KEPT.get(key)
+        if entry is not None and entry[0]() is None:  # (not a new input at a reused id)
+            del _KEPT[key]
 
 
 def _kept_bytes():
@@ -109,10 +128,12 @@ def _kept_bytes():
 
 def _kept_erf(x):
     """The erf values the forward kept for this very ``x`` (handed over: removed), or None."""
-    entry = _KEPT.get(id(x))
-    if entry is None or entry[0]() is not x:
-        return None
-    _KEPT.pop(id(x), None)
+    with _KEPT_LOCK:
+        _drop_freed()
+        entry = _KEPT.get(id(x))
+        if entry is None or entry[0]() is not x:
+            return None
+        del _KEPT[id(x)]
     return entry[1]
 
 

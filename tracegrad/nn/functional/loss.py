@@ -5,10 +5,7 @@ Where PyTorch runs one kernel (mse, smooth L1, Huber, nll, the binary cross entr
 call one rule of :mod:`tracegrad.rules.loss`, so ``grad_fn.name()`` is PyTorch's; where
 PyTorch composes (l1, kl_div, soft-target and label-smoothed cross entropy, the weighted
 regression losses) we compose the same operations in the same order. ``cross_entropy``
-on class indices is ``log_softmax`` then ``nll_loss``, as in PyTorch, but as one rule
-(:mod:`tracegrad.rules.cross_entropy`): one node, named as PyTorch's top one
-(``NllLossBackward0``), whose next function is the input's own -- PyTorch has a
-``LogSoftmaxBackward0`` between them.
+is ``log_softmax`` then ``nll_loss``, as in PyTorch.
 
 Known differences in the graph: where PyTorch's C++ composites divide or multiply by a
 C++ Scalar (soft-target mean: ``DivBackward1``; label smoothing: ``MulBackward1``) the
@@ -23,7 +20,6 @@ import warnings
 from ...ops.activation import _log_softmax
 from ...ops._args import result_type, scalar
 from ...rules import loss as R
-from ...rules.cross_entropy import cross_entropy_loss
 from ...rules.broadcast import broadcast_to
 from ...runtime import grad_mode
 from ...runtime.shapes import broadcast_shapes
@@ -192,7 +188,7 @@ def _check_target_dtype(target):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.scalar_name}")
 
 
-def _nll(input, target, weight, reduction, ignore_index, kernel):
+def _nll(input, target, weight, reduction, ignore_index):
     """PyTorch's nll_loss (1-d or 2-d input) with its checks."""
     if target.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -203,10 +199,10 @@ def _nll(input, target, weight, reduction, ignore_index, kernel):
     _check_target_dtype(target)
     _class_weight(weight, input.shape[-1])
     _check_kernel_dtypes(input, weight)
-    return kernel(input, target, weight, reduction=reduction, ignore_index=ignore_index)
+    return R.nll_loss(input, target, weight, reduction=reduction, ignore_index=ignore_index)
 
 
-def _nll2d(input, target, weight, reduction, ignore_index, kernel):
+def _nll2d(input, target, weight, reduction, ignore_index):
     """PyTorch's nll_loss2d (4-d input: N, C, H, W) with its checks."""
     _check_target_dtype(target)
     if target.ndim != 3:
@@ -217,20 +213,12 @@ def _nll2d(input, target, weight, reduction, ignore_index, kernel):
     if weight is not None and (weight.ndim != 1 or weight.numel() != input.shape[1]):
         raise RuntimeError("weight tensor should be defined either for all or no classes")
     _check_kernel_dtypes(input, weight)
-    return kernel(input, target, weight, reduction=reduction, ignore_index=ignore_index)
+    return R.nll_loss(input, target, weight, reduction=reduction, ignore_index=ignore_index)
 
 
-def _cross_entropy_kernel(input, target, weight, **params):
-    """``nll_loss(log_softmax(input, class dim), ...)`` as one node (see
-    :mod:`tracegrad.rules.cross_entropy`)."""
-    return cross_entropy_loss(input, target, weight, **params)[0]
-
-
-def _nll_nd(input, target, weight, reduction, ignore_index, kernel=R.nll_loss):
+def _nll_nd(input, target, weight, reduction, ignore_index):
     """PyTorch's nll_loss_nd: nll_loss for 1-d and 2-d input, nll_loss2d for 4-d, and for
-    other ranks nll_loss2d on an (N, C, 1, -1) view, viewed back for reduction='none'.
-    ``kernel``: ``R.nll_loss`` on log-probabilities, or :func:`_cross_entropy_kernel` on
-    logits (log_softmax along dim 1 commutes with those views)."""
+    other ranks nll_loss2d on an (N, C, 1, -1) view, viewed back for reduction='none'."""
     _no_grad_for("nll_loss_forward" if input.ndim <= 2 else "nll_loss2d_forward", "weight", weight)
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
@@ -238,9 +226,9 @@ def _nll_nd(input, target, weight, reduction, ignore_index, kernel=R.nll_loss):
     if input.ndim != 1 and input.shape[0] != batch:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({batch}).")
     if input.ndim <= 2:
-        return _nll(input, target, weight, reduction, ignore_index, kernel)
+        return _nll(input, target, weight, reduction, ignore_index)
     if input.ndim == 4:
-        return _nll2d(input, target, weight, reduction, ignore_index, kernel)
+        return _nll2d(input, target, weight, reduction, ignore_index)
     n, c = input.shape[:2]
     out_size = [n, *input.shape[2:]]
     if list(target.shape[1:]) != out_size[1:]:
@@ -248,7 +236,7 @@ def _nll_nd(input, target, weight, reduction, ignore_index, kernel=R.nll_loss):
     empty = input.numel() == 0
     input = input.reshape((n, c, 0, 0) if empty else (n, c, 1, -1))
     target = target.reshape((n, 0, 0) if target.numel() == 0 else (n, 1, -1))
-    out = _nll2d(input, target, weight, reduction, ignore_index, kernel)
+    out = _nll2d(input, target, weight, reduction, ignore_index)
     return out.reshape(out_size) if reduction == "none" else out
 
 
@@ -325,9 +313,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if label_smoothing > 0.0:
         _check_smoothing(label_smoothing)
         return _smoothed(input, target, weight, reduction, ignore_index, label_smoothing, class_dim)
-    if input.ndim == 0 or not input.dtype.is_floating_point:  # (log_softmax's errors, as in PyTorch)
-        return _nll_nd(_log_softmax(input, class_dim), target, weight, reduction, ignore_index)
-    return _nll_nd(input, target, weight, reduction, ignore_index, _cross_entropy_kernel)
+    return _nll_nd(_log_softmax(input, class_dim), target, weight, reduction, ignore_index)
 
 
 # -- binary cross entropy ----------------------------------------------------------------------------
