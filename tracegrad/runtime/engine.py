@@ -286,72 +286,86 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
 
     while ready:
         node, grads = ready.pop()
-        extra = node._extra
-        leaf = type(node) is accumulate_grad
-        if grads is not None and (leaf or extra is not None or wanted is not None):
-            if leaf and grads[0] is not None:
-                var_extra = node.variable._extra
-                if var_extra is not None and var_extra.get("hooks"):  # the hooks may keep what
-                    grads = [_leaf_hooks(node.variable, grads[0], graph)]  # they see: never
-                    fresh.pop(node, None)  # adopted as .grad
-            if extra is not None:  # user hooks: the gradients may now be held elsewhere
-                grads = _run_tensor_hooks(node, grads, graph)
-                fresh.pop(node, None)
-            if wanted is not None:
-                for nr, g in enumerate(grads):
-                    for i in wanted.get((node, nr), ()):
-                        captured[i] = g if captured[i] is None else captured[i] + g
-        if leaf:
-            if grads is not None and grads[0] is not None and targets is None:
-                accumulate(node.variable, grads[0], graph, fresh.pop(node, False), hooks=False)
-                if extra is not None and extra.get("hooks"):
-                    _run_node_hooks(extra["hooks"], (), grads, graph)
-            continue
-        if node in skip:
-            continue  # only its gradient was wanted
-        if grads is None or (grads[0] is None and (len(grads) == 1 or all(g is None for g in grads))):
-            in_grads = None
-        else:
-            in_grads = node._apply(grads, graph) if apply is None else apply(node, grads, graph)
-            if extra is not None and extra.get("hooks"):
-                in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
-                grads = in_grads  # returned by a hook: never adopted as a leaf's .grad
-            elif node._opaque:
-                grads = in_grads  # a custom backward's results may be held by the user too
-            if not keep_graph and node._saved == CLAIMED:
-                node._release()
-        j = -1
-        for nxt, nr in node._next_functions:
-            j += 1
-            if nxt is None:
-                continue
-            d = deps.get(nxt)
-            if d is None:
-                continue  # pruned: does not lead to a target
-            g = None if in_grads is None else in_grads[j]
-            if d == 1:
-                del deps[nxt]
-                buf = buffers.pop(nxt, None) if buffers else None
-                if buf is None:
-                    if g is not None:
-                        outs = nxt._outs
-                        if outs is None:
-                            buf = [g]
-                        else:
-                            buf = [None] * len(outs)
-                            buf[nr] = g
-                        if type(nxt) is accumulate_grad:
-                            fresh[nxt] = _is_fresh(g, grads, graph)
-                elif g is not None:
-                    _add_grad(buf, fresh, nxt, nr, g, grads, graph)
-                (leaves if type(nxt) is accumulate_grad else ready).append((nxt, buf))
+        while node is not None:
+            extra = node._extra
+            leaf = type(node) is accumulate_grad
+            if grads is not None and (leaf or extra is not None or wanted is not None):
+                if leaf and grads[0] is not None:
+                    var_extra = node.variable._extra
+                    if var_extra is not None and var_extra.get("hooks"):  # the hooks may keep what
+                        grads = [_leaf_hooks(node.variable, grads[0], graph)]  # they see: never
+                        fresh.pop(node, None)  # adopted as .grad
+                if extra is not None:  # user hooks: the gradients may now be held elsewhere
+                    grads = _run_tensor_hooks(node, grads, graph)
+                    fresh.pop(node, None)
+                if wanted is not None:
+                    for nr, g in enumerate(grads):
+                        for i in wanted.get((node, nr), ()):
+                            captured[i] = g if captured[i] is None else captured[i] + g
+            if leaf:
+                if grads is not None and grads[0] is not None and targets is None:
+                    accumulate(node.variable, grads[0], graph, fresh.pop(node, False), hooks=False)
+                    if extra is not None and extra.get("hooks"):
+                        _run_node_hooks(extra["hooks"], (), grads, graph)
+                break
+            if skip and node in skip:
+                break  # only its gradient was wanted
+            if grads is None or (grads[0] is None and (len(grads) == 1 or all(g is None for g in grads))):
+                in_grads = None
             else:
-                deps[nxt] = d - 1
-                if g is not None:
-                    _buffer(buffers, fresh, nxt, nr, g, grads, graph)
-        if leaves:  # on top, so that leaves accumulate (and run their post-accumulate hooks) as
-            ready.extend(leaves)  # soon as their gradient is complete, as torch's engine
-            leaves.clear()  # does: DDP starts averaging while backward goes on
+                in_grads = node._apply(grads, graph) if apply is None else apply(node, grads, graph)
+                if extra is not None and extra.get("hooks"):
+                    in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
+                    grads = in_grads  # returned by a hook: never adopted as a leaf's .grad
+                elif node._opaque:
+                    grads = in_grads  # a custom backward's results may be held by the user too
+                if not keep_graph and node._saved == CLAIMED:
+                    node._release()
+            # The nodes this one makes ready go on `ready`, leaves on top (below); the one
+            # made ready last would be popped first, so it runs next without being queued
+            # (a chain of single-consumer nodes runs as a loop).
+            nxt_node = nxt_grads = None
+            j = -1
+            for nxt, nr in node._next_functions:
+                j += 1
+                if nxt is None:
+                    continue
+                d = deps.get(nxt)
+                if d is None:
+                    continue  # pruned: does not lead to a target
+                g = None if in_grads is None else in_grads[j]
+                if d == 1:
+                    del deps[nxt]
+                    buf = buffers.pop(nxt, None) if buffers else None
+                    if buf is None:
+                        if g is not None:
+                            outs = nxt._outs
+                            if outs is None:
+                                buf = [g]
+                            else:
+                                buf = [None] * len(outs)
+                                buf[nr] = g
+                            if type(nxt) is accumulate_grad:
+                                fresh[nxt] = _is_fresh(g, grads, graph)
+                    elif g is not None:
+                        _add_grad(buf, fresh, nxt, nr, g, grads, graph)
+                    if type(nxt) is accumulate_grad:
+                        leaves.append((nxt, buf))
+                    else:
+                        if nxt_node is not None:
+                            ready.append((nxt_node, nxt_grads))
+                        nxt_node, nxt_grads = nxt, buf
+                else:
+                    deps[nxt] = d - 1
+                    if g is not None:
+                        _buffer(buffers, fresh, nxt, nr, g, grads, graph)
+            if leaves:  # on top, so that leaves accumulate (and run their post-accumulate hooks) as
+                if nxt_node is not None:  # soon as their gradient is complete, as torch's engine
+                    ready.append((nxt_node, nxt_grads))  # does: DDP starts averaging while
+                ready.extend(leaves)  # backward goes on
+                leaves.clear()
+                break
+            node, grads = nxt_node, nxt_grads
 
 
 def _plain_apply(node, grads, graph):

@@ -88,6 +88,10 @@ class FunctionNode(Node):
     # without retain_graph; using the node again is then an error, as in PyTorch).
     __slots__ = ("_args", "_vers", "_out", "_params", "_pos", "_saved", "_outs")
     _prim = None
+    # Set per class (see node_class): True for a rule right for any dtype whose vjps run
+    # one per operand (the common case _apply runs inline), and its first operand's vjp.
+    _plain = False
+    _vjp0 = None
 
     # -- saved values --------------------------------------------------------------------
     def _unpack_args(self, graph):
@@ -179,28 +183,31 @@ class FunctionNode(Node):
             out = saved[0]
             if saved[1][0] != saved[2]:
                 self._unpack_out(graph)  # raises the version error
-        prim = self._prim
         if self._outs is None:
             g = grads[0]
-            complex_ = prim.complex
-            if complex_ is True and self._params is None and self._extra is None and prim.vjp_all_fn is None:
+            if self._plain and self._params is None and self._extra is None:
                 # the common case (_vjps' first branch, inline): one output, no params, no
                 # dtypes to restore, a rule right for any dtype (no complex check after)
                 if (g._data if graph else g).dtype.kind == "c":
                     return self._apply_complex(g, out, args, graph)
-                pos, edges, vjps = self._pos, self._next_functions, prim.vjps
+                pos = self._pos
+                if pos is _POS0 and self._vjp0 is not None:  # (a node's one edge leads somewhere)
+                    return (self._vjp0(g, out, *args),)
+                edges, vjps = self._next_functions, self._prim.vjps
                 first = vjps[pos[0]](g, out, *args) if edges[0][0] is not None else None
                 if len(pos) == 1:
                     return (first,)
                 if len(pos) == 2:
                     return (first, vjps[pos[1]](g, out, *args) if edges[1][0] is not None else None)
-            elif (g._data if graph else g).dtype.kind == "c" or complex_ == "real":
+            elif (g._data if graph else g).dtype.kind == "c" or self._prim.complex == "real":
                 return self._apply_complex(g, out, args, graph)
         else:
             g = tuple(gk if gk is not None else _zeros(o, graph) for gk, o in zip(grads, self._outs))
+            prim = self._prim
             if prim.complex == "real" or any((gk._data if graph else gk).dtype.kind == "c" for gk in g):
                 return self._apply_complex(g, out, args, graph)
         grads_in = self._vjps(g, out, args, graph)
+        prim = self._prim
         if not prim.complex and _any_complex(grads_in, graph):  # complex operands, real result
             raise NotImplementedError(complex_refusal(self.name(), prim.name))
         return grads_in
@@ -283,6 +290,7 @@ def _saved_attribute(self, key):
 
 
 _NO_PARAMS = {}
+_POS0, _POS01 = (0,), (0, 1)  # the operand positions of most nodes (``_pos``), shared
 _DEFAULT_SAVED_NAMES = ("self", "other")
 NOTHING_SAVED, SAVED, FREED, CLAIMED = 0, 1, 2, 3  # CLAIMED: being consumed by one backward
 PACKED = -1  # the version stamp of an operand stored by saved-tensor hooks
@@ -352,8 +360,11 @@ def node_class(prim, name):
     cls = prim.node_classes.get(name)
     if cls is None:  # setdefault: two threads making the class at once agree on one
         attrs = {"_saved_" + key: _saved_property(key) for key in _saved_keys(prim)}
+        plain = prim.complex is True and prim.vjp_all_fn is None
+        vjp0 = prim.vjps[0] if plain and prim.vjps else None
         cls = prim.node_classes.setdefault(name, type(name, (FunctionNode,), {
-            "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph", **attrs}))
+            "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph",
+            "_plain": plain, "_vjp0": staticmethod(vjp0) if vjp0 is not None else None, **attrs}))
     return cls
 
 
