@@ -10,11 +10,11 @@ import math
 
 from .. import backend
 from ..backend import dtypes as _dt
-from ..rules.core import FLOAT, Meta
+from ..rules.core import FLOAT, Meta, meta
 from . import dispatch as _d
 from . import forward as _forward
 from . import grad_mode
-from .node import _POS0, _POS01
+from .node import _POS0, _POS01, node_class, own_copy
 from .dispatch import (_NO_EDGE, _NO_PARAMS, _NUMBER_RANK, NOTHING_SAVED, SAVED, _kernel_error,
                        _node_class, _record, _result, _save_operand, _untracked, apply, edge_of, save_result)
 from .saved_hooks import _active as _PACKING
@@ -62,16 +62,17 @@ def eager_unary(prim):
                     mode = _state.mode
                     if mode != _GRAD:
                         return _untracked(out, mode)
-                    save_x, save_out, saved, _ = layout[0] if layout else _layout(prim, 1, layout)
+                    save_x, save_out, saved, _, make = layout[0] if layout else _layout(prim, (x,), layout)
                     fn = x._grad_fn
                     edge = (fn, x._output_nr) if fn is not None and x._view is None else edge_of(x)
                     if save_x:
                         vers = [None]
                         sx, vers[0] = _save_operand(x)
                     else:
-                        vers, sx = None, _meta_of(data)
-                    return _new_result(prim.node_cls or _node_class(prim, (x,), _NO_PARAMS), out, (edge,),
-                                       (sx,), vers, _POS0, saved, save_out)
+                        shape = data.shape
+                        vers, sx = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
+                    return make(prim.node_cls or _node_class(prim, (x,), _NO_PARAMS), out, (edge,), (sx,),
+                                vers, _POS0, saved, save_out)
                 return _untracked(out, _state.mode)
             kind = dtype.kind
             if float_only and kind not in "fc" or _DUAL[0]:
@@ -129,17 +130,17 @@ def eager_binary(prim):
                     mode = _state.mode
                     if mode != _GRAD:
                         return _untracked(out, mode)
-                    save_a, save_out, saved, pos = layout[0] if layout else _layout(prim, 2, layout)
+                    save_a, save_out, saved, pos, make = layout[0] if layout else _layout(prim, (a, b), layout)
                     fn = a._grad_fn
                     ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
                     if save_a:
                         vers = [None, None]
                         sa, vers[0] = _save_operand(a)
                     else:
-                        vers, sa = None, _meta_of(ad)
-                    return _new_result(prim.node_cls or _node_class(prim, (a, b), _NO_PARAMS), out,
-                                       (ea, _NO_EDGE) if pos is _POS01 else (ea,), (sa, b), vers, pos,
-                                       saved, save_out)
+                        shape = ad.shape
+                        vers, sa = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
+                    return make(prim.node_cls or _node_class(prim, (a, b), _NO_PARAMS), out,
+                                (ea, _NO_EDGE) if pos is _POS01 else (ea,), (sa, b), vers, pos, saved, save_out)
                 return _untracked(out, _state.mode)
         if tb is Tensor or tb in _PLAIN:
             bd = b._data
@@ -196,14 +197,25 @@ _FAST = {}
 _ABSENT = object()  # marks "no second operand" for _tracked
 
 
-def _layout(prim, nargs, cache):
+def _layout(prim, args, cache):
     """What a node keeps when the first operand requires grad and a second one (if any) is
     a number: (save the first operand, save the result, the node's ``_saved`` state, its
-    operand positions); appended to ``cache``."""
+    operand positions, the function making node and result); appended to ``cache``."""
+    nargs = len(args)
     save_idx, save_out = prim.save_plan(1, nargs)
     pos = _POS01 if nargs == 2 and prim.number_edges else _POS0
-    cache.append((0 in save_idx, save_out, SAVED if save_idx or save_out else NOTHING_SAVED, pos))
+    if prim.node is None or isinstance(prim.node, str):  # one node class for the rule:
+        _node_class(prim, args, _NO_PARAMS)  # cached as prim.node_cls
+        if prim.node_cls is None:
+            prim.node_cls = node_class(prim, prim.node_name(args, _NO_PARAMS))
+        make = _MAKERS.get(prim.node_cls) or _MAKERS.setdefault(prim.node_cls, own_copy(_new_result))
+    else:
+        make = _new_result
+    cache.append((0 in save_idx, save_out, SAVED if save_idx or save_out else NOTHING_SAVED, pos, make))
     return cache[0]
+
+
+_MAKERS = {}  # node class -> its own copy of _new_result (see node.own_copy)
 
 
 # -- Python numbers as 0-d arrays --------------------------------------------------------------
@@ -250,9 +262,29 @@ def _constant_of(b, dtype):
     return c
 
 
+# -- shapes of operands not saved -------------------------------------------------------------
+# A node keeps a Meta (shape, dtype) of each operand its vjps do not read; the elementwise
+# rules of the inline paths above read its shape alone (and a complex check its dtype),
+# never its strides. One Meta per (dtype, shape) serves all their nodes (Metas are never
+# changed), saving the making of one per operation. Bounded like the number tables.
+
+_SHAPES = {dtype: {} for dtype in _REAL}
+_SHAPES_KEPT = 256
+
+
+def _shape_of(shape, dtype):
+    """The shared Meta of a real float operand of ``shape`` (strides not recorded)."""
+    table = _SHAPES[dtype]
+    if len(table) >= _SHAPES_KEPT:
+        table.clear()
+    m = table[shape] = meta(shape, None, dtype)
+    return m
+
+
 def _new_result(cls, out, edges, stored, vers, pos, saved, save_out):
     """The result Tensor of a fast-path op, with its new node of class ``cls``:
-    ``_new_node`` and ``wrap(out, True, node, 0)`` in one call."""
+    ``_new_node`` and ``wrap(out, True, node, 0)`` in one call. A rule with one node class
+    has its own copy of this function, whose writes to the node CPython specializes."""
     node = cls()
     node._next_functions = edges
     node._extra = None

@@ -364,8 +364,18 @@ def node_class(prim, name):
         vjp0 = prim.vjps[0] if plain and prim.vjps else None
         cls = prim.node_classes.setdefault(name, type(name, (FunctionNode,), {
             "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph",
-            "_plain": plain, "_vjp0": staticmethod(vjp0) if vjp0 is not None else None, **attrs}))
+            "_plain": plain, "_vjp0": staticmethod(vjp0) if vjp0 is not None else None,
+            "_apply": own_copy(FunctionNode._apply), "_release": own_copy(FunctionNode._release), **attrs}))
     return cls
+
+
+def own_copy(fn):
+    """``fn`` with a code object of its own. CPython specializes attribute reads and writes
+    per code object and per type: the methods of FunctionNode, shared by every node class,
+    would see a different class from one node to the next and read every attribute through
+    the slow generic path; a copy per class sees one class only."""
+    return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
 
 
 def _saved_property(key):
