@@ -27,6 +27,7 @@ __all__ = ["eager_binary", "eager_unary", "untracked_arrays", "untracked_result"
 _state = grad_mode.state
 _DUAL = _forward.ACTIVE  # true while a forward AD level is open: ops then go through apply()
 _GRAD = grad_mode.GRAD
+_OFF = grad_mode.OFF  # threads out of grad mode: none, and every thread records
 _NS_BY_TYPE = backend._NS_BY_TYPE
 _ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
 _CPU = backend.cpu  # NumPy (only the CPU namespace's arrays take the shortcuts below)
@@ -59,7 +60,7 @@ def eager_unary(prim):
                 # the common case: a real float NumPy array, its rule's ufunc
                 out = ufunc(data)
                 if x._requires_grad and recordable:
-                    mode = _state.mode
+                    mode = _state.mode if _OFF[0] else _GRAD
                     if mode != _GRAD:
                         return _untracked(out, mode)
                     save_x, save_out, saved, _, make = layout[0] if layout else _layout(prim, (x,), layout)
@@ -127,7 +128,7 @@ def eager_binary(prim):
                     bd = _constant_of(b, dtype)
                 out = ufunc(ad, bd)  # (a 0-d operand broadcasts with anything)
                 if a._requires_grad and recordable:
-                    mode = _state.mode
+                    mode = _state.mode if _OFF[0] else _GRAD
                     if mode != _GRAD:
                         return _untracked(out, mode)
                     save_a, save_out, saved, pos, make = layout[0] if layout else _layout(prim, (a, b), layout)

@@ -88,10 +88,6 @@ class FunctionNode(Node):
     # without retain_graph; using the node again is then an error, as in PyTorch).
     __slots__ = ("_args", "_vers", "_out", "_params", "_pos", "_saved", "_outs")
     _prim = None
-    # Set per class (see node_class): True for a rule right for any dtype whose vjps run
-    # one per operand (the common case _apply runs inline), and its first operand's vjp.
-    _plain = False
-    _vjp0 = None
 
     # -- saved values --------------------------------------------------------------------
     def _unpack_args(self, graph):
@@ -168,8 +164,11 @@ class FunctionNode(Node):
         return items
 
     # -- applying ------------------------------------------------------------------------
-    def _apply(self, grads, graph):
-        """Gradients for ``next_functions`` from the gradients of this node's outputs."""
+    def _apply(self, grads, graph, *, _plain=False, _vjp0=None, _vjp1=None):
+        """Gradients for ``next_functions`` from the gradients of this node's outputs.
+        (The keyword arguments are set per node class, see node_class: whether its rule
+        is right for any dtype with one vjp per operand, the common case run inline
+        here, and its vjps of operands 0 and 1.)"""
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
         # Operands as stored (numbers, Meta shapes) unless tensors were saved for backward.
@@ -185,15 +184,19 @@ class FunctionNode(Node):
                 self._unpack_out(graph)  # raises the version error
         if self._outs is None:
             g = grads[0]
-            if self._plain and self._params is None and self._extra is None:
+            if _plain and self._params is None and self._extra is None:
                 # the common case (_vjps' first branch, inline): one output, no params, no
                 # dtypes to restore, a rule right for any dtype (no complex check after)
                 if (g._data if graph else g).dtype.kind == "c":
                     return self._apply_complex(g, out, args, graph)
                 pos = self._pos
-                if pos is _POS0 and self._vjp0 is not None:  # (a node's one edge leads somewhere)
-                    return (self._vjp0(g, out, *args),)
-                edges, vjps = self._next_functions, self._prim.vjps
+                if pos is _POS0 and _vjp0 is not None:  # (a node's one edge leads somewhere)
+                    return (_vjp0(g, out, *args),)
+                edges = self._next_functions
+                if pos is _POS01 and _vjp1 is not None:
+                    return (_vjp0(g, out, *args) if edges[0][0] is not None else None,
+                            _vjp1(g, out, *args) if edges[1][0] is not None else None)
+                vjps = self._prim.vjps
                 first = vjps[pos[0]](g, out, *args) if edges[0][0] is not None else None
                 if len(pos) == 1:
                     return (first,)
@@ -360,12 +363,13 @@ def node_class(prim, name):
     cls = prim.node_classes.get(name)
     if cls is None:  # setdefault: two threads making the class at once agree on one
         attrs = {"_saved_" + key: _saved_property(key) for key in _saved_keys(prim)}
-        plain = prim.complex is True and prim.vjp_all_fn is None
-        vjp0 = prim.vjps[0] if plain and prim.vjps else None
+        apply = own_copy(FunctionNode._apply)
+        if prim.complex is True and prim.vjp_all_fn is None:
+            vjps = list(prim.vjps[:2]) + [None, None]
+            apply.__kwdefaults__ = {"_plain": True, "_vjp0": vjps[0], "_vjp1": vjps[1] if vjps[0] else None}
         cls = prim.node_classes.setdefault(name, type(name, (FunctionNode,), {
             "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph",
-            "_plain": plain, "_vjp0": staticmethod(vjp0) if vjp0 is not None else None,
-            "_apply": own_copy(FunctionNode._apply), "_release": own_copy(FunctionNode._release), **attrs}))
+            "_apply": apply, "_release": own_copy(FunctionNode._release), **attrs}))
     return cls
 
 
@@ -374,8 +378,11 @@ def own_copy(fn):
     per code object and per type: the methods of FunctionNode, shared by every node class,
     would see a different class from one node to the next and read every attribute through
     the slow generic path; a copy per class sees one class only."""
-    return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
+    copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
                               fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__ and dict(fn.__kwdefaults__)
+    copy.__doc__, copy.__qualname__ = fn.__doc__, fn.__qualname__
+    return copy
 
 
 def _saved_property(key):
