@@ -60,10 +60,10 @@ def test_number_cache_keeps_no_zero_nan_or_unrepresentable_value():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             x * number
-        assert all(not (k[0] == number or k[0] != k[0]) or k[1] != np.float16 for k in fastpath._CONSTANTS)
+        assert all(not (k == number or k != k) for k in fastpath._CONSTANTS[np.dtype(np.float16)])
     _same((x * -0.0).numpy(), np.array([-0.0, 0.0], np.float16))
     x * 1.5
-    kept = fastpath._CONSTANTS[1.5, np.dtype(np.float16)]
+    kept = fastpath._CONSTANTS[np.dtype(np.float16)][1.5]
     assert kept.ndim == 0 and kept.dtype == np.float16 and not kept.flags.writeable
 
 
@@ -78,12 +78,15 @@ def test_number_operand_is_saved_as_the_number():
 
 
 def test_number_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(fastpath, "_CONSTANTS", {})
     monkeypatch.setattr(fastpath, "_CONSTANTS_KEPT", 4)
-    x = tg.tensor([1.0])
+    for table in fastpath._CONSTANTS.values():  # (a cache: emptying it changes no result)
+        table.clear()
+    monkeypatch.setattr(fastpath, "_kept", [0])
+    x, z = tg.tensor([1.0]), tg.tensor([1.0], dtype=tg.complex64)
     for k in range(1, 20):
         np.testing.assert_array_equal((x * float(k)).numpy(), [float(k)])
-        assert len(fastpath._CONSTANTS) <= 4
+        np.testing.assert_array_equal((z * float(k)).numpy(), [float(k)])
+        assert sum(len(table) for table in fastpath._CONSTANTS.values()) <= 4
 
 
 # -- _saved_<key> as properties -------------------------------------------------------------
@@ -217,3 +220,63 @@ def test_the_inlined_node_and_result_set_what_the_general_path_sets():
     assert type(fast.grad_fn).__name__ == "MulBackward0"
     assert _set_slots(fast.grad_fn) == _set_slots(general.grad_fn)
     assert _set_slots(fast) == _set_slots(general)
+
+
+# -- per-class code, shared shapes, the grad-mode count -------------------------------------
+
+def test_node_classes_have_their_own_apply_code():
+    """CPython specializes attribute reads per code object and type: each node class runs
+    its own copy of FunctionNode._apply and _release (same code, separate objects)."""
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    classes = [type(f.grad_fn) for f in (x * 2.0, x + 1.0, x.tanh())]
+    codes = [cls._apply.__code__ for cls in classes] + [FunctionNode._apply.__code__]
+    assert len({id(c) for c in codes}) == len(codes)
+    assert all(c.co_code == FunctionNode._apply.__code__.co_code for c in codes)
+    assert all(cls._release.__code__ is not FunctionNode._release.__code__ for cls in classes)
+
+
+def test_shared_shape_records_give_each_node_its_own_shape():
+    """Nodes of operands they do not save share one Meta per (dtype, shape); gradients of
+    several shapes and dtypes, interleaved, still reduce to each operand's shape."""
+    for dtype in (tg.float32, tg.float64):
+        xs = [tg.ones(shape, dtype=dtype, requires_grad=True) for shape in ((3,), (2, 3), (), (3,))]
+        ys = [(x * 1.5 + 0.25).tanh() for x in xs]
+        for x, y in zip(xs, ys):
+            y.sum().backward()
+            want = 1.5 * (1 - np.tanh(np.ones(x.shape, x.detach().numpy().dtype) * 1.5 + 0.25) ** 2)
+            assert x.grad.shape == x.shape and x.grad.dtype == dtype
+            np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+        metas = [y.grad_fn._args[0] for y in ys]
+        assert metas[0] is metas[3] and metas[0] is not metas[1]
+
+
+def test_grad_mode_count_returns_to_zero_and_threads_keep_their_modes():
+    import threading
+    from tracegrad.runtime import grad_mode
+    x = tg.tensor([1.0], requires_grad=True)
+    assert grad_mode.OFF[0] == 0
+    with tg.no_grad():
+        assert grad_mode.OFF[0] == 1 and (x * 2.0).grad_fn is None
+        with tg.enable_grad():
+            assert grad_mode.OFF[0] == 0 and (x * 2.0).grad_fn is not None
+        with tg.inference_mode():
+            assert grad_mode.OFF[0] == 1 and (x * 2.0).grad_fn is None
+    with pytest.raises(ZeroDivisionError):
+        with tg.no_grad():
+            1 / 0
+    (x * 2.0).sum().backward()
+    assert grad_mode.OFF[0] == 0
+    seen, entered, leave = [], threading.Event(), threading.Event()
+
+    def other():
+        with tg.no_grad():
+            entered.set()
+            leave.wait(10)
+            seen.append((x * 2.0).grad_fn)
+    thread = threading.Thread(target=other)
+    thread.start()
+    entered.wait(10)
+    assert grad_mode.OFF[0] == 1 and (x * 2.0).grad_fn is not None  # this thread still records
+    leave.set()
+    thread.join()
+    assert seen == [None] and grad_mode.OFF[0] == 0

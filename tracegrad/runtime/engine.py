@@ -256,17 +256,21 @@ def _run(roots, root_grads, keep_graph, graph, targets):
         deps, skip = _count_deps(root_nodes, {n for n, _ in targets})
         claimed = () if keep_graph else _claim_all(deps, skip)
     captured = [None] * (len(targets) if targets is not None else 0)
+    released = -1
     try:
-        _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep_graph, graph, targets)
+        released = _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep_graph, graph,
+                              targets)
     finally:
-        for node in claimed:  # nodes this pass did not consume (no gradient reached them,
-            if node._saved == CLAIMED:  # or an error stopped the pass) keep their values
-                node._saved = SAVED
+        if released != len(claimed):  # (else every node claimed was consumed)
+            for node in claimed:  # nodes this pass did not consume (no gradient reached them,
+                if node._saved == CLAIMED:  # or an error stopped the pass) keep their values
+                    node._saved = SAVED
     return captured
 
 
 def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep_graph, graph, targets):
-    """The pass itself: nodes run when their last incoming gradient has arrived."""
+    """The pass itself: nodes run when their last incoming gradient has arrived. Returns
+    how many claimed nodes it consumed (released)."""
     # Gradients waiting for a node with several consumers; a node whose last input has
     # arrived moves to `ready` together with its gradients.
     buffers = {}
@@ -284,74 +288,100 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
         apply = dispatch.observer.timed_backward(apply or _plain_apply)
         accumulate = dispatch.observer.timed_accumulate(_accumulate_grad)
 
+    released = 0
     while ready:
         node, grads = ready.pop()
-        extra = node._extra
-        leaf = type(node) is accumulate_grad
-        if grads is not None and (leaf or extra is not None or wanted is not None):
-            if leaf and grads[0] is not None:
-                var_extra = node.variable._extra
-                if var_extra is not None and var_extra.get("hooks"):  # the hooks may keep what
-                    grads = [_leaf_hooks(node.variable, grads[0], graph)]  # they see: never
-                    fresh.pop(node, None)  # adopted as .grad
-            if extra is not None:  # user hooks: the gradients may now be held elsewhere
-                grads = _run_tensor_hooks(node, grads, graph)
-                fresh.pop(node, None)
-            if wanted is not None:
-                for nr, g in enumerate(grads):
-                    for i in wanted.get((node, nr), ()):
-                        captured[i] = g if captured[i] is None else captured[i] + g
-        if leaf:
-            if grads is not None and grads[0] is not None and targets is None:
-                accumulate(node.variable, grads[0], graph, fresh.pop(node, False), hooks=False)
-                if extra is not None and extra.get("hooks"):
-                    _run_node_hooks(extra["hooks"], (), grads, graph)
+        if type(node) is accumulate_grad:
+            extra = node._extra
+            if grads is not None:
+                if grads[0] is not None:
+                    var_extra = node.variable._extra
+                    if var_extra is not None and var_extra.get("hooks"):  # the hooks may keep what
+                        grads = [_leaf_hooks(node.variable, grads[0], graph)]  # they see: never
+                        fresh.pop(node, None)  # adopted as .grad
+                if extra is not None:  # user hooks: the gradients may now be held elsewhere
+                    grads = _run_tensor_hooks(node, grads, graph)
+                    fresh.pop(node, None)
+                if wanted is not None:
+                    _capture(node, grads, wanted, captured)
+                if grads[0] is not None and targets is None:
+                    accumulate(node.variable, grads[0], graph, fresh.pop(node, False), hooks=False)
+                    if extra is not None and extra.get("hooks"):
+                        _run_node_hooks(extra["hooks"], (), grads, graph)
             continue
-        if node in skip:
-            continue  # only its gradient was wanted
-        if grads is None or (grads[0] is None and (len(grads) == 1 or all(g is None for g in grads))):
-            in_grads = None
-        else:
-            in_grads = node._apply(grads, graph) if apply is None else apply(node, grads, graph)
-            if extra is not None and extra.get("hooks"):
-                in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
-                grads = in_grads  # returned by a hook: never adopted as a leaf's .grad
-            elif node._opaque:
-                grads = in_grads  # a custom backward's results may be held by the user too
-            if not keep_graph and node._saved == CLAIMED:
-                node._release()
-        j = -1
-        for nxt, nr in node._next_functions:
-            j += 1
-            if nxt is None:
-                continue
-            d = deps.get(nxt)
-            if d is None:
-                continue  # pruned: does not lead to a target
-            g = None if in_grads is None else in_grads[j]
-            if d == 1:
-                del deps[nxt]
-                buf = buffers.pop(nxt, None) if buffers else None
-                if buf is None:
-                    if g is not None:
-                        outs = nxt._outs
-                        if outs is None:
-                            buf = [g]
-                        else:
-                            buf = [None] * len(outs)
-                            buf[nr] = g
-                        if type(nxt) is accumulate_grad:
-                            fresh[nxt] = _is_fresh(g, grads, graph)
-                elif g is not None:
-                    _add_grad(buf, fresh, nxt, nr, g, grads, graph)
-                (leaves if type(nxt) is accumulate_grad else ready).append((nxt, buf))
+        # A node that is not a leaf, then the chain of nodes it makes ready: the node made
+        # ready last would be popped first from `ready`, so it runs next without being
+        # queued (a chain of single-consumer nodes runs as a loop).
+        while node is not None:
+            extra = node._extra
+            if grads is not None and (extra is not None or wanted is not None):
+                if extra is not None:  # user hooks: the gradients may now be held elsewhere
+                    grads = _run_tensor_hooks(node, grads, graph)
+                if wanted is not None:
+                    _capture(node, grads, wanted, captured)
+            if skip and node in skip:
+                break  # only its gradient was wanted
+            opaque = False  # whether its results may be held elsewhere (never adopted as .grad)
+            if grads is None or (grads[0] is None and (len(grads) == 1 or all(g is None for g in grads))):
+                in_grads = None
             else:
-                deps[nxt] = d - 1
-                if g is not None:
-                    _buffer(buffers, fresh, nxt, nr, g, grads, graph)
-        if leaves:  # on top, so that leaves accumulate (and run their post-accumulate hooks) as
-            ready.extend(leaves)  # soon as their gradient is complete, as torch's engine
-            leaves.clear()  # does: DDP starts averaging while backward goes on
+                in_grads = node._apply(grads, graph) if apply is None else apply(node, grads, graph)
+                if extra is not None and extra.get("hooks"):
+                    in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
+                    opaque = True  # returned by a hook
+                if not keep_graph and node._saved == CLAIMED:
+                    node._release()
+                    released += 1
+            nxt_node = nxt_grads = None
+            j = -1
+            for nxt, nr in node._next_functions:
+                j += 1
+                if nxt is None:
+                    continue
+                d = deps.get(nxt)
+                if d is None:
+                    continue  # pruned: does not lead to a target
+                g = None if in_grads is None else in_grads[j]
+                if d == 1:  # (its entry stays: no other edge leads to it)
+                    buf = buffers.pop(nxt, None) if buffers else None
+                    is_leaf = type(nxt) is accumulate_grad
+                    if buf is None:
+                        if g is not None:
+                            outs = nxt._outs
+                            if outs is None:
+                                buf = [g]
+                            else:
+                                buf = [None] * len(outs)
+                                buf[nr] = g
+                            if is_leaf:  # (a custom backward's results may be held by the user)
+                                fresh[nxt] = _is_fresh(g, in_grads if opaque or node._opaque else grads, graph)
+                    elif g is not None:
+                        _add_grad(buf, fresh, nxt, nr, g, in_grads if opaque or node._opaque else grads, graph)
+                    if is_leaf:
+                        leaves.append((nxt, buf))
+                    else:
+                        if nxt_node is not None:
+                            ready.append((nxt_node, nxt_grads))
+                        nxt_node, nxt_grads = nxt, buf
+                else:
+                    deps[nxt] = d - 1
+                    if g is not None:
+                        _buffer(buffers, fresh, nxt, nr, g, in_grads if opaque or node._opaque else grads, graph)
+            if leaves:  # on top, so that leaves accumulate (and run their post-accumulate hooks) as
+                if nxt_node is not None:  # soon as their gradient is complete, as torch's engine
+                    ready.append((nxt_node, nxt_grads))  # does: DDP starts averaging while
+                ready.extend(leaves)  # backward goes on
+                leaves.clear()
+                break
+            node, grads = nxt_node, nxt_grads
+    return released
+
+
+def _capture(node, grads, wanted, captured):
+    """Keep the gradients of ``node``'s outputs that were asked for (``inputs``)."""
+    for nr, g in enumerate(grads):
+        for i in wanted.get((node, nr), ()):
+            captured[i] = g if captured[i] is None else captured[i] + g
 
 
 def _plain_apply(node, grads, graph):

@@ -10,10 +10,11 @@ import math
 
 from .. import backend
 from ..backend import dtypes as _dt
-from ..rules.core import FLOAT, Meta
+from ..rules.core import FLOAT, Meta, meta
 from . import dispatch as _d
 from . import forward as _forward
 from . import grad_mode
+from .node import _POS0, _POS01, node_class, own_copy
 from .dispatch import (_NO_EDGE, _NO_PARAMS, _NUMBER_RANK, NOTHING_SAVED, SAVED, _kernel_error,
                        _node_class, _record, _result, _save_operand, _untracked, apply, edge_of, save_result)
 from .saved_hooks import _active as _PACKING
@@ -26,12 +27,12 @@ __all__ = ["eager_binary", "eager_unary", "untracked_arrays", "untracked_result"
 _state = grad_mode.state
 _DUAL = _forward.ACTIVE  # true while a forward AD level is open: ops then go through apply()
 _GRAD = grad_mode.GRAD
+_OFF = grad_mode.OFF  # threads out of grad mode: none, and every thread records
 _NS_BY_TYPE = backend._NS_BY_TYPE
 _ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
 _CPU = backend.cpu  # NumPy (only the CPU namespace's arrays take the shortcuts below)
 _NDARRAY = _CPU.ndarray
 _alloc = object.__new__
-_POS0, _POS01 = (0,), (0, 1)
 
 
 def eager_unary(prim):
@@ -43,6 +44,7 @@ def eager_unary(prim):
     impl, float_only = prim.impl, prim.dtypes is FLOAT
     recordable = prim.differentiable and prim.diff_positions(1) == (0,)
     ufunc = _exact_ufunc(prim)
+    layout = []  # what a node of this rule keeps (see _layout), found on first use
 
     def op(x, *, _observed=False):
         if _d.observer is not None and not _observed:
@@ -53,7 +55,27 @@ def eager_unary(prim):
         if x._view is not None:
             refresh_stale_view(x)
         if ufunc is not None:
-            kind = data.dtype.kind
+            dtype = data.dtype
+            if dtype in _REAL and type(data) is _NDARRAY and not _DUAL[0]:
+                # the common case: a real float NumPy array, its rule's ufunc
+                out = ufunc(data)
+                if x._requires_grad and recordable:
+                    mode = _state.mode if _OFF[0] else _GRAD
+                    if mode != _GRAD:
+                        return _untracked(out, mode)
+                    save_x, save_out, saved, _, make = layout[0] if layout else _layout(prim, (x,), layout)
+                    fn = x._grad_fn
+                    edge = (fn, x._output_nr) if fn is not None and x._view is None else edge_of(x)
+                    if save_x:
+                        vers = [None]
+                        sx, vers[0] = _save_operand(x)
+                    else:
+                        shape = data.shape
+                        vers, sx = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
+                    return make(prim.node_cls or _node_class(prim, (x,), _NO_PARAMS), out, (edge,), (sx,),
+                                vers, _POS0, saved, save_out)
+                return _untracked(out, _state.mode)
+            kind = dtype.kind
             if float_only and kind not in "fc" or _DUAL[0]:
                 return apply(prim, (x,), _NO_PARAMS)
             out = ufunc(data) if kind == "f" and type(data) is _NDARRAY else impl(_NS_BY_TYPE[type(data)], data)
@@ -83,6 +105,7 @@ def eager_binary(prim):
     recordable = prim.differentiable and prim.diff_positions(2) == (0, 1)
     scalar = prim.scalar  # its kernel is its operator: a number may come as a 0-d array
     ufunc = _exact_ufunc(prim)
+    layout = []  # what a node of a Tensor and a number keeps (see _layout), found on first use
 
     def op(a, b, *, _observed=False):
         if _d.observer is not None and not _observed:
@@ -96,6 +119,30 @@ def eager_binary(prim):
         if a._view is not None:
             refresh_stale_view(a)
         dtype = ad.dtype
+        if (tb is float or tb is int) and ufunc is not None and type(ad) is _NDARRAY:
+            consts = _REAL.get(dtype)
+            if consts is not None and not _DUAL[0]:
+                # the common case: a real float NumPy array and a number, its rule's ufunc
+                bd = consts.get(b)
+                if bd is None:
+                    bd = _constant_of(b, dtype)
+                out = ufunc(ad, bd)  # (a 0-d operand broadcasts with anything)
+                if a._requires_grad and recordable:
+                    mode = _state.mode if _OFF[0] else _GRAD
+                    if mode != _GRAD:
+                        return _untracked(out, mode)
+                    save_a, save_out, saved, pos, make = layout[0] if layout else _layout(prim, (a, b), layout)
+                    fn = a._grad_fn
+                    ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
+                    if save_a:
+                        vers = [None, None]
+                        sa, vers[0] = _save_operand(a)
+                    else:
+                        shape = ad.shape
+                        vers, sa = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
+                    return make(prim.node_cls or _node_class(prim, (a, b), _NO_PARAMS), out,
+                                (ea, _NO_EDGE) if pos is _POS01 else (ea,), (sa, b), vers, pos, saved, save_out)
+                return _untracked(out, _state.mode)
         if tb is Tensor or tb in _PLAIN:
             bd = b._data
             if bd.dtype != dtype or type(bd) is not type(ad):  # (or on another device)
@@ -111,9 +158,11 @@ def eager_binary(prim):
                 return apply(prim, (a, b), _NO_PARAMS)
             bd = b
             if scalar and kind in "fc" and type(ad) is _NDARRAY:
-                bd = _CONSTANTS.get((b, dtype))
-                if bd is None:
-                    bd = _constant_of(b, dtype)
+                consts = _CONSTANTS.get(dtype)
+                if consts is not None:
+                    bd = consts.get(b)
+                    if bd is None:
+                        bd = _constant_of(b, dtype)
             rmask = a._requires_grad
         elif isinstance(b, Tensor) or type(b) in _NUMBER_RANK or hasattr(b, "__array_interface__"):
             return apply(prim, (a, b), _NO_PARAMS)
@@ -149,6 +198,27 @@ _FAST = {}
 _ABSENT = object()  # marks "no second operand" for _tracked
 
 
+def _layout(prim, args, cache):
+    """What a node keeps when the first operand requires grad and a second one (if any) is
+    a number: (save the first operand, save the result, the node's ``_saved`` state, its
+    operand positions, the function making node and result); appended to ``cache``."""
+    nargs = len(args)
+    save_idx, save_out = prim.save_plan(1, nargs)
+    pos = _POS01 if nargs == 2 and prim.number_edges else _POS0
+    if prim.node is None or isinstance(prim.node, str):  # one node class for the rule:
+        _node_class(prim, args, _NO_PARAMS)  # cached as prim.node_cls
+        if prim.node_cls is None:
+            prim.node_cls = node_class(prim, prim.node_name(args, _NO_PARAMS))
+        make = _MAKERS.get(prim.node_cls) or _MAKERS.setdefault(prim.node_cls, own_copy(_new_result))
+    else:
+        make = _new_result
+    cache.append((0 in save_idx, save_out, SAVED if save_idx or save_out else NOTHING_SAVED, pos, make))
+    return cache[0]
+
+
+_MAKERS = {}  # node class -> its own copy of _new_result (see node.own_copy)
+
+
 # -- Python numbers as 0-d arrays --------------------------------------------------------------
 # NumPy spends about as long converting a Python number operand (``x * 1.01``) as on the
 # whole operation on a small array; a 0-d array of the array's own dtype gives the same
@@ -157,9 +227,18 @@ _ABSENT = object()  # marks "no second operand" for _tracked
 # rules (whose kernel is exactly their operator) on float and complex CPU arrays. Zero is
 # never kept (0.0 and -0.0 are one key), nor NaN (no key finds it) nor a value the dtype
 # cannot hold; the table is bounded (emptied when full). Nodes keep the number itself.
+# Kept per dtype (``_CONSTANTS[dtype][number]``): finding the dtype's table also tells
+# that the array is of a float or complex dtype NumPy holds natively -- a real one when
+# found in ``_REAL``, which shares the tables.
 
 _CONSTANTS = {}
+_REAL = {}
+for _name in ("float16", "float32", "float64", "longdouble", "complex64", "complex128", "clongdouble"):
+    _CONSTANTS[_CPU.dtype(_name)] = {}
+    if not _name.startswith("c"):
+        _REAL[_CPU.dtype(_name)] = _CONSTANTS[_CPU.dtype(_name)]
 _CONSTANTS_KEPT = 1024
+_kept = [0]  # numbers kept in all the tables
 
 
 def _constant_of(b, dtype):
@@ -174,11 +253,75 @@ def _constant_of(b, dtype):
         return b
     if not _CPU.isfinite(c) and not (type(b) is float and math.isinf(b)):  # (the dtype cannot
         return b  # hold it: NumPy warns at each operation)
-    if len(_CONSTANTS) >= _CONSTANTS_KEPT:
-        _CONSTANTS.clear()
+    if _kept[0] >= _CONSTANTS_KEPT:
+        for table in _CONSTANTS.values():
+            table.clear()
+        _kept[0] = 0
     c.flags.writeable = False
-    _CONSTANTS[b, dtype] = c
+    _CONSTANTS[dtype][b] = c
+    _kept[0] += 1
     return c
+
+
+# -- shapes of operands not saved -------------------------------------------------------------
+# A node keeps a Meta (shape, dtype) of each operand its vjps do not read; the elementwise
+# rules of the inline paths above read its shape alone (and a complex check its dtype),
+# never its strides. One Meta per (dtype, shape) serves all their nodes (Metas are never
+# changed), saving the making of one per operation. Bounded like the number tables.
+
+_SHAPES = {dtype: {} for dtype in _REAL}
+_SHAPES_KEPT = 256
+
+
+def _shape_of(shape, dtype):
+    """The shared Meta of a real float operand of ``shape`` (strides not recorded)."""
+    table = _SHAPES[dtype]
+    if len(table) >= _SHAPES_KEPT:
+        table.clear()
+    m = table[shape] = meta(shape, None, dtype)
+    return m
+
+
+def _new_result(cls, out, edges, stored, vers, pos, saved, save_out):
+    """The result Tensor of a fast-path op, with its new node of class ``cls``:
+    ``_new_node`` and ``wrap(out, True, node, 0)`` in one call. A rule with one node class
+    has its own copy of this function, whose writes to the node CPython specializes."""
+    node = cls()
+    node._next_functions = edges
+    node._extra = None
+    node._args = stored
+    node._vers = vers
+    node._params = None
+    node._pos = pos
+    node._saved = saved
+    node._outs = None
+    if _d.anomaly_enabled:
+        from .anomaly import record_trace
+        record_trace(node)
+    if type(out) is not _NDARRAY and type(out) not in _ARRAY_TYPES:  # (a NumPy scalar,
+        out = backend.namespace_of(out).asarray(out)  # from 0-d operands)
+    t = _alloc(Tensor)
+    t._data = out
+    t._requires_grad = True
+    t._grad_fn = node
+    t._output_nr = 0
+    t._grad = None
+    t._base = None
+    t._view = None
+    t._acc = None
+    t._extra = None
+    if save_out:
+        if _PACKING[0]:
+            t._vc = None
+            node._out = True
+            save_result(node, t)
+        else:  # save_result's common case, inline
+            vc = t._vc = [0]
+            node._out = (out, vc, 0)
+    else:
+        t._vc = None
+        node._out = None
+    return t
 
 
 def _tracked(prim, out, a, b, rmask):
@@ -193,12 +336,8 @@ def _tracked(prim, out, a, b, rmask):
     if 0 in save_idx:
         vers = [None, None]
         sa, vers[0] = _save_operand(a)
-    else:  # _meta_of(a._data), inline
-        ad = a._data
-        sa = _alloc(Meta)
-        sa.shape = ad.shape
-        sa.strides = ad.strides
-        sa.dtype = ad.dtype
+    else:
+        sa = _meta_of(a._data)
     if nargs == 1:
         if ea[0] is None:
             return wrap(out)
@@ -220,43 +359,9 @@ def _tracked(prim, out, a, b, rmask):
         if ea[0] is None and eb[0] is None:
             return wrap(out)
         stored = (sa, sb)  # (a tuple: the vjps receive it as *args)
-    # _new_node(prim, (a, b), _NO_PARAMS, edges, stored, vers, ...), inline
-    node = (prim.node_cls or _node_class(prim, (a,) if b is _ABSENT else (a, b), _NO_PARAMS))()
-    node._next_functions = edges
-    node._extra = None
-    node._args = stored
-    node._vers = vers
-    node._out = True if save_out else None
-    node._params = None
-    node._pos = pos
-    node._saved = SAVED if save_idx or save_out else NOTHING_SAVED
-    node._outs = None
-    if _d.anomaly_enabled:
-        from .anomaly import record_trace
-        record_trace(node)
-    # the result: wrap(out, True, node, 0), inline
-    if type(out) not in _ARRAY_TYPES:
-        out = backend.namespace_of(out).asarray(out)
-    t = _alloc(Tensor)
-    t._data = out
-    t._requires_grad = True
-    t._grad_fn = node
-    t._output_nr = 0
-    t._grad = None
-    t._base = None
-    t._view = None
-    t._acc = None
-    t._extra = None
-    if save_out:
-        if _PACKING[0]:
-            t._vc = None
-            save_result(node, t)
-        else:  # save_result's common case, inline
-            vc = t._vc = [0]
-            node._out = (out, vc, 0)
-    else:
-        t._vc = None
-    return t
+    return _new_result(prim.node_cls or _node_class(prim, (a,) if b is _ABSENT else (a, b), _NO_PARAMS),
+                       out, edges, stored, vers, pos, SAVED if save_idx or save_out else NOTHING_SAVED,
+                       save_out)
 
 
 def _meta_of(data):

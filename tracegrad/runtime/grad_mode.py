@@ -29,11 +29,30 @@ state = _State()
 def swap(grad_enabled, inference=None):
     """Set the flags (``inference=None`` keeps it); return the previous flags."""
     prev = (state.grad_enabled, state.inference)
+    if inference is None:
+        inference = prev[1]
+    mode = INFERENCE if inference else (GRAD if grad_enabled else NO_GRAD)
+    was_off = state.mode != GRAD
+    if mode != GRAD and not was_off:  # (counted before the mode changes: see OFF)
+        with _OFF_LOCK:
+            OFF[0] += 1
     state.grad_enabled = grad_enabled
-    if inference is not None:
-        state.inference = inference
-    state.mode = INFERENCE if state.inference else (GRAD if grad_enabled else NO_GRAD)
+    state.inference = inference
+    state.mode = mode
+    if mode == GRAD and was_off:
+        with _OFF_LOCK:
+            OFF[0] -= 1
     return prev
+
+
+# How many threads are in a mode other than GRAD (no_grad, inference mode, a backward pass
+# without create_graph): while none is, every thread records, and the eager hot path
+# skips reading the thread-local ``state`` (a slow attribute read) -- ``state.mode if
+# OFF[0] else GRAD``. A thread counts itself before leaving GRAD and uncounts itself after
+# returning to it, so the count is never 0 while some thread is out of GRAD mode (a thread
+# that ends out of it stays counted: the hot path then just reads ``state``).
+OFF = [0]
+_OFF_LOCK = threading.Lock()
 
 
 def restore(prev):

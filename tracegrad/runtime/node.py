@@ -13,6 +13,7 @@ import math
 import re
 import types
 
+from .. import backend as _backend
 from ..rules.complex_ import complex_refusal, conj_of, real_of
 from ..rules.core import Meta, meta  # noqa: F401  (meta: re-exported for the dispatcher)
 from . import forward as _forward
@@ -164,8 +165,11 @@ class FunctionNode(Node):
         return items
 
     # -- applying ------------------------------------------------------------------------
-    def _apply(self, grads, graph):
-        """Gradients for ``next_functions`` from the gradients of this node's outputs."""
+    def _apply(self, grads, graph, *, _plain=False, _vjp0=None, _vjp1=None):
+        """Gradients for ``next_functions`` from the gradients of this node's outputs.
+        (The keyword arguments are set per node class, see node_class: whether its rule
+        is right for any dtype with one vjp per operand, the common case run inline
+        here, and its vjps of operands 0 and 1.)"""
         if self._saved == FREED:
             raise RuntimeError(_FREED_MESSAGE)
         # Operands as stored (numbers, Meta shapes) unless tensors were saved for backward.
@@ -179,28 +183,35 @@ class FunctionNode(Node):
             out = saved[0]
             if saved[1][0] != saved[2]:
                 self._unpack_out(graph)  # raises the version error
-        prim = self._prim
         if self._outs is None:
             g = grads[0]
-            complex_ = prim.complex
-            if complex_ is True and self._params is None and self._extra is None and prim.vjp_all_fn is None:
+            if _plain and self._params is None and self._extra is None:
                 # the common case (_vjps' first branch, inline): one output, no params, no
                 # dtypes to restore, a rule right for any dtype (no complex check after)
-                if (g._data if graph else g).dtype.kind == "c":
+                if type((g._data if graph else g).dtype) in _COMPLEX_DTYPES:  # (dtype.kind == "c")
                     return self._apply_complex(g, out, args, graph)
-                pos, edges, vjps = self._pos, self._next_functions, prim.vjps
+                pos = self._pos
+                if pos is _POS0 and _vjp0 is not None:  # (a node's one edge leads somewhere)
+                    return (_vjp0(g, out, *args),)
+                edges = self._next_functions
+                if pos is _POS01 and _vjp1 is not None:
+                    return (_vjp0(g, out, *args) if edges[0][0] is not None else None,
+                            _vjp1(g, out, *args) if edges[1][0] is not None else None)
+                vjps = self._prim.vjps
                 first = vjps[pos[0]](g, out, *args) if edges[0][0] is not None else None
                 if len(pos) == 1:
                     return (first,)
                 if len(pos) == 2:
                     return (first, vjps[pos[1]](g, out, *args) if edges[1][0] is not None else None)
-            elif (g._data if graph else g).dtype.kind == "c" or complex_ == "real":
+            elif (g._data if graph else g).dtype.kind == "c" or self._prim.complex == "real":
                 return self._apply_complex(g, out, args, graph)
         else:
             g = tuple(gk if gk is not None else _zeros(o, graph) for gk, o in zip(grads, self._outs))
+            prim = self._prim
             if prim.complex == "real" or any((gk._data if graph else gk).dtype.kind == "c" for gk in g):
                 return self._apply_complex(g, out, args, graph)
         grads_in = self._vjps(g, out, args, graph)
+        prim = self._prim
         if not prim.complex and _any_complex(grads_in, graph):  # complex operands, real result
             raise NotImplementedError(complex_refusal(self.name(), prim.name))
         return grads_in
@@ -283,6 +294,10 @@ def _saved_attribute(self, key):
 
 
 _NO_PARAMS = {}
+# NumPy's complex dtype classes: ``type(dtype) in`` them is ``dtype.kind == "c"`` at less
+# cost (a dtype's kind is a new string at each read)
+_COMPLEX_DTYPES = frozenset(type(_backend.cpu.dtype(c)) for c in "FDG")
+_POS0, _POS01 = (0,), (0, 1)  # the operand positions of most nodes (``_pos``), shared
 _DEFAULT_SAVED_NAMES = ("self", "other")
 NOTHING_SAVED, SAVED, FREED, CLAIMED = 0, 1, 2, 3  # CLAIMED: being consumed by one backward
 PACKED = -1  # the version stamp of an operand stored by saved-tensor hooks
@@ -352,9 +367,26 @@ def node_class(prim, name):
     cls = prim.node_classes.get(name)
     if cls is None:  # setdefault: two threads making the class at once agree on one
         attrs = {"_saved_" + key: _saved_property(key) for key in _saved_keys(prim)}
+        apply = own_copy(FunctionNode._apply)
+        if prim.complex is True and prim.vjp_all_fn is None:
+            vjps = list(prim.vjps[:2]) + [None, None]
+            apply.__kwdefaults__ = {"_plain": True, "_vjp0": vjps[0], "_vjp1": vjps[1] if vjps[0] else None}
         cls = prim.node_classes.setdefault(name, type(name, (FunctionNode,), {
-            "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph", **attrs}))
+            "__slots__": (), "_prim": prim, "__module__": "tracegrad.autograd.graph",
+            "_apply": apply, "_release": own_copy(FunctionNode._release), **attrs}))
     return cls
+
+
+def own_copy(fn):
+    """``fn`` with a code object of its own. CPython specializes attribute reads and writes
+    per code object and per type: the methods of FunctionNode, shared by every node class,
+    would see a different class from one node to the next and read every attribute through
+    the slow generic path; a copy per class sees one class only."""
+    copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__ and dict(fn.__kwdefaults__)
+    copy.__doc__, copy.__qualname__ = fn.__doc__, fn.__qualname__
+    return copy
 
 
 def _saved_property(key):
