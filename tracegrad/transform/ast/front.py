@@ -419,6 +419,8 @@ def _run_jvp(gen, f, primals, tangent_values):
         primals, tangent_values = primals + extra, tangent_values + tuple(zero_tangent(v) for v in extra)
     if active_tape() is not None or any(isinstance(p, Var) for p in primals):
         return _call_jvp(gen, gen.fn, primals, tangent_values)
+    tangent_values = tuple(_tangent_kinds(p, t) for p, t in zip(primals, tangent_values)) + \
+        tangent_values[len(primals):]
     xp = _device_namespace(primals)
     fn = gen.fn if xp is None else gen.on_device(xp)
     if any(isinstance(a, Tensor) for a in primals + tangent_values):
@@ -437,6 +439,27 @@ def _run_jvp(gen, f, primals, tangent_values):
 def _arrays(tree):
     """Python numbers among jvp's results as 0-d arrays, as the tape gives them (and JAX)."""
     return tree_map(lambda v: np.asarray(v) if type(v) in (float, complex, int) else v, tree)
+
+
+def _tangent_kinds(primal, tangent):
+    """``tangent`` with each Python-number leaf of a NumPy scalar's or array's primal made
+    that NumPy kind (dtype and 0-d-ness): the generated code calls the primal's methods on
+    its tangent (``db.sum()`` for ``b.sum()``)."""
+    pl, spec = flatten(primal)
+    tl, tspec = flatten(tangent)
+    if spec != tspec or not any(type(t) in (float, int) for t in tl):
+        return tangent
+    return unflatten(tspec, [_numpy_kind(p, t) for p, t in zip(pl, tl)])
+
+
+def _numpy_kind(p, t):
+    if type(t) not in (float, int) or type(p) in (float, int):
+        return t
+    if isinstance(p, np.ndarray):
+        return np.asarray(t, dtype=p.dtype)
+    if isinstance(p, np.generic):
+        return p.dtype.type(t)
+    return t
 
 
 def _call_jvp(gen, fn, primals, tangent_values):
