@@ -167,17 +167,19 @@ def _callees(gen):
 
 def _differentiable_arguments(args, positions, holomorphic=False):
     """The arguments as the generated code takes them: the differentiated ones checked
-    (floating point, as on the tape) and their Python floats made float64 NumPy scalars
-    (which have a shape and a dtype, as the tape's float64 tracers have)."""
+    (floating point, as on the tape) and their Python complex numbers made complex128
+    NumPy scalars (the rules compare them, ``y >= 0``, which Python's complex refuses).
+    Python floats stay Python floats: the user's operators on them keep Python's meaning
+    (``(-8.0) ** (1 / 3)`` is complex, NumPy's float64 gives nan), as on the tape (see
+    tape/python_numbers.py)."""
     args = list(args)
     for n in positions:
         a = args[n]
         leaves, spec = flatten(a)
         for x in leaves:
             check_input(x, n, "grad", holomorphic)
-        if any(type(x) in (float, complex) for x in leaves):
-            args[n] = unflatten(spec, [np.float64(x) if type(x) is float else np.complex128(x)
-                                       if type(x) is complex else x for x in leaves])
+        if any(type(x) is complex for x in leaves):
+            args[n] = unflatten(spec, [np.complex128(x) if type(x) is complex else x for x in leaves])
     return tuple(args)
 
 
@@ -252,8 +254,8 @@ def _result(g, like, raw):
         if not isinstance(g, Tensor):
             g = wrap(np.asarray(g) if not hasattr(g, "shape") or isinstance(g, np.generic) else g)
         return g if g._data.dtype == like._data.dtype else g.to(like.dtype)
-    if type(like) is float:
-        return float(g)
+    if type(like) is float:  # (the real part of a complex one, as for arrays below)
+        return float(getattr(g, "real", g))
     if type(like) is complex:
         return complex(g)
     if isinstance(g, Tensor):
