@@ -22,7 +22,7 @@ _NUMBERS = (float, int, bool)
 
 
 def _is_python(v, tape):
-    return type(v) in _NUMBERS or (isinstance(v, Var) and v.id in tape.python_floats)
+    return type(v) in _NUMBERS or (isinstance(v, Var) and v.tape is tape and v.id in tape.python_floats)
 
 
 def arithmetic(prim, reflected=False):
