@@ -62,7 +62,8 @@ def _refuse_zero_division(prim, x, y):
     if prim in _DIVISIONS:
         if _holds(P.eq, y, 0.0):
             _DIVISIONS[prim](_number(x), _number(y))
-    elif prim is P.pow and _holds(P.eq, x, 0.0) and _holds(P.lt, y, 0.0):
+    elif prim is P.pow and _holds(P.lt, y, 0.0) and _holds(P.eq, x, 0.0):  # (a constant
+        # exponent first: ``a ** 2`` guards nothing)
         _number(x) ** _number(y)
 
 
