@@ -152,3 +152,11 @@ def test_the_tape_raises_where_a_replay_meets_a_zero_divisor():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert np.isinf(np_divide(1.5, 0.0))  # (NumPy's function: NumPy's meaning)
+
+
+def test_constant_exponents_and_divisors_record_no_guard():
+    # Python's meaning costs a replay nothing where a constant settles it
+    assert len(tg.trace(lambda a: a ** 2 + a / 2.0 + (-a) ** 3 + 2.0 ** a)(1.5).guards) == 0
+    assert len(tg.trace(lambda a: np.sqrt(a) ** 0.5)(1.5).guards) == 0   # (NumPy's float64)
+    assert len(tg.trace(lambda a: a ** 0.5)(1.5).guards) == 1            # (the base's sign)
+    assert len(tg.trace(power)(1.5, 0.5).guards) == 3   # (the exponent's sign and integrality, the base's sign)
