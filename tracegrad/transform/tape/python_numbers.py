@@ -62,9 +62,10 @@ def _refuse_zero_division(prim, x, y):
     if prim in _DIVISIONS:
         if _holds(P.eq, y, 0.0):
             _DIVISIONS[prim](_number(x), _number(y))
-    elif prim is P.pow and _holds(P.lt, y, 0.0) and _holds(P.eq, x, 0.0):  # (a constant
-        # exponent first: ``a ** 2`` guards nothing)
-        _number(x) ** _number(y)
+    elif prim is P.pow:
+        tests = ((P.lt, y, 0.0), (P.eq, x, 0.0))  # (a constant operand's first: it may settle it,
+        if all(_holds(*t) for t in (tests if isinstance(x, Var) else tests[::-1])):  # unguarded)
+            _number(x) ** _number(y)
 
 
 def _holds(compare, v, c):
@@ -81,14 +82,17 @@ def _number(v):
 def _python_base(x, y):
     """``x`` as Python's ``x ** y`` takes it: complex where ``x < 0`` and ``y`` is finite
     and not an integer. A traced exponent's integrality and a traced base's sign are
-    guarded (``bool`` of a traced comparison records the guard)."""
+    guarded (``bool`` of a traced comparison records the guard); a constant operand is
+    looked at first, so that ``a ** 2`` and ``2.0 ** a`` guard nothing."""
+    if not isinstance(x, Var) and (isinstance(x, complex) or not x < 0):  # (nan too)
+        return x
     if isinstance(y, Var):
         if y.npdtype.kind == "c" or not bool(P.logical_and(P.ne(P.floor(y), y), P.isfinite(y))):
             return x
-    elif type(y) is bool or not math.isfinite(y) or float(y).is_integer():
+    elif type(y) is bool or isinstance(y, complex) or not math.isfinite(y) or float(y).is_integer():
         return x
     if isinstance(x, Var):
         if x.npdtype.kind == "c" or not bool(P.lt(x, 0.0)):
             return x
         return P.add(x, 0j)  # (the complex base; its gradient's real part reaches a real x)
-    return complex(x) if x < 0 else x
+    return complex(x)
