@@ -160,3 +160,16 @@ def test_constant_exponents_and_divisors_record_no_guard():
     assert len(tg.trace(lambda a: np.sqrt(a) ** 0.5)(1.5).guards) == 0   # (NumPy's float64)
     assert len(tg.trace(lambda a: a ** 0.5)(1.5).guards) == 1            # (the base's sign)
     assert len(tg.trace(power)(1.5, 0.5).guards) == 3   # (the exponent's sign and integrality, the base's sign)
+
+
+def _scalar_attributes(x):
+    assert x.shape == () and x.ndim == 0 and x.size == 1 and x.dtype == np.float64
+    return x ** 2 + x.sum() * 0.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_python_float_argument_answers_numpys_scalar_attributes(mode):
+    # as the tape's tracer of it does (and HIPS autograd's box): AST mode hands the
+    # function a Python float that also has a shape and a dtype
+    assert tg.grad(_scalar_attributes, mode=mode)(3.0) == pytest.approx(6.0)
+    assert type(tg.grad(_scalar_attributes, mode=mode)(3.0)) is float

@@ -169,18 +169,34 @@ def _differentiable_arguments(args, positions, holomorphic=False):
     """The arguments as the generated code takes them: the differentiated ones checked
     (floating point, as on the tape) and their Python complex numbers made complex128
     NumPy scalars (the rules compare them, ``y >= 0``, which Python's complex refuses).
-    Python floats stay Python floats: the user's operators on them keep Python's meaning
-    (``(-8.0) ** (1 / 3)`` is complex, NumPy's float64 gives nan), as on the tape (see
-    tape/python_numbers.py)."""
+    Python floats stay Python floats (:class:`PythonFloat`, which has a shape and a dtype
+    as the tape's float64 tracers have): the user's operators on them keep Python's
+    meaning, as on the tape (see tape/python_numbers.py)."""
     args = list(args)
     for n in positions:
         a = args[n]
         leaves, spec = flatten(a)
         for x in leaves:
             check_input(x, n, "grad", holomorphic)
-        if any(type(x) is complex for x in leaves):
-            args[n] = unflatten(spec, [np.complex128(x) if type(x) is complex else x for x in leaves])
+        if any(type(x) in (float, complex) for x in leaves):
+            args[n] = unflatten(spec, [PythonFloat(x) if type(x) is float else np.complex128(x)
+                                       if type(x) is complex else x for x in leaves])
     return tuple(args)
+
+
+class PythonFloat(float):
+    """A differentiated Python float argument in AST mode: Python's own float, whose
+    operators keep Python's meaning (``(-8.0) ** (1 / 3)`` is complex, ``x / 0.0`` raises),
+    which also answers NumPy's scalar attributes as a float64 (``x.shape == ()``,
+    ``x.dtype``, ``x.sum()``), as the tape's tracer of it does. Arithmetic gives plain
+    floats, as Python's does."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(np.float64(self), name)
 
 
 def _device_namespace(args):
