@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
+from tracegrad.transform.ast.front import PythonFloat
 
 MODES = ("tape", "ast")
 
@@ -173,3 +174,20 @@ def test_a_python_float_argument_answers_numpys_scalar_attributes(mode):
     # function a Python float that also has a shape and a dtype
     assert tg.grad(_scalar_attributes, mode=mode)(3.0) == pytest.approx(6.0)
     assert type(tg.grad(_scalar_attributes, mode=mode)(3.0)) is float
+
+
+def _identity_and_aux(x):
+    return x * 1.0, x
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_values_handed_back_are_plain_floats(mode):
+    (value, aux), grad = tg.value_and_grad(_identity_and_aux, has_aux=True, mode=mode)(3.0)
+    assert type(value) is float and type(grad) is float
+    assert aux == 3.0 and type(aux) is not PythonFloat   # (the tape gives a 0-d array)
+    value, grad = tg.value_and_grad(_identity, mode=mode)(3.0)
+    assert type(value) is float and value == 3.0 and grad == 1.0
+
+
+def _identity(x):
+    return x

@@ -140,6 +140,7 @@ class AstFunction:
             grads = tuple(_result(g, args[p], raw) for g, p in zip(grads, positions))
         if self.has_aux:
             v, aux = value
+            aux = _plain_floats(aux)
             return ((_value(v, raw), aux), grads) if self.with_value else (grads, aux)
         if self.with_value:
             return _value(value, raw), grads
@@ -304,8 +305,14 @@ def _broadcast_view(a):
 
 def _value(v, raw):
     if raw or not isinstance(v, np.generic):
-        return v
+        return _plain_floats(v)
     return np.asarray(v)
+
+
+def _plain_floats(tree):
+    """``tree`` with each :class:`PythonFloat` (an argument handed back as it came, as
+    the value or in ``aux``) a plain float again, as the tape gives it."""
+    return tree_map(lambda x: float(x) if type(x) is PythonFloat else x, tree)
 
 
 # What generated code may raise at run time where the tape, which follows the values, may
