@@ -98,7 +98,7 @@ def namespace_of(value):
     try:
         return _NS_BY_TYPE[type(value)]
     except KeyError:
-        if isinstance(value, _np.ndarray) or isinstance(value, _np.generic):
+        if isinstance(value, (_np.ndarray, _np.generic, float, complex)):  # (and their subclasses)
             return cpu
         if _unloaded_cupy_array(value):
             return _load_cuda()

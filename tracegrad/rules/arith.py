@@ -157,7 +157,7 @@ def pow_vjp_x(g, out, x, y):
 @pow.vjp("y", uses="x y out")
 def pow_vjp_y(g, out, x, y):
     # d/dy x**y = x**y * log(x); 0 where x == 0 and y >= 0, the limit PyTorch uses.
-    return unbroadcast(g * where((x == 0) & (y >= 0), 0.0, out * log(pow_base(x, y))), y)
+    return unbroadcast(g * where((x == 0) & (y >= 0), 0.0, out * log(pow_base(x, y, out))), y)
 
 
 @pow.jvp("x")
@@ -167,13 +167,18 @@ def pow_jvp_x(t, out, x, y):
 
 @pow.jvp("y")
 def pow_jvp_y(t, out, x, y):
-    return expand_to(t * where((x == 0) & (y >= 0), 0.0, out * log(pow_base(x, y))), out)
+    return expand_to(t * where((x == 0) & (y >= 0), 0.0, out * log(pow_base(x, y, out))), out)
 
 
-def pow_base(x, y):
+def pow_base(x, y, out=None):
     """``x``, with 1 (in the exponent's dtype) where pow's derivative in ``y`` takes its
-    limit 0 (x == 0, y >= 0): log of it is then finite, and so is every derivative of it."""
-    return where((x == 0) & (y >= 0), zeros_like(y) + 1, x)
+    limit 0 (x == 0, y >= 0): log of it is then finite, and so is every derivative of it.
+    A real ``x`` of a complex result ``out`` (Python's ``(-8.0) ** (1 / 3)``: the base is
+    taken as complex) is made complex, so that log of a negative base is log|x| + i pi."""
+    base = where((x == 0) & (y >= 0), zeros_like(y) + 1, x)
+    if out is not None and is_complex(out) and not is_complex(base):
+        return base + zeros_like(out)
+    return base
 
 
 def _check_integer_divisor(xp, x, y):
@@ -498,6 +503,7 @@ def isfinite(xp, x):
     return xp.isfinite(x)
 
 
+from .complex_ import is_complex  # noqa: E402  (pow_base)
 from .unary import abs, log  # noqa: E402  (pow's and atan2's vjps; unary imports nothing from here at load)
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "remainder", "floor_divide", "atan2",

@@ -68,12 +68,15 @@ def mark_leaf(tape, x):
     constant, as at the top level), marked as differentiated; it stands for an immutable
     number where ``x`` does (a Python float: ``s += 1`` rebinds it)."""
     number = type(x) in (float, complex) or (isinstance(x, Var) and x.id in tape.immutable)
+    python = type(x) is float or (isinstance(x, Var) and x.id in tape.python_floats)
     if type(x) in (float, complex):
         x = np.asarray(x, dtype=np.float64 if type(x) is float else np.complex128)
     v = alias(tape, x)
     tape.marked.add(v.id)
     if number:
         tape.immutable.add(v.id)
+    if python:
+        tape.python_floats.add(v.id)
     return v
 
 

@@ -182,7 +182,7 @@ class Forward:
                 fn = _call("method", _const(value.func.attr))
                 return self.generic(fn, [value.func.value] + value.args, value.keywords, z)
             if isinstance(callee, Direct):
-                return self.direct(callee.prim.name, value.args, value, z)
+                return self.as_result(self.direct(callee.prim.name, value.args, value, z), z)
             if isinstance(callee, User):
                 return self.user(callee.fn, value, z)
             return self.generic(value.func, value.args, value.keywords, z)
@@ -216,6 +216,17 @@ class Forward:
         for term in terms[1:]:
             total = ast.BinOp(left=total, op=ast.Add(), right=term)
         return total
+
+    def as_result(self, expr, z):
+        """A NumPy function's tangent as the NumPy scalar or array its result ``z`` is: a
+        rule's tangent of Python-number operands (``np.subtract(b, 0.0)`` with ``b`` a
+        float: ``db``; ``where(b > y, db, 0.0)``) is a Python number, on which ``dz.sum()``
+        would fail. A tangent computed with ``z`` itself is NumPy's already (``dt * (1 - h *
+        h)``: kept as it reads)."""
+        if expr is None or _uses_value(expr, z):
+            return expr
+        from ...rules.broadcast import expand_to
+        return ast.Call(func=_name(self.unit.bind(expand_to, "expand_to")), args=[expr, _name(z)], keywords=[])
 
     def _tangents(self, args):
         """The tangents of a call's positional arguments (``*seq``: one per item)."""
@@ -290,3 +301,9 @@ class Forward:
             return [s, push]
         return self._no_grad_check(s) + [s]
 
+
+def _uses_value(expr, z):
+    """Whether ``expr`` computes with the value named ``z`` (not just an attribute of it,
+    such as its shape)."""
+    attrs = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    return any(isinstance(n, ast.Name) and n.id == z and id(n) not in attrs for n in ast.walk(expr))

@@ -140,6 +140,7 @@ class AstFunction:
             grads = tuple(_result(g, args[p], raw) for g, p in zip(grads, positions))
         if self.has_aux:
             v, aux = value
+            aux = _plain_floats(aux)
             return ((_value(v, raw), aux), grads) if self.with_value else (grads, aux)
         if self.with_value:
             return _value(value, raw), grads
@@ -167,8 +168,11 @@ def _callees(gen):
 
 def _differentiable_arguments(args, positions, holomorphic=False):
     """The arguments as the generated code takes them: the differentiated ones checked
-    (floating point, as on the tape) and their Python floats made float64 NumPy scalars
-    (which have a shape and a dtype, as the tape's float64 tracers have)."""
+    (floating point, as on the tape) and their Python complex numbers made complex128
+    NumPy scalars (the rules compare them, ``y >= 0``, which Python's complex refuses).
+    Python floats stay Python floats (:class:`PythonFloat`, which has a shape and a dtype
+    as the tape's float64 tracers have): the user's operators on them keep Python's
+    meaning, as on the tape (see tape/python_numbers.py)."""
     args = list(args)
     for n in positions:
         a = args[n]
@@ -176,9 +180,24 @@ def _differentiable_arguments(args, positions, holomorphic=False):
         for x in leaves:
             check_input(x, n, "grad", holomorphic)
         if any(type(x) in (float, complex) for x in leaves):
-            args[n] = unflatten(spec, [np.float64(x) if type(x) is float else np.complex128(x)
+            args[n] = unflatten(spec, [PythonFloat(x) if type(x) is float else np.complex128(x)
                                        if type(x) is complex else x for x in leaves])
     return tuple(args)
+
+
+class PythonFloat(float):
+    """A differentiated Python float argument in AST mode: Python's own float, whose
+    operators keep Python's meaning (``(-8.0) ** (1 / 3)`` is complex, ``x / 0.0`` raises),
+    which also answers NumPy's scalar attributes as a float64 (``x.shape == ()``,
+    ``x.dtype``, ``x.sum()``), as the tape's tracer of it does. Arithmetic gives plain
+    floats, as Python's does."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(np.float64(self), name)
 
 
 def _device_namespace(args):
@@ -252,8 +271,8 @@ def _result(g, like, raw):
         if not isinstance(g, Tensor):
             g = wrap(np.asarray(g) if not hasattr(g, "shape") or isinstance(g, np.generic) else g)
         return g if g._data.dtype == like._data.dtype else g.to(like.dtype)
-    if type(like) is float:
-        return float(g)
+    if type(like) is float:  # (the real part of a complex one, as for arrays below)
+        return float(getattr(g, "real", g))
     if type(like) is complex:
         return complex(g)
     if isinstance(g, Tensor):
@@ -286,8 +305,14 @@ def _broadcast_view(a):
 
 def _value(v, raw):
     if raw or not isinstance(v, np.generic):
-        return v
+        return _plain_floats(v)
     return np.asarray(v)
+
+
+def _plain_floats(tree):
+    """``tree`` with each :class:`PythonFloat` (an argument handed back as it came, as
+    the value or in ``aux``) a plain float again, as the tape gives it."""
+    return tree_map(lambda x: float(x) if type(x) is PythonFloat else x, tree)
 
 
 # What generated code may raise at run time where the tape, which follows the values, may
@@ -419,6 +444,8 @@ def _run_jvp(gen, f, primals, tangent_values):
         primals, tangent_values = primals + extra, tangent_values + tuple(zero_tangent(v) for v in extra)
     if active_tape() is not None or any(isinstance(p, Var) for p in primals):
         return _call_jvp(gen, gen.fn, primals, tangent_values)
+    tangent_values = tuple(_tangent_kinds(p, t) for p, t in zip(primals, tangent_values)) + \
+        tangent_values[len(primals):]
     xp = _device_namespace(primals)
     fn = gen.fn if xp is None else gen.on_device(xp)
     if any(isinstance(a, Tensor) for a in primals + tangent_values):
@@ -437,6 +464,27 @@ def _run_jvp(gen, f, primals, tangent_values):
 def _arrays(tree):
     """Python numbers among jvp's results as 0-d arrays, as the tape gives them (and JAX)."""
     return tree_map(lambda v: np.asarray(v) if type(v) in (float, complex, int) else v, tree)
+
+
+def _tangent_kinds(primal, tangent):
+    """``tangent`` with each Python-number leaf of a NumPy scalar's or array's primal made
+    that NumPy kind (dtype and 0-d-ness): the generated code calls the primal's methods on
+    its tangent (``db.sum()`` for ``b.sum()``)."""
+    pl, spec = flatten(primal)
+    tl, tspec = flatten(tangent)
+    if spec != tspec or not any(type(t) in (float, int) for t in tl):
+        return tangent
+    return unflatten(tspec, [_numpy_kind(p, t) for p, t in zip(pl, tl)])
+
+
+def _numpy_kind(p, t):
+    if type(t) not in (float, int) or type(p) in (float, int):
+        return t
+    if isinstance(p, np.ndarray):
+        return np.asarray(t, dtype=p.dtype)
+    if isinstance(p, np.generic):
+        return p.dtype.type(t)
+    return t
 
 
 def _call_jvp(gen, fn, primals, tangent_values):

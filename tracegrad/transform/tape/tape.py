@@ -198,6 +198,7 @@ class Tape:
         self.marked = set()
         self.marked_upto = 0
         self.immutable = set()   # ids of Vars that stand for Python floats (no in-place ops)
+        self.python_floats = set()  # ids of Vars whose operators are Python's (python_numbers.py)
         self.live = set()        # ids of constants captured by reference (never folded)
         self.pruner = None       # drops values no reverse sweep reads (see pruning.py)
         self.recording = True

@@ -15,7 +15,7 @@ from . import numpy_map as NM
 from .numpy_map import P
 from .numpy_map.construct import ArrayConversion
 
-from . import aliasing
+from . import aliasing, python_numbers
 from .sweeps import spread_activity
 from .tape import TracerError, Var
 from .tracing import active_tape, guard, written_under_no_grad
@@ -41,9 +41,9 @@ _OPERATORS = {
     "add": P.add, "sub": P.sub, "mul": P.mul, "truediv": P.div, "pow": P.pow,
     "matmul": P.matmul, "floordiv": P.floor_divide, "mod": P.remainder,
 }
-for _name, _prim in _OPERATORS.items():
-    setattr(Var, f"__{_name}__", _binary(_prim))
-    setattr(Var, f"__r{_name}__", _binary(_prim, reflected=True))
+for _name, _prim in _OPERATORS.items():  # (Python's meaning for tracers of Python floats)
+    setattr(Var, f"__{_name}__", python_numbers.arithmetic(_prim))
+    setattr(Var, f"__r{_name}__", python_numbers.arithmetic(_prim, reflected=True))
 for _name, _prim in {"lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "eq": P.eq, "ne": P.ne}.items():
     setattr(Var, f"__{_name}__", _binary(_prim))
 
@@ -59,9 +59,9 @@ def _logical(name):
 for _name in ("and", "or", "xor"):
     setattr(Var, f"__{_name}__", _logical(_name))
     setattr(Var, f"__r{_name}__", _logical(_name))
-Var.__neg__ = lambda self: P.neg(self)
+Var.__neg__ = python_numbers.unary(P.neg)
 Var.__pos__ = lambda self: self
-Var.__abs__ = lambda self: P.abs(self)
+Var.__abs__ = python_numbers.unary(P.abs)
 Var.__invert__ = lambda self: P.logical_not(self) if self.npdtype.kind == "b" else P.bitwise_not(self)
 
 

@@ -366,6 +366,7 @@ def _input(tape, x, name):
     v = tape.new_input(input_value(x), name)
     if type(x) is float:
         tape.immutable.add(v.id)
+        tape.python_floats.add(v.id)
     return v
 
 

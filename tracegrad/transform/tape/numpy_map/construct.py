@@ -308,6 +308,22 @@ def _tricks():
     return tricks
 
 
+def _implementation_modules():
+    """NumPy's modules whose Python code implements the list-taking functions above
+    (``numpy.lib._function_base_impl`` for ``append``, ``diff``, ``flip``...). They read ``asanyarray`` and friends as module globals, which
+    get the recording constructors while a tape records, as ``np.r_``'s module gets
+    ``array``: NumPy's own function, held from before the trace (``f = np.append``,
+    a closure's variable) and given lists holding traced values, which NumPy does not hand
+    to the tracers, then records the array made of them instead of failing."""
+    found = {}
+    for dotted, _ in _STAND_INS:
+        impl = getattr(getattr(*_place(dotted), None), "_implementation", None)
+        module = sys.modules.get(getattr(impl, "__globals__", {}).get("__name__", ""))
+        if module is not None:
+            found[id(module)] = module
+    return tuple(found.values())
+
+
 def _place(dotted):
     """``(module, attribute name)`` of ``"sum"`` or ``"linalg.norm"`` in NumPy."""
     module, _, name = ("." + dotted).rpartition(".")
@@ -321,6 +337,7 @@ for _dotted, _ in _STAND_INS:
         _OWN_PLACES[id(_fn)] = (_fn, (_module, _name))
 
 
+_IMPLEMENTATIONS = _implementation_modules()
 _SCANNED = {}       # name -> id of the module looked through by _reexports under it
 _REEXPORTS = []     # (weak reference to a module, name) found by _reexports
 _LIBRARIES = ("numpy", "scipy", "cupy", "cupyx", "tracegrad")
@@ -370,6 +387,12 @@ def acquire():
         tricks = _tricks()
         if getattr(tricks, "array", None) is _ORIGINALS.get((np, "array")):
             tricks.array = np.array
+        for module in _IMPLEMENTATIONS:
+            for name in _PARSERS:
+                own = _ORIGINALS.get((np, name))
+                if own is not None and vars(module).get(name) is own:
+                    _ORIGINALS[module, name] = own
+                    setattr(module, name, getattr(np, name))
         for module, name, place in _reexports():  # (the same stand-ins where NumPy's are re-exported)
             own = _ORIGINALS.get(place)
             if own is not None and vars(module).get(name) is own:
