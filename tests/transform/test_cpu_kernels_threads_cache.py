@@ -231,3 +231,56 @@ def test_two_kernels_of_one_module_are_told_apart(tmp_path, monkeypatch):
     assert jit.load_kernel(source, "twice")(5.0) == 10.0
     assert jit.load_kernel(source, "thrice")(5.0) == 15.0
     assert jit.load_kernel(source, "twice")(1.0) == 2.0
+
+
+# -- Numba started and kernels compiled while a tape records -----------------------------------
+
+_WHILE_RECORDING = """
+import warnings
+import numpy as np
+import tracegrad as tg
+from tracegrad.transform import jit
+from tracegrad.transform.tape.numpy_map import construct
+jit.HOT_CALLS = 0
+warnings.simplefilter("error", RuntimeWarning)  # ("Numba could not compile ...": a failure here)
+
+def f(x):
+    for _ in range(4):
+        x = np.tanh(x * 1.01 + 0.1)
+    return np.sum(np.ravel(x))
+
+g = tg.grad(f, mode="tape")
+x = np.linspace(-1.0, 1.0, 64)
+construct.acquire()  # another tape records meanwhile: the stand-ins are in NumPy's namespace
+try:
+    assert np.ravel is not construct.numpy_own(np.ravel)
+    values = [g(x) for _ in range(3)]  # traced, then compiled with its kernel: Numba starts here
+finally:
+    construct.release()
+h = tg.grad(lambda x: np.sum(np.sin(x * 0.5) * x), mode="tape")  # (compiled after: another kernel)
+later = [h(x) for _ in range(3)]
+print("@cpu_kernel" in g.source and "@cpu_kernel" in h.source, "numba" in __import__("sys").modules,
+      repr(float(values[-1].sum())), repr(float(later[-1].sum())))
+"""
+
+
+def test_numba_starting_while_a_tape_records_compiles_the_kernels(tmp_path):
+    # Numba keys its NumPy registry on the functions in NumPy's namespace when it starts, and
+    # a kernel's np.ravel is typed by the function read: with the tape's stand-ins there
+    # when it started, every kernel compiled later failed to (and ran unfused)
+    env = dict(os.environ, PYTHONPATH=ROOT, TRACEGRAD_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _WHILE_RECORDING], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    fused, started, total, total_later = out.stdout.split()
+    assert fused == "True" and started == "True"
+    x = np.linspace(-1.0, 1.0, 64)
+    assert float(total_later) == pytest.approx(np.sum(0.5 * x * np.cos(0.5 * x) + np.sin(0.5 * x)), rel=1e-12)
+    x = np.linspace(-1.0, 1.0, 64)
+    want = np.ones_like(x)
+    y = x
+    for _ in range(4):  # d/dx of the chain, by hand
+        t = np.tanh(y * 1.01 + 0.1)
+        want = want * (1 - t * t) * 1.01
+        y = t
+    assert float(total) == pytest.approx(want.sum(), rel=1e-12)

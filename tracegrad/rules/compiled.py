@@ -81,8 +81,9 @@ def _load(name, source, signature):
     if not jit.available():
         return False
     try:
-        k = jit.load_kernel(source(), name)
-        k.compile(signature)  # (or loads it from the cache)
+        with jit.numpy_own_namespace():
+            k = jit.load_kernel(source(), name)
+            k.compile(signature)  # (or loads it from the cache)
         return k
     except Exception as e:  # noqa: BLE001 -- a Numba error, a cache directory that cannot be written
         warnings.warn(f"tracegrad: the compiled kernel {name} is unavailable ({type(e).__name__}: {e}); "

@@ -75,11 +75,20 @@ def available():
     numba = _STATE.get("numba")
     if numba is None:
         try:
-            import numba
+            with numpy_own_namespace():  # (Numba registers NumPy's functions as it finds them)
+                import numba
         except ImportError:
             numba = False
         _STATE["numba"] = numba
     return numba is not False
+
+
+def numpy_own_namespace():
+    """A context with NumPy's own functions in its namespace, also while a tape records
+    (see :func:`tracegrad.transform.tape.numpy_map.construct.numpy_own_namespace`): every
+    compile of a kernel runs in it."""
+    from .tape.numpy_map.construct import numpy_own_namespace as own
+    return own()
 
 
 def forget():
@@ -269,8 +278,9 @@ class LazyKernel:
 
     def __call__(self, *args):
         try:
-            kernel = load_kernel(self.module, self.name)
-            out = kernel(*args)  # (compiled now for these argument types, or read from the cache)
+            with numpy_own_namespace():
+                kernel = load_kernel(self.module, self.name)
+                out = kernel(*args)  # (compiled now for these argument types, or read from the cache)
         except Exception as e:  # a kernel Numba cannot compile (a bug, but not the user's)
             if not (type(e).__module__.startswith("numba") or isinstance(e, OSError)):
                 raise             # or a cache directory that cannot be written

@@ -11,8 +11,9 @@ and float64 scalars are taken (any other type is a Numba typing error, and the k
 lines then run unfused).
 
 Kernel modules import this module as ``np`` (``from tracegrad.transform import
-kernel_numpy as np``): every other name is NumPy's own (module ``__getattr__``), so the
-kernel's text reads as NumPy and Numba types it as NumPy. The kernels' on-disk cache is
+kernel_numpy as np``): every other name is NumPy's own (module ``__getattr__``; NumPy's own also while a
+tape records and NumPy's namespace holds the tape's stand-ins), so the kernel's text
+reads as NumPy and Numba types it as NumPy. The kernels' on-disk cache is
 keyed on this file's text too (:func:`tracegrad.transform.jit.load_kernel`): Numba's
 cache does not see a change in a module a kernel imports.
 
@@ -44,7 +45,10 @@ _SMALL, _CAP = 0.625, 20.0
 
 
 def __getattr__(name):
-    return getattr(_numpy, name)
+    # NumPy's own function, also while a tape records (on any thread), when the NumPy
+    # namespace holds the tape's stand-ins (np.ravel among them), which Numba cannot type
+    from .tape.numpy_map.construct import numpy_own
+    return numpy_own(getattr(_numpy, name))
 
 
 def _tanh_ir(builder, x):

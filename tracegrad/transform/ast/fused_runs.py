@@ -158,7 +158,8 @@ def _flat_entry(kernel, sig, dtypes):
     params = [array(_DTYPES[d] if d else np.dtype(np.float64), "A", readonly=True, aligned=False)
               for _, d in sig[:-1]]
     try:
-        entry = kernel.compile(tuple(params + [array(d, "C") for d in dtypes]))
+        with jit.numpy_own_namespace():
+            entry = kernel.compile(tuple(params + [array(d, "C") for d in dtypes]))
     except Exception as e:  # (then the dispatcher, which has compiled the kernel, serves)
         if not (type(e).__module__.startswith("numba") or isinstance(e, OSError)):
             raise

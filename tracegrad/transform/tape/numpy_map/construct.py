@@ -24,6 +24,7 @@ kinds:
   traced constant, so that traced values written into it are recorded (and ``full`` of a
   traced fill value, whoever calls it, the fill broadcast into one).
 """
+import contextlib
 import functools
 import sys
 import threading
@@ -274,7 +275,7 @@ _STAND_INS = ([(name, functools.partial(_wrap, parse=parse)) for name, parse in 
               + [(name, _list_first) for name in _LIST_FIRST]
               + [(name, _buffer) for name in ("zeros", "ones", "empty", "full")])
 _ORIGINALS = {}  # (module, name) -> NumPy's own function, while the stand-ins are in place
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # (re-entrant: numpy_own_namespace may be entered inside itself)
 _USERS = [0]  # tapes recording now (all threads): the stand-ins are in place while there are any
 _MODULES = [{}]  # sys.modules as it was when the stand-ins were put in place
 
@@ -423,6 +424,31 @@ def release():
             for key, module in list(sys.modules.items()):  # (imports append: the last key tells)
                 if before.get(key) is not module and isinstance(module, types.ModuleType):
                     _restore_in(module)
+
+
+@contextlib.contextmanager
+def numpy_own_namespace():
+    """NumPy's own functions in its namespace meanwhile, also while tapes record (their
+    stand-ins put back after): for Numba, which keys its registry of NumPy functions on
+    what it finds in NumPy's namespace when it starts, and types a kernel's ``np.empty``
+    by the function it reads -- a stand-in there is not NumPy's, and the kernel would fail
+    to compile (for the rest of the process, had Numba started then). Tapes recording on
+    other threads wait for it to end before they start or stop."""
+    with _LOCK:
+        swapped = [(module, name, getattr(module, name, None), original)
+                   for (module, name), original in _ORIGINALS.items()]
+        tricks = _tricks()
+        kept_array = tricks.array
+        if getattr(kept_array, "_tracegrad", False):
+            tricks.array = _ORIGINALS.get((np, "array"), kept_array)
+        for module, name, _, original in swapped:
+            setattr(module, name, original)
+        try:
+            yield
+        finally:
+            for module, name, stand_in, _ in swapped:
+                setattr(module, name, stand_in)
+            tricks.array = kept_array
 
 
 def _restore_in(module):
