@@ -202,6 +202,24 @@ def test_math_functions_are_differentiated_or_refused_never_zero(mode):
         assert tg.grad(math_exp, mode=mode)(1.5) == pytest.approx(2 * math.exp(1.5))
 
 
+def mean_of_math_exp(x):
+    s = math.exp(np.sum(x) * 0.1)
+    return np.mean(s) + np.var(s) + np.sum(x * s)
+
+
+def test_ast_reductions_of_a_python_float_from_math(mode="ast"):
+    # math.exp gives a Python float; the rules of mean and var read its .shape (the long
+    # fuzz, seed 41: "'float' object has no attribute 'shape'"), now shape_of(s)
+    x = np.array([0.3, -0.8, 1.1])
+    g = tg.grad(mean_of_math_exp, mode="ast")
+    h = 1e-6
+    want = [(mean_of_math_exp(x + h * e) - mean_of_math_exp(x - h * e)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(g(x), want, rtol=1e-7)
+    assert "shape_of(s)" in g.source
+    _, tangent = tg.jvp(mean_of_math_exp, (x,), (np.ones(3),), mode="ast")
+    assert tangent == pytest.approx(sum(want), rel=1e-7)
+
+
 @pytest.mark.parametrize("f", [r_concat, c_concat])
 def test_np_r_and_c_of_a_value_being_differentiated_are_refused_by_ast_and_traced_by_the_tape(f):
     """AST jvp gave a zero tangent for np.r_[x, x] (the index was taken as constant), so

@@ -17,6 +17,19 @@ __all__ = ["Template", "template", "rule_expr", "same_shape"]
 _CACHE = {}
 
 
+def shape_of(x):
+    """``x.shape``; () for a Python number (in AST mode an operand may be one)."""
+    return x.shape if hasattr(x, "shape") else ()
+
+
+def ndim_of(x):
+    """``x.ndim``; 0 for a Python number."""
+    return x.ndim if hasattr(x, "ndim") else 0
+
+
+_SHAPE_OF = {"shape": shape_of, "ndim": ndim_of}
+
+
 class Template:
     """The parsed rule ``fn``: its parameter names and, when it is one expression, that
     expression."""
@@ -54,6 +67,17 @@ class Template:
                     return copy.deepcopy(subs[node.id])
                 if node.id in glob:
                     return ast.Name(id=bind(glob[node.id], node.id), ctx=ast.Load())
+                return node
+
+            def visit_Attribute(self, node):
+                # an operand's .shape / .ndim as shape_of(x) / ndim_of(x): in AST mode an
+                # operand may be a Python float (math.exp's result), which has neither
+                if isinstance(node.value, ast.Name) and node.value.id in subs and \
+                        node.attr in ("shape", "ndim") and isinstance(node.ctx, ast.Load):
+                    fn = _SHAPE_OF[node.attr]
+                    return ast.Call(func=ast.Name(id=bind(fn, fn.__name__), ctx=ast.Load()),
+                                    args=[copy.deepcopy(subs[node.value.id])], keywords=[])
+                self.generic_visit(node)
                 return node
 
             def visit_Call(self, node):
