@@ -714,6 +714,8 @@ def complex_input_programs(draw):
     y = np.linspace(0.1, 0.5, 3)
     inner = draw(st.sampled_from(_COMPLEX_INNER))
     body = draw(st.sampled_from(_COMPLEX_OUTER)).format(e=inner)
+    if len(sx) > 1 and "cumsum" in inner and "np.abs(z))" in body:
+        reject()  # (cumsum flattens a 2-d z: the product with np.abs(z) would not broadcast)
     src = f"import numpy as np\n\n\ndef f(z, y):\n    return {body}\n"
     return Program(src, (z, y), 0, {"complex_array"}, expect="complex")
 
