@@ -132,16 +132,24 @@ def take_at(dx, index, like):
                                  "would be shifted); use mode='tape'", construct="slice assignment to a list")
         return dx[index]
     g = dx[index]
-    structure, arrays = split_index(dx, index)
-    if arrays:  # a value overwritten at a repeated index gets nothing (NumPy: the last one stays)
-        if is_array(dx):  # (index arrays on the gradient's device: split_index makes host ones)
-            xp = namespace_of(dx)
-            arrays = [move(a, xp) if is_array(a) else a for a in arrays]
-        kept = _kept_writes(*arrays, index=structure, shape=tuple(dx.shape))
+    kept = _kept_at(dx, index)
+    if kept is not None:  # a value overwritten at a repeated index gets nothing (NumPy: the last one stays)
         _refuse_repeats_on_a_device(dx, kept)
         g = _where(kept, g, 0.0)
     shape = getattr(like, "shape", ())
     return g if g.shape == tuple(shape) else _sum_to(g, shape=tuple(shape))
+
+
+def _kept_at(x, index):
+    """Which values ``x[index] = v`` keeps (the last at a repeated position), on ``x``'s
+    device; None where the index holds no index array (nothing can repeat)."""
+    structure, arrays = split_index(x, index)
+    if not arrays:
+        return None
+    if is_array(x):  # (index arrays on x's device: split_index makes host ones)
+        xp = namespace_of(x)
+        arrays = [move(a, xp) if is_array(a) else a for a in arrays]
+    return _kept_writes(*arrays, index=structure, shape=tuple(x.shape))
 
 
 def _refuse_repeats_on_a_device(x, kept):
@@ -181,12 +189,10 @@ def set_at(t, index, v):
         out = dict(t or {})
         out[index] = v
         return out
-    if is_array(t):
-        structure, arrays = split_index(t, index)
-        if arrays and getattr(namespace_of(t), "name", "cpu") != "cpu":
-            xp = namespace_of(t)
-            arrays = [move(a, xp) if is_array(a) else a for a in arrays]
-            _refuse_repeats_on_a_device(t, _kept_writes(*arrays, index=structure, shape=tuple(t.shape)))
+    if is_array(t) and getattr(namespace_of(t), "name", "cpu") != "cpu":
+        kept = _kept_at(t, index)
+        if kept is not None:
+            _refuse_repeats_on_a_device(t, kept)
     out = list(t) if isinstance(t, list) else t.copy()  # (a list's tangents: concatenated as it is)
     out[index] = 0 if v is None and not isinstance(out, list) else v
     return out
