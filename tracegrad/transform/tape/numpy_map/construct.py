@@ -410,9 +410,7 @@ def release():
         _USERS[0] -= 1
         if _USERS[0] > 0:
             return
-        tricks = _tricks()
-        if getattr(getattr(tricks, "array", None), "_tracegrad", False):
-            tricks.array = _ORIGINALS.get((np, "array"), tricks.array)
+        _tricks_own_array()
         for (module, name), original in _ORIGINALS.items():
             stand_in = getattr(module, name, None)
             if getattr(stand_in, "_tracegrad", False):
@@ -437,10 +435,7 @@ def numpy_own_namespace():
     with _LOCK:
         swapped = [(module, name, getattr(module, name, None), original)
                    for (module, name), original in _ORIGINALS.items()]
-        tricks = _tricks()
-        kept_array = tricks.array
-        if getattr(kept_array, "_tracegrad", False):
-            tricks.array = _ORIGINALS.get((np, "array"), kept_array)
+        kept_array = _tricks_own_array()
         for module, name, _, original in swapped:
             setattr(module, name, original)
         try:
@@ -448,7 +443,18 @@ def numpy_own_namespace():
         finally:
             for module, name, stand_in, _ in swapped:
                 setattr(module, name, stand_in)
-            tricks.array = kept_array
+            if kept_array is not None:
+                _tricks().array = kept_array
+
+
+def _tricks_own_array():
+    """``np.r_``'s module gets NumPy's own ``array`` back in place of the stand-in; the
+    one it held before is returned."""
+    tricks = _tricks()
+    held = getattr(tricks, "array", None)
+    if getattr(held, "_tracegrad", False):
+        tricks.array = _ORIGINALS.get((np, "array"), held)
+    return held
 
 
 def _restore_in(module):
