@@ -12,22 +12,14 @@ import copy
 import inspect
 import textwrap
 
+from ..tape.numpy_map.base import ndim
+from ..tape.tape import shape_of
+
 __all__ = ["Template", "template", "rule_expr", "same_shape"]
 
 _CACHE = {}
 
-
-def shape_of(x):
-    """``x.shape``; () for a Python number (in AST mode an operand may be one)."""
-    return x.shape if hasattr(x, "shape") else ()
-
-
-def ndim_of(x):
-    """``x.ndim``; 0 for a Python number."""
-    return x.ndim if hasattr(x, "ndim") else 0
-
-
-_SHAPE_OF = {"shape": shape_of, "ndim": ndim_of}
+_SHAPE_OF = {"shape": shape_of, "ndim": ndim}  # (the tape's: they take Python numbers too)
 
 
 class Template:
@@ -70,7 +62,7 @@ class Template:
                 return node
 
             def visit_Attribute(self, node):
-                # an operand's .shape / .ndim as shape_of(x) / ndim_of(x): in AST mode an
+                # an operand's .shape / .ndim as shape_of(x) / ndim(x): in AST mode an
                 # operand may be a Python float (math.exp's result), which has neither
                 if isinstance(node.value, ast.Name) and node.value.id in subs and \
                         node.attr in ("shape", "ndim") and isinstance(node.ctx, ast.Load):
