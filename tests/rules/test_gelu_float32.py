@@ -120,6 +120,20 @@ def test_a_strided_input_gets_the_same_values():
             np.testing.assert_array_equal(a, b)
 
 
+def test_float32_of_the_other_byte_order_takes_the_accurate_form():
+    """(The float32 form reads the sign from the bits: a byte-swapped array, which only
+    NumPy code can hand a kernel, takes the accurate form, forward and backward alike.)"""
+    x = np.linspace(-3, 3, 61).astype(np.float32)
+    swapped = x.astype(x.dtype.newbyteorder())
+    y = gelu_kernels.gelu_forward(cpu, swapped, "none")
+    dx = gelu_kernels.gelu_backward(cpu, np.ones_like(swapped), swapped, "none")
+    want, dwant = _accurate(x)
+    np.testing.assert_allclose(y, want, rtol=0, atol=3e-7)
+    np.testing.assert_allclose(dx, dwant, rtol=0, atol=3e-7)
+    exact_cdf = 0.5 * (1 + np.vectorize(math.erf)(x.astype(np.float64) / math.sqrt(2)))
+    np.testing.assert_allclose(gelu_kernels.cdf(cpu, swapped), exact_cdf, rtol=0, atol=1.2e-7)
+
+
 def test_double_backward_is_the_exact_second_derivative():
     """The cdf's derivative is the exact density (as in PyTorch's double backward), so the
     second derivative is pdf(x) (2 - x^2), in float32 and float64."""
