@@ -247,18 +247,18 @@ def gelu_backward(xp, g, x, approximate):
     kept = _kept(x)
     if _float32(xp, x):
         h, e = kept if kept is not None else _as_s_parts(xp, x)[2:]
-        cdf = _cdf_from(xp, x, h)
+        phi = _cdf_from(xp, x, h)
         p = x * e
     else:
         p = x * x
         p *= -0.5
         xp.exp(p, out=p)
         p *= x
-        cdf = kept[0] if kept is not None else xp.erf(x * SQRT1_2)
-        cdf += 1
-        cdf *= 0.5
+        phi = kept[0] if kept is not None else xp.erf(x * SQRT1_2)
+        phi += 1
+        phi *= 0.5
     p *= INV_SQRT_2PI
-    p += cdf
+    p += phi
     p *= g
     return p
 
