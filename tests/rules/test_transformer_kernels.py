@@ -2,8 +2,9 @@
 embedding's scatter-add, addmm's bias): the first-order backward runs them on plain
 arrays while ``create_graph=True`` runs the composite vjps, so each kernel is checked
 against PyTorch in float32 and float64, against the composite form, and where it has
-one against its Numba twin and without Numba."""
+one against its Numba twin (bit for bit, or within a few ulps) and without Numba."""
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from tracegrad.backend import cpu
 from tracegrad.rules import attention_blocks, compiled, gelu_kernels, layer_norm_kernels
 from tracegrad.rules.attention import attention, attention_vjp
 from tracegrad.rules.linalg import addmm
+from tracegrad.transform import jit
 
 F = tg.nn.functional
 SPECIAL = [0.0, -0.0, 1e-40, -1e-40, 1e-30, -30.0, 30.0, -5.0, 3.0, -0.75]
@@ -21,6 +23,12 @@ SPECIAL = [0.0, -0.0, 1e-40, -1e-40, 1e-30, -30.0, 30.0, -5.0, 3.0, -0.75]
 def _points(dtype, n=3000, seed=0):
     rng = np.random.default_rng(seed)
     return np.concatenate([SPECIAL, rng.standard_normal(n) * 3]).astype(dtype)
+
+
+@pytest.fixture(params=["numpy", "numba"])
+def gelu_path(request, monkeypatch, tmp_path_factory):
+    """GELU's kernels with Numba used from the first element on, or never."""
+    return _kernel_path(gelu_kernels, request, monkeypatch, tmp_path_factory)
 
 
 def _kernel_path(module, request, monkeypatch, tmp_path_factory):
@@ -54,7 +62,7 @@ def _gelu_both(lib, x, g, approximate, dtype):
 @pytest.mark.torch
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_gelu_matches_torch(approximate, dtype):
+def test_gelu_matches_torch(gelu_path, approximate, dtype):
     import torch
     x = _points(dtype)
     g = np.random.default_rng(1).standard_normal(x.shape).astype(dtype)
@@ -67,7 +75,7 @@ def test_gelu_matches_torch(approximate, dtype):
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_backward_matches_the_exact_derivative(approximate):
+def test_gelu_backward_matches_the_exact_derivative(gelu_path, approximate):
     x = _points("float64")
     g = np.random.default_rng(1).standard_normal(x.shape)
     _, dx = _gelu_both(tg, x, g, approximate, "float64")
@@ -80,7 +88,7 @@ def test_gelu_backward_matches_the_exact_derivative(approximate):
     np.testing.assert_allclose(dx, g * want, rtol=1e-13, atol=1e-15)
 
 
-def test_gelu_kernels_equal_the_composite_forms():
+def test_gelu_kernels_equal_the_composite_forms(gelu_path):
     """The composite vjp (what create_graph and a compiled module record) and the array
     kernel give the same values bit for bit: a compiled module's gradients equal eager ones."""
     for dtype in ("float32", "float64"):
@@ -108,6 +116,69 @@ def test_gelu_second_order_matches_torch(approximate):
         grads.append((d.detach().numpy(), dd.numpy()))
     for mine, theirs in zip(*grads):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-13)
+
+
+def test_numba_gelu_is_bit_identical_to_numpy(monkeypatch, tmp_path):
+    """The compiled float32 loops give the NumPy kernels' bits: the forward, the values it
+    keeps, the backward from those and the backward that recomputes them."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
+    x = _points("float32", 20000)
+    x[:5] = [np.inf, -np.inf, np.nan, 3e38, -1e20]
+    g = np.random.default_rng(3).standard_normal(x.shape).astype(np.float32)
+    x2 = x[:x.size // 13 * 13].reshape(-1, 13)[:, ::2]  # a strided view: through a contiguous copy
+    out = {}
+    _numba_at_once(monkeypatch, gelu_kernels)
+    for path, n in (("numpy", None), ("numba", 1)):
+        monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", n)
+        monkeypatch.setattr(gelu_kernels, "_KEPT", {})
+        got = out[path] = []
+        with np.errstate(all="ignore"):
+            for a in (x, x2):
+                b = np.ascontiguousarray(g[:a.size].reshape(a.shape))
+                got.append(gelu_kernels.gelu_forward(cpu, a, "none"))
+                got.extend(v.copy() for v in gelu_kernels._KEPT[id(a)][1])
+                got.append(gelu_kernels.gelu_backward(cpu, b, a, "none"))  # (the kept values)
+                got.append(gelu_kernels.gelu_backward(cpu, b, a, "none"))  # (recomputed)
+    assert len(out["numpy"]) == 10
+    for a, b in zip(out["numpy"], out["numba"]):
+        assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+        np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))
+
+
+def test_gelu_without_numba_runs_numpy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    jit.forget()
+    compiled.forget()
+    _numba_at_once(monkeypatch, gelu_kernels)
+    try:
+        x = _points("float32", 100)
+        y = gelu_kernels.gelu_forward(cpu, x, "none")
+        monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", None)
+        np.testing.assert_array_equal(y, gelu_kernels.gelu_forward(cpu, x, "none"))
+        assert compiled._KERNELS == {"gelu_forward": False}
+    finally:
+        monkeypatch.undo()
+        jit.forget()
+        compiled.forget()
+
+
+def test_a_numba_failure_warns_and_runs_numpy(monkeypatch):
+    pytest.importorskip("numba")
+
+    def refuse(source, name):
+        raise OSError("read-only cache directory")
+    monkeypatch.setattr(jit, "load_kernel", refuse)
+    compiled.forget()
+    _numba_at_once(monkeypatch, gelu_kernels)
+    try:
+        x = _points("float32", 100)
+        with pytest.warns(RuntimeWarning, match="compiled kernel gelu_forward is unavailable .OSError"):
+            y = gelu_kernels.gelu_forward(cpu, x, "none")
+        monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", None)
+        np.testing.assert_array_equal(y, gelu_kernels.gelu_forward(cpu, x, "none"))
+    finally:
+        compiled.forget()
 
 
 def test_gelu_kernels_leave_other_operands_to_the_composite_form():
