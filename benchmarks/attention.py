@@ -11,7 +11,7 @@
   blocks with causal self-attention and a GELU MLP, tied head, cross-entropy), written
   once and run by both libraries from the same weights.
 
-tracegrad's optional compiled kernels (layer norm: tracegrad/rules/compiled.py) are
+tracegrad's optional compiled kernels (GELU, layer norm: tracegrad/rules/compiled.py) are
 loaded at once, as a long run has them; ``--short-run`` keeps the default rule instead
 (the NumPy kernels until their cost would have paid for loading Numba's, ~1 s), which
 is what a run of a few seconds gets.

@@ -1,5 +1,6 @@
-"""Optional Numba kernels behind some of the rule table's CPU array kernels (layer norm):
-each is a loop over plain C arrays whose NumPy form makes many passes over the data. They are compiled, or loaded from the on-disk cache, through
+"""Optional Numba kernels behind some of the rule table's CPU array kernels (GELU, layer
+norm): each is a loop over plain C arrays whose NumPy form makes many passes over the
+data. They are compiled, or loaded from the on-disk cache, through
 :mod:`tracegrad.transform.jit` (``$TRACEGRAD_CACHE_DIR``), with an explicit signature so
 that a failure shows at load time; where Numba is missing or fails, the caller's NumPy
 kernel runs (with a warning for a failure). Numba is imported at the first load, never
@@ -18,7 +19,8 @@ never pays more than about twice what the better choice in hindsight would have 
 short run (a test, nanoGPT's 30 tiny iterations: ~0.1 s of savings in all) never imports
 Numba; a long or large one loads it within its first second or so of NumPy work. The
 choice depends only on the calls made, so a program gives the same results run after
-run (layer norm's kernels are within a few float32 ulps of the NumPy ones anyway).
+run (the GELU kernels equal the NumPy ones bit for bit anyway; layer norm's are within a
+few float32 ulps).
 """
 import warnings
 

@@ -341,7 +341,7 @@ def _compiled_forward(xp, x, fused):
     flat = xp.ascontiguousarray(x).reshape(-1)
     e = _exp_half_square(xp, flat)
     out, h = xp.empty_like(flat), xp.empty_like(flat)
-    fused(flat, e, out, h)
+    fused(flat, e, h, out)
     _keep(x, (h.reshape(x.shape), e.reshape(x.shape)))
     return out.reshape(x.shape)
 
@@ -354,7 +354,7 @@ def _bodies():
     horner = [f"        p = sigma + {_f32(_Q[4])}"] + [f"        p = p * sigma + {_f32(q)}" for q in _Q[3::-1]]
     return {
         # out = |x| h - (-0.5 x), h = 0.5 - Phi(-|x|): _as_s_parts's roundings, in its order
-        "forward": ("def gelu_forward(x, e, out, h):", "    for k in range(x.size):", "        xk = x[k]",
+        "forward": ("def gelu_forward(x, e, h, out):", "    for k in range(x.size):", "        xk = x[k]",
                     "        a = abs(xk)",
                     f"        sigma = {_f32(_KAPPA_S)} / ({_f32(1.0)} + {_f32(1.0 / _K)} / a)",
                     *horner,
