@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 python benchmarks/gelu.py            # exact form, (8, 32, 128)
     OMP_NUM_THREADS=1 python benchmarks/gelu.py --approximate tanh --shape 64 256 512
+    OMP_NUM_THREADS=1 python benchmarks/gelu.py --compiled  # the Numba loops, as a long run has them
 
 Three cases per library: the forward under no_grad (an eval), the forward recording its
 node, and forward + backward (a training step's share). Each figure is the median of many
@@ -50,7 +51,12 @@ def main():
     parser.add_argument("--shape", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--compiled", action="store_true",
+                        help="load the optional compiled kernels at once (by default: once worth it)")
     args = parser.parse_args()
+    if args.compiled:
+        from tracegrad.rules import compiled
+        compiled.FIRST_LOAD_S = compiled.LOAD_S = 0.0
     import torch
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
@@ -62,7 +68,8 @@ def main():
         for name in ours:
             a, b = median_us(ours[name], args.calls), median_us(theirs[name], args.calls)
             results[name].append((a / b, a, b))
-    print(f"F.gelu(approximate={args.approximate!r}), float32 {tuple(args.shape)}")
+    print(f"F.gelu(approximate={args.approximate!r}), float32 {tuple(args.shape)}"
+          + (", compiled kernels" if args.compiled else ""))
     for name, rows in results.items():
         ratio, a, b = sorted(rows)[len(rows) // 2]
         print(f"  {name:8s} tracegrad {a:8.1f} us   torch {b:8.1f} us   ratio {ratio:.2f}x "
