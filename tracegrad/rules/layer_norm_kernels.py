@@ -24,6 +24,7 @@ from . import compiled
 from .broadcast import sum_to, zeros_of
 from .linalg import matmul
 from .reduce import sum
+from .scratch import constant_vector
 from .shape import reshape
 
 __all__ = ["NUMBA_MIN", "fits", "layer_norm_backward", "layer_norm_forward", "row_sums", "column_sums"]
@@ -74,11 +75,11 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
     # scalings are one pass by their outer product, a BLAS product (~3 us), and a plain
     # multiplication (~1 us) instead of two broadcasts. The row means are BLAS products
     # with 1/k, and the rest works on one value per row.
-    per_k = _mean_vector(k, x.dtype)
+    per_k = constant_vector(k, x.dtype, 1.0 / k)
     mean = x2 @ per_k
     out = xp.subtract(x2, mean[:, None])
     var = xp.square(out) @ per_k
-    if not xp.dot(var, _ones_vector(var.shape[0], x.dtype)) <= _LARGEST[x.dtype.char]:
+    if not xp.dot(var, constant_vector(var.shape[0], x.dtype, 1)) <= _LARGEST[x.dtype.char]:
         return None  # (an overflow, or nan: the general form; their sum is finite otherwise but for
         # squares near the largest float, where the general form gives the same values)
     var += eps
@@ -95,27 +96,6 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
 
 
 _LARGEST = {"f": 3.4028234663852886e38, "d": 1.7976931348623157e308}
-_VECTORS = {}  # (name, n, dtype char) -> a read-only vector (layer norm's sizes recur call after call)
-
-
-def _vector(n, dtype, value, name):
-    key = (name, n, dtype.char)
-    v = _VECTORS.get(key)
-    if v is None:
-        v = _VECTORS[key] = backend.cpu.full(n, value, dtype=dtype)
-        v.flags.writeable = False
-    return v
-
-
-def _mean_vector(k, dtype):
-    """``k`` times ``1/k``: ``rows @ v`` is the rows' means in one BLAS product."""
-    v = _VECTORS.get(("mean", k, dtype.char))
-    return _vector(k, dtype, 1.0 / k, "mean") if v is None else v
-
-
-def _ones_vector(n, dtype):
-    v = _VECTORS.get(("ones", n, dtype.char))
-    return _vector(n, dtype, 1, "ones") if v is None else v
 
 
 # -- the backward's sums, shared with the composite vjp -------------------------------------------------

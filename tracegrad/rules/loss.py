@@ -14,6 +14,7 @@ from .activation import logsigmoid, sigmoid
 from .arith import clamp
 from .core import FLOAT, KEEP, primitive
 from .reduce import mean, sum as _sum
+from .scratch import constant_vector
 from .unary import log
 
 _REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
@@ -170,6 +171,10 @@ def _picking(xp, target, weight, ignore_index, n_classes, dtype):
     count, or None when all do; their weights, 0 where ignored, or None when all are 1).
     Raises PyTorch's IndexError for a class outside [0, n_classes)."""
     safe, valid = target, None
+    if target.size and not 0 <= ignore_index < n_classes and target.dtype.kind in "iu":
+        # (the common case in one reduction: read as unsigned, a negative target is huge)
+        if int((target.view(f"u{target.dtype.itemsize}") if target.dtype.kind == "i" else target).max()) < n_classes:
+            return safe, None, None if weight is None else weight[safe].astype(dtype, copy=False)
     if target.size:
         lo, hi = int(target.min()), int(target.max())
         if lo <= ignore_index <= hi:  # (else no target can be the ignored one: skip the mask)
@@ -223,6 +228,44 @@ def nll_loss(xp, x, target, weight, *, reduction="mean", ignore_index=-100):
     if reduction == "mean":
         total = total / (safe.size if w is None else w.sum())
     return xp.asarray(total, dtype=x.dtype)
+
+
+def cross_entropy_value(xp, x, target, ignore_index, reduction):
+    """``nll_loss(log_softmax(x, 1), target)`` of 2-d CPU logits, no class weights, reduced
+    (``'mean'``/``'sum'``), for a call that records nothing: each row's loss is its
+    log-sum-exp less its target's logit, without the log-probabilities' array. The shift
+    that keeps ``exp`` finite is the largest logit of all, one scalar (a broadcast row
+    max costs a pass over short rows, see :mod:`.activation`); the result is PyTorch's up
+    to rounding. None where that shift would not do -- a logit inf or nan, or a row so far
+    below the largest that its exponentials underflow: the caller then composes the two
+    rules. Raises :func:`nll_loss`'s errors for targets out of range."""
+    n, c = x.shape
+    safe, valid, w = _picking(xp, target, None, ignore_index, c, x.dtype)
+    top = x.max()
+    if not -xp.inf < top < xp.inf:
+        return None
+    e = xp.subtract(x, top)
+    xp.exp(e, out=e)
+    s = e @ constant_vector(c, x.dtype, 1)
+    if not s.min() >= _UNDERFLOW:
+        return None
+    loss = xp.log(s, out=s)
+    loss += top
+    loss -= x.reshape(n * c)[xp.arange(0, n * c, c) + safe]
+    if w is None:
+        total = loss.sum()
+        return xp.asarray(total / n if reduction == "mean" else total, dtype=x.dtype)
+    total = loss @ w  # (ignored targets weigh 0: their rows count for nothing)
+    if reduction == "mean":
+        count = w.sum()
+        total = total / count if count else xp.nan  # (all ignored: nan, as in PyTorch, without a warning)
+    return xp.asarray(total, dtype=x.dtype)
+
+
+# The least row sum of exponentials (each row's largest is 1 when its largest logit is the
+# overall largest) for which the row's terms that underflow to zero weigh less than
+# float32's rounding (a row of logits 69 below the largest gets here).
+_UNDERFLOW = 1e-30
 
 
 @nll_loss.vjp("x", uses="target weight")
