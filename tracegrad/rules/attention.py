@@ -24,6 +24,7 @@ from .broadcast import sum_to, unbroadcast
 from .core import KEEP, primitive
 from .linalg import _mT, matmul
 from .reduce import sum
+from .scratch import constant_vector
 
 __all__ = ["attention"]
 
@@ -55,6 +56,46 @@ def _safe_softmax_over_keys_(xp, st):
     return st
 
 
+def _scores_keys_first(xp, q, k, scale):
+    """``scale * K Q^T`` (keys, queries); the scaling on the smaller of a C-contiguous q
+    (L, E) and the scores (S, L) -- a pass over a strided q (a view of a projection's
+    output, in a transformer) costs more than one over the scores."""
+    if q.shape[-1] < k.shape[-2] and q.flags.c_contiguous:
+        return xp.matmul(k, xp.swapaxes(q * scale, -1, -2))
+    st = xp.matmul(k, xp.swapaxes(q, -1, -2))
+    st *= scale
+    return st
+
+
+def _shifted_softmax_over_keys_(xp, st, mask):
+    """:func:`_safe_softmax_over_keys_` of ``st + mask`` (``mask`` an additive (S, L) mask
+    or None) in place, shifted by the largest score of all instead of each query's: one
+    scalar, where the per-query maximum is a reduction over short rows (~30 us for 16
+    matrices of 32 x 32); the keys' sums are a BLAS product with ones. The same softmax up
+    to rounding. None (``st`` then spoilt) where that shift would not do: a score inf or
+    nan, or a query whose scores lie so far below the largest that its exponentials
+    underflow (or whose keys are all masked)."""
+    top = st.max()
+    if not -xp.inf < top < xp.inf:
+        return None
+    if mask is None:
+        st -= top
+    else:
+        st += mask - top
+    xp.exp(st, out=st)
+    z = xp.matmul(constant_vector(xp, st.shape[-2], st.dtype, 1), st)[..., None, :]
+    if not z.min() >= _UNDERFLOW:
+        return None
+    st /= z
+    return st
+
+
+# The least sum of a query's exponentials (its largest is 1 when it holds the overall
+# largest score) for which its terms that underflow to zero weigh less than float32's
+# rounding.
+_UNDERFLOW = 1e-30
+
+
 @primitive("ScaledDotProductFlashAttentionForCpuBackward0", dtypes=KEEP, nout=2,
            result_names=("output", "attn_weight"), saved_outputs=(1,), saved_names=("query", "key", "value", "attn_mask"))
 def attention(xp, q, k, v, bias, *, scale, causal=False):
@@ -62,11 +103,14 @@ def attention(xp, q, k, v, bias, *, scale, causal=False):
     if blocks:
         mask = _causal_bias_keys_first(xp, k.shape[-2], q.shape[-2], xp.result_type(q, k, v))
         return attention_blocks.forward(xp, q, k, v, scale, blocks, mask, _safe_softmax_over_keys_)
-    if q.shape[-1] < k.shape[-2]:  # scale the smaller of q (L, E) and the scores (S, L)
-        st = xp.matmul(k, xp.swapaxes(q * scale, -1, -2))
-    else:
-        st = xp.matmul(k, xp.swapaxes(q, -1, -2))
-        st *= scale
+    st = _scores_keys_first(xp, q, k, scale)
+    if bias is None and st.size:
+        mask = _causal_bias_keys_first(xp, st.shape[-2], st.shape[-1], st.dtype) if causal else None
+        pt = _shifted_softmax_over_keys_(xp, st, mask)
+        if pt is not None:
+            p = xp.swapaxes(pt, -1, -2)
+            return xp.matmul(p, v), p
+        st = _scores_keys_first(xp, q, k, scale)  # (rare: the general form, from the scores again)
     if causal:
         st += _causal_bias_keys_first(xp, st.shape[-2], st.shape[-1], st.dtype)
     if bias is not None:

@@ -75,11 +75,11 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
     # scalings are one pass by their outer product, a BLAS product (~3 us), and a plain
     # multiplication (~1 us) instead of two broadcasts. The row means are BLAS products
     # with 1/k, and the rest works on one value per row.
-    per_k = constant_vector(k, x.dtype, 1.0 / k)
+    per_k = constant_vector(xp, k, x.dtype, 1.0 / k)
     mean = x2 @ per_k
     out = xp.subtract(x2, mean[:, None])
     var = xp.square(out) @ per_k
-    if not xp.dot(var, constant_vector(var.shape[0], x.dtype, 1)) <= _LARGEST[x.dtype.char]:
+    if not xp.dot(var, constant_vector(xp, var.shape[0], x.dtype, 1)) <= _LARGEST[x.dtype.char]:
         return None  # (an overflow, or nan: the general form; their sum is finite otherwise but for
         # squares near the largest float, where the general form gives the same values)
     var += eps

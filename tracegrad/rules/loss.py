@@ -246,7 +246,7 @@ def cross_entropy_value(xp, x, target, ignore_index, reduction):
         return None
     e = xp.subtract(x, top)
     xp.exp(e, out=e)
-    s = e @ constant_vector(c, x.dtype, 1)
+    s = e @ constant_vector(xp, c, x.dtype, 1)
     if not s.min() >= _UNDERFLOW:
         return None
     loss = xp.log(s, out=s)

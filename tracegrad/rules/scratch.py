@@ -47,9 +47,11 @@ def scratch(xp, slot, shape, dtype):
 _VECTORS = {}  # (n, dtype char, value) -> a read-only NumPy vector
 
 
-def constant_vector(n, dtype, value):
-    """A read-only NumPy vector of ``n`` times ``value`` in ``dtype`` (a NumPy dtype), made
-    once per (n, dtype, value)."""
+def constant_vector(xp, n, dtype, value):
+    """A read-only vector of ``n`` times ``value`` in ``dtype``, on CPU made once per (n,
+    dtype, value) (a fresh one on a device, where CuPy's pool makes it cheap)."""
+    if xp.name != "cpu":
+        return xp.full(n, value, dtype=dtype)
     key = (n, dtype.char, value)
     v = _VECTORS.get(key)
     if v is None:
