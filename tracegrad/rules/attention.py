@@ -23,6 +23,7 @@ from . import attention_blocks
 from .broadcast import sum_to, unbroadcast
 from .core import KEEP, primitive
 from .linalg import _mT, matmul
+from .loss import SHIFT_SPAN
 from .reduce import sum
 from .scratch import constant_vector
 
@@ -71,29 +72,20 @@ def _shifted_softmax_over_keys_(xp, st, mask):
     """:func:`_safe_softmax_over_keys_` of ``st + mask`` (``mask`` an additive (S, L) mask
     or None) in place, shifted by the largest score of all instead of each query's: one
     scalar, where the per-query maximum is a reduction over short rows (~30 us for 16
-    matrices of 32 x 32); the keys' sums are a BLAS product with ones. The same softmax up
-    to rounding. None (``st`` then spoilt) where that shift would not do: a score inf or
-    nan, or a query whose scores lie so far below the largest that its exponentials
-    underflow (or whose keys are all masked)."""
+    matrices of 32 x 32); the keys' sums are a BLAS product with ones. Only where the
+    scores span at most :data:`tracegrad.rules.loss.SHIFT_SPAN` (each exponent's rounding
+    error is then at most ulp(SPAN)/2, and nothing underflows); None otherwise, or where
+    a score is inf or nan (``st`` is left as it was)."""
     top = st.max()
-    if not -xp.inf < top < xp.inf:
+    if not top - st.min() <= SHIFT_SPAN:
         return None
     if mask is None:
         st -= top
     else:
         st += mask - top
     xp.exp(st, out=st)
-    z = xp.matmul(constant_vector(xp, st.shape[-2], st.dtype, 1), st)[..., None, :]
-    if not z.min() >= _UNDERFLOW:
-        return None
-    st /= z
+    st /= xp.matmul(constant_vector(xp, st.shape[-2], st.dtype, 1), st)[..., None, :]
     return st
-
-
-# The least sum of a query's exponentials (its largest is 1 when it holds the overall
-# largest score) for which its terms that underflow to zero weigh less than float32's
-# rounding.
-_UNDERFLOW = 1e-30
 
 
 @primitive("ScaledDotProductFlashAttentionForCpuBackward0", dtypes=KEEP, nout=2,
@@ -110,7 +102,6 @@ def attention(xp, q, k, v, bias, *, scale, causal=False):
         if pt is not None:
             p = xp.swapaxes(pt, -1, -2)
             return xp.matmul(p, v), p
-        st = _scores_keys_first(xp, q, k, scale)  # (rare: the general form, from the scores again)
     if causal:
         st += _causal_bias_keys_first(xp, st.shape[-2], st.shape[-1], st.dtype)
     if bias is not None:

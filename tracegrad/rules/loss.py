@@ -232,26 +232,24 @@ def nll_loss(xp, x, target, weight, *, reduction="mean", ignore_index=-100):
 
 def cross_entropy_value(xp, x, target, ignore_index, reduction):
     """``nll_loss(log_softmax(x, 1), target)`` of 2-d CPU logits, no class weights, reduced
-    (``'mean'``/``'sum'``), for a call that records nothing: each row's loss is its
-    log-sum-exp less its target's logit, without the log-probabilities' array. The shift
-    that keeps ``exp`` finite is the largest logit of all, one scalar (a broadcast row
-    max costs a pass over short rows, see :mod:`.activation`); the result is PyTorch's up
-    to rounding. None where that shift would not do -- a logit inf or nan, or a row so far
-    below the largest that its exponentials underflow: the caller then composes the two
-    rules. Raises :func:`nll_loss`'s errors for targets out of range."""
+    (``'mean'``/``'sum'``), for a call that records nothing: each row's log-sum-exp less
+    its target's logit, without the log-probabilities' array. The shift that keeps
+    ``exp`` finite is the largest logit of all, one scalar (a row's maximum broadcast
+    back costs passes over short rows, see :mod:`.activation`), where the logits span at
+    most :data:`SHIFT_SPAN`: each exponent then carries a rounding error of at most
+    ulp(SPAN)/2, about float32's own on a row's log-sum-exp (with PyTorch's per-row shift,
+    the error grows with the span of a row alone), and nothing underflows. None where they
+    span more (or one is inf or nan): the caller then composes the two rules. Raises
+    :func:`nll_loss`'s errors for targets out of range."""
     n, c = x.shape
     safe, valid, w = _picking(xp, target, None, ignore_index, c, x.dtype)
     top = x.max()
-    if not -xp.inf < top < xp.inf:
+    if not top - x.min() <= SHIFT_SPAN:
         return None
     e = xp.subtract(x, top)
     xp.exp(e, out=e)
-    s = e @ constant_vector(xp, c, x.dtype, 1)
-    if not s.min() >= _UNDERFLOW:
-        return None
-    loss = xp.log(s, out=s)
-    loss += top
-    loss -= x.reshape(n * c)[xp.arange(0, n * c, c) + safe]
+    loss = xp.log(e @ constant_vector(xp, c, x.dtype, 1))
+    loss -= x.reshape(n * c)[xp.arange(0, n * c, c) + safe] - top
     if w is None:
         total = loss.sum()
         return xp.asarray(total / n if reduction == "mean" else total, dtype=x.dtype)
@@ -262,10 +260,9 @@ def cross_entropy_value(xp, x, target, ignore_index, reduction):
     return xp.asarray(total, dtype=x.dtype)
 
 
-# The least row sum of exponentials (each row's largest is 1 when its largest logit is the
-# overall largest) for which the row's terms that underflow to zero weigh less than
-# float32's rounding (a row of logits 69 below the largest gets here).
-_UNDERFLOW = 1e-30
+# The widest span of values that a softmax may shift by their overall maximum rather than
+# each row's (cross entropy's logits here, attention's scores in :mod:`.attention`).
+SHIFT_SPAN = 16.0
 
 
 @nll_loss.vjp("x", uses="target weight")
