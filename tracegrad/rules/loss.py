@@ -226,7 +226,8 @@ def nll_loss(xp, x, target, weight, *, reduction="mean", ignore_index=-100):
         return xp.asarray(loss, dtype=x.dtype)
     total = loss.sum()
     if reduction == "mean":
-        total = total / (safe.size if w is None else w.sum())
+        count = safe.size if w is None else w.sum()
+        total = total / count if count else xp.nan  # (nothing counted: nan, as in PyTorch, without a warning)
     return xp.asarray(total, dtype=x.dtype)
 
 
