@@ -136,7 +136,7 @@ def row_sums(v, axes):
     rows, k = layout
     kept = tuple(v.shape[:v.ndim - len(axes)]) + (1,) * len(axes)
     if isinstance(v, backend.ARRAY_TYPES):  # (the kernel's arrays: the primitives' own operations, directly)
-        return (v.reshape(rows, k) @ backend.namespace_of(v).ones(k, dtype=v.dtype)).reshape(kept)
+        return (v.reshape(rows, k) @ constant_vector(backend.namespace_of(v), k, v.dtype, 1)).reshape(kept)
     return reshape(matmul(reshape(v, shape=(rows, k)), _ones(v, k)), shape=kept)
 
 
@@ -148,7 +148,7 @@ def column_sums(v, axes, shape):
         return sum_to(v, shape=shape)
     rows, k = layout
     if isinstance(v, backend.ARRAY_TYPES):
-        return (backend.namespace_of(v).ones(rows, dtype=v.dtype) @ v.reshape(rows, k)).reshape(tuple(shape))
+        return (constant_vector(backend.namespace_of(v), rows, v.dtype, 1) @ v.reshape(rows, k)).reshape(tuple(shape))
     return reshape(matmul(_ones(v, rows), reshape(v, shape=(rows, k))), shape=tuple(shape))
 
 
