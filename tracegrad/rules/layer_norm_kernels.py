@@ -6,10 +6,10 @@ composite form runs instead).
 Why: layer norm runs twice per transformer block on small rows (the model width), where
 the composite form's cost is its passes and temporaries -- a broadcast ``invstd * w`` as
 large as the input, ``centered * centered``... and NumPy's ``sum`` along a short last
-axis is its slowest reduction. The forward sees ``x`` as (rows, K): the row sums are
-products with a vector of ones (BLAS), the squares' sums an ``einsum`` (no temporary),
-and the output is written in place (5 passes). On float32 CPU arrays of at least
-:data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra) and once the
+axis is its slowest reduction. The forward sees ``x`` as (rows, K): the row means and
+the squares' are products with a vector of 1/K (BLAS), and the output, written in place,
+is scaled once by the outer product of invstd and the weight (see the kernel). On
+float32 CPU arrays of at least :data:`NUMBA_MIN` elements, where Numba can be imported (the ``jit`` extra) and once the
 kernel is worth loading (see :mod:`.compiled`), each row is normalised instead by one
 compiled loop that keeps it in cache, its statistics accumulated in float64 (within a
 few float32 ulps of the NumPy kernel's; 3x faster). The forward is the primitive's
@@ -80,8 +80,8 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
     out = xp.subtract(x2, mean[:, None])
     var = xp.square(out) @ per_k
     if not xp.dot(var, constant_vector(xp, var.shape[0], x.dtype, 1)) <= _LARGEST[x.dtype.char]:
-        return None  # (an overflow, or nan: the general form; their sum is finite otherwise but for
-        # squares near the largest float, where the general form gives the same values)
+        return None  # (a square overflowing, or nan: the general form -- as where only the sum of the
+        # variances overflows, which the general form serves with the same values)
     var += eps
     invstd = xp.reciprocal(xp.sqrt(var, out=var), out=var)
     if weight is not None:
