@@ -11,7 +11,7 @@ the rule of their function.
 import math
 
 from .. import backend
-from . import gelu_kernels
+from . import gelu_kernels, layer_norm_kernels
 from .arith import clamp, where
 from .core import FLOAT, KEEP, Primitive, primitive
 from .reduce import sum as _sum
@@ -389,9 +389,16 @@ def log_softmax_vjp(g, out, x, *, dim):
             and g.dtype == out.dtype):
         xp = backend.namespace_of(out)  # (a first-order backward: the composite's steps,
         e = xp.exp(out)                  # in place into exp(out); the same roundings)
-        e *= _sum(g, dim=_dims(out, dim), keepdim=True)
+        e *= _class_sums(g, dim)
         return xp.subtract(g, e, out=e)
-    return g - exp(out) * _sum(g, dim=_dims(out, dim), keepdim=True)
+    return g - exp(out) * _class_sums(g, dim)
+
+
+def _class_sums(g, dim):
+    """``sum(g, dim, keepdim=True)``; along the last dim a product with ones (on arrays and
+    in the composite alike, so both round the same), ~4x faster than NumPy's sum along
+    rows as short as a vocabulary of characters."""
+    return _sum(g, dim=None, keepdim=True) if g.ndim == 0 else layer_norm_kernels.row_sums(g, (dim,))
 
 
 @log_softmax.jvp("x")
