@@ -17,8 +17,6 @@ call, and making one costs as much as the product.
 import math
 import threading
 
-import numpy
-
 __all__ = ["scratch", "constant_vector", "KEEP_BYTES"]
 
 KEEP_BYTES = 64 * 2 ** 20
@@ -55,6 +53,6 @@ def constant_vector(xp, n, dtype, value):
     key = (n, dtype.char, value)
     v = _VECTORS.get(key)
     if v is None:
-        v = _VECTORS[key] = numpy.full(n, value, dtype=dtype)
+        v = _VECTORS[key] = xp.full(n, value, dtype=dtype)
         v.flags.writeable = False
     return v
