@@ -6,23 +6,48 @@ from ..rules import broadcast as B
 from ..rules import memory as M
 from ..rules import shape as S
 from ..runtime.shapes import broadcast_shapes, expand_shape
+from ..runtime.tensor import Size
+from ..runtime.viewpath import view_op
 from ._args import per_sample, shape_args, wrap_dim
 
 
 def infer_shape(shape, numel):
-    """Resolve one ``-1`` in ``shape`` against ``numel``, with PyTorch's error."""
+    """Resolve one ``-1`` in ``shape`` against ``numel``, with PyTorch's errors."""
     shape = tuple(shape)
-    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if -1 not in shape and (not shape or min(shape) >= 0):  # (the common case, in C)
+        if math.prod(shape) != numel:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        return shape
+    unknown = []
+    for i, s in enumerate(shape):
+        if s == -1:
+            unknown.append(i)
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = math.prod(s for s in shape if s != -1)
-    if unknown:
-        if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
-    elif known != numel:
+    if known == 0:
+        if numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-    return shape
+    if numel % known:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+
+
+def _sizes(shape):
+    """``shape_args`` for its common case (ints, inline or in one tuple), without a loop."""
+    if len(shape) == 1 and type(shape[0]) in _SEQUENCES:
+        shape = shape[0]
+    if _INTS.issuperset(map(type, shape)):
+        return tuple(shape)
+    return shape_args(shape)
+
+
+_SEQUENCES = (tuple, list, Size)
+_INTS = frozenset((int,))
 
 
 def view_strides(old_shape, old_strides, new_shape):
@@ -54,21 +79,21 @@ def view_strides(old_shape, old_strides, new_shape):
 
 
 def view(input, *shape):
+    shape = infer_shape(_sizes(shape), input.numel())
     # (a contiguous tensor takes any shape of its size as a view: no stride walk)
-    shape = infer_shape(shape_args(shape), input.numel())
     if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.")
-    return S.reshape(input, shape=shape)
+    return view_op(S.reshape, input, {"shape": shape})
 
 
 def reshape(input, *shape):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
-    shape = infer_shape(shape_args(shape), input.numel())
+    shape = infer_shape(_sizes(shape), input.numel())
     if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
-    return S.reshape(input, shape=shape)
+    return view_op(S.reshape, input, {"shape": shape})
 
 
 def view_as(input, other):
@@ -105,17 +130,22 @@ def squeeze(input, dim=None):
 
 
 def unsqueeze(input, dim):
-    return S.unsqueeze(input, dim=wrap_dim(dim, input.ndim + 1))
+    return view_op(S.unsqueeze, input, {"dim": wrap_dim(dim, input.ndim + 1)})
 
 
 def transpose(input, dim0, dim1):
-    return S.transpose(input, dim0=wrap_dim(dim0, input.ndim), dim1=wrap_dim(dim1, input.ndim))
+    n = input.ndim
+    if type(dim0) is not int or not 0 <= dim0 < n:
+        dim0 = wrap_dim(dim0, n)
+    if type(dim1) is not int or not 0 <= dim1 < n:
+        dim1 = wrap_dim(dim1, n)
+    return view_op(S.transpose, input, {"dim0": dim0, "dim1": dim1})
 
 
 def t(input):
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return S.t(input)
+    return view_op(S.t, input, {})
 
 
 def permute(input, *dims):
@@ -125,7 +155,7 @@ def permute(input, *dims):
                            f"match the length of the desired ordering of dimensions i.e. input.dim() = "
                            f"{input.ndim} is not equal to len(dims) = {len(dims)}" if len(dims) != input.ndim
                            else "permute(): duplicate dims are not allowed.")
-    return S.permute(input, dims=dims)
+    return view_op(S.permute, input, {"dims": dims})
 
 
 def movedim(input, source, destination):
@@ -247,12 +277,12 @@ def split(tensor, split_size_or_sections, dim=0):
         if size <= 0 and n:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
         sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
-        return S.split(tensor, sizes=tuple(sizes), dim=d, chunked=True)
+        return view_op(S.split, tensor, {"sizes": tuple(sizes), "dim": d, "chunked": True})
     sizes = tuple(split_size_or_sections)
     if sum(sizes) != n:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                            f"size at dimension {d}), but got split_sizes={list(sizes)}")
-    return S.split(tensor, sizes=sizes, dim=d)
+    return view_op(S.split, tensor, {"sizes": sizes, "dim": d})
 
 
 def chunk(input, chunks, dim=0):
