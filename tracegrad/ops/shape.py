@@ -294,7 +294,7 @@ def chunk(input, chunks, dim=0):
 
 
 def unbind(input, dim=0):
-    return S.unbind(input, dim=wrap_dim(dim, input.ndim))
+    return view_op(S.unbind, input, {"dim": wrap_dim(dim, input.ndim)})
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
