@@ -1,8 +1,7 @@
 """Shape rules: reshaping views, axis permutations, flips and rolls, repetition, triangles,
 joining (cat, stack) and splitting (split, unbind). All are linear, so their jvps are the
 rule applied to the tangent; each vjp undoes the rearrangement."""
-import numpy
-
+from ..backend import cpu as _cpu
 from .broadcast import sum_to, zeros_of
 from .core import KEEP, primitive
 
@@ -11,7 +10,7 @@ from .core import KEEP, primitive
 # (A NumPy array's own methods, where the operand is one: ``np.reshape`` and friends add two
 # Python frames to a view that takes a few hundred nanoseconds.)
 
-_NDARRAY = numpy.ndarray
+_NDARRAY = _cpu.ndarray
 
 
 @primitive("ViewBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
@@ -184,7 +183,7 @@ def _split_saved(params):
 def split(xp, x, *, sizes, dim, chunked=False):
     """Views of consecutive pieces of ``x`` along ``dim`` with the given ``sizes`` (basic
     slices: what ``xp.split`` makes, without its Python layers)."""
-    lead = (slice(None),) * dim
+    lead = (slice(None),) * (dim if dim >= 0 else dim + x.ndim)  # (cat's vjp passes dim=-1)
     pieces, start = [], 0
     for s in sizes:
         pieces.append(x[lead + (slice(start, start + s),)])
@@ -199,7 +198,7 @@ def split_vjp(g, out, x, *, sizes, dim, chunked=False):
 
 @primitive("UnbindBackward0", dtypes=KEEP, view=True, nout=None, linear=True, complex=True)
 def unbind(xp, x, *, dim):
-    lead = (slice(None),) * dim
+    lead = (slice(None),) * (dim if dim >= 0 else dim + x.ndim)
     return tuple(x[lead + (i, Ellipsis)] for i in range(x.shape[dim]))
 
 
