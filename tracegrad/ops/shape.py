@@ -37,15 +37,25 @@ def infer_shape(shape, numel):
     return shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
 
 
-def _sizes(shape):
-    """``shape_args`` for its common case (ints, inline or in one tuple), without a loop."""
+def _view_shape(shape, numel):
+    """``infer_shape(shape_args(shape), numel)``: a view's size arguments, resolved. Sizes
+    that are ints (inline or in one tuple) and were resolved before for the same ``numel``
+    are found in a table (a tuple of ints equals no other tuple of ints)."""
     if len(shape) == 1 and type(shape[0]) in _SEQUENCES:
         shape = shape[0]
-    if _INTS.issuperset(map(type, shape)):
-        return tuple(shape)
-    return shape_args(shape)
+    if not _INTS.issuperset(map(type, shape)):
+        return infer_shape(shape_args(shape), numel)
+    key = (tuple(shape), numel)
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = infer_shape(key[0], numel)
+        if len(_RESOLVED) >= 512:
+            _RESOLVED.clear()
+        _RESOLVED[key] = resolved
+    return resolved
 
 
+_RESOLVED = {}  # (sizes, numel) -> resolved shape, for sizes that are all ints (bounded)
 _SEQUENCES = (tuple, list, Size)
 _INTS = frozenset((int,))
 
@@ -79,7 +89,7 @@ def view_strides(old_shape, old_strides, new_shape):
 
 
 def view(input, *shape):
-    shape = infer_shape(_sizes(shape), input.numel())
+    shape = _view_shape(shape, input.numel())
     # (a contiguous tensor takes any shape of its size as a view: no stride walk)
     if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
@@ -90,7 +100,7 @@ def view(input, *shape):
 
 def reshape(input, *shape):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
-    shape = infer_shape(_sizes(shape), input.numel())
+    shape = _view_shape(shape, input.numel())
     if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
     return view_op(S.reshape, input, {"shape": shape})
