@@ -88,10 +88,27 @@ def view_strides(old_shape, old_strides, new_shape):
     return tuple(new_strides)
 
 
+def _viewable(input, shape):
+    """Whether ``input``'s layout lets ``shape`` (of its size) alias it: always when it is
+    contiguous, else by PyTorch's rule (view_strides), remembered per layout and shape."""
+    if input.is_contiguous():
+        return True
+    key = (tuple(input.shape), input.stride(), shape)
+    ok = _VIEWABLE.get(key)
+    if ok is None:
+        ok = view_strides(*key) is not None
+        if len(_VIEWABLE) >= 512:
+            _VIEWABLE.clear()
+        _VIEWABLE[key] = ok
+    return ok
+
+
+_VIEWABLE = {}  # (shape, strides, new shape) -> whether a view can have the new shape (bounded)
+
+
 def view(input, *shape):
     shape = _view_shape(shape, input.numel())
-    # (a contiguous tensor takes any shape of its size as a view: no stride walk)
-    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
+    if not _viewable(input, shape):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.")
@@ -101,7 +118,7 @@ def view(input, *shape):
 def reshape(input, *shape):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
     shape = _view_shape(shape, input.numel())
-    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
+    if not _viewable(input, shape):
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
     return view_op(S.reshape, input, {"shape": shape})
 

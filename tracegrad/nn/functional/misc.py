@@ -69,13 +69,12 @@ def _linear_untracked(input, weight, bias):
     CPU tensors of matching sizes: the kernels of the general path's rules (matmul, or
     addmm for a bias) on the arrays, without the transposed weight's view op; None
     where that path must run (anything else, including every error)."""
-    if weight.ndim != 2 or input.ndim < 2 or input.shape[-1] != weight.shape[1] or (
-            bias is not None and tuple(bias.shape) != (weight.shape[0],)):
-        return None
-    arrays = untracked_arrays(input, weight, bias)
+    arrays = untracked_arrays(input, weight, bias)  # (first: None at once in grad mode)
     if arrays is None:
         return None
     x, w, b = arrays
+    if w.ndim != 2 or x.ndim < 2 or x.shape[-1] != w.shape[1] or (b is not None and b.shape != (w.shape[0],)):
+        return None
     if b is None:
         return untracked_result(_linalg_rules.matmul.impl(backend.cpu, x, w.T))
     shape = x.shape
