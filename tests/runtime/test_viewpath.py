@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
+from tracegrad.rules import broadcast as B
 from tracegrad.rules import shape as S
 from tracegrad.runtime.viewpath import view_op
 
@@ -20,6 +21,10 @@ CASES = [
     ("split_chunked", lambda x: view_op(S.split, x, {"sizes": (2, 2), "dim": -1, "chunked": True}),
      lambda x: S.split(x, sizes=(2, 2), dim=-1, chunked=True)),
     ("unbind", lambda x: view_op(S.unbind, x, {"dim": 1}), lambda x: S.unbind(x, dim=1)),
+    ("squeeze", lambda x: view_op(S.squeeze, x[:, :1], {"dim": 1}), lambda x: S.squeeze(x[:, :1], dim=1)),
+    ("squeeze_all", lambda x: view_op(S.squeeze, x[:1], {}), lambda x: S.squeeze(x[:1])),
+    ("expand", lambda x: view_op(B.broadcast_to, x[:, :1], {"shape": (2, 5, 4)}),
+     lambda x: B.broadcast_to(x[:, :1], shape=(2, 5, 4))),
 ]
 
 
@@ -99,9 +104,12 @@ def test_fast_view_gradients_match_a_hand_formula(case):
     # loss = sum_k sum(((1.5 x)[piece k] * (k + 2)) ** 2), so dloss/dx = 2 * 1.5**2 * (k + 2)**2 * x
     # on the elements of piece k: the weights are written through NumPy views of the same rule
     weights = np.zeros_like(a)
-    pieces = slow_op(weights)
-    for k, piece in enumerate(pieces if isinstance(pieces, tuple) else (pieces,)):
-        piece[...] = (k + 2) ** 2
+    if case == "expand":  # (a read-only view: each element of x[:, :1] is used 5 times)
+        weights[:, :1] = 5 * 2 ** 2
+    else:
+        pieces = slow_op(weights)
+        for k, piece in enumerate(pieces if isinstance(pieces, tuple) else (pieces,)):
+            piece[...] = (k + 2) ** 2
     for op in (fast_op, slow_op):
         x = tg.tensor(a, requires_grad=True)
         out = op(x * 1.5)

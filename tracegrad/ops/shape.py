@@ -150,10 +150,10 @@ def unflatten(input, dim, sizes):
 
 def squeeze(input, dim=None):
     if dim is None:
-        return S.squeeze(input)
+        return view_op(S.squeeze, input, {})
     if isinstance(dim, (tuple, list)):
-        return S.squeeze(input, dim=tuple(wrap_dim(d, input.ndim) for d in dim))
-    return S.squeeze(input, dim=wrap_dim(dim, input.ndim))
+        return view_op(S.squeeze, input, {"dim": tuple(wrap_dim(d, input.ndim) for d in dim)})
+    return view_op(S.squeeze, input, {"dim": wrap_dim(dim, input.ndim)})
 
 
 def unsqueeze(input, dim):
@@ -191,21 +191,21 @@ def movedim(input, source, destination):
     order = [d for d in range(input.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return S.permute(input, dims=tuple(order))
+    return view_op(S.permute, input, {"dims": tuple(order)})
 
 
 def _T(input):
-    return S.permute(input, dims=tuple(reversed(range(input.ndim))))
+    return view_op(S.permute, input, {"dims": tuple(reversed(range(input.ndim)))})
 
 
 def _mT(input):
     if input.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
-    return S.transpose(input, dim0=input.ndim - 2, dim1=input.ndim - 1)
+    return view_op(S.transpose, input, {"dim0": input.ndim - 2, "dim1": input.ndim - 1})
 
 
 def expand(input, *sizes):
-    return B.broadcast_to(input, shape=expand_shape(input.shape, shape_args(sizes), input.type()))
+    return view_op(B.broadcast_to, input, {"shape": expand_shape(input.shape, shape_args(sizes), input.type())})
 
 
 def expand_as(input, other):
