@@ -289,10 +289,11 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].shape
     for i, t in enumerate(tensors[1:], 1):
-        if t.shape != tensors[0].shape:
+        if t.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
+                               f"{list(shape)} at entry 0 and {list(t.shape)} at entry {i}")
     return S.stack(*tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
 
 
