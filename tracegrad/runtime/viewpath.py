@@ -3,10 +3,11 @@
 A view rule's node never saves a value (its vjp reads the operand's shape, or nothing), its
 result keeps the operand's dtype, and its outputs share the operand's storage and version
 counter: :func:`view_op` does :func:`dispatch.apply`'s work for exactly that -- kernel,
-node, Tensors linked to the base -- in one frame, for a plain Tensor (not a dual, vmap or
-inference tensor, nor the view of a custom Function) while no profiler or vmap runs;
-anything else goes through the rule itself (``prim(x, **params)``), so results, nodes and
-errors are ``apply``'s. nanoGPT's attention makes six views per layer; for a small tensor
+node, Tensors linked to the base -- in one frame, for a plain Tensor with nothing in its
+``_extra`` (no hooks, retained grad, tangent, inference flag, custom Function's view) while
+no profiler, vmap or forward AD runs; anything else goes through the rule itself
+(``prim(x, **params)``), so results, nodes and errors are ``apply``'s (the tests compare
+the two field by field). nanoGPT's attention makes six views per layer; for a small tensor
 the Python around NumPy's few-hundred-nanosecond view is the whole cost.
 """
 from .. import backend
@@ -91,6 +92,7 @@ def view_op(prim, x, params):
 
 
 def _view_tensor(out, requires_grad, node, k, base, vc, view, mode):
+    """Output ``k`` of a view: ``wrap`` and ``_link_views``' fields in one call."""
     t = _alloc(Tensor)
     t._data = out
     t._requires_grad = requires_grad
