@@ -62,7 +62,19 @@ SAMPLES = {
                            S(np.array([0.0, -1.0, 1.0]), alpha=3.0, smooth=False)],
     "celu_": unary(away) + [S(away(3, 4), alpha=0.5)],
     "gelu": unary(r) + unary(r, approximate="tanh") + [S(r(4) * 5), S(r(4) * 5, approximate="tanh")],
+    "gelu_cdf": unary(r) + [S(r(4) * 5)],
     # -inf entries (masked attention) get probability 0 and no gradient
     "softmax": along() + [S(np.array([[-np.inf, 0.5, 1.0], [0.2, -np.inf, -1.0]]), dim=1)],
     "log_softmax": along(),
 }
+
+
+def _torch_ndtr(x):
+    import torch
+    return torch.special.ndtr(x)
+
+
+# gelu_cdf is GELU's normal distribution function: torch's ndtr (the samples are float64,
+# where it is exact; its float32 form, PyTorch's GELU approximation, is checked in
+# tests/rules/test_gelu_float32.py)
+TORCH = {"gelu_cdf": _torch_ndtr}

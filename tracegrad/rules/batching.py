@@ -50,7 +50,7 @@ def _module_prims(*modules):
 # Primitives whose kernels broadcast their operands elementwise and take no dims.
 ELEMENTWISE = (_module_prims(arith, unary, special, gamma, bessel, complex_)
                | {"sigmoid", "logsigmoid", "silu", "mish", "relu", "hardsigmoid", "hardswish", "celu",
-                  "celu_", "elu", "elu_", "gelu", "softplus", "hardshrink", "softshrink", "hardtanh",
+                  "celu_", "elu", "elu_", "gelu", "gelu_cdf", "softplus", "hardshrink", "softshrink", "hardtanh",
                   "leaky_relu", "leaky_relu_", "threshold", "threshold_", "zeros_like", "indicator",
                   "clone", "copy", "cast", "to_device", "fill", "masked_fill", "logit"})
 

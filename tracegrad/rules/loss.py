@@ -14,6 +14,7 @@ from .activation import logsigmoid, sigmoid
 from .arith import clamp
 from .core import FLOAT, KEEP, primitive
 from .reduce import mean, sum as _sum
+from .scratch import constant_vector
 from .unary import log
 
 _REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
@@ -170,6 +171,10 @@ def _picking(xp, target, weight, ignore_index, n_classes, dtype):
     count, or None when all do; their weights, 0 where ignored, or None when all are 1).
     Raises PyTorch's IndexError for a class outside [0, n_classes)."""
     safe, valid = target, None
+    if target.size and not 0 <= ignore_index < n_classes and target.dtype.kind in "iu":
+        # (the common case in one reduction: read as unsigned, a negative target is huge)
+        if int((target.view(f"u{target.dtype.itemsize}") if target.dtype.kind == "i" else target).max()) < n_classes:
+            return safe, None, None if weight is None else weight[safe].astype(dtype, copy=False)
     if target.size:
         lo, hi = int(target.min()), int(target.max())
         if lo <= ignore_index <= hi:  # (else no target can be the ignored one: skip the mask)
@@ -221,8 +226,44 @@ def nll_loss(xp, x, target, weight, *, reduction="mean", ignore_index=-100):
         return xp.asarray(loss, dtype=x.dtype)
     total = loss.sum()
     if reduction == "mean":
-        total = total / (safe.size if w is None else w.sum())
+        count = safe.size if w is None else w.sum()
+        total = total / count if count else xp.nan  # (nothing counted: nan, as in PyTorch, without a warning)
     return xp.asarray(total, dtype=x.dtype)
+
+
+def cross_entropy_value(xp, x, target, ignore_index, reduction):
+    """``nll_loss(log_softmax(x, 1), target)`` of 2-d CPU logits, no class weights, reduced
+    (``'mean'``/``'sum'``), for a call that records nothing: each row's log-sum-exp less
+    its target's logit, without the log-probabilities' array. The shift that keeps
+    ``exp`` finite is the largest logit of all, one scalar (a row's maximum broadcast
+    back costs passes over short rows, see :mod:`.activation`), where the logits span at
+    most :data:`SHIFT_SPAN`: each exponent then carries a rounding error of at most
+    ulp(SPAN)/2, about float32's own on a row's log-sum-exp (with PyTorch's per-row shift,
+    the error grows with the span of a row alone), and nothing underflows. None where they
+    span more (or one is inf or nan): the caller then composes the two rules. Raises
+    :func:`nll_loss`'s errors for targets out of range."""
+    n, c = x.shape
+    safe, valid, w = _picking(xp, target, None, ignore_index, c, x.dtype)
+    top = x.max()
+    if not top - x.min() <= SHIFT_SPAN:
+        return None
+    e = xp.subtract(x, top)
+    xp.exp(e, out=e)
+    loss = xp.log(e @ constant_vector(xp, c, x.dtype, 1))
+    loss -= x.reshape(n * c)[xp.arange(0, n * c, c) + safe] - top
+    if w is None:
+        total = loss.sum()
+        return xp.asarray(total / n if reduction == "mean" else total, dtype=x.dtype)
+    total = loss @ w  # (ignored targets weigh 0: their rows count for nothing)
+    if reduction == "mean":
+        count = w.sum()
+        total = total / count if count else xp.nan  # (all ignored: nan, as in PyTorch, without a warning)
+    return xp.asarray(total, dtype=x.dtype)
+
+
+# The widest span of values that a softmax may shift by their overall maximum rather than
+# each row's (cross entropy's logits here, attention's scores in :mod:`.attention`).
+SHIFT_SPAN = 16.0
 
 
 @nll_loss.vjp("x", uses="target weight")

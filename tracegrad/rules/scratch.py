@@ -9,11 +9,17 @@ and the data starts cold: the convolution temporaries of a resnet18 step (batch 
 warm and faults once. Blocks over :data:`KEEP_BYTES` are not kept (a one-off huge call
 should not pin its memory for the life of the process). On CUDA, CuPy's memory pool
 already reuses blocks, so :func:`scratch` is ``xp.empty`` there.
+
+:func:`constant_vector` keeps the small read-only vectors that row sums and means are
+BLAS products with (a layer norm's width, a vocabulary): the same sizes recur call after
+call, and making one costs as much as the product.
 """
 import math
 import threading
 
-__all__ = ["scratch", "KEEP_BYTES"]
+import numpy
+
+__all__ = ["scratch", "constant_vector", "KEEP_BYTES"]
 
 KEEP_BYTES = 64 * 2 ** 20
 """The largest scratch block kept between calls (per thread and slot)."""
@@ -36,3 +42,19 @@ def scratch(xp, slot, shape, dtype):
     if buf is None or buf.nbytes < nbytes:
         buf = buffers[slot] = xp.empty(max(nbytes, 64), dtype=xp.uint8)
     return buf[:nbytes].view(dtype).reshape(shape)
+
+
+_VECTORS = {}  # (n, dtype char, value) -> a read-only NumPy vector
+
+
+def constant_vector(xp, n, dtype, value):
+    """A read-only vector of ``n`` times ``value`` in ``dtype``, on CPU made once per (n,
+    dtype, value) (a fresh one on a device, where CuPy's pool makes it cheap)."""
+    if xp.name != "cpu":
+        return xp.full(n, value, dtype=dtype)
+    key = (n, dtype.char, value)
+    v = _VECTORS.get(key)
+    if v is None:
+        v = _VECTORS[key] = numpy.full(n, value, dtype=dtype)
+        v.flags.writeable = False
+    return v

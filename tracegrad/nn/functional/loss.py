@@ -20,9 +20,16 @@ import warnings
 from ...ops.activation import _log_softmax
 from ...ops._args import result_type, scalar
 from ...rules import loss as R
+from ...backend import cpu as _cpu
 from ...rules.broadcast import broadcast_to
 from ...runtime import grad_mode
+from ...runtime.fastpath import untracked_arrays, untracked_result
 from ...runtime.shapes import broadcast_shapes
+from ...runtime.tensor import Tensor
+from ...runtime.views import refresh_stale_view
+
+_NDARRAY = _cpu.ndarray
+_INT64 = _cpu.dtype("int64")
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -303,6 +310,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, class_dim), target)`` for class-index targets; class
     probabilities when ``target`` has the input's shape (PyTorch's rule)."""
+    if (weight is None and size_average is None and reduce is None and label_smoothing == 0.0
+            and reduction in ("mean", "sum")):
+        loss = _untracked_cross_entropy(input, target, ignore_index, reduction)
+        if loss is not None:
+            return loss
     reduction = _reduction(reduction, size_average, reduce)
     label_smoothing = scalar(label_smoothing)
     class_dim = 0 if input.ndim == 1 else 1
@@ -314,6 +326,24 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         _check_smoothing(label_smoothing)
         return _smoothed(input, target, weight, reduction, ignore_index, label_smoothing, class_dim)
     return _nll_nd(_log_softmax(input, class_dim), target, weight, reduction, ignore_index)
+
+
+def _untracked_cross_entropy(input, target, ignore_index, reduction):
+    """The loss of (N, C) logits and (N,) int64 targets when the call records nothing (no
+    grad, or nothing requiring it): :func:`tracegrad.rules.loss.cross_entropy_value`, one
+    kernel with no log-probabilities made; None where it does not apply."""
+    arrays = untracked_arrays(input)
+    if arrays is None or type(target) is not Tensor:
+        return None
+    x = arrays[0]
+    if target._view is not None:
+        refresh_stale_view(target)
+    t = target._data
+    if (x.ndim != 2 or type(t) is not _NDARRAY or t.ndim != 1 or t.dtype != _INT64
+            or t.shape[0] != x.shape[0] or not x.size):
+        return None
+    loss = R.cross_entropy_value(_cpu, x, t, ignore_index, reduction)
+    return None if loss is None else untracked_result(loss)
 
 
 # -- binary cross entropy ----------------------------------------------------------------------------

@@ -14,14 +14,15 @@ from ...ops.linalg import addmm, einsum, matmul
 from ...ops.pointwise import where
 from ...rules import linalg as _linalg_rules
 from ...rules import nn as _rules
+from ...rules import shape as _shape_rules
 from ...runtime import creation
 from ...runtime.creation import _stream
-from ...rules import shape as _shape_rules
 from ...runtime.fastpath import eager_binary, untracked_arrays, untracked_result
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import PLAIN_SUBCLASSES as _PLAIN
 from ...runtime.tensor import Tensor, wrap
 from ...runtime.viewpath import view_op
+from ...runtime.views import refresh_stale_view
 
 __all__ = ["linear", "bilinear", "prelu", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "feature_alpha_dropout", "alpha_dropout", "embedding", "one_hot", "pad"]
@@ -270,11 +271,40 @@ def _padding_index(padding_idx, num_embeddings):
     return padding_idx % num_embeddings
 
 
+def _untracked_embedding(input, weight, padding_idx):
+    """The rows of a call that records nothing (plain CPU Tensors, a 2-d weight, int64 or
+    int32 indices): one bounds test -- read as unsigned, a negative index is huge -- and
+    NumPy's ``take``; None for anything else (the general path then checks and serves it)."""
+    arrays = untracked_arrays(weight)
+    if arrays is None or type(input) is not Tensor:
+        return None
+    w = arrays[0]
+    if input._view is not None:
+        refresh_stale_view(input)
+    idx = input._data
+    unsigned = _UNSIGNED.get(idx.dtype) if type(idx) is _NDARRAY else None
+    if unsigned is None or w.ndim != 2:
+        return None
+    _padding_index(padding_idx, w.shape[0])
+    if idx.size and int(idx.view(unsigned).max()) >= w.shape[0]:
+        raise IndexError("index out of range in self")
+    return untracked_result(w.take(idx, axis=0))
+
+
+_NDARRAY = backend.cpu.ndarray
+_UNSIGNED = {backend.cpu.dtype("int32"): backend.cpu.dtype("uint32"),
+             backend.cpu.dtype("int64"): backend.cpu.dtype("uint64")}
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """Rows of ``weight`` picked by the integer ``input`` (shape ``(*input.shape, dim)``);
     the ``padding_idx`` row gets no gradient; ``max_norm`` renormalises (in place, as in
     PyTorch) the rows it picks whose norm exceeds it."""
+    if max_norm is None and not (scale_grad_by_freq or sparse):
+        out = _untracked_embedding(input, weight, padding_idx)
+        if out is not None:
+            return out
     padding = _padding_index(padding_idx, weight.shape[0])
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")

@@ -5,11 +5,16 @@ handful of passes over the data forward and backward). ``batch_norm`` in trainin
 also folds the batch statistics into the running averages, in place, with the unbiased
 variance, as PyTorch does.
 """
+import math
+
 from ... import backend
+from ...backend import cpu as _cpu
 from ...ops._args import per_sample
+from ...rules import layer_norm_kernels as _ln_kernels
 from ...rules import nn as _rules
 from ...runtime import grad_mode
 from ...runtime.fastpath import untracked_arrays, untracked_result
+from ...runtime.tensor import Size as _Size
 from ...runtime.tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm", "normalize"]
@@ -128,6 +133,8 @@ def _update_running_stats(input, running_mean, running_var, mean, invstd, moment
 
 
 def _shape_tuple(normalized_shape, fn, arg, pos):
+    if type(normalized_shape) is _Size:  # (a module's weight.shape: ints already)
+        return tuple(normalized_shape)
     if isinstance(normalized_shape, int) or not isinstance(normalized_shape, (tuple, list)):
         raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be tuple of ints, not "
                         f"{type(normalized_shape).__name__}")
@@ -138,6 +145,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing dims ``normalized_shape`` (per element of the others),
     then scale and shift elementwise by ``weight`` and ``bias`` (that shape)."""
     shape = _shape_tuple(normalized_shape, "layer_norm", "normalized_shape", 2)
+    arrays = untracked_arrays(input, weight, bias)
+    if arrays is not None:  # (recording nothing: the output alone, once the shapes are right)
+        x, w, b = arrays
+        k = len(shape)
+        if (k and x.size and x.shape[x.ndim - k:] == shape and (w is None or w.shape == shape)
+                and (b is None or b.shape == shape)):
+            out = _ln_kernels.layer_norm_forward(_cpu, x, w, b, eps, math.prod(shape), None)
+            if out is None:  # (squares overflowing: the rule's general form)
+                out = _rules.layer_norm.impl(_cpu, x, w, b, normalized_shape=shape, eps=eps)[0]
+            return untracked_result(out)
     k = len(shape)
     if k == 0 or tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
@@ -147,9 +164,6 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
                                f"shape {list(t.shape)} and normalized_shape = {list(shape)}")
     _same_dtype(input, weight, bias)
-    arrays = untracked_arrays(input, weight, bias)
-    if arrays is not None and input.numel():  # (recording nothing: the output alone)
-        return untracked_result(_rules.layer_norm.impl(backend.cpu, *arrays, normalized_shape=shape, eps=eps)[0])
     return _rules.layer_norm(input, weight, bias, normalized_shape=shape, eps=eps)[0]
 
 

@@ -1,7 +1,8 @@
-"""GELU's exact form keeps its forward's erf values for the backward
-(tracegrad/rules/gelu_kernels.py): the backward takes them instead of recomputing erf,
-once, for the very input array the forward saw; the entries die with that array and are
-bounded; the results are those of a recomputation bit for bit."""
+"""GELU's exact form keeps its forward's cdf values for the backward
+(tracegrad/rules/gelu_kernels.py: float32's A&S parts, float64's erf): the backward takes
+them instead of recomputing them, once, for the very input array the forward saw; the
+entries die with that array and are bounded; the results are those of a recomputation
+bit for bit."""
 import gc
 
 import numpy as np
@@ -13,17 +14,19 @@ from tracegrad.rules import gelu_kernels
 
 
 @pytest.fixture
-def erf_calls(monkeypatch):
-    """The NumPy path (no Numba), with cpu.erf counted; the kept entries cleared."""
-    monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", None)
+def cdf_calls(monkeypatch):
+    """The cdf's computations counted (float64's cpu.erf, float32's A&S parts); the kept
+    entries cleared."""
     monkeypatch.setattr(gelu_kernels, "_KEPT", {})
     calls = []
-    real = cpu.erf
 
-    def counted(x, *a, **k):
-        calls.append(x.shape)
-        return real(x, *a, **k)
-    monkeypatch.setattr(cpu, "erf", counted)
+    def counting(real):
+        def counted(xp_or_x, *a, **k):
+            calls.append(1)
+            return real(xp_or_x, *a, **k)
+        return counted
+    monkeypatch.setattr(cpu, "erf", counting(cpu.erf))
+    monkeypatch.setattr(gelu_kernels, "_as_s_parts", counting(gelu_kernels._as_s_parts))
     return calls
 
 
@@ -33,28 +36,28 @@ def _arrays(dtype, shape=(6, 50), seed=0):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_backward_takes_the_forwards_erf_once(erf_calls, dtype):
+def test_the_backward_takes_the_forwards_values_once(cdf_calls, dtype):
     x, g = _arrays(dtype)
     gelu_kernels.gelu_forward(cpu, x, "none")
-    assert len(erf_calls) == 1
+    assert len(cdf_calls) == 1
     kept = gelu_kernels.gelu_backward(cpu, g, x, "none")
-    assert len(erf_calls) == 1  # no erf recomputed
+    assert len(cdf_calls) == 1  # nothing recomputed
     again = gelu_kernels.gelu_backward(cpu, g, x, "none")  # (taken once: recomputed now)
-    assert len(erf_calls) == 2
+    assert len(cdf_calls) == 2
     np.testing.assert_array_equal(kept, again)
     assert not gelu_kernels._KEPT
 
 
-def test_only_the_same_array_gets_the_kept_values(erf_calls):
+def test_only_the_same_array_gets_the_kept_values(cdf_calls):
     x, g = _arrays("float32")
     gelu_kernels.gelu_forward(cpu, x, "none")
     same_values = x.copy()
     gelu_kernels.gelu_backward(cpu, g, same_values, "none")
-    assert len(erf_calls) == 2  # another array (even equal): recomputed
+    assert len(cdf_calls) == 2  # another array (even equal): recomputed
     assert len(gelu_kernels._KEPT) == 1  # x's entry stays for x's backward
 
 
-def test_entries_die_with_their_input_and_are_bounded(erf_calls, monkeypatch):
+def test_entries_die_with_their_input_and_are_bounded(cdf_calls, monkeypatch):
     x, _ = _arrays("float32")
     gelu_kernels.gelu_forward(cpu, x, "none")
     assert len(gelu_kernels._KEPT) == 1
@@ -66,19 +69,19 @@ def test_entries_die_with_their_input_and_are_bounded(erf_calls, monkeypatch):
     for x in xs:
         gelu_kernels.gelu_forward(cpu, x, "none")
     assert list(gelu_kernels._KEPT) == [id(xs[1]), id(xs[2])]  # the oldest dropped
-    monkeypatch.setattr(gelu_kernels, "_KEPT_BYTES", xs[0].nbytes * 4 // 3)  # room for one
+    monkeypatch.setattr(gelu_kernels, "_KEPT_BYTES", 2 * xs[0].nbytes * 4 // 3)  # room for one (h and e)
     gelu_kernels.gelu_forward(cpu, xs[0], "none")
     assert list(gelu_kernels._KEPT) == [id(xs[0])]
 
 
-def test_tanh_form_keeps_nothing(erf_calls):
+def test_tanh_form_keeps_nothing(cdf_calls):
     x, g = _arrays("float32")
     gelu_kernels.gelu_forward(cpu, x, "tanh")
-    assert not gelu_kernels._KEPT and not erf_calls
+    assert not gelu_kernels._KEPT and not cdf_calls
 
 
-def test_eager_gradients_equal_the_composite_and_the_derivative(erf_calls):
-    """Through the eager runtime: the first-order gradient (kept erf) equals the composite
+def test_eager_gradients_equal_the_composite_and_the_derivative(cdf_calls):
+    """Through the eager runtime: the first-order gradient (kept values) equals the composite
     vjp's (create_graph, recomputed) bit for bit, and the exact derivative."""
     x, g = _arrays("float64")
     a = tg.tensor(x, requires_grad=True)
@@ -92,7 +95,22 @@ def test_eager_gradients_equal_the_composite_and_the_derivative(erf_calls):
     np.testing.assert_allclose(a.grad.numpy().ravel(), want, rtol=1e-12, atol=1e-14)
 
 
-def test_an_input_modified_in_place_is_refused_not_served_stale(erf_calls):
+def test_float32_eager_gradients_equal_the_composite(cdf_calls):
+    """float32 (PyTorch's approximate cdf): the kernel's gradient from the kept values, the
+    kernel's recomputed one and the composite vjp's (create_graph) are the same bits."""
+    x, g = _arrays("float32")
+    x[0, :4] = [0.0, -0.0, 30.0, -30.0]
+    a = tg.tensor(x, requires_grad=True)
+    tg.nn.functional.gelu(a).backward(tg.tensor(g))
+    assert len(cdf_calls) == 1
+    recomputed = gelu_kernels.gelu_backward(cpu, g, x, "none")
+    b = tg.tensor(x, requires_grad=True)
+    (grad,) = tg.autograd.grad(tg.nn.functional.gelu(b), b, tg.tensor(g), create_graph=True)
+    for other in (recomputed, grad.detach().numpy()):
+        np.testing.assert_array_equal(a.grad.numpy().view(np.int32), other.view(np.int32))
+
+
+def test_an_input_modified_in_place_is_refused_not_served_stale(cdf_calls):
     x, _ = _arrays("float32")
     a = tg.tensor(x, requires_grad=True)
     h = a * 1
@@ -103,7 +121,7 @@ def test_an_input_modified_in_place_is_refused_not_served_stale(erf_calls):
         y.sum().backward()
 
 
-def test_threads_keeping_and_taking_at_once_get_their_own_values(erf_calls):
+def test_threads_keeping_and_taking_at_once_get_their_own_values(cdf_calls):
     # every thread's backward gets the values of its own forward (or recomputes them),
     # whatever the others keep, take or drop meanwhile
     import threading
