@@ -6,23 +6,58 @@ from ..rules import broadcast as B
 from ..rules import memory as M
 from ..rules import shape as S
 from ..runtime.shapes import broadcast_shapes, expand_shape
+from ..runtime.tensor import Size
+from ..runtime.viewpath import view_op
 from ._args import per_sample, shape_args, wrap_dim
 
 
 def infer_shape(shape, numel):
-    """Resolve one ``-1`` in ``shape`` against ``numel``, with PyTorch's error."""
+    """Resolve one ``-1`` in ``shape`` against ``numel``, with PyTorch's errors."""
     shape = tuple(shape)
-    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if -1 not in shape and (not shape or min(shape) >= 0):  # (the common case, in C)
+        if math.prod(shape) != numel:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        return shape
+    unknown = []
+    for i, s in enumerate(shape):
+        if s == -1:
+            unknown.append(i)
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = math.prod(s for s in shape if s != -1)
-    if unknown:
-        if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
-    elif known != numel:
+    if known == 0:
+        if numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-    return shape
+    if numel % known:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+
+
+def _view_shape(shape, numel):
+    """``infer_shape(shape_args(shape), numel)``: a view's size arguments, resolved. Sizes
+    that are ints (inline or in one tuple) and were resolved before for the same ``numel``
+    are found in a table (a tuple of ints equals no other tuple of ints)."""
+    if len(shape) == 1 and type(shape[0]) in _SEQUENCES:
+        shape = shape[0]
+    if not _INTS.issuperset(map(type, shape)):
+        return infer_shape(shape_args(shape), numel)
+    key = (tuple(shape), numel)
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = infer_shape(key[0], numel)
+        if len(_RESOLVED) >= 512:
+            _RESOLVED.clear()
+        _RESOLVED[key] = resolved
+    return resolved
+
+
+_RESOLVED = {}  # (sizes, numel) -> resolved shape, for sizes that are all ints (bounded)
+_SEQUENCES = (tuple, list, Size)
+_INTS = frozenset((int,))
 
 
 def view_strides(old_shape, old_strides, new_shape):
@@ -53,22 +88,39 @@ def view_strides(old_shape, old_strides, new_shape):
     return tuple(new_strides)
 
 
+def _viewable(input, shape):
+    """Whether ``input``'s layout lets ``shape`` (of its size) alias it: always when it is
+    contiguous, else by PyTorch's rule (view_strides), remembered per layout and shape."""
+    if input.is_contiguous():
+        return True
+    key = (tuple(input.shape), input.stride(), shape)
+    ok = _VIEWABLE.get(key)
+    if ok is None:
+        ok = view_strides(*key) is not None
+        if len(_VIEWABLE) >= 512:
+            _VIEWABLE.clear()
+        _VIEWABLE[key] = ok
+    return ok
+
+
+_VIEWABLE = {}  # (shape, strides, new shape) -> whether a view can have the new shape (bounded)
+
+
 def view(input, *shape):
-    # (a contiguous tensor takes any shape of its size as a view: no stride walk)
-    shape = infer_shape(shape_args(shape), input.numel())
-    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
+    shape = _view_shape(shape, input.numel())
+    if not _viewable(input, shape):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.")
-    return S.reshape(input, shape=shape)
+    return view_op(S.reshape, input, {"shape": shape})
 
 
 def reshape(input, *shape):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
-    shape = infer_shape(shape_args(shape), input.numel())
-    if not input.is_contiguous() and view_strides(input.shape, input.stride(), shape) is None:
+    shape = _view_shape(shape, input.numel())
+    if not _viewable(input, shape):
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
-    return S.reshape(input, shape=shape)
+    return view_op(S.reshape, input, {"shape": shape})
 
 
 def view_as(input, other):
@@ -98,24 +150,29 @@ def unflatten(input, dim, sizes):
 
 def squeeze(input, dim=None):
     if dim is None:
-        return S.squeeze(input)
+        return view_op(S.squeeze, input, {})
     if isinstance(dim, (tuple, list)):
-        return S.squeeze(input, dim=tuple(wrap_dim(d, input.ndim) for d in dim))
-    return S.squeeze(input, dim=wrap_dim(dim, input.ndim))
+        return view_op(S.squeeze, input, {"dim": tuple(wrap_dim(d, input.ndim) for d in dim)})
+    return view_op(S.squeeze, input, {"dim": wrap_dim(dim, input.ndim)})
 
 
 def unsqueeze(input, dim):
-    return S.unsqueeze(input, dim=wrap_dim(dim, input.ndim + 1))
+    return view_op(S.unsqueeze, input, {"dim": wrap_dim(dim, input.ndim + 1)})
 
 
 def transpose(input, dim0, dim1):
-    return S.transpose(input, dim0=wrap_dim(dim0, input.ndim), dim1=wrap_dim(dim1, input.ndim))
+    n = input.ndim
+    if type(dim0) is not int or not 0 <= dim0 < n:
+        dim0 = wrap_dim(dim0, n)
+    if type(dim1) is not int or not 0 <= dim1 < n:
+        dim1 = wrap_dim(dim1, n)
+    return view_op(S.transpose, input, {"dim0": dim0, "dim1": dim1})
 
 
 def t(input):
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return S.t(input)
+    return view_op(S.t, input, {})
 
 
 def permute(input, *dims):
@@ -125,7 +182,7 @@ def permute(input, *dims):
                            f"match the length of the desired ordering of dimensions i.e. input.dim() = "
                            f"{input.ndim} is not equal to len(dims) = {len(dims)}" if len(dims) != input.ndim
                            else "permute(): duplicate dims are not allowed.")
-    return S.permute(input, dims=dims)
+    return view_op(S.permute, input, {"dims": dims})
 
 
 def movedim(input, source, destination):
@@ -134,21 +191,21 @@ def movedim(input, source, destination):
     order = [d for d in range(input.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return S.permute(input, dims=tuple(order))
+    return view_op(S.permute, input, {"dims": tuple(order)})
 
 
 def _T(input):
-    return S.permute(input, dims=tuple(reversed(range(input.ndim))))
+    return view_op(S.permute, input, {"dims": tuple(reversed(range(input.ndim)))})
 
 
 def _mT(input):
     if input.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
-    return S.transpose(input, dim0=input.ndim - 2, dim1=input.ndim - 1)
+    return view_op(S.transpose, input, {"dim0": input.ndim - 2, "dim1": input.ndim - 1})
 
 
 def expand(input, *sizes):
-    return B.broadcast_to(input, shape=expand_shape(input.shape, shape_args(sizes), input.type()))
+    return view_op(B.broadcast_to, input, {"shape": expand_shape(input.shape, shape_args(sizes), input.type())})
 
 
 def expand_as(input, other):
@@ -232,10 +289,11 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].shape
     for i, t in enumerate(tensors[1:], 1):
-        if t.shape != tensors[0].shape:
+        if t.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
+                               f"{list(shape)} at entry 0 and {list(t.shape)} at entry {i}")
     return S.stack(*tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
 
 
@@ -247,12 +305,12 @@ def split(tensor, split_size_or_sections, dim=0):
         if size <= 0 and n:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
         sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
-        return S.split(tensor, sizes=tuple(sizes), dim=d, chunked=True)
+        return view_op(S.split, tensor, {"sizes": tuple(sizes), "dim": d, "chunked": True})
     sizes = tuple(split_size_or_sections)
     if sum(sizes) != n:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                            f"size at dimension {d}), but got split_sizes={list(sizes)}")
-    return S.split(tensor, sizes=sizes, dim=d)
+    return view_op(S.split, tensor, {"sizes": sizes, "dim": d})
 
 
 def chunk(input, chunks, dim=0):
@@ -264,7 +322,7 @@ def chunk(input, chunks, dim=0):
 
 
 def unbind(input, dim=0):
-    return S.unbind(input, dim=wrap_dim(dim, input.ndim))
+    return view_op(S.unbind, input, {"dim": wrap_dim(dim, input.ndim)})
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):

@@ -152,9 +152,11 @@ def _matmul_node(args, params):
     already contiguous). A 3-D left side with batch 1 against a batched 3-D right side
     is squeezed to 2-D first."""
     x, y = args
+    if y.ndim <= 2:  # (linear's case: decided by the ranks alone)
+        if x.ndim <= 2:
+            return _SMALL_NODES[x.ndim, y.ndim]
+        return "UnsafeViewBackward0"
     xs, ys = tuple(x.shape), tuple(y.shape)
-    if len(xs) <= 2 and len(ys) <= 2:
-        return _SMALL_NODES[len(xs), len(ys)]
     if len(xs) == 3 and len(ys) == 3 and xs[0] == 1 and ys[0] != 1:
         xs = xs[1:]
     if len(xs) == 2 and len(ys) >= 3 and getattr(x, "requires_grad", False):

@@ -1,15 +1,21 @@
 """Shape rules: reshaping views, axis permutations, flips and rolls, repetition, triangles,
 joining (cat, stack) and splitting (split, unbind). All are linear, so their jvps are the
 rule applied to the tangent; each vjp undoes the rearrangement."""
+from ..backend import cpu as _cpu
 from .broadcast import sum_to, zeros_of
 from .core import KEEP, primitive
 
 
 # -- views that only reinterpret the shape ------------------------------------------------------
+# (A NumPy array's own methods, where the operand is one: ``np.reshape`` and friends add two
+# Python frames to a view that takes a few hundred nanoseconds.)
+
+_NDARRAY = _cpu.ndarray
+
 
 @primitive("ViewBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def reshape(xp, x, *, shape):
-    return xp.reshape(x, tuple(shape))
+    return x.reshape(shape) if type(x) is _NDARRAY else xp.reshape(x, tuple(shape))
 
 
 def _squeeze_name(args, params):
@@ -55,7 +61,7 @@ for _p in (reshape, squeeze, unsqueeze, unsafe_view):
 
 @primitive("TransposeBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def transpose(xp, x, *, dim0, dim1):
-    return xp.swapaxes(x, dim0, dim1)
+    return x.swapaxes(dim0, dim1) if type(x) is _NDARRAY else xp.swapaxes(x, dim0, dim1)
 
 
 @transpose.vjp("x")
@@ -75,7 +81,7 @@ def t_vjp(g, out, x):
 
 @primitive("PermuteBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
 def permute(xp, x, *, dims):
-    return xp.transpose(x, tuple(dims))
+    return x.transpose(dims) if type(x) is _NDARRAY else xp.transpose(x, tuple(dims))
 
 
 @permute.vjp("x")
@@ -175,12 +181,14 @@ def _split_saved(params):
 
 @primitive(_split_name, dtypes=KEEP, view=True, nout=None, linear=True, saved_view=_split_saved, complex=True)
 def split(xp, x, *, sizes, dim, chunked=False):
-    """Views of consecutive pieces of ``x`` along ``dim`` with the given ``sizes``."""
-    bounds, start = [], 0
-    for s in sizes[:-1]:
+    """Views of consecutive pieces of ``x`` along ``dim`` with the given ``sizes`` (basic
+    slices: what ``xp.split`` makes, without its Python layers)."""
+    lead = (slice(None),) * (dim if dim >= 0 else dim + x.ndim)  # (cat's vjp passes dim=-1)
+    pieces, start = [], 0
+    for s in sizes:
+        pieces.append(x[lead + (slice(start, start + s),)])
         start += s
-        bounds.append(start)
-    return tuple(xp.split(x, bounds, axis=dim))
+    return tuple(pieces)
 
 
 @split.vjp("x")
@@ -190,7 +198,7 @@ def split_vjp(g, out, x, *, sizes, dim, chunked=False):
 
 @primitive("UnbindBackward0", dtypes=KEEP, view=True, nout=None, linear=True, complex=True)
 def unbind(xp, x, *, dim):
-    lead = (slice(None),) * dim
+    lead = (slice(None),) * (dim if dim >= 0 else dim + x.ndim)
     return tuple(x[lead + (i, Ellipsis)] for i in range(x.shape[dim]))
 
 

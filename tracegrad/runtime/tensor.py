@@ -17,6 +17,7 @@ from . import grad_mode
 __all__ = ["Tensor", "Size", "wrap", "is_tensor"]
 
 _ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
+_NDARRAY = backend.cpu.ndarray
 _new = object.__new__
 
 # Tensor subclasses (nn.Parameter, nn.Buffer) that operations treat exactly like Tensor, so
@@ -362,10 +363,12 @@ class Tensor:
 
     # -- conversion ----------------------------------------------------------------------
     def item(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item() if self.device == CPU else backend.namespace_of(
-            self._data).to_host(self._data).reshape(()).item()
+        data = self._data
+        if data.size != 1:
+            raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to Scalar")
+        if type(data) is _NDARRAY:  # (a loop's ``int(i)``, ``data[i:i + n]``: no device lookup)
+            return data.item()
+        return backend.namespace_of(data).to_host(data).reshape(()).item()
 
     def tolist(self):
         return backend.namespace_of(self._data).to_host(self._data).tolist()
@@ -404,9 +407,10 @@ class Tensor:
         return int(self.item())
 
     def __index__(self):
-        if self._data.dtype.kind not in "biu" or self._data.size != 1:
+        data = self._data
+        if data.dtype.kind not in "biu" or data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self.item())
+        return int(data.item() if type(data) is _NDARRAY else self.item())
 
     def __complex__(self):
         return complex(self.item())

@@ -14,11 +14,14 @@ from ...ops.linalg import addmm, einsum, matmul
 from ...ops.pointwise import where
 from ...rules import linalg as _linalg_rules
 from ...rules import nn as _rules
+from ...rules import shape as _shape_rules
 from ...runtime import creation
 from ...runtime.creation import _stream
-from ...runtime.fastpath import untracked_arrays, untracked_result
+from ...runtime.fastpath import eager_binary, untracked_arrays, untracked_result
 from ...runtime.grad_mode import no_grad
+from ...runtime.tensor import PLAIN_SUBCLASSES as _PLAIN
 from ...runtime.tensor import Tensor, wrap
+from ...runtime.viewpath import view_op
 from ...runtime.views import refresh_stale_view
 
 __all__ = ["linear", "bilinear", "prelu", "dropout", "dropout1d", "dropout2d", "dropout3d",
@@ -29,6 +32,16 @@ __all__ = ["linear", "bilinear", "prelu", "dropout", "dropout1d", "dropout2d", "
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``. A matrix input is one ``addmm`` (an AddmmBackward0 node,
     as in PyTorch); other ranks fold their leading dims into one, as PyTorch does."""
+    if (type(input) is Tensor or type(input) in _PLAIN) and (type(weight) is Tensor or type(weight) in _PLAIN):
+        # the common case (float tensors of one dtype and matching sizes): the checks
+        # below pass, so it goes straight to the rules
+        x, w = input._data, weight._data
+        if w.ndim == 2 and x.ndim >= 2 and x.shape[-1] == w.shape[1] and x.dtype == w.dtype and x.dtype.kind == "f":
+            fast = _linear_untracked(input, weight, bias)
+            if fast is not None:
+                return fast
+            if bias is None:
+                return _matmul(input, view_op(_shape_rules.t, weight, {}))
     _linalg._tensor(input, "linear", "input", 1)
     _linalg._tensor(weight, "linear", "weight", 2)
     if input.ndim == 0 or weight.ndim == 0:
@@ -39,7 +52,7 @@ def linear(input, weight, bias=None):
         return fast
     if bias is None and weight.ndim == 2 and input.ndim > 2 and input.shape[-1] == weight.shape[1] and (
             input.dtype is weight.dtype and input.dtype.is_floating_point):
-        return _linalg_rules.matmul(input, weight.t())  # (what matmul's checks would pass)
+        return _matmul(input, weight.t())  # (what matmul's checks would pass)
     if bias is None or weight.ndim != 2:
         out = matmul(input, weight.t())
         return out if bias is None else out + bias
@@ -49,18 +62,20 @@ def linear(input, weight, bias=None):
     return out.view(*input.shape[:-1], out.shape[-1])
 
 
+_matmul = eager_binary(_linalg_rules.matmul)  # (the rule's Tensor fast path: no ops-level checks)
+
+
 def _linear_untracked(input, weight, bias):
     """``linear`` that records nothing (no_grad, or nothing requires grad) on plain float
     CPU tensors of matching sizes: the kernels of the general path's rules (matmul, or
     addmm for a bias) on the arrays, without the transposed weight's view op; None
     where that path must run (anything else, including every error)."""
-    if weight.ndim != 2 or input.ndim < 2 or input.shape[-1] != weight.shape[1] or (
-            bias is not None and tuple(bias.shape) != (weight.shape[0],)):
-        return None
-    arrays = untracked_arrays(input, weight, bias)
+    arrays = untracked_arrays(input, weight, bias)  # (first: None at once in grad mode)
     if arrays is None:
         return None
     x, w, b = arrays
+    if w.ndim != 2 or x.ndim < 2 or x.shape[-1] != w.shape[1] or (b is not None and b.shape != (w.shape[0],)):
+        return None
     if b is None:
         return untracked_result(_linalg_rules.matmul.impl(backend.cpu, x, w.T))
     shape = x.shape
