@@ -68,12 +68,18 @@ def forget():
     _SAVED.clear()
 
 
+_JIT = []  # tracegrad.transform.jit, imported at the first question (not by ``import tracegrad``)
+
+
 def _numba_started():
-    """Whether Numba runs in this process: one of these kernels or a staged path's loaded."""
+    """Whether Numba runs in this process: one of these kernels or a staged path's loaded.
+    (Asked on every call of a kernel whose own savings would pay its load: kept cheap.)"""
     if any(_KERNELS.values()):
         return True
-    from ..transform import jit
-    return jit.loaded_any()
+    if not _JIT:
+        from ..transform import jit
+        _JIT.append(jit)
+    return _JIT[0].loaded_any()
 
 
 def _load(name, source, signature):
