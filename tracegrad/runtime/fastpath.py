@@ -22,7 +22,7 @@ from .tensor import PLAIN_SUBCLASSES as _PLAIN
 from .tensor import Tensor, wrap
 from .views import refresh_stale_view
 
-__all__ = ["eager_binary", "eager_unary", "untracked_arrays", "untracked_result"]
+__all__ = ["eager_binary", "eager_unary", "untracked_arrays", "untracked_indices", "untracked_result"]
 
 _state = grad_mode.state
 _DUAL = _forward.ACTIVE  # true while a forward AD level is open: ops then go through apply()
@@ -408,6 +408,17 @@ def untracked_arrays(*tensors):
             return None
         arrays.append(data)
     return arrays
+
+
+def untracked_indices(t):
+    """The array of ``t``, read as indices beside an untracked call (a target, an
+    embedding's rows), when it is a plain Tensor -- a view's history brought up to date
+    first, as dispatch does; None for anything else (the general path then serves it)."""
+    if type(t) is not Tensor:
+        return None
+    if t._view is not None:
+        refresh_stale_view(t)
+    return t._data
 
 
 def untracked_result(out):

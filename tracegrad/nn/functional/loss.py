@@ -23,10 +23,9 @@ from ...rules import loss as R
 from ...backend import cpu as _cpu
 from ...rules.broadcast import broadcast_to
 from ...runtime import grad_mode
-from ...runtime.fastpath import untracked_arrays, untracked_result
+from ...runtime.fastpath import untracked_arrays, untracked_indices, untracked_result
 from ...runtime.shapes import broadcast_shapes
 from ...runtime.tensor import Tensor
-from ...runtime.views import refresh_stale_view
 
 _NDARRAY = _cpu.ndarray
 _INT64 = _cpu.dtype("int64")
@@ -333,12 +332,10 @@ def _untracked_cross_entropy(input, target, ignore_index, reduction):
     grad, or nothing requiring it): :func:`tracegrad.rules.loss.cross_entropy_value`, one
     kernel with no log-probabilities made; None where it does not apply."""
     arrays = untracked_arrays(input)
-    if arrays is None or type(target) is not Tensor:
+    t = None if arrays is None else untracked_indices(target)
+    if t is None:
         return None
     x = arrays[0]
-    if target._view is not None:
-        refresh_stale_view(target)
-    t = target._data
     if (x.ndim != 2 or type(t) is not _NDARRAY or t.ndim != 1 or t.dtype != _INT64
             or t.shape[0] != x.shape[0] or not x.size):
         return None

@@ -17,12 +17,11 @@ from ...rules import nn as _rules
 from ...rules import shape as _shape_rules
 from ...runtime import creation
 from ...runtime.creation import _stream
-from ...runtime.fastpath import eager_binary, untracked_arrays, untracked_result
+from ...runtime.fastpath import eager_binary, untracked_arrays, untracked_indices, untracked_result
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import PLAIN_SUBCLASSES as _PLAIN
 from ...runtime.tensor import Tensor, wrap
 from ...runtime.viewpath import view_op
-from ...runtime.views import refresh_stale_view
 
 __all__ = ["linear", "bilinear", "prelu", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "feature_alpha_dropout", "alpha_dropout", "embedding", "one_hot", "pad"]
@@ -276,12 +275,10 @@ def _untracked_embedding(input, weight, padding_idx):
     int32 indices): one bounds test -- read as unsigned, a negative index is huge -- and
     NumPy's ``take``; None for anything else (the general path then checks and serves it)."""
     arrays = untracked_arrays(weight)
-    if arrays is None or type(input) is not Tensor:
+    idx = None if arrays is None else untracked_indices(input)
+    if idx is None:
         return None
     w = arrays[0]
-    if input._view is not None:
-        refresh_stale_view(input)
-    idx = input._data
     unsigned = _UNSIGNED.get(idx.dtype) if type(idx) is _NDARRAY else None
     if unsigned is None or w.ndim != 2:
         return None
