@@ -1,5 +1,6 @@
 """Shape functions with PyTorch's signatures: view/reshape (with ``-1`` and PyTorch's
 view-compatibility rule), squeeze, transpose, expand, cat, split, chunk, ..."""
+import functools
 import math
 
 from ..rules import broadcast as B
@@ -45,17 +46,11 @@ def _view_shape(shape, numel):
         shape = shape[0]
     if not _INTS.issuperset(map(type, shape)):
         return infer_shape(shape_args(shape), numel)
-    key = (tuple(shape), numel)
-    resolved = _RESOLVED.get(key)
-    if resolved is None:
-        resolved = infer_shape(key[0], numel)
-        if len(_RESOLVED) >= 512:
-            _RESOLVED.clear()
-        _RESOLVED[key] = resolved
-    return resolved
+    return _resolved(tuple(shape), numel)
 
 
-_RESOLVED = {}  # (sizes, numel) -> resolved shape, for sizes that are all ints (bounded)
+# (sizes of ints, numel) -> the resolved shape: a bounded table (an error is not kept)
+_resolved = functools.lru_cache(maxsize=512)(infer_shape)
 _SEQUENCES = (tuple, list, Size)
 _INTS = frozenset((int,))
 
@@ -91,19 +86,14 @@ def view_strides(old_shape, old_strides, new_shape):
 def _viewable(input, shape):
     """Whether ``input``'s layout lets ``shape`` (of its size) alias it: always when it is
     contiguous, else by PyTorch's rule (view_strides), remembered per layout and shape."""
-    if input.is_contiguous():
-        return True
-    key = (tuple(input.shape), input.stride(), shape)
-    ok = _VIEWABLE.get(key)
-    if ok is None:
-        ok = view_strides(*key) is not None
-        if len(_VIEWABLE) >= 512:
-            _VIEWABLE.clear()
-        _VIEWABLE[key] = ok
-    return ok
+    return input.is_contiguous() or _strided_viewable(tuple(input.shape), input.stride(), shape)
 
 
-_VIEWABLE = {}  # (shape, strides, new shape) -> whether a view can have the new shape (bounded)
+@functools.lru_cache(maxsize=512)
+def _strided_viewable(shape, strides, new_shape):
+    """Whether a layout of ``shape`` and ``strides`` can be viewed as ``new_shape`` (a
+    bounded table: the same layouts recur call after call)."""
+    return view_strides(shape, strides, new_shape) is not None
 
 
 def view(input, *shape):
