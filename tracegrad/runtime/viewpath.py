@@ -69,19 +69,8 @@ def view_op(prim, x, params):
         tracked = (view[2] or None) if mode == _GRAD else False
     # a view made without recording takes its operand's requires_grad (as in PyTorch)
     requires_grad = node is not None or (mode == _NO_GRAD and x._requires_grad)
-    if prim.nout == 1:  # (_view_tensor, inline)
-        t = _alloc(Tensor)
-        t._data = out
-        t._requires_grad = requires_grad
-        t._grad_fn = node
-        t._output_nr = 0
-        t._grad = None
-        t._vc = vc
-        t._base = base
-        t._view = (chain + ((prim, params, 0),), vc[0], tracked)
-        t._acc = None
-        t._extra = None if mode != _INFERENCE else {"inference": True}
-        return t
+    if prim.nout == 1:
+        return _view_tensor(out, requires_grad, node, 0, base, vc, (chain + ((prim, params, 0),), vc[0], tracked), mode)
     outs = tuple(out)
     if node is not None:
         xp = _NS_BY_TYPE[type(data)]
