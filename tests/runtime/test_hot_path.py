@@ -280,3 +280,27 @@ def test_grad_mode_count_returns_to_zero_and_threads_keep_their_modes():
     leave.set()
     thread.join()
     assert seen == [None] and grad_mode.OFF[0] == 0
+
+
+def test_a_thread_ending_out_of_grad_mode_is_uncounted():
+    # a worker that calls set_grad_enabled(False) and returns: once it has ended, the other
+    # threads' ops go back to skipping the thread-local mode (and still record)
+    import gc
+    import threading
+    from tracegrad.runtime import grad_mode
+    x = tg.tensor([1.0], requires_grad=True)
+    before = grad_mode.OFF[0]
+    seen = []
+
+    def worker(flags):
+        tg.set_grad_enabled(False) if flags == "no_grad" else tg.inference_mode().__enter__()
+        seen.append((x * 2.0).grad_fn)
+        assert grad_mode.OFF[0] == before + 1
+
+    for flags in ("no_grad", "inference"):
+        thread = threading.Thread(target=worker, args=(flags,))
+        thread.start()
+        thread.join()
+        gc.collect()
+        assert grad_mode.OFF[0] == before
+    assert seen == [None, None] and (x * 2.0).grad_fn is not None and tg.is_grad_enabled()

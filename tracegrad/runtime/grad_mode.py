@@ -21,6 +21,7 @@ class _State(threading.local):
     grad_enabled = True
     inference = False
     mode = GRAD
+    off = None  # a _Counted while this thread is counted in OFF
 
 
 state = _State()
@@ -34,14 +35,15 @@ def swap(grad_enabled, inference=None):
     mode = INFERENCE if inference else (GRAD if grad_enabled else NO_GRAD)
     was_off = state.mode != GRAD
     if mode != GRAD and not was_off:  # (counted before the mode changes: see OFF)
-        with _OFF_LOCK:
-            OFF[0] += 1
+        _count_off(1)
+        state.off = _Counted()
     state.grad_enabled = grad_enabled
     state.inference = inference
     state.mode = mode
     if mode == GRAD and was_off:
-        with _OFF_LOCK:
-            OFF[0] -= 1
+        state.off.counted = False
+        state.off = None
+        _count_off(-1)
     return prev
 
 
@@ -49,10 +51,32 @@ def swap(grad_enabled, inference=None):
 # without create_graph): while none is, every thread records, and the eager hot path
 # skips reading the thread-local ``state`` (a slow attribute read) -- ``state.mode if
 # OFF[0] else GRAD``. A thread counts itself before leaving GRAD and uncounts itself after
-# returning to it, so the count is never 0 while some thread is out of GRAD mode (a thread
-# that ends out of it stays counted: the hot path then just reads ``state``).
+# returning to it, so the count is never 0 while some thread is out of GRAD mode. A thread
+# that ends out of GRAD mode (a worker that called ``set_grad_enabled(False)``) is
+# uncounted when its thread-local state goes: else every op of every other thread would
+# read ``state`` from then on.
 OFF = [0]
-_OFF_LOCK = threading.Lock()
+_OFF_LOCK = threading.RLock()  # (re-entrant: a _Counted may be freed while it is held)
+
+
+def _count_off(delta):
+    with _OFF_LOCK:
+        OFF[0] += delta
+
+
+class _Counted:
+    """Held in ``state.off`` while this thread is counted in OFF: freed with the thread's
+    state when the thread ends, it uncounts the thread if the thread was still out of GRAD
+    mode."""
+    __slots__ = ("counted",)
+
+    def __init__(self):
+        self.counted = True
+
+    def __del__(self):
+        if self.counted:
+            self.counted = False
+            _count_off(-1)
 
 
 def restore(prev):
