@@ -63,3 +63,23 @@ def test_type_promotion_matches_torch():
         f = lib.compile(lambda a, b: a * b + 1, backend="eager")
         out = f(lib.ones(2), lib.tensor(2.0, dtype=lib.float64))
         assert str(out.dtype).rsplit(".", 1)[-1] == "float32"
+
+
+@pytest.mark.parametrize("dtype", [tg.float64, tg.float32])
+def test_float64_zero_dim_results_combine_in_a_full_graph(dtype):
+    # a float64 0-d result is a NumPy scalar while tracing, and np.float64 is a Python
+    # float: type promotion must still read it as a tensor (it broke the graph before)
+    def f(x, w):
+        return (x * w).relu().sum() + (x * 2.0).sum() * w.mean()
+    x = tg.randn(6, 4, dtype=dtype, requires_grad=True)
+    w = tg.randn(6, 4, dtype=dtype, requires_grad=True)
+    compiled = tg.compile(f, fullgraph=True)
+    out = compiled(x, w)
+    out.backward()
+    got = [out.detach(), x.grad.clone(), w.grad.clone()]
+    x.grad = w.grad = None
+    want = f(x, w)
+    want.backward()
+    assert out.dtype == dtype
+    for g, e in zip(got, [want.detach(), x.grad, w.grad]):
+        assert tg.equal(g, e)

@@ -25,7 +25,7 @@ import builtins
 import sys
 import threading
 
-from ..backend import python_scalar
+from ..backend import cpu, python_scalar
 from ..rules.core import KEEP, TABLE
 from ..rules.memory import cast as CAST
 from ..runtime import dispatch, grad_mode
@@ -208,6 +208,10 @@ def _requires_grad(var):
     return var.id in active
 
 
+def _as_array(value):
+    return cpu.asarray(value) if isinstance(value, cpu.generic) else value
+
+
 def _prepare(tape, prim, args, params):
     """``args`` of an op about to be recorded, cast as the eager runtime casts them
     (``dispatch._promote``: PyTorch's type promotion, integers to the default float for
@@ -218,9 +222,10 @@ def _prepare(tape, prim, args, params):
         return args
     args = [tape.lift(a) if isinstance(a, Tensor) else a for a in args]
     vals = []
-    for a in args:  # (what dispatch.unwrap hands _promote: NumPy scalars as Python numbers)
-        number = python_scalar(a)
-        vals.append(a.value if isinstance(a, Var) else a if number is None else number)
+    for a in args:  # (what dispatch.unwrap hands _promote: NumPy scalars as Python numbers,
+        number = python_scalar(a)  # a tensor's value as an array -- a Var's 0-d value may
+        vals.append((_as_array(a.value) if isinstance(a, Var)  # be a NumPy scalar, and
+                     else a if number is None else number))    # np.float64 is a float)
     before = [getattr(v, "dtype", None) for v in vals]
     _promote(prim, vals)
     out = list(args)

@@ -66,6 +66,7 @@ class _Variant:
 
     def run(self, leaves):
         p = self.plan
+        p.heat()
         tensors = [leaves[i] if kind == "arg" else i for kind, i in self.sources]
         if p.backward is None:
             results = p.forward(*[t._data for t in tensors])

@@ -17,7 +17,8 @@ fused where the fuser is on), or interpreted when very long.
 """
 from ..backend import cpu
 from ..transform.tape.aliasing import PART_VIEWS
-from ..transform.tape.codegen import compile_tape
+from ..transform import jit
+from ..transform.tape.codegen import compile_tape, has_cpu_runs
 from ..transform.tape.interpret import INTERPRET_OVER, Interpreted
 from ..transform.tape.optimize import optimize
 from ..transform.tape.sweeps import reverse
@@ -38,6 +39,7 @@ class Plan:
     __slots__ = (
         "backward",
         "bwd_tape",
+        "calls",
         "copies",
         "diff",
         "forward",
@@ -55,6 +57,21 @@ class Plan:
         "spec",
         "watched",
     )
+
+    def heat(self):
+        """Count a replay; at the ``jit.HOT_CALLS``-th, compile each half again with its
+        elementwise runs as Numba kernels (where it has any, the fuser is on and Numba is
+        installed), as a hot staged tape is (:meth:`tracegrad.transform.tape.staged.
+        _Variant.heat`). An interpreted (very long) half stays as it is."""
+        self.calls += 1
+        if self.calls != jit.HOT_CALLS + 1:
+            return
+        sources = list(self.sources)
+        for k, (tape, attr) in enumerate(((self.fwd_tape, "forward"), (self.bwd_tape, "backward"))):
+            if sources[k] is not None and has_cpu_runs(tape):
+                fn, sources[k] = compile_tape(tape, tape.name, cpu_kernels=True)
+                setattr(self, attr, fn)
+        self.sources = tuple(sources)
 
     def source(self):
         """The generated code: the forward, then the backward (when there is one)."""
@@ -108,6 +125,7 @@ def plan(tape, out_leaves, spec, with_grad):
     fwd_results, grad_results = finals[:len(result_vars)], finals[len(result_vars):]
 
     p = Plan()
+    p.calls = 0
     p.outs, p.spec, p.n_out, p.diff, p.n_inputs = outs, spec, len(result_vars), diff, len(inputs)
     p.grad_of = [i for i, _ in grad_pairs]
     p.out_metas = tuple((v.shape, v.npdtype, namespace_of_var(v) or cpu)  # per output

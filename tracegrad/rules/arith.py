@@ -260,7 +260,18 @@ def atan2_jvp_y(t, out, x, y):
 
 # -- selection -------------------------------------------------------------------------------
 
-@primitive("WhereBackward0", cast=(1, 2), saved_names=("condition", "self", "other"), complex=True)
+def _where_code(args, dtypes, out):
+    # a select, where the condition is boolean and both branches of the result's dtype
+    # (the mask product below differs from it only in the sign of a zero)
+    condition, x, y = dtypes  # (None: a Python number -- compared with ``is``: NumPy
+    if not (condition is None or condition == bool) or any(  # reads dtype == None as float64)
+            d is not None and d != out for d in (x, y)):
+        return None
+    return f"{args[1]} if {args[0]} else {args[2]}"
+
+
+@primitive("WhereBackward0", cast=(1, 2), saved_names=("condition", "self", "other"), complex=True,
+           scalar_code=_where_code)
 def where(xp, condition, x, y):
     # Masking with zero (every `where(mask, g, 0.0)` in a vjp) is done as a multiplication
     # by a boolean mask: branch-free, ~10x faster than NumPy's select on random masks. It

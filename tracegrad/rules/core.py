@@ -15,7 +15,12 @@ A primitive bundles, written once and shared by the eager, tape and AST paths:
   operator or its NumPy ufunc applied element by element, so the emitters write it as
   ``x * y`` or ``xp.tanh(x)`` and a fusing compiler (``cupy.fuse``, Numba on the CPU) may
   compile the line as scalar code. Vjps need no declaration of their own: they are written
-  with primitives, so a vjp made of scalar ones fuses as it is;
+  with primitives, so a vjp made of scalar ones fuses as it is. A primitive whose NumPy
+  kernel is not one ufunc but is still elementwise (relu, where) may instead give
+  ``scalar_code(args, dtypes, out_dtype)``: the Python expression its kernel computes on
+  one element (``args``: the operands' texts; ``dtypes``: their NumPy dtypes, None for a
+  Python number; ``np`` in the expression is NumPy), or None where that expression would
+  differ from the kernel for these dtypes. Fused CPU kernels (Numba) then compile it;
 * what the eager runtime needs to record a PyTorch-like node: the node's name, which
   argument values each vjp reads (``uses``: only those are saved, so an input that no
   needed vjp reads may be modified in place afterwards), whether the result is a view,
@@ -125,12 +130,13 @@ class Primitive:
                  "inplace_impl", "cast", "number_edges", "argnames", "variadic", "params", "vjps",
                  "uses", "vjp_all_fn", "all_uses", "jvps", "jvp_all_fn", "linear", "diagonal",
                  "_diff_pos", "_diff_flags", "_plans", "node_classes", "node_cls", "saved_names",
-                 "saved_view", "result_names", "saved_outputs", "complex", "scalar", "__weakref__")
+                 "saved_view", "result_names", "saved_outputs", "complex", "scalar", "scalar_code",
+                 "__weakref__")
 
     def __init__(self, impl, node=None, *, name=None, dtypes=PROMOTE, view=False, nout=1,
                  ufunc=None, linear=False, diagonal=False, cast=None, number_edges=True,
                  saved_names=None, saved_view=None, result_names=None, saved_outputs=None,
-                 complex=False, scalar=False):
+                 complex=False, scalar=False, scalar_code=None):
         self.name = name or impl.__name__.rstrip("_")
         self.impl = impl
         self.node = node
@@ -178,6 +184,9 @@ class Primitive:
         self.complex = complex
         # Its kernel is its operator or ufunc, element by element (see the module docstring).
         self.scalar = scalar
+        # Or the expression its kernel computes on one element, for fused CPU kernels (see
+        # the module docstring).
+        self.scalar_code = scalar_code
         if self.name in TABLE:
             raise ValueError(f"primitive {self.name!r} is already in the rule table")
         TABLE[self.name] = self

@@ -260,7 +260,8 @@ class _Unfused:
 
     def __call__(self, *args):
         if self.fn is None:
-            namespace = {"np": cpu}
+            from ..rules.core import TABLE  # (a rule with scalar code runs its kernel)
+            namespace = {"np": cpu, "rules": TABLE}
             text = self.text() if callable(self.text) else self.text
             exec(compile(text, f"<unfused {self.name}>", "exec"), namespace)
             self.fn = namespace[self.name]

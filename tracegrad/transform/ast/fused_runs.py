@@ -305,7 +305,7 @@ def _kernel_module(run, ops, sig, plan, name):
         names = [operand_name(o) for o in operands if isinstance(o, ast.Name)]
         literals = [None if isinstance(o, ast.Name) else o.value for o in operands]
 
-        def rhs(texts, prim=prim, dtype=dtype, names=names, literals=literals):
+        def rhs(texts, scalar=True, prim=prim, dtype=dtype, names=names, literals=literals):
             it = iter(zip(texts, names))
             args = []
             for lit in literals:

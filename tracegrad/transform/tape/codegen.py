@@ -6,7 +6,7 @@ from ...backend import cpu as np  # host-side type checks only
 from ...rules.core import Primitive
 from ..emit import Module, compile_parts, compile_source, elementwise, prim_expr
 from .. import jit
-from .cpu_fusion import cpu_fusable, write_run
+from .cpu_fusion import cpu_fusable, single_line_kernel, write_run
 from .fusion import MAX_ARGS, MIN_RUN, fusable_runs, fusion_enabled
 from .tape import Guard, Var, namespace_of_var
 
@@ -236,13 +236,16 @@ def _fused_runs(tape, xp, last, out_ids):
 
 def _cpu_runs(tape):
     """Runs of scalar eqns of one result shape, for Numba kernels (where it is installed),
-    each reading at least one array of that shape (its kernel's loop takes its size)."""
+    each reading at least one array of that shape (its kernel's loop takes its size): of
+    :data:`MIN_RUN` lines at least, or one line that NumPy computes slowly (a relu)."""
     if not fusion_enabled():
         return []
     keys = [cpu_fusable(e) for e in tape.eqns]
     runs = []
-    for start, stop in (r for a, b in fusable_runs(keys)
-                        for r in _split(a, b, jit.MAX_KERNEL_LINES)):
+    for start, stop in (r for a, b in fusable_runs(keys, 1)
+                        for r in _split(a, b, jit.MAX_KERNEL_LINES, 1)):
+        if stop - start < MIN_RUN and not single_line_kernel(tape.eqns[start]):
+            continue
         made = {e.outs[0].id for e in tape.eqns[start:stop]}
         if any(a.id not in made and a.shape == keys[start]
                for e in tape.eqns[start:stop] for a in e.in_vars()):
@@ -250,9 +253,9 @@ def _cpu_runs(tape):
     return runs if runs and jit.available() else []
 
 
-def _split(start, stop, size):
+def _split(start, stop, size, min_run=MIN_RUN):
     return [(a, min(a + size, stop)) for a in range(start, stop, size)
-            if min(a + size, stop) - a >= MIN_RUN]
+            if min(a + size, stop) - a >= min_run]
 
 
 def _chunks(eqns, start, stop, last, out_ids):

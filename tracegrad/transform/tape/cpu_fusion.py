@@ -28,18 +28,25 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def cpu_fusable(e):
-    """The eqn's result shape where the CPU kernel can compute it exactly, else None."""
+    """The eqn's result shape where the CPU kernel can compute it exactly, else None.
+
+    Float operands and results throughout, but for a comparison's boolean result and the
+    boolean operands of a rule that writes its own scalar code (``where``'s condition):
+    the kernel's ``x <= 0`` is a scalar bool, kept in a bool array only where it is a
+    result or read by a later group of lines."""
     op = e.op
     if not isinstance(op, Primitive) or e.multi or len(e.outs) != 1 or op.name in jit.NOT_SCALAR:
         return None
     out = e.outs[0]
     shape, dtype = out.shape, out.npdtype
-    if dtype not in _FLOATS or not shape:  # (0-d values may be NumPy scalars, not arrays)
-        return None
+    coded = op.scalar_code is not None and not e.params
+    compares = op.name in _COMPARISONS
+    if not shape or not (dtype in _FLOATS or (compares and dtype == _BOOL)):
+        return None  # (0-d values may be NumPy scalars, not arrays)
     metas, dtypes = [], []
     for a in e.ins:
         if isinstance(a, Var):
-            if a.npdtype not in _FLOATS or not a.shape or not (
+            if not (a.npdtype in _FLOATS or (coded and a.npdtype == _BOOL)) or not a.shape or not (
                     a.shape == shape or _one_element(a.shape, shape)):
                 return None
             metas.append((a.shape, a.npdtype))
@@ -48,9 +55,44 @@ def cpu_fusable(e):
             metas.append(None)
         else:
             return None
-    if not dtypes or np.result_type(*dtypes) != dtype or not elementwise(op, e.params, metas):
+    if not dtypes:
+        return None
+    if coded:
+        return shape if _scalar_code(e, [str(i) for i in range(len(e.ins))]) is not None else None
+    if (np.result_type(*dtypes) != (operand_dtype(e) if compares else dtype)
+            or not elementwise(op, e.params, metas)):
         return None
     return shape
+
+
+_BOOL = np.dtype(bool)
+_COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne"})
+
+
+def _scalar_code(e, args):
+    """The expression a rule with ``scalar_code`` writes for eqn ``e`` (None: it cannot)."""
+    dtypes = [a.npdtype if isinstance(a, Var) else None for a in e.ins]
+    return e.op.scalar_code(args, dtypes, e.outs[0].npdtype)
+
+
+def operand_dtype(e):
+    """The dtype the eqn computes in: its result's, or -- for a comparison, whose result is
+    boolean -- its float operands' (a Python number is read as that dtype: NumPy 2)."""
+    if e.op.name in _COMPARISONS:
+        return np.result_type(*(a.npdtype for a in e.in_vars()))
+    return e.outs[0].npdtype
+
+
+def single_line_kernel(e):
+    """Whether a fusable eqn alone is worth a kernel: a rule with scalar code (relu,
+    where), which NumPy computes in several passes or a slow ufunc (maximum's NaN checks:
+    4x the kernel's time on 2**17 floats)."""
+    return e.op.scalar_code is not None
+
+
+def kernel_dtype(dtype):
+    """The dtype's name in kernel code (Numba knows NumPy's bool as ``np.bool_``)."""
+    return "bool_" if dtype == _BOOL else dtype.name
 
 
 def _one_element(shape, full):
@@ -77,9 +119,10 @@ def scalar_literal(value, dtype):
 
 class KernelWriter:
     """Writes one kernel: its parameters (the arrays it reads, in call order), its lines
-    (``(target, dtype, operands, rhs, call)``: ``rhs(texts)`` writes the line's expression
-    from its operands' texts; ``call``: it calls a function such as ``np.tanh``) and the
-    results it hands back.
+    (``(target, dtype, operands, rhs, call)``: ``rhs(texts, scalar=True)`` writes the
+    line's expression from its operands' texts, on scalars or -- ``scalar=False``, the
+    unfused fallback -- on whole arrays; ``call``: it calls a function such as
+    ``np.tanh``) and the results it hands back.
 
     A small array is one loop over its elements running all the lines on scalars. A large
     one is taken in blocks of :data:`BLOCK` elements, and the lines in groups that end at
@@ -130,10 +173,11 @@ class KernelWriter:
         free, count, where = {}, {}, {}
         for k, (target, dtype, operands, _, _) in enumerate(self.lines):
             if target in escapes and target not in results:
-                pool = free.setdefault(dtype.name, [])
-                row = pool.pop() if pool else count.get(dtype.name, 0)
-                count[dtype.name] = max(count.get(dtype.name, 0), row + 1)
-                where[target] = (dtype.name, row)
+                name = kernel_dtype(dtype)
+                pool = free.setdefault(name, [])
+                row = pool.pop() if pool else count.get(name, 0)
+                count[name] = max(count.get(name, 0), row + 1)
+                where[target] = (name, row)
             for o in dict.fromkeys(operands):
                 if last.get(o) == k and o in where:
                     free[where[o][0]].append(where[o][1])
@@ -167,7 +211,7 @@ class KernelWriter:
         """The function running the kernel's lines on whole arrays."""
         unfused = [f"def {self.name}({', '.join(a for a, _, _ in self.params)}):"]
         unfused += [f"    {v} = {a}" for a, _, v in self.params]
-        unfused += [f"    {target} = {rhs(operands)}" for target, _, operands, rhs, _ in self.lines]
+        unfused += [f"    {target} = {rhs(operands, scalar=False)}" for target, _, operands, rhs, _ in self.lines]
         unfused.append(f"    return {', '.join(r for r, _ in results)}")
         return "\n".join(unfused) + "\n"
 
@@ -192,7 +236,7 @@ class KernelWriter:
             body.append(f"    {f} = np.ravel({a})" if v not in self.broadcast
                         else f"    {v} = np.ravel({a})[0]")
         body.append(f"    {n} = {full[0][1]}.size")
-        body += [f"    {o} = np.ravel({given[o]})" if into else f"    {o} = np.empty({n}, np.{dt.name})"
+        body += [f"    {o} = np.ravel({given[o]})" if into else f"    {o} = np.empty({n}, np.{kernel_dtype(dt)})"
                  for o, dt in outs.values()]
         body.append(f"    for {blk} in range(({n} + {BLOCK - 1}) // {BLOCK}):")
         body.append(f"        {b0} = {blk} * {BLOCK}")
@@ -256,13 +300,17 @@ def write_run(writer, start, stop):
 def _line(m, writer, e):
     """``(target, dtype, operands, rhs)`` for eqn ``e`` (see :class:`KernelWriter`): its
     expression as the shared emitter writes it, Python numbers cast to the line's dtype."""
-    dtype = e.outs[0].npdtype
+    dtype, literal_dtype = e.outs[0].npdtype, operand_dtype(e)
     operands = [writer.ref(a) for a in e.in_vars()]
     metas = [(a.shape, a.npdtype) if isinstance(a, Var) else None for a in e.ins]
 
-    def rhs(texts):
+    def rhs(texts, scalar=True):
         it = iter(texts)
-        args = [next(it) if isinstance(a, Var) else scalar_literal(a, dtype) for a in e.ins]
-        return prim_expr(m, e.op, args, e.params, metas, "np")
-    call = e.op.name not in _BINARY and e.op.name != "neg"
+        args = [next(it) if isinstance(a, Var) else scalar_literal(a, literal_dtype) for a in e.ins]
+        if e.op.scalar_code is None:
+            return prim_expr(m, e.op, args, e.params, metas, "np")
+        if scalar:
+            return _scalar_code(e, args)
+        return f"rules[{e.op.name!r}].impl(np, {', '.join(args)})"  # (on whole arrays)
+    call = e.op.name not in _BINARY and e.op.name != "neg" and e.op.scalar_code is None
     return writer.fresh(e.outs[0]), dtype, operands, rhs, call

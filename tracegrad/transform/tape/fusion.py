@@ -43,15 +43,15 @@ def fusion(enabled=True):
         set_fusion(previous)
 
 
-def fusable_runs(keys):
+def fusable_runs(keys, min_run=MIN_RUN):
     """``[(start, stop), ...]``: the maximal runs of consecutive equal keys other than None
     in ``keys`` (one per eqn: None where it cannot be fused, else its result's shape), at
-    least :data:`MIN_RUN` long. A fused kernel gives every output the broadcast shape of
+    least ``min_run`` long. A fused kernel gives every output the broadcast shape of
     all its inputs, so one run holds one result shape."""
     runs, start, current = [], None, None
     for i, key in enumerate(list(keys) + [None]):
         if start is not None and key != current:
-            if i - start >= MIN_RUN:
+            if i - start >= min_run:
                 runs.append((start, i))
             start = None
         if key is not None and start is None:
