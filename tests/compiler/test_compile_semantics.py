@@ -83,3 +83,18 @@ def test_float64_zero_dim_results_combine_in_a_full_graph(dtype):
     assert out.dtype == dtype
     for g, e in zip(got, [want.detach(), x.grad, w.grad]):
         assert tg.equal(g, e)
+
+
+def test_staged_code_is_as_silent_about_inf_and_nan_as_eager_code():
+    # NumPy's "invalid value encountered in multiply" from the staged backward (inf * 0)
+    # is silent, as eager tracegrad's and PyTorch's are -- cold and hot (fused) alike
+    import warnings
+    x = tg.tensor([np.inf, 0.0, -1.0, np.nan], requires_grad=True)
+    w = tg.tensor([0.0, 2.0, 3.0, 1.0], requires_grad=True)
+    f = tg.compile(lambda x, w: (x * w + (x * 2.0).relu()).sum())
+    with warnings.catch_warnings(record=True) as seen:
+        for _ in range(12):
+            x.grad = w.grad = None
+            f(x, w).backward()
+    assert [str(s.message) for s in seen if issubclass(s.category, RuntimeWarning)] == []
+    np.testing.assert_array_equal(w.grad.numpy(), [np.inf, 0.0, -1.0, np.nan])

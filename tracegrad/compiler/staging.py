@@ -69,7 +69,7 @@ class Plan:
         sources = list(self.sources)
         for k, (tape, attr) in enumerate(((self.fwd_tape, "forward"), (self.bwd_tape, "backward"))):
             if sources[k] is not None and has_cpu_runs(tape):
-                fn, sources[k] = compile_tape(tape, tape.name, cpu_kernels=True)
+                fn, sources[k] = _compiled(tape, tape.name, cpu_kernels=True)
                 setattr(self, attr, fn)
         self.sources = tuple(sources)
 
@@ -80,12 +80,16 @@ class Plan:
                              if fn is not None)
 
 
-def _compiled(tape, name):
+def _compiled(tape, name, cpu_kernels=False):
     """``(function, source)``; a very long tape is interpreted (its source: None, written
-    when read)."""
+    when read). The generated module counts as tracegrad's own for the warnings filter:
+    NumPy's floating-point warnings (``inf * 0`` in a backward) are silent, as in eager
+    code (:mod:`tracegrad.backend`) and in PyTorch."""
     if len(tape.eqns) > INTERPRET_OVER:
         return Interpreted(tape, name), None
-    return compile_tape(tape, name)
+    fn, source = compile_tape(tape, name, cpu_kernels=cpu_kernels)
+    fn.__globals__["__name__"] = __name__
+    return fn, source
 
 
 def plan(tape, out_leaves, spec, with_grad):
