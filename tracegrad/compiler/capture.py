@@ -222,10 +222,11 @@ def _prepare(tape, prim, args, params):
         return args
     args = [tape.lift(a) if isinstance(a, Tensor) else a for a in args]
     vals = []
-    for a in args:  # (what dispatch.unwrap hands _promote: NumPy scalars as Python numbers,
-        number = python_scalar(a)  # a tensor's value as an array -- a Var's 0-d value may
-        vals.append((_as_array(a.value) if isinstance(a, Var)  # be a NumPy scalar, and
-                     else a if number is None else number))    # np.float64 is a float)
+    # What dispatch.unwrap hands _promote: NumPy scalars as Python numbers, a tensor's value
+    # as an array -- a Var's 0-d value may be a NumPy scalar, and np.float64 is a float.
+    for a in args:
+        number = python_scalar(a)
+        vals.append(_as_array(a.value) if isinstance(a, Var) else a if number is None else number)
     before = [getattr(v, "dtype", None) for v in vals]
     _promote(prim, vals)
     out = list(args)
