@@ -243,3 +243,23 @@ def test_a_parameter_changed_between_forward_and_backward_is_caught_as_eagerly()
             model.weight.add_(1)  # (an optimizer step before backward)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             out.backward()
+
+
+@pytest.mark.parametrize("make,image", [(mlp, False), (digits_model, True)], ids=["mlp", "digits"])
+def test_hot_compiled_training_with_cpu_kernels_still_equals_eager_bit_for_bit(make, image, monkeypatch):
+    # hot at once: from the second call the staged halves run Numba kernels -- only the
+    # lines a kernel computes exactly as NumPy (operators, relu, masks), so no ulp moves
+    pytest.importorskip("numba")
+    from tracegrad.transform import jit
+    monkeypatch.setattr(jit, "HOT_CALLS", 0)
+    tg.manual_seed(0)
+    eager = make()
+    staged = copy.deepcopy(eager)
+    compiled = tg.compile(lambda x, y: nn.functional.cross_entropy(staged(x), y))
+    want = train(eager, module_step, OPTIMIZERS["sgd"](eager.parameters()), image)
+    got = train(staged, lambda m: compiled, OPTIMIZERS["sgd"](staged.parameters()), image)
+    assert "@cpu_kernel" in compiled._compiled.source
+    assert got[0] == want[0]
+    for g, w in zip(got[1], want[1]):
+        for a, b in zip(g, w):
+            np.testing.assert_array_equal(a, b)

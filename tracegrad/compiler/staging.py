@@ -18,7 +18,7 @@ fused where the fuser is on), or interpreted when very long.
 from ..backend import cpu
 from ..transform.tape.aliasing import PART_VIEWS
 from ..transform import jit
-from ..transform.tape.codegen import compile_tape, has_cpu_runs
+from ..transform.tape.codegen import EXACT, compile_tape, has_cpu_runs
 from ..transform.tape.interpret import INTERPRET_OVER, Interpreted
 from ..transform.tape.optimize import optimize
 from ..transform.tape.sweeps import reverse
@@ -62,14 +62,16 @@ class Plan:
         """Count a replay; at the ``jit.HOT_CALLS``-th, compile each half again with its
         elementwise runs as Numba kernels (where it has any, the fuser is on and Numba is
         installed), as a hot staged tape is (:meth:`tracegrad.transform.tape.staged.
-        _Variant.heat`). An interpreted (very long) half stays as it is."""
+        _Variant.heat`) -- the lines a kernel computes bit for bit only (``EXACT``), so
+        values still equal eager ones exactly. An interpreted (very long) half stays as
+        it is."""
         self.calls += 1
         if self.calls != jit.HOT_CALLS + 1:
             return
         sources = list(self.sources)
         for k, (tape, attr) in enumerate(((self.fwd_tape, "forward"), (self.bwd_tape, "backward"))):
-            if sources[k] is not None and has_cpu_runs(tape):
-                fn, sources[k] = _compiled(tape, tape.name, cpu_kernels=True)
+            if sources[k] is not None and has_cpu_runs(tape, EXACT):
+                fn, sources[k] = _compiled(tape, tape.name, cpu_kernels=EXACT)
                 setattr(self, attr, fn)
         self.sources = tuple(sources)
 

@@ -6,7 +6,7 @@ from ...backend import cpu as np  # host-side type checks only
 from ...rules.core import Primitive
 from ..emit import Module, compile_parts, compile_source, elementwise, prim_expr
 from .. import jit
-from .cpu_fusion import cpu_fusable, single_line_kernel, write_run
+from .cpu_fusion import cpu_fusable, exact_line, single_line_kernel, write_run
 from .fusion import MAX_ARGS, MIN_RUN, fusable_runs, fusion_enabled
 from .tape import Guard, Var, namespace_of_var
 
@@ -51,10 +51,10 @@ def tape_source(tape, name, out_hints=(), cpu_kernels=False):
     return _Writer(tape, name, out_hints, cpu_kernels).text()
 
 
-def has_cpu_runs(tape):
+def has_cpu_runs(tape, cpu_kernels=True):
     """Whether compiling ``tape`` with ``cpu_kernels`` would fuse anything."""
     on_cpu = all(namespace_of_var(v) in (None, np) for v in tape.inputs)
-    return on_cpu and bool(_cpu_runs(tape))
+    return on_cpu and bool(_cpu_runs(tape, cpu_kernels == EXACT))
 
 
 class _Writer:
@@ -97,7 +97,8 @@ class _Writer:
         spaces = [namespace_of_var(v) for v in self.tape.inputs]
         xp = m.env["xp"] = next((ns for ns in spaces if ns is not None and ns is not np), np)
         on_cpu = xp is np
-        starts = dict((_cpu_runs(self.tape) if self.cpu_kernels else []) if on_cpu else
+        starts = dict((_cpu_runs(self.tape, self.cpu_kernels == EXACT) if self.cpu_kernels else [])
+                      if on_cpu else
                       _fused_runs(self.tape, xp, self.last, self.out_ids))
         i = 0
         while i < len(eqns):
@@ -234,13 +235,20 @@ def _fused_runs(tape, xp, last, out_ids):
             for chunk in _chunks(tape.eqns, start, stop, last, out_ids)]
 
 
-def _cpu_runs(tape):
+# ``cpu_kernels=EXACT``: fuse only the lines a kernel computes bit for bit as NumPy does
+# (operators, relu, where, comparisons: IEEE arithmetic, no contraction into FMAs), not the
+# ufunc calls whose kernels are the C library's or tracegrad's (exp, tanh: a few ulps off).
+# tracegrad.compile asks for it: its values equal eager ones exactly.
+EXACT = "exact"
+
+
+def _cpu_runs(tape, exact=False):
     """Runs of scalar eqns of one result shape, for Numba kernels (where it is installed),
     each reading at least one array of that shape (its kernel's loop takes its size): of
     :data:`MIN_RUN` lines at least, or one line that NumPy computes slowly (a relu)."""
     if not fusion_enabled():
         return []
-    keys = [cpu_fusable(e) for e in tape.eqns]
+    keys = [cpu_fusable(e) if not exact or exact_line(e) else None for e in tape.eqns]
     runs = []
     for start, stop in (r for a, b in fusable_runs(keys, 1)
                         for r in _split(a, b, jit.MAX_KERNEL_LINES, 1)):

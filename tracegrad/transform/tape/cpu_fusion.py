@@ -83,6 +83,13 @@ def operand_dtype(e):
     return e.outs[0].npdtype
 
 
+def exact_line(e):
+    """Whether the kernel computes the (fusable) eqn bit for bit as NumPy does: an operator
+    (IEEE arithmetic; Numba contracts nothing into FMAs) or a rule's scalar code (a select),
+    not a function call (the C library's exp, tracegrad's tanh: a few ulps off NumPy's)."""
+    return e.op.name in _BINARY or e.op.name == "neg" or e.op.scalar_code is not None
+
+
 def single_line_kernel(e):
     """Whether a fusable eqn alone is worth a kernel: a rule with scalar code (relu,
     where), which NumPy computes in several passes or a slow ufunc (maximum's NaN checks:
