@@ -12,12 +12,17 @@ optim.SGD), at three sizes:
 Contenders: tracegrad eager; "tracegrad compiled", where ``F.cross_entropy(model(x), y)``
 is one ``tracegrad.compile``d function (its forward and the backward ``loss.backward()``
 runs are staged; the optimizer stays eager); "tracegrad compiled module", where only the
-model is compiled (``model = torch.compile(model)``); torch eager.
+model is compiled (``model = torch.compile(model)``); torch eager. Two floors, in plain
+NumPy: "hand-written NumPy", the same step written out (forward, softmax cross-entropy,
+backward without the input's gradient, SGD update), and "matrix products only", its five
+(or more) products and nothing else -- what no staging of this step can go below with
+NumPy's BLAS.
 
 Run: ``python benchmarks/compile.py`` (``--quick`` for fewer repeats). By default each
-figure is the best wall-clock time of several rounds (the tracegrad contenders alternate;
-torch runs in its own block). ``--cpu-time`` instead runs every BLAS and torch on one
-thread and measures process CPU time, which a busy machine disturbs much less.
+figure is the best wall-clock time of several rounds (the tracegrad and NumPy contenders
+alternate; torch runs in its own block). ``--cpu-time`` instead runs every BLAS and torch
+on one thread, all contenders torch included in the same rounds, and measures process CPU
+time, which a busy machine disturbs much less.
 """
 import argparse
 import importlib.util
@@ -62,6 +67,53 @@ def mlp_step(lib, sizes, batch, rng, compiled=None):
         optimizer.step()
         return loss
     return step
+
+
+def numpy_step(sizes, batch, rng, products_only=False):
+    """The same SGD step in hand-written NumPy (weights and data drawn as in ``mlp_step``);
+    ``products_only``: its matrix products alone."""
+    weights, biases = [], []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        bound = 1 / np.sqrt(a)
+        weights.append(rng.uniform(-bound, bound, (b, a)).astype(np.float32))
+        biases.append(rng.uniform(-bound, bound, b).astype(np.float32))
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = rng.integers(0, sizes[-1], batch)
+    rows = np.arange(batch)
+
+    def products():
+        hs = [x]
+        for w in weights:
+            hs.append(hs[-1] @ w.T)
+        g = hs[-1]
+        for i in range(len(weights) - 1, -1, -1):
+            g.T @ hs[i]
+            if i:
+                g = g @ weights[i]
+
+    def step():
+        hs = [x]
+        for i, (w, b) in enumerate(zip(weights, biases)):
+            h = hs[-1] @ w.T
+            h += b
+            if i < len(weights) - 1:
+                np.maximum(h, 0, out=h)
+            hs.append(h)
+        e = np.exp(h - h.max(1, keepdims=True))
+        p = e / e.sum(1, keepdims=True)
+        loss = -np.log(p[rows, y]).mean()
+        g = p
+        g[rows, y] -= 1
+        g /= batch
+        for i in range(len(weights) - 1, -1, -1):
+            gw, gb = g.T @ hs[i], g.sum(0)
+            if i:
+                g = g @ weights[i]
+                g *= hs[i] > 0
+            weights[i] -= 0.01 * gw
+            biases[i] -= 0.01 * gb
+        return loss
+    return products if products_only else step
 
 
 def best_times(fns, repeats, inner, clock):
@@ -112,8 +164,12 @@ def main():
         for name, compiled in (("tracegrad eager", None), ("tracegrad compiled", "loss"),
                                ("tracegrad compiled module", "module")):
             rows[name] = mlp_step(tg, sizes, batch, np.random.default_rng(0), compiled)
-        rows = best_times(rows, repeats, inner, clock)
-        if has_torch:
+        rows["hand-written NumPy"] = numpy_step(sizes, batch, np.random.default_rng(0))
+        rows["matrix products only"] = numpy_step(sizes, batch, np.random.default_rng(0), True)
+        if has_torch and args.cpu_time:  # (one thread each: torch runs in the same rounds,
+            rows["torch"] = mlp_step(torch, sizes, batch, np.random.default_rng(0))  # so a
+        rows = best_times(rows, repeats, inner, clock)  # slower phase of the machine hits all alike)
+        if has_torch and not args.cpu_time:  # (its threads would spin against NumPy's BLAS)
             rows.update(best_times({"torch": mlp_step(torch, sizes, batch, np.random.default_rng(0))},
                                    repeats, inner, clock))
         report(f"{size}: {'-'.join(map(str, sizes))}, batch {batch}, float32, one SGD step"
