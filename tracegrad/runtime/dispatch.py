@@ -19,7 +19,7 @@ from .saved_hooks import Packed, pack_hooks
 from .saved_hooks import _active as _PACKING
 from .shapes import broadcast_shapes, expand_shape
 from .tensor import PLAIN_SUBCLASSES as _PLAIN
-from .tensor import Tensor, mark_inference, wrap
+from .tensor import INFERENCE_VIEW, Tensor, mark_inference, wrap
 from .views import rebase_history, refresh_stale_view
 
 __all__ = ["apply", "apply_inplace", "edge_of", "grad_accumulator"]
@@ -374,7 +374,8 @@ def _outputs(prim, args, params, out, node):
     single = prim.nout == 1
     outs = (out,) if single else tuple(out)
     tensors = []
-    inference = _state.mode == _INFERENCE
+    # (a view is an inference tensor only if its operand is one: see _link_views)
+    inference = _state.mode == _INFERENCE and not prim.view
     for k, o in enumerate(outs):
         diff = node is not None and o.dtype.kind in "fc"  # integer results never require grad
         t = wrap(o, diff, node if diff else None, k if diff else 0)
@@ -405,17 +406,23 @@ def _link_views(prim, src, params, tensors):
     if tracked and view is not None and not view[2]:
         tracked = None
     inference = src.is_inference()
+    # A view of a normal tensor made in inference mode is a normal tensor, as in PyTorch:
+    # untracked like a no_grad view, remembered for the in-place refusal's message.
+    untracked_in = INFERENCE_VIEW if mode == _INFERENCE and not inference else (
+        src._extra is not None and src._extra.get(INFERENCE_VIEW))
     custom = src._extra is not None and "function_view" in src._extra
     for k, t in enumerate(tensors):
         t._base = base
         t._vc = vc
         t._view = (chain + ((prim, params, k),), vc[0], tracked)
-        if not tracked and src._requires_grad and mode == grad_mode.NO_GRAD:
+        if not tracked and src._requires_grad and mode != _GRAD:
             t._requires_grad = True
         if inference and not t.is_inference():
             mark_inference(t)  # a view of an inference tensor is one too
         if custom:
             t._extra = dict(t._extra or (), function_view=(forward_name(prim, params), k))
+        if untracked_in and not tracked:
+            t._extra = dict(t._extra or (), **{INFERENCE_VIEW: True})
 
 
 # -- in place ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ recording, one output of a multi-view op, or a view returned by a custom Functio
 nor into ``z.real`` / ``z.imag``, copies here where PyTorch's are views.
 """
 from . import grad_mode
+from .tensor import INFERENCE_VIEW
 
 __all__ = ["check_inplace", "forward_name"]
 
@@ -47,12 +48,15 @@ def check_inplace(self, mode):
     if not tracked and self._requires_grad:
         what = "A view was" if tracked is False else \
             f"Output {k} of {forward_name(prim, params)} is a view of a view which was"
+        if custom is None and self._extra is not None and self._extra.get(INFERENCE_VIEW):
+            made, now, block = "inference mode", "in normal mode", "inference_mode"
+        else:
+            made, now, block = "no_grad mode", "with grad mode enabled", "no_grad"
         raise RuntimeError(
-            f"{what} created in no_grad mode and is being modified inplace with grad mode "
-            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
-            "can clarify your code by moving both the view and the inplace either both inside the "
-            "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
-            "want the inplace to be tracked).")
+            f"{what} created in {made} and is being modified inplace {now}. Given that this use "
+            "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+            f"both the view and the inplace either both inside the {block} block (if you don't want "
+            "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
     if prim.nout != 1 and self._requires_grad:
         raise RuntimeError(
             f"Output {k} of {forward_name(prim, params)} is a view and is being modified inplace. "

@@ -65,6 +65,11 @@ def wrap(data, requires_grad=False, grad_fn=None, output_nr=0):
     return t
 
 
+# The ``_extra`` key of a view of a normal tensor made in inference mode (or of a view of
+# one made without recording): a normal, untracked view, whose in-place refusal says so.
+INFERENCE_VIEW = "inference_view"
+
+
 def mark_inference(t):
     """Flag a tensor made in inference mode (autograd will refuse to save it later)."""
     if t._extra is None:

@@ -18,14 +18,14 @@ from . import grad_mode
 from .dispatch import _kernel_error, _node_class, grad_accumulator
 from .node import NOTHING_SAVED, own_copy
 from .tensor import PLAIN_SUBCLASSES as _PLAIN
-from .tensor import Tensor
+from .tensor import INFERENCE_VIEW, Tensor
 from .views import refresh_view_grad_fn
 
 __all__ = ["view_op"]
 
 _state = grad_mode.state
 _DUAL = _forward.ACTIVE
-_GRAD, _NO_GRAD, _INFERENCE = grad_mode.GRAD, grad_mode.NO_GRAD, grad_mode.INFERENCE
+_GRAD, _INFERENCE = grad_mode.GRAD, grad_mode.INFERENCE
 _OFF = grad_mode.OFF
 _NS_BY_TYPE = backend._NS_BY_TYPE
 _POS0 = (0,)
@@ -68,7 +68,7 @@ def view_op(prim, x, params):
         chain = view[0]
         tracked = (view[2] or None) if mode == _GRAD else False
     # a view made without recording takes its operand's requires_grad (as in PyTorch)
-    requires_grad = node is not None or (mode == _NO_GRAD and x._requires_grad)
+    requires_grad = node is not None or (mode != _GRAD and x._requires_grad)
     if prim.nout == 1:
         return _view_tensor(out, requires_grad, node, 0, base, vc, (chain + ((prim, params, 0),), vc[0], tracked), mode)
     outs = tuple(out)
@@ -92,7 +92,9 @@ def _view_tensor(out, requires_grad, node, k, base, vc, view, mode):
     t._base = base
     t._view = view
     t._acc = None
-    t._extra = {"inference": True} if mode == _INFERENCE else None
+    # (x is a normal tensor here: a view of it made in inference mode is one too, as in
+    # PyTorch, flagged for the in-place refusal's message -- see dispatch._link_views)
+    t._extra = {INFERENCE_VIEW: True} if mode == _INFERENCE else None
     return t
 
 
