@@ -408,8 +408,8 @@ def _link_views(prim, src, params, tensors):
     inference = src.is_inference()
     # A view of a normal tensor made in inference mode is a normal tensor, as in PyTorch:
     # untracked like a no_grad view, remembered for the in-place refusal's message.
-    untracked_in = INFERENCE_VIEW if mode == _INFERENCE and not inference else (
-        src._extra is not None and src._extra.get(INFERENCE_VIEW))
+    untracked_in = (mode == _INFERENCE and not inference) or (
+        src._extra is not None and src._extra.get(INFERENCE_VIEW, False))
     custom = src._extra is not None and "function_view" in src._extra
     for k, t in enumerate(tensors):
         t._base = base
