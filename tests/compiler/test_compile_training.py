@@ -263,3 +263,4 @@ def test_hot_compiled_training_with_cpu_kernels_still_equals_eager_bit_for_bit(m
     for g, w in zip(got[1], want[1]):
         for a, b in zip(g, w):
             np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(b))

@@ -1,7 +1,8 @@
 """CPU kernels for the elementwise rules that are not one NumPy ufunc -- relu, ``where`` and
 the comparisons feeding it, written by the rule table's ``scalar_code`` -- give exactly
-what the unfused lines give (no transcendental function is involved: equal values, NaN
-where NaN, the same dtypes), on the small path, the blocked path and the threaded one."""
+what the unfused lines give (no transcendental function is involved: the same bits, NaN
+where NaN, the same sign on each zero, the same dtypes), on the small path, the blocked
+path and the threaded one."""
 import numpy as np
 import pytest
 
@@ -36,10 +37,11 @@ def run(fn, *args, fused=True, **kw):
 
 
 def assert_same(got, want):
-    """Equal values (a zero's sign aside: the unfused masking adds 0.0), NaN where NaN."""
+    """Bit for bit: equal values, NaN where NaN, the same sign on every zero."""
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
 
 
 def masked(x, w):
@@ -122,6 +124,7 @@ def test_a_compiled_module_runs_its_relus_as_kernels_once_hot_and_equals_eager(d
                          + [x.grad.numpy().copy()])
         for e, c in zip(*grads):
             np.testing.assert_array_equal(c, e)
+            np.testing.assert_array_equal(np.signbit(c), np.signbit(e))
     source = compiled._compiled.source if hasattr(compiled, "_compiled") else compiled.source
     assert "@cpu_kernel" in source and "> 0 or" in source  # relu's scalar code
 
@@ -155,3 +158,23 @@ def test_a_numba_failure_runs_the_rules_kernels_on_whole_arrays(monkeypatch):
     assert "@cpu_kernel" in source and "@cpu_kernel" in compiled._compiled.source
     assert_same(got, want)
     assert tg.equal(out, eager) and tg.equal(xt.grad, eager_grad)
+
+
+def test_a_masked_minus_zero_gets_the_unfused_lines_zero():
+    # where(mask, g, 0.0) on a -0.0 that the mask keeps: the rule's kernel adds 0.0 (its
+    # masking product), so the kernel must too -- also where the array holds inf/nan
+    def kept(x, w):
+        return np.sum(np.where(x > 0, x * 1.0, 0.0) * w)
+
+    def dropped(x, w):
+        return np.sum(np.where(x <= 0, 0.0, x * 1.0) * w)
+    for fn in (kept, dropped):
+        for extra in (1.0, np.inf):
+            x = np.array([1.0, 2.0, -1.0, 3.0, 0.5, extra] * 3)
+            w = np.array([-0.0, 1.0, -0.0, -2.0, -0.0, 1.0] * 3)
+            with np.errstate(all="ignore"):
+                got, source = run(fn, x, w, argnums=(0, 1))
+                want, _ = run(fn, x, w, argnums=(0, 1), fused=False)
+            assert "@cpu_kernel" in source
+            assert_same(got, want)
+            assert not np.signbit(got[0][0])  # (-0.0 kept by the mask, then + 0.0)

@@ -111,7 +111,7 @@ def softplus_vjp(g, out, x, *, beta=1.0, threshold=20.0):
 
 # -- piecewise linear -------------------------------------------------------------------------
 
-def _relu_code(args, dtypes, out):
+def _relu_code(args, dtypes, out, numbers):
     # NumPy's maximum(x, 0) on one element: NaN kept, -0.0 and 0.0 both give 0.0
     x, = args
     return f"{x} if {x} > 0 or {x} != {x} else np.{out.name}(0)"

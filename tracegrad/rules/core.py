@@ -17,10 +17,11 @@ A primitive bundles, written once and shared by the eager, tape and AST paths:
   compile the line as scalar code. Vjps need no declaration of their own: they are written
   with primitives, so a vjp made of scalar ones fuses as it is. A primitive whose NumPy
   kernel is not one ufunc but is still elementwise (relu, where) may instead give
-  ``scalar_code(args, dtypes, out_dtype)``: the Python expression its kernel computes on
-  one element (``args``: the operands' texts; ``dtypes``: their NumPy dtypes, None for a
-  Python number; ``np`` in the expression is NumPy), or None where that expression would
-  differ from the kernel for these dtypes. Fused CPU kernels (Numba) then compile it;
+  ``scalar_code(args, dtypes, out_dtype, numbers)``: the Python expression its kernel
+  computes on one element, bit for bit (``args``: the operands' texts; ``dtypes``: their
+  NumPy dtypes, None for a Python number; ``numbers``: those numbers, None for arrays;
+  ``np`` in the expression is NumPy), or None where no expression would equal the kernel
+  for these operands. Fused CPU kernels (Numba) then compile it;
 * what the eager runtime needs to record a PyTorch-like node: the node's name, which
   argument values each vjp reads (``uses``: only those are saved, so an input that no
   needed vjp reads may be modified in place afterwards), whether the result is a view,

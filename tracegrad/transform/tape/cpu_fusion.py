@@ -72,7 +72,8 @@ _COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne"})
 def _scalar_code(e, args):
     """The expression a rule with ``scalar_code`` writes for eqn ``e`` (None: it cannot)."""
     dtypes = [a.npdtype if isinstance(a, Var) else None for a in e.ins]
-    return e.op.scalar_code(args, dtypes, e.outs[0].npdtype)
+    numbers = [None if isinstance(a, Var) else a for a in e.ins]
+    return e.op.scalar_code(args, dtypes, e.outs[0].npdtype, numbers)
 
 
 def operand_dtype(e):
