@@ -285,13 +285,12 @@ def where(xp, condition, x, y):
     # same addition, so each element is ``x + 0.0 if mask else 0.0`` either way (what a
     # fused kernel computes: see _where_code).
     if getattr(condition, "dtype", None) == bool:
+        masked = None
         if type(y) in _ZERO_TYPES and y == 0 and getattr(x, "ndim", 0) and x.dtype.kind in "fc":
             masked = x * condition
-            if not xp.isfinite(masked).all():
-                masked = xp.where(condition, x, y)
-            return xp.add(masked, 0.0, out=masked)
         elif type(x) in _ZERO_TYPES and x == 0 and getattr(y, "ndim", 0) and y.dtype.kind in "fc":
             masked = y * ~condition
+        if masked is not None:
             if not xp.isfinite(masked).all():
                 masked = xp.where(condition, x, y)
             return xp.add(masked, 0.0, out=masked)

@@ -7,6 +7,14 @@ from .core import KEEP, primitive
 from .views import copy_slices
 
 
+def indices_below(idx, n):
+    """Whether every index of the integer array ``idx`` (not empty) lies in [0, n): one
+    maximum over the indices read as unsigned, where a negative one is huge."""
+    if idx.dtype.kind == "i":
+        idx = idx.view(f"u{idx.dtype.itemsize}")
+    return int(idx.max()) < n
+
+
 class _ArrayPlaceholder:
     """Marks where an index array sits in an index structure."""
 

@@ -13,6 +13,7 @@ gradient: each is the other's transpose, which gives every derivative of both, t
 from .activation import logsigmoid, sigmoid
 from .arith import clamp
 from .core import FLOAT, KEEP, primitive
+from .index import indices_below
 from .reduce import mean, sum as _sum
 from .scratch import constant_vector
 from .unary import log
@@ -172,8 +173,7 @@ def _picking(xp, target, weight, ignore_index, n_classes, dtype):
     Raises PyTorch's IndexError for a class outside [0, n_classes)."""
     safe, valid = target, None
     if target.size and not 0 <= ignore_index < n_classes and target.dtype.kind in "iu":
-        # (the common case in one reduction: read as unsigned, a negative target is huge)
-        if int((target.view(f"u{target.dtype.itemsize}") if target.dtype.kind == "i" else target).max()) < n_classes:
+        if indices_below(target, n_classes):  # (the common case, in one reduction)
             return safe, None, None if weight is None else weight[safe].astype(dtype, copy=False)
     if target.size:
         lo, hi = int(target.min()), int(target.max())
@@ -224,11 +224,17 @@ def nll_loss(xp, x, target, weight, *, reduction="mean", ignore_index=-100):
         loss = loss * w if valid is None else xp.where(valid, loss * w, 0)  # ignored: no nan leaks in
     if reduction == "none":
         return xp.asarray(loss, dtype=x.dtype)
-    total = loss.sum()
+    return _reduced(xp, loss.sum(), safe.size, w, reduction, x.dtype)
+
+
+def _reduced(xp, total, n, w, reduction, dtype):
+    """A summed loss as ``reduction`` asks: the sum, or the mean over what was counted --
+    ``n`` targets, or their total weight ``w.sum()`` (ignored ones weigh 0) -- which is
+    nan when nothing was (as in PyTorch, without a warning)."""
     if reduction == "mean":
-        count = safe.size if w is None else w.sum()
-        total = total / count if count else xp.nan  # (nothing counted: nan, as in PyTorch, without a warning)
-    return xp.asarray(total, dtype=x.dtype)
+        count = n if w is None else w.sum()
+        total = total / count if count else xp.nan
+    return xp.asarray(total, dtype=dtype)
 
 
 def cross_entropy_value(xp, x, target, ignore_index, reduction):
@@ -243,7 +249,7 @@ def cross_entropy_value(xp, x, target, ignore_index, reduction):
     span more (or one is inf or nan): the caller then composes the two rules. Raises
     :func:`nll_loss`'s errors for targets out of range."""
     n, c = x.shape
-    safe, valid, w = _picking(xp, target, None, ignore_index, c, x.dtype)
+    safe, _, w = _picking(xp, target, None, ignore_index, c, x.dtype)
     top = x.max()
     if not top - x.min() <= SHIFT_SPAN:
         return None
@@ -251,14 +257,8 @@ def cross_entropy_value(xp, x, target, ignore_index, reduction):
     xp.exp(e, out=e)
     loss = xp.log(e @ constant_vector(xp, c, x.dtype, 1))
     loss -= x.reshape(n * c)[xp.arange(0, n * c, c) + safe] - top
-    if w is None:
-        total = loss.sum()
-        return xp.asarray(total / n if reduction == "mean" else total, dtype=x.dtype)
-    total = loss @ w  # (ignored targets weigh 0: their rows count for nothing)
-    if reduction == "mean":
-        count = w.sum()
-        total = total / count if count else xp.nan  # (all ignored: nan, as in PyTorch, without a warning)
-    return xp.asarray(total, dtype=x.dtype)
+    total = loss.sum() if w is None else loss @ w  # (ignored targets weigh 0: their rows count for nothing)
+    return _reduced(xp, total, n, w, reduction, x.dtype)
 
 
 # The widest span of values that a softmax may shift by their overall maximum rather than

@@ -65,11 +65,6 @@ OFF = [0]
 _OFF_LOCK = threading.Lock()
 
 
-def _count_off(delta):
-    with _OFF_LOCK:
-        OFF[0] += delta
-
-
 class _Counted:
     """``state.off``, made the first time a thread leaves GRAD mode: whether the thread is
     counted in OFF now. Freed with the thread's state when the thread ends, it uncounts
@@ -82,7 +77,8 @@ class _Counted:
     def __del__(self):
         if self.counted:
             self.counted = False
-            _count_off(-1)
+            with _OFF_LOCK:
+                OFF[0] -= 1
 
 
 def restore(prev):

@@ -15,6 +15,7 @@ from ...ops.pointwise import where
 from ...rules import linalg as _linalg_rules
 from ...rules import nn as _rules
 from ...rules import shape as _shape_rules
+from ...rules.index import indices_below
 from ...runtime import creation
 from ...runtime.creation import _stream
 from ...runtime.fastpath import eager_binary, untracked_arrays, untracked_indices, untracked_result
@@ -279,18 +280,16 @@ def _untracked_embedding(input, weight, padding_idx):
     if idx is None:
         return None
     w = arrays[0]
-    unsigned = _UNSIGNED.get(idx.dtype) if type(idx) is _NDARRAY else None
-    if unsigned is None or w.ndim != 2:
+    if type(idx) is not _NDARRAY or idx.dtype not in _INDEX_DTYPES or w.ndim != 2:
         return None
     _padding_index(padding_idx, w.shape[0])
-    if idx.size and int(idx.view(unsigned).max()) >= w.shape[0]:
+    if idx.size and not indices_below(idx, w.shape[0]):
         raise IndexError("index out of range in self")
     return untracked_result(w.take(idx, axis=0))
 
 
 _NDARRAY = backend.cpu.ndarray
-_UNSIGNED = {backend.cpu.dtype("int32"): backend.cpu.dtype("uint32"),
-             backend.cpu.dtype("int64"): backend.cpu.dtype("uint64")}
+_INDEX_DTYPES = (backend.cpu.dtype("int32"), backend.cpu.dtype("int64"))
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
