@@ -7,20 +7,29 @@ import numpy as np
 STEPS, WIDTH = 200, 16
 
 
-def best_times(fns, repeats, inner):
+def best_times(fns, repeats, inner, *, apart=None, clock=time.perf_counter, pause=0.3):
     """The best time per call of each function in ``fns`` (a dict), measured in alternating
-    rounds so that a slow spell of the machine affects every contender alike. (torch is
-    timed in its own block: its OpenMP threads keep spinning after each call and would
-    slow whatever runs next.)"""
-    for fn in fns.values():
-        fn()
-    times = {name: [] for name in fns}
+    rounds after a warm-up, so that a slow spell of the machine affects every contender
+    alike. ``apart``: contenders (torch's) that run in a block of their own in each round,
+    with ``pause`` seconds before and after it: their OpenMP threads, and NumPy's BLAS
+    threads, keep spinning for a while after a call that used them and would slow
+    whatever runs next. ``clock``: ``time.process_time`` measures CPU time instead."""
+    groups = [fns] + ([apart] if apart else [])
+    for group in groups:
+        for fn in group.values():
+            fn()
+    times = {name: [] for group in groups for name in group}
     for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            times[name].append((time.perf_counter() - start) / inner)
+        for group in groups:
+            if group is apart:
+                time.sleep(pause)
+            for name, fn in group.items():
+                start = clock()
+                for _ in range(inner):
+                    fn()
+                times[name].append((clock() - start) / inner)
+            if group is apart:
+                time.sleep(pause)
     return {name: min(ts) for name, ts in times.items()}
 
 

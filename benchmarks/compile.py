@@ -19,10 +19,11 @@ backward without the input's gradient, SGD update), and "matrix products only", 
 NumPy's BLAS.
 
 Run: ``python benchmarks/compile.py`` (``--quick`` for fewer repeats). By default each
-figure is the best wall-clock time of several rounds (the tracegrad and NumPy contenders
-alternate; torch runs in its own block). ``--cpu-time`` instead runs every BLAS and torch
-on one thread, all contenders torch included in the same rounds, and measures process CPU
-time, which a busy machine disturbs much less.
+figure is the best wall-clock time of several rounds, each library with its default
+threads: each round runs the tracegrad and NumPy contenders, then torch, with a pause
+between them for the other's idle threads to stop spinning. ``--cpu-time`` instead runs
+every BLAS and torch on one thread, all contenders in the same rounds, and measures
+process CPU time, which a busy machine disturbs much less.
 """
 import argparse
 import importlib.util
@@ -31,6 +32,8 @@ import sys
 import time
 
 import numpy as np
+
+from chain import best_times
 
 SIZES = {"small": ((32, 64, 64, 10), 16, 200, "us/step", 1e6),
          "medium": ((256, 256, 256, 10), 64, 30, "ms/step", 1e3),
@@ -116,20 +119,6 @@ def numpy_step(sizes, batch, rng, products_only=False):
     return products if products_only else step
 
 
-def best_times(fns, repeats, inner, clock):
-    """The best time per call of each function, in alternating rounds after a warm-up."""
-    for fn in fns.values():
-        fn()
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = clock()
-            for _ in range(inner):
-                fn()
-            times[name].append((clock() - start) / inner)
-    return {name: min(ts) for name, ts in times.items()}
-
-
 def report(title, rows, unit, scale):
     print(title)
     torch_time = rows.get("torch")
@@ -166,14 +155,16 @@ def main():
             rows[name] = mlp_step(tg, sizes, batch, np.random.default_rng(0), compiled)
         rows["hand-written NumPy"] = numpy_step(sizes, batch, np.random.default_rng(0))
         rows["matrix products only"] = numpy_step(sizes, batch, np.random.default_rng(0), True)
-        if has_torch and args.cpu_time:  # (one thread each: torch runs in the same rounds,
-            rows["torch"] = mlp_step(torch, sizes, batch, np.random.default_rng(0))  # so a
-        rows = best_times(rows, repeats, inner, clock)  # slower phase of the machine hits all alike)
-        if has_torch and not args.cpu_time:  # (its threads would spin against NumPy's BLAS)
-            rows.update(best_times({"torch": mlp_step(torch, sizes, batch, np.random.default_rng(0))},
-                                   repeats, inner, clock))
+        apart = None
+        if has_torch:  # one thread each under --cpu-time: torch then runs among the others;
+            torch_step = {"torch": mlp_step(torch, sizes, batch, np.random.default_rng(0))}
+            if args.cpu_time:  # else in a block of its own in each round (its threads and
+                rows.update(torch_step)  # BLAS's would spin against each other)
+            else:
+                apart = torch_step
+        rows = best_times(rows, repeats, inner, apart=apart, clock=clock)
         report(f"{size}: {'-'.join(map(str, sizes))}, batch {batch}, float32, one SGD step"
-               f"{' (CPU time, 1 thread)' if args.cpu_time else ''}", rows, unit, scale)
+               f"{' (CPU time, 1 thread)' if args.cpu_time else f' (wall clock, default threads; {os.cpu_count()} cores)'}", rows, unit, scale)
         print()
 
 
