@@ -18,6 +18,7 @@ from .runtime.formatting import get_printoptions, set_printoptions
 from .runtime.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .runtime.tensor import Size, Tensor, is_tensor
+from .runtime.type_info import finfo, iinfo
 from .runtime.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .runtime import dispatch as _dispatch  # noqa: F401  (registers the eager handler)
 from . import ops as _ops
@@ -51,6 +52,7 @@ from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_v
                         set_fusion, stop_gradient, value_and_grad, vjp)
 from .transform import trace as _trace_function  # noqa: E402
 from . import flatten_util  # noqa: E402  (ravel_pytree, as jax.flatten_util)
+from . import distributions  # noqa: E402,F401  (torch.distributions)
 
 float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
 double = float64

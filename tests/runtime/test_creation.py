@@ -55,6 +55,30 @@ def test_tensor_of_strings_raises_type_error():
         tg.tensor([1, "a"])
 
 
+def test_tensor_reads_other_sequences_as_lists():
+    """A deque (REINFORCE's returns), a range, an array.array: sequences PyTorch reads."""
+    import array
+    import collections
+    t = tg.tensor(collections.deque([1.0, 2.5]))
+    assert t.dtype == tg.float32 and t.tolist() == [1.0, 2.5]
+    assert tg.tensor(range(3)).tolist() == [0, 1, 2] and tg.tensor(range(3)).dtype == tg.int64
+    assert tg.tensor([range(2), collections.deque([3, 4])]).tolist() == [[0, 1], [3, 4]]
+    assert tg.tensor(array.array("d", [1.5, 2.0])).tolist() == [1.5, 2.0]
+    assert tg.as_tensor(collections.deque([1, 2])).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("data,error,message", [
+    ({1, 2}, RuntimeError, "Could not infer dtype of set"),
+    ({1: 2}, RuntimeError, "Could not infer dtype of dict"),
+    ([object()], RuntimeError, "Could not infer dtype of object"),
+    ("ab", TypeError, "new\\(\\): invalid data type 'str'"),
+    ([b"a"], TypeError, "new\\(\\): invalid data type 'bytes'"),
+])
+def test_tensor_of_unreadable_data_raises_as_torch(data, error, message):
+    with pytest.raises(error, match=message):
+        tg.tensor(data)
+
+
 def test_tensor_of_zero_dim_tensors():
     t = tg.tensor([tg.tensor(1.0), tg.tensor(2.0)])
     assert t.dtype == tg.float32

@@ -4,6 +4,7 @@ Dtypes are inferred as PyTorch does: Python floats take the default float dtype 
 float64 as NumPy would), ints int64, bools bool; NumPy arrays keep their dtype.
 """
 import builtins
+import collections.abc
 import functools
 
 from .. import backend
@@ -43,7 +44,7 @@ def _infer_dtype(data):
         elif backend.python_scalar(x) is not None or backend.is_array(x):  # NumPy keeps its dtype
             d = _dt.from_numpy_dtype(backend.cpu.asarray(x).dtype)
             found = d if found is None else _dt.promote_types(found, d)
-        elif isinstance(x, (list, tuple)):
+        elif isinstance(x, (list, tuple)) or _other_sequence(x):
             stack.extend(x)
         elif isinstance(x, bool):
             rank = max(rank, 0)
@@ -56,12 +57,20 @@ def _infer_dtype(data):
         elif hasattr(x, "dtype"):
             d = _dt.from_numpy_dtype(backend.cpu.asarray(x).dtype)
             found = d if found is None else _dt.promote_types(found, d)
+        elif isinstance(x, (str, bytes, bytearray)):
+            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
         else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
     if rank < 0:
         return found if found is not None else _dt.get_default_dtype()
     inferred = _dt.category_default(rank)
     return inferred if found is None else _dt.promote_types(found, inferred)
+
+
+def _other_sequence(x):
+    """Whether ``x`` is a sequence other than a list or tuple that PyTorch reads as one
+    (a ``deque``, a ``range``, an ``array.array``...): not a string, not a mapping or set."""
+    return isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes, bytearray))
 
 
 def _unwrap_nested(data):
@@ -70,7 +79,7 @@ def _unwrap_nested(data):
             raise RuntimeError("vmap: tensor() of a list holding a Tensor inside vmap is not supported "
                                "(it has one value per sample): use tracegrad.stack instead")
         return backend.namespace_of(data._data).to_host(data._data)
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, (list, tuple)) or _other_sequence(data):
         return [_unwrap_nested(x) for x in data]
     return data
 

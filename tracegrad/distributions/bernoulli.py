@@ -1,0 +1,94 @@
+"""The Bernoulli distribution: 1 with probability ``probs`` (or ``sigmoid(logits)``)."""
+import math
+import numbers
+
+import tracegrad
+
+from ..runtime.tensor import Size
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["Bernoulli"]
+
+
+class Bernoulli(ExponentialFamily):
+    """Bernoulli distribution given ``probs`` or ``logits`` (log-odds), not both."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
+    _mean_carrier_measure = 0
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        param = probs if probs is not None else logits
+        (value,) = broadcast_all(param)
+        if probs is not None:
+            self.probs = value
+        else:
+            self.logits = value
+        self._param = value
+        super().__init__(Size() if isinstance(param, numbers.Number) else value.size(),
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._expanded(Bernoulli, batch_shape, _instance, {"probs": (), "logits": ()})
+        new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def mode(self):
+        mode = (self.probs >= 0.5).to(self.probs)
+        mode[self.probs == 0.5] = math.nan
+        return mode
+
+    @property
+    def variance(self):
+        return self.probs * (1 - self.probs)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    def sample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        with tracegrad.no_grad():
+            return tracegrad.bernoulli(self.probs.expand(shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        return -tracegrad.nn.functional.binary_cross_entropy_with_logits(logits, value, reduction="none")
+
+    def entropy(self):
+        return tracegrad.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs,
+                                                                        reduction="none")
+
+    def enumerate_support(self, expand=True):
+        values = tracegrad.arange(2, dtype=self._param.dtype, device=self._param.device)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+    @property
+    def _natural_params(self):
+        return (tracegrad.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return tracegrad.log1p(tracegrad.exp(x))
