@@ -6,7 +6,8 @@ without a GPU answers False instead of failing.
 import importlib.util
 
 __all__ = ["is_available", "is_bf16_supported", "device_count", "current_device", "synchronize", "manual_seed",
-           "manual_seed_all", "get_device_name"]
+           "manual_seed_all", "get_device_name", "memory_allocated", "memory_reserved", "max_memory_allocated",
+           "max_memory_reserved", "reset_peak_memory_stats", "empty_cache", "memory_stats"]
 
 
 def device_count():
@@ -73,6 +74,70 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+# -- memory: CuPy's default memory pool holds what CUDA tensors use -----------------------
+
+def _pool():
+    """CuPy's default memory pool, or None where CUDA is not available (every figure is
+    then 0, as PyTorch reports on a machine without CUDA)."""
+    if not is_available():
+        return None
+    import cupy
+    return cupy.get_default_memory_pool()
+
+
+def memory_allocated(device=None):
+    """Bytes held by CUDA tensors now (the pool's blocks in use)."""
+    pool = _pool()
+    return 0 if pool is None else pool.used_bytes()
+
+
+def memory_reserved(device=None):
+    """Bytes the pool holds from the driver, in use or cached for reuse."""
+    pool = _pool()
+    return 0 if pool is None else pool.total_bytes()
+
+
+def _no_peaks(name):
+    """CuPy's pool keeps no high-water mark: refuse rather than report a wrong peak."""
+    if _pool() is None:
+        return 0
+    raise NotImplementedError(f"tracegrad.cuda.{name}: CuPy's memory pool keeps no peak; measure with "
+                              "memory_allocated() at the points that matter")
+
+
+def max_memory_allocated(device=None):
+    """The peak of :func:`memory_allocated`: 0 without CUDA; not tracked on CuPy."""
+    return _no_peaks("max_memory_allocated")
+
+
+def max_memory_reserved(device=None):
+    """The peak of :func:`memory_reserved`: 0 without CUDA; not tracked on CuPy."""
+    return _no_peaks("max_memory_reserved")
+
+
+def reset_peak_memory_stats(device=None):
+    """Raises where CUDA is not available, as PyTorch does; the peaks are not tracked on CuPy."""
+    _namespace()
+    _no_peaks("reset_peak_memory_stats")
+
+
+def empty_cache():
+    """Give the pool's cached, unused blocks back to the driver (nothing without CUDA)."""
+    pool = _pool()
+    if pool is not None:
+        pool.free_all_blocks()
+
+
+def memory_stats(device=None):
+    """An (ordered) dict of memory figures: empty without CUDA, as PyTorch's."""
+    import collections
+    pool = _pool()
+    if pool is None:
+        return collections.OrderedDict()
+    return collections.OrderedDict([("allocated_bytes.all.current", pool.used_bytes()),
+                                    ("reserved_bytes.all.current", pool.total_bytes())])
 
 
 from .runtime.legacy_types import CUDA_LEGACY_TYPES as _LEGACY_TYPES  # noqa: E402

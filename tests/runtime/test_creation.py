@@ -79,6 +79,15 @@ def test_tensor_of_unreadable_data_raises_as_torch(data, error, message):
         tg.tensor(data)
 
 
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_factories_take_the_size_by_keyword(name):
+    t = getattr(tg, name)(size=(2, 3), dtype=tg.float64)
+    assert t.shape == (2, 3) and t.dtype == tg.float64
+    assert getattr(tg, name)(size=[4]).shape == (4,)
+    with pytest.raises(TypeError, match=f"{name}\\(\\) got multiple values for argument 'size'"):
+        getattr(tg, name)(2, size=(3,))
+
+
 def test_tensor_of_zero_dim_tensors():
     t = tg.tensor([tg.tensor(1.0), tg.tensor(2.0)])
     assert t.dtype == tg.float32

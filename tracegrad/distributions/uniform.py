@@ -14,16 +14,17 @@ __all__ = ["Uniform"]
 
 class Uniform(Distribution):
     """Uniform distribution on the half-open interval ``[low, high)``."""
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        """Each bound against the other (a pair of bounds is checked as ``low < high``)."""
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         scalar = isinstance(low, numbers.Number) and isinstance(high, numbers.Number)
         super().__init__(Size() if scalar else self.low.size(), validate_args=validate_args)
-        if self._validate_args and not bool(tracegrad.lt(self.low, self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Uniform, batch_shape, _instance, {"low": (), "high": ()})

@@ -87,6 +87,7 @@ def _unwrap_nested(data):
 # While a vmap runs (tracegrad/func/_vmap.py): what a random draw does under it, called
 # with the factory (rand, randn...) or with None for a draw made elsewhere (dropout).
 random_hook = None
+_SIZE_FACTORIES = {"zeros", "ones", "empty", "rand", "randn"}  # (*size, or size=)
 _RANDOM_FACTORIES = {"rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
                      "randint_like"}
 
@@ -97,9 +98,14 @@ def _recorded(factory):
     and a test (about 0.3 us), small next to building a tensor."""
     name = "tracegrad::" + factory.__name__
     random = factory.__name__ in _RANDOM_FACTORIES
+    sized = factory.__name__ in _SIZE_FACTORIES
 
     @functools.wraps(factory)
     def recorded(*args, **kwargs):
+        if sized and "size" in kwargs:  # zeros(size=(2, 3)): the shape by keyword
+            if args:
+                raise TypeError(f"{factory.__name__}() got multiple values for argument 'size'")
+            args = (kwargs.pop("size"),)
         if kwargs.get("out") is not None:
             kwargs = _dtype_of_out(kwargs)
         if random and random_hook is not None:  # under vmap: its randomness= decides

@@ -390,6 +390,11 @@ class Tensor:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy ufunc applied to a Tensor (``np.floor(t)``) gives a Tensor, as in
+        PyTorch: its values, without history."""
+        return wrap(array)
+
     def __len__(self):
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -429,7 +434,9 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        """A 0-d Tensor (not a subclass such as Parameter) formats as its Python number,
+        spec or not: ``f"{loss}"`` prints ``0.6931...``, as in PyTorch."""
+        if self._data.ndim == 0 and type(self) is Tensor:
             return format(self.item(), spec)
         return repr(self)
 
