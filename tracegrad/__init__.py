@@ -53,6 +53,7 @@ from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_v
 from .transform import trace as _trace_function  # noqa: E402
 from . import flatten_util  # noqa: E402  (ravel_pytree, as jax.flatten_util)
 from . import distributions  # noqa: E402,F401  (torch.distributions)
+from . import cpu, jit  # noqa: E402,F401  (torch.cpu, torch.jit: see their docstrings)
 
 float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
 double = float64

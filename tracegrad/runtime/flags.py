@@ -1,13 +1,15 @@
-"""Process-wide switches PyTorch programs set: deterministic algorithms and float32
-matmul precision. tracegrad records them and answers truthfully what they change here:
-on the CPU every kernel is NumPy's and deterministic, and float32 matmuls are always
-computed in float32 (no TF32 or bfloat16 passes), so neither switch changes a result.
+"""Process-wide switches PyTorch programs set: deterministic algorithms, float32 matmul
+precision, flushing denormals. tracegrad records them and answers truthfully what they
+change here: on the CPU every kernel is NumPy's and deterministic, float32 matmuls are
+always computed in float32 (no TF32 or bfloat16 passes), and denormals are kept, so no
+switch changes a result. Also ``get_device_module``, the module of a device type.
 """
 import warnings
 
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-           "get_deterministic_debug_mode", "set_float32_matmul_precision", "get_float32_matmul_precision"]
+           "get_deterministic_debug_mode", "set_float32_matmul_precision", "get_float32_matmul_precision",
+           "set_flush_denormal", "get_device_module"]
 
 _state = {"deterministic": False, "warn_only": False, "precision": "highest"}
 _PRECISIONS = ("highest", "high", "medium")
@@ -64,3 +66,20 @@ def set_float32_matmul_precision(precision):
 
 def get_float32_matmul_precision():
     return _state["precision"]
+
+
+def set_flush_denormal(mode):
+    """Whether flushing denormal floats to zero could be set: never here (NumPy's kernels
+    keep denormals), so enabling it answers False -- PyTorch's answer where the CPU cannot
+    -- and disabling it, which is how tracegrad always computes, answers True."""
+    return not mode
+
+
+def get_device_module(device=None):
+    """The module of a device type: ``tracegrad.cuda`` for ``'cuda'``, ``tracegrad.cpu``
+    for ``'cpu'``; with no device, the accelerator's (CUDA's when available), else the CPU's."""
+    import tracegrad
+    from ..backend import device as _device
+    if device is None:
+        return tracegrad.cuda if tracegrad.cuda.is_available() else tracegrad.cpu
+    return tracegrad.cuda if _device(device).type == "cuda" else tracegrad.cpu
