@@ -69,6 +69,17 @@ def test_default_dtype_changes_which_dtype_is_shown():
     assert repr(tg.tensor([1.0], dtype=tg.float32)) == f"tensor([1.], dtype={LIB}.float32)"
 
 
+def test_size_concatenation_stays_a_size():
+    s = tg.zeros(2, 3).shape
+    for joined in (s + (4,), (1,) + s, s + s):
+        assert type(joined).__name__ == "Size"
+    assert repr((1,) + s) == f"{LIB}.Size([1, 2, 3])"
+    with pytest.raises(TypeError):
+        s + [4]  # noqa: RUF005  (a list is not concatenated, as in PyTorch)
+    with pytest.raises(TypeError):
+        [4] + s  # noqa: RUF005
+
+
 def test_size_dtype_device_reprs():
     s = tg.zeros(2, 3).shape
     assert repr(s) == f"{LIB}.Size([2, 3])"

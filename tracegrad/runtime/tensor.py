@@ -44,7 +44,15 @@ class Size(tuple):
         return Size(r) if isinstance(i, slice) else r
 
     def __add__(self, other):
-        return Size(tuple(self) + tuple(other))
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + other)
+
+    def __radd__(self, other):
+        """``(1,) + size`` is a Size too (a tuple on the left asks Size first)."""
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(other + tuple(self))
 
 
 def wrap(data, requires_grad=False, grad_fn=None, output_nr=0):
