@@ -52,7 +52,6 @@ from .transform import (GuardFailed, Tape, TracerError, TransformError, custom_v
                         set_fusion, stop_gradient, value_and_grad, vjp)
 from .transform import trace as _trace_function  # noqa: E402
 from . import flatten_util  # noqa: E402  (ravel_pytree, as jax.flatten_util)
-from . import distributions  # noqa: E402,F401  (torch.distributions)
 from . import cpu, jit  # noqa: E402,F401  (torch.cpu, torch.jit: see their docstrings)
 
 float = float32  # noqa: A001  (torch.float, torch.double... are dtype aliases)
@@ -92,3 +91,15 @@ def numel(input):
 
 
 __version__ = "0.1.0"
+
+
+# Submodules imported at their first use (``tracegrad.distributions.Normal``), to keep
+# ``import tracegrad`` fast: torch.distributions and torch.hub.
+_LAZY_SUBMODULES = frozenset({"distributions", "hub"})
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
