@@ -78,6 +78,11 @@ def seed_all(value):
         ns.seed(value)
 
 
+from . import meta as _meta  # noqa: E402  (the meta device: shapes and dtypes, no values)
+
+register(_meta, (_meta.MetaArray,))
+
+
 def _load_cuda():
     """Import the CuPy namespace on first use, so CPU users never need CuPy."""
     try:

@@ -18,10 +18,10 @@ class device:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
-        if type not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
-        if type == "cpu" and index not in (None, 0):
-            raise RuntimeError(f"CPU device index must be 0 or None, got {index}")
+        if type not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device string: {type}")
+        if type in ("cpu", "meta") and index not in (None, 0):
+            raise RuntimeError(f"{'CPU' if type == 'cpu' else 'Meta'} device index must be 0 or None, got {index}")
         self.type = type
         self.index = index
 

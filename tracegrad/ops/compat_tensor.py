@@ -485,7 +485,7 @@ _COMPOSED = {n: globals()[n] for n in (
     "random_", "bernoulli_", "fill_diagonal_")}
 _COMPOSED.update(bitwise_and=_bitwise("__and__"), bitwise_or=_bitwise("__or__"),
                  bitwise_xor=_bitwise("__xor__"), is_neg=lambda self: False,
-                 resolve_neg=lambda self: self, is_shared=lambda self: False,
+                 resolve_neg=lambda self: self,
                  unsafe_chunk=lambda self, chunks, dim=0: self.chunk(chunks, dim),
                  unsafe_split=lambda self, split_size, dim=0: self.split(split_size, dim),
                  split_with_sizes=lambda self, split_sizes, dim=0: self.split(list(split_sizes), dim),
@@ -494,7 +494,7 @@ _COMPOSED.update(bitwise_and=_bitwise("__and__"), bitwise_or=_bitwise("__or__"),
 METHODS = dict(_COMPOSED)
 METHODS.update({n + "_": _write_back(n) for n in _WRITE_BACK})
 _FLAGS = {"is_cpu": lambda self: self.device.type == "cpu", "is_sparse": lambda self: False,
-          "is_quantized": lambda self: False, "is_meta": lambda self: False,
+          "is_quantized": lambda self: False, "is_meta": lambda self: self.device.type == "meta",
           "is_nested": lambda self: False, "is_mkldnn": lambda self: False,
           "is_mps": lambda self: False, "is_xla": lambda self: False, "is_xpu": lambda self: False,
           "is_sparse_csr": lambda self: False, "layout": lambda self: strided,
@@ -516,5 +516,5 @@ FUNCTIONS = {n: f for n, f in _COMPOSED.items()
              if n not in ("type_as", "ndimension", "data_ptr", "get_device", "new", "uniform_", "normal_",
                           "exponential_", "log_normal_", "cauchy_", "geometric_", "random_", "bernoulli_",
                           "fill_diagonal_", "masked_scatter", "float_power_", "apply_", "map_",
-                          "is_shared", "prelu", "unfold", "unsafe_chunk", "unsafe_split", "split_with_sizes")}
+                          "prelu", "unfold", "unsafe_chunk", "unsafe_split", "split_with_sizes")}
 FUNCTIONS.update(masked_scatter=masked_scatter, adjoint=METHODS["adjoint"])

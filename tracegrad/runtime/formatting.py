@@ -214,14 +214,18 @@ def tensor_repr(values, *, dtype_name, is_float, is_complex, is_bool,
     The dtype is shown only when it cannot be inferred from the text: not the default float
     dtype, its complex counterpart, int64 or bool (an empty tensor shows any non-default dtype).
     """
-    arr = _as_numpy(values)
     indent = len(prefix)
     suffixes = []
     device = str(device)
     if device != "cpu":
         suffixes.append(f"device='{device}'")
     dtype_suffix = f"dtype=tracegrad.{dtype_name}"
-    if arr.size == 0:
+    if device == "meta":  # (no values: the shape instead, and any dtype not the default)
+        suffixes.append(f"size={tuple(values.shape)}")
+        if dtype_name != default_dtype_name:
+            suffixes.append(dtype_suffix)
+        body = "..."
+    elif (arr := _as_numpy(values)).size == 0:
         if arr.ndim != 1:
             suffixes.append(f"size={tuple(arr.shape)}")
         if dtype_name != default_dtype_name:

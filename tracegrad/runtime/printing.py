@@ -9,8 +9,9 @@ def tensor_repr(t, prefix="tensor("):
     data = t._data
     d = t.dtype
     fn = t.grad_fn
+    ns = backend.namespace_of(data)
     return formatting.tensor_repr(
-        backend.namespace_of(data).to_host(data), dtype_name=d.name,
+        data if ns.name == "meta" else ns.to_host(data), dtype_name=d.name,
         is_float=d.is_floating_point, is_complex=d.is_complex, is_bool=d is _dt.bool_,
         default_dtype_name=_dt.get_default_dtype().name, device=str(t.device),
         grad_fn_name=None if fn is None else type(fn).__name__, requires_grad=t._requires_grad,

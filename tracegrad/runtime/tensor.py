@@ -381,7 +381,10 @@ class Tensor:
             raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to Scalar")
         if type(data) is _NDARRAY:  # (a loop's ``int(i)``, ``data[i:i + n]``: no device lookup)
             return data.item()
-        return backend.namespace_of(data).to_host(data).reshape(()).item()
+        ns = backend.namespace_of(data)
+        if ns.name == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        return ns.to_host(data).reshape(()).item()
 
     def tolist(self):
         return backend.namespace_of(self._data).to_host(self._data).tolist()
@@ -390,7 +393,8 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self.device != CPU and not force:
-            raise TypeError(f"can't convert {self.device.type}:0 device type tensor to numpy. "
+            raise TypeError(f"can't convert {self.device.type}{':0' if self.device.type == 'cuda' else ''} device "
+                            "type tensor to numpy. "
                             "Use Tensor.cpu() to copy the tensor to host memory first.")
         return backend.namespace_of(self._data).to_host(self._data)
 

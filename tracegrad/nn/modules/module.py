@@ -430,6 +430,13 @@ class Module:
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
 
+    def to_empty(self, *, device, recurse=True):
+        """Give every parameter and buffer new, uninitialized storage of its shape and
+        dtype on ``device`` (values are not copied: how a module built on the meta
+        device gets memory before its weights are loaded)."""
+        from ...runtime.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
