@@ -9,8 +9,10 @@ is ``F^-1(u; alpha)`` for a uniform ``u`` and the CDF ``F``; holding ``u`` fixed
 regularized incomplete gamma (and beta) function has no closed form, so it is summed
 here: a power series below the bulk of the distribution, a continued fraction above it
 (each where it converges fast and nothing cancels), the continued fraction
-differentiated by running it on dual numbers. Both are exact up to rounding (about
-1e-13 relative), unlike PyTorch's fitted approximations (1e-4 at some points).
+differentiated by running it on dual numbers; for large gamma shapes, where those need
+O(sqrt(alpha)) terms, a quadrature of the same derivative as an integral. All agree
+with high-precision values to about 1e-13 relative, unlike PyTorch's fitted
+approximations (off by up to 1e-4 for Gamma and 1e-2 for Dirichlet at some points).
 
 A Dirichlet draw is normalized gammas; its gradient is PyTorch's reparameterization
 through the marginal Beta(alpha_i, total - alpha_i) of each coordinate, with the other
@@ -34,7 +36,9 @@ __all__ = ["_dirichlet_grad", "_sample_dirichlet", "_standard_gamma", "_standard
 
 _EPS = 1e-15         # relative size of the last term / step of a converged sum
 _TINY = 1e-300       # what a vanishing Lentz denominator is replaced with
-_MAX_STEPS = 200000  # enough for concentrations up to ~1e9 (steps grow like sqrt(alpha))
+_MAX_STEPS = 200000  # (steps grow like sqrt(alpha): enough for Beta concentrations up to ~1e9)
+_LARGE_ALPHA = 1000.0  # from here on, gamma gradients by quadrature (a fixed cost)
+_GAUSS_LEGENDRE = np.polynomial.legendre.leggauss(96)
 
 
 # -- scalar building blocks (float64 NumPy arrays) ------------------------------------------
@@ -48,15 +52,29 @@ def _digamma(a):
         small = a < 10
         shift = np.where(small, shift - 1 / np.where(small, a, 1), shift)
         a = np.where(small, a + 1, a)
+    return shift + np.log(a) - _log_minus_digamma(a)
+
+
+def _log_minus_digamma(a):
+    """``log(a) - psi(a)`` for a >= 10, by its asymptotic series (no cancellation)."""
     r = 1 / (a * a)
-    series = r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
-    return shift + np.log(a) - 0.5 / a - series
+    return 0.5 / a + r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
+
+
+def _expm1_minus_x(s):
+    """``e^s - 1 - s``, without cancellation for small ``s``."""
+    term = s * s / 2
+    total = term
+    for k in range(3, 22):
+        term = term * s / k
+        total = total + term
+    return np.where(np.abs(s) < 0.5, total, np.expm1(s) - s)
 
 
 class _Dual:
     """``v + d * eps`` with ``eps**2 = 0``: a value and its derivative in one parameter,
     carried through arithmetic (forward mode, on arrays)."""
-    __slots__ = ("v", "d")
+    __slots__ = ("d", "v")
     __array_ufunc__ = None  # (NumPy arrays defer to us: ``array + dual`` is a dual)
 
     def __init__(self, v, d=0.0):
@@ -113,7 +131,7 @@ def _continued_fraction(b0, term):
         c = _nonzero(b + a / c)
         step = c * d
         f = f * step
-        settled = (np.abs(step.v - 1) <= _EPS) & (np.abs(f.v * step.d) <= _EPS * np.abs(f.d))
+        settled = (np.abs(step.v - 1) <= _EPS) & (np.abs(f.v * step.d) <= _EPS * np.abs(f.d) + _TINY)
         if np.all(settled | np.isnan(f.v)):
             return f
     raise RuntimeError("implicit reparameterization: the continued fraction did not converge "
@@ -151,18 +169,38 @@ def _gamma_grad_fraction(a, x):
     return x * ((np.log(x) - _digamma(a)) * h.v + h.d)
 
 
+def _gamma_grad_quadrature(a, x):
+    """``dx/da`` for large a, by Gauss-Legendre quadrature. With ``t = x e^s`` the upper
+    tail's alpha-derivative over the density is ``dx/da = x int_0^inf e^phi(s) (log x -
+    psi(a) + s) ds``, ``phi(s) = a s - x (e^s - 1)`` (the lower tail's the same integral
+    over s < 0, negated). Each is taken on the side where ``phi`` falls from 0
+    monotonically (upper for x >= a), in units ``r = s sqrt(x)`` where it is close to
+    ``-k r - r^2 / 2``, over r up to where that is -60: smooth, so 96 nodes give
+    ~1e-13 (checked against the series from a = 100)."""
+    nodes, weights = _GAUSS_LEGENDRE
+    sign = np.where(x >= a, 1.0, -1.0)
+    sigma = 1 / np.sqrt(x)
+    k = np.abs(a - x) * sigma
+    reach = 1.5 * (np.sqrt(k * k + 120) - k)
+    s = (sign * sigma * reach / 2)[:, None] * (nodes + 1)
+    phi = (a - x)[:, None] * s - x[:, None] * _expm1_minus_x(s)
+    log_x_minus_psi = np.log1p((x - a) / a) + _log_minus_digamma(a)
+    integral = np.sum(weights * np.exp(phi) * (log_x_minus_psi[:, None] + s), axis=-1) * (sigma * reach / 2)
+    return sign * x * integral
+
+
 def standard_gamma_grad(alpha, x):
     """``dx/dalpha`` of standard gamma draws ``x`` (float64 arrays, broadcast), with the
     draw's CDF held fixed."""
     alpha, x = (np.array(v, dtype=np.float64) for v in np.broadcast_arrays(alpha, x))
     out = np.full(x.shape, np.nan)
     ok = (alpha > 0) & (x > 0) & np.isfinite(x) & np.isfinite(alpha)
-    low = ok & (x < alpha + 1)
-    high = ok & ~low
-    if low.any():
-        out[low] = _gamma_grad_series(alpha[low], x[low])
-    if high.any():
-        out[high] = _gamma_grad_fraction(alpha[high], x[high])
+    large = ok & (alpha >= _LARGE_ALPHA)
+    low = ok & ~large & (x < alpha + 1)
+    high = ok & ~large & ~low
+    for part, method in ((low, _gamma_grad_series), (high, _gamma_grad_fraction), (large, _gamma_grad_quadrature)):
+        if part.any():
+            out[part] = method(alpha[part], x[part])
     out[(x == 0) & (alpha > 0)] = 0.0  # (a draw that underflowed stays at zero)
     return out
 
@@ -218,10 +256,10 @@ def _like(values, t):
 
 
 def _check_floating(t, op, kernel, position="input"):
-    """PyTorch's checks: a Tensor (``op`` names the function), of a floating dtype
-    (``kernel`` names what is not implemented for others)."""
+    """PyTorch's checks of a first argument: a Tensor (``op`` names the function), of a
+    floating dtype (``kernel`` names what is not implemented for others)."""
     if not isinstance(t, tracegrad.Tensor):
-        raise TypeError(f"{op}(): argument '{position}' must be Tensor, not {type(t).__name__}")
+        raise TypeError(f"{op}(): argument '{position}' (position 1) must be Tensor, not {type(t).__name__}")
     if not t.dtype.is_floating_point:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{t.dtype.scalar_name}'")
 

@@ -44,8 +44,9 @@ class Dirichlet(ExponentialFamily):
 
     @property
     def mode(self):
-        """``(alpha - 1) / sum(alpha - 1)``; where every alpha is below 1 the density peaks
-        at corners, and the mode is the corner of the largest one."""
+        """``(alpha - 1) / sum(alpha - 1)``, the negative parts clamped to 0. Where every
+        alpha is below 1 the density is unbounded at every corner: the mode given is one
+        corner, the first (PyTorch's, an argmax over 0/0)."""
         shifted = (self.concentration - 1).clamp(min=0.0)
         mode = shifted / shifted.sum(-1, True)
         corner = (self.concentration < 1).all(dim=-1)

@@ -7,7 +7,7 @@ import tracegrad
 from ..runtime.tensor import Size
 from . import constraints
 from .exp_family import ExponentialFamily
-from .kl import register_kl
+from .kl import _infinite_like, register_kl
 from .normal import Normal
 from .uniform import Uniform
 from .utils import broadcast_all
@@ -72,10 +72,6 @@ class Exponential(ExponentialFamily):
 
     def _log_normalizer(self, x):
         return -tracegrad.log(-x)
-
-
-def _infinite_like(t):
-    return tracegrad.full_like(t, math.inf)
 
 
 @register_kl(Exponential, Exponential)

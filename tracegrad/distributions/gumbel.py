@@ -6,8 +6,9 @@ import tracegrad
 
 from ..runtime.type_info import finfo
 from . import constraints
-from .exponential import Exponential, _infinite_like
-from .kl import register_kl
+from .exponential import Exponential
+from .gamma import Gamma
+from .kl import _infinite_like, register_kl
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
@@ -77,6 +78,7 @@ def _kl_gumbel_gumbel(p, q):
 
 
 @register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Uniform)
 def _kl_gumbel_infinity(p, q):
     return _infinite_like(p.loc)
@@ -97,6 +99,19 @@ def _kl_exponential_gumbel(p, q):
     loc_scale = q.loc / q.scale
     t2 = tracegrad.exp(loc_scale) * scale_rate / (scale_rate + 1)
     return scale_rate.log() - 1 - loc_scale + t2 + scale_rate.reciprocal()
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    """``-H(p) - E_p[log q]``; ``E_p[exp(-x / q.scale)]`` is the gamma's Laplace
+    transform ``(1 + 1 / (rate q.scale))^-a``."""
+    a = p.concentration
+    rate_scale = p.rate * q.scale
+    loc_scale = q.loc / q.scale
+    t1 = (a - 1) * a.digamma() - a.lgamma() - a
+    t2 = rate_scale.log() + a / rate_scale
+    t3 = tracegrad.exp(loc_scale) * (1 + rate_scale.reciprocal()).pow(-a) - loc_scale
+    return t1 + t2 + t3
 
 
 @register_kl(Normal, Gumbel)

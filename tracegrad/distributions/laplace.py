@@ -8,8 +8,9 @@ from ..runtime.tensor import Size
 from ..runtime.type_info import finfo
 from . import constraints
 from .distribution import Distribution
-from .exponential import Exponential, _infinite_like
-from .kl import register_kl
+from .exponential import Exponential
+from .gamma import Gamma
+from .kl import _infinite_like, register_kl
 from .normal import Normal
 from .uniform import Uniform
 from .utils import broadcast_all
@@ -82,6 +83,7 @@ def _kl_laplace_laplace(p, q):
 
 
 @register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
 @register_kl(Laplace, Uniform)
 def _kl_laplace_infinity(p, q):
     return _infinite_like(p.loc)

@@ -76,8 +76,9 @@ class LowRankMultivariateNormal(Distribution):
                              f"cov_diag {cov_diag.shape}") from e
         self.loc, self.cov_diag = loc_[..., 0], cov_diag_[..., 0]
         self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
-        self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
         super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
+        # (after validation: a negative cov_diag is reported as such, not as a failed Cholesky)
+        self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
 
     def expand(self, batch_shape, _instance=None):
         n, m = self._event_shape[0], self.cov_factor.shape[-1]

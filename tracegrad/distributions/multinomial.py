@@ -87,8 +87,10 @@ class Multinomial(Distribution):
 
     def entropy(self):
         """``n H(categorical) - log n! + sum_i E[log x_i!]``: each count ``x_i`` is
-        binomial, so its expectation is a sum over ``1 .. n``."""
-        n = tracegrad.tensor(self.total_count)
+        binomial, so its expectation is a sum over ``1 .. n``. (``log n!`` is taken in the
+        probabilities' dtype; PyTorch's is float32 whatever theirs.)"""
+        probs = self.probs
+        n = tracegrad.tensor(float(self.total_count), dtype=probs.dtype, device=probs.device)
         counts = self._binomial.enumerate_support(expand=False)[1:]
         pmf = tracegrad.exp(self._binomial.log_prob(counts))
         expected_log_factorials = (pmf * tracegrad.lgamma(counts + 1)).sum((0, -1))

@@ -5,36 +5,12 @@ how it is sampled."""
 import tracegrad
 
 from ..runtime.tensor import Size
-from ..runtime.type_info import finfo
 from . import constraints
 from .distribution import Distribution
+from .gamma import Gamma
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["NegativeBinomial"]
-
-
-def _standard_gamma(concentration):
-    """Gamma(``concentration``, 1) draws, by Marsaglia and Tsang's rejection method (2000),
-    all elements at once: each round proposes ``d v`` with ``v = (1 + c z)^3``, ``z``
-    standard normal, and keeps the still-pending elements whose uniform passes the log
-    test. A concentration ``a < 1`` is drawn at ``a + 1`` and scaled by ``u^(1/a)``.
-    (tracegrad has no ``_standard_gamma`` primitive; this is written with its seeded
-    ``randn``/``rand`` streams, so ``manual_seed`` makes it repeatable.)"""
-    a = concentration
-    boosted = tracegrad.where(a < 1, a + 1, a)
-    d = boosted - 1 / 3
-    c = (9 * d).rsqrt()
-    result = a.clone()  # (non-finite concentrations are returned as they are)
-    pending = tracegrad.isfinite(a)
-    while bool(pending.any()):
-        z = tracegrad.randn_like(a)
-        v = (1 + c * z).pow(3)
-        log_u = tracegrad.rand_like(a).log()
-        accept = pending & (v > 0) & (log_u < 0.5 * z * z + d - d * v + d * v.clamp(min=finfo(a.dtype).tiny).log())
-        result = tracegrad.where(accept, d * v, result)
-        pending = pending & ~accept
-    scale = tracegrad.rand_like(a).pow(1 / a)
-    return tracegrad.where(a < 1, result * scale, result)
 
 
 class NegativeBinomial(Distribution):
@@ -87,12 +63,15 @@ class NegativeBinomial(Distribution):
     def variance(self):
         return self.mean / tracegrad.sigmoid(-self.logits)
 
+    @lazy_property
+    def _gamma(self):
+        """The mixing law of the Poisson rate: Gamma(``total_count``, rate ``exp(-logits)``)."""
+        return Gamma(concentration=self.total_count, rate=tracegrad.exp(-self.logits), validate_args=False)
+
     def sample(self, sample_shape=Size()):
-        """A Poisson draw whose rate is Gamma(``total_count``, rate ``exp(-logits)``)."""
-        shape = self._extended_shape(sample_shape)
+        """A Poisson draw whose rate is drawn from :attr:`_gamma`."""
         with tracegrad.no_grad():
-            gamma = _standard_gamma(self.total_count.expand(shape)) * tracegrad.exp(self.logits).expand(shape)
-            return tracegrad.poisson(gamma.clamp(min=finfo(gamma.dtype).tiny))
+            return tracegrad.poisson(self._gamma.sample(sample_shape))
 
     def log_prob(self, value):
         """``log Gamma(r + k) - log Gamma(r) - log k! + r log(1 - p) + k log p`` (the

@@ -6,36 +6,11 @@ import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from .chi2 import Chi2
 from .distribution import Distribution
 from .utils import _standard_normal, broadcast_all
 
 __all__ = ["StudentT"]
-
-
-def _chi2_sample(df, shape):
-    """Chi-square draws of ``shape`` with ``df`` degrees of freedom: ``2 * Gamma(df/2)``
-    where a Gamma sampler exists; else, for integer ``df`` only, a sum of ``df`` squared
-    standard normals (masked to each element's own ``df``)."""
-    df = df.expand(shape)
-    try:
-        from .gamma import Gamma  # (written separately; used as soon as it is there)
-    except ModuleNotFoundError as error:
-        if error.name != __package__ + ".gamma":
-            raise
-        Gamma = None
-    if Gamma is not None:
-        return Gamma(0.5 * df, 0.5, validate_args=False).rsample()
-    if hasattr(tracegrad, "_standard_gamma"):
-        return 2 * tracegrad._standard_gamma(0.5 * df)
-    with tracegrad.no_grad():
-        if not bool((df == df.round()).all()):
-            raise NotImplementedError("StudentT.sample/rsample with a non-integer df needs Gamma (chi-square) "
-                                      "sampling, which tracegrad does not have yet (no distributions.Gamma, no "
-                                      "tracegrad._standard_gamma); only integer df can be sampled")
-        k = int(df.max().item()) if df.numel() else 0
-        z = _standard_normal(tuple(shape) + (k,), dtype=df.dtype, device=df.device)
-        used = tracegrad.arange(k, device=df.device) < df.unsqueeze(-1)
-        return (z * z * used).sum(-1)
 
 
 class StudentT(Distribution):
@@ -47,10 +22,13 @@ class StudentT(Distribution):
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        self._chi2 = Chi2(self.df)  # (validated first: a bad df is reported as Chi2's, as in PyTorch)
         super().__init__(self.df.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return self._expanded(StudentT, batch_shape, _instance, {"df": (), "loc": (), "scale": ()})
+        new = self._expanded(StudentT, batch_shape, _instance, {"df": (), "loc": (), "scale": ()})
+        new._chi2 = self._chi2.expand(batch_shape)
+        return new
 
     @property
     def mean(self):
@@ -72,7 +50,7 @@ class StudentT(Distribution):
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
         x = _standard_normal(shape, dtype=self.df.dtype, device=self.df.device)
-        y = x * tracegrad.rsqrt(_chi2_sample(self.df, shape) / self.df)
+        y = x * tracegrad.rsqrt(self._chi2.rsample(sample_shape) / self.df)
         return self.loc + self.scale * y
 
     def log_prob(self, value):

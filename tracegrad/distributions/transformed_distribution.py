@@ -39,7 +39,8 @@ class TransformedDistribution(Distribution):
         forward_shape = transform.forward_shape(base_shape)
         expanded_base_shape = transform.inverse_shape(forward_shape)
         if base_shape != expanded_base_shape:  # (a transform's parameters broadcast the base)
-            base_distribution = base_distribution.expand(expanded_base_shape[:len(expanded_base_shape) - base_event_dim])
+            cut = len(expanded_base_shape) - base_event_dim
+            base_distribution = base_distribution.expand(expanded_base_shape[:cut])
         if transform.domain.event_dim > base_event_dim:
             base_distribution = Independent(base_distribution, transform.domain.event_dim - base_event_dim)
         self.base_dist = base_distribution
