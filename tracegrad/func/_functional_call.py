@@ -67,6 +67,11 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
             else:
                 owner, _, attr = name.rpartition(".")
                 m = module.get_submodule(owner) if owner else module
+                if isinstance(getattr(type(m), attr, None), property):  # (a parametrized tensor:
+                    old = getattr(m, attr)                               # set through its
+                    setattr(m, attr, value)                              # setter, as PyTorch does)
+                    saved.append((m, attr, _PROPERTY, old))
+                    continue
                 saved.append((m, attr, _ABSENT))
                 object.__setattr__(m, attr, value)
         if args is None:
@@ -75,14 +80,17 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
             args = (args,)
         return module(*args, **(kwargs or {}))
     finally:
-        for container, attr, old in reversed(saved):
+        for container, attr, old, *value in reversed(saved):
             if old is _ABSENT:
                 object.__delattr__(container, attr)
+            elif old is _PROPERTY:
+                setattr(container, attr, value[0])
             else:
                 container[attr] = old
 
 
 _ABSENT = object()
+_PROPERTY = object()  # (a property's value was set through it: put back the same way)
 
 
 def stack_module_state(models):

@@ -1,7 +1,14 @@
-"""``tracegrad.nn.utils``: gradient clipping and parameter/vector conversion."""
-from . import clip_grad, convert_parameters
-from . import rnn  # noqa: F401  (torch.nn.utils.rnn: reached as a submodule)
+"""``tracegrad.nn.utils``: gradient clipping, parameter/vector conversion, weight and spectral
+normalization (hooks and parametrizations), ``parametrize``, conv/linear-BN fusion,
+``skip_init`` and ``stateless``."""
+from . import clip_grad, convert_parameters, fusion, parametrizations, parametrize, rnn, stateless
 from .clip_grad import *
 from .convert_parameters import *
+from .fusion import *
+from .init import skip_init
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
-__all__ = clip_grad.__all__ + convert_parameters.__all__
+__all__ = (clip_grad.__all__ + convert_parameters.__all__ + fusion.__all__
+           + ["parametrizations", "parametrize", "remove_spectral_norm", "remove_weight_norm", "rnn",
+              "skip_init", "spectral_norm", "stateless", "weight_norm"])
