@@ -43,6 +43,8 @@ OTHER_SAMPLES = {
     "unique_consecutive": [S(np.array([1, 1, 2, 2, 1])), S(_i, dim=0)],
     "bincount": [S(np.array([1, 1, 4])), S(np.array([0, 2]), r(2), minlength=4)],
     "histogram_counts": [S(r(10), np.linspace(-1, 1, 5)), S(r(10), np.linspace(-1, 1, 5), r(10), linear=True)],
+    # integer arithmetic and bits (tracegrad/rules/special.py)
+    **{name: [S(_i, ints(4, 4) - 1), S(_i, 3)] for name in ("gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift")},
 }
 # (rules whose operands are complex only: their samples are the complex walker's)
 COMPLEX_ONLY_SAMPLES = {name: COMPLEX_SAMPLES[name] for name in COMPLEX_ONLY}

@@ -93,13 +93,18 @@ OUT_DTYPE_RULES = {
                    "sinh cosh tanh asinh acosh atanh sigmoid logit erf erfc erfinv sinc lgamma digamma "
                    "polygamma i0 atan2 hypot copysign xlogy fmod remainder floor_divide maximum minimum "
                    "fmax fmin logaddexp logaddexp2 lerp addcmul addcdiv deg2rad rad2deg angle outer ger "
-                   "kron diff mean std var nanmean"),
+                   "kron diff mean std var nanmean gcd lcm bitwise_left_shift bitwise_right_shift nextafter "
+                   "igamma igammac"),
     **_rules(_any, "sum prod nansum cumsum cumprod eq ne lt le gt ge greater greater_equal less "
                    "less_equal not_equal logical_and logical_or logical_xor logical_not"),
     **_rules(FOUND, "neg negative abs absolute sign sgn frac trunc fix floor ceil round clamp clip"),
     **_rules(SAME, "mm bmm matmul mv addmm baddbmm addmv diag tril triu gather take_along_dim cross "
                    "argmax argmin norm sort msort topk max min median aminmax matrix_power "
-                   "triangular_solve lu_unpack lu_solve cholesky_solve cholesky_inverse geqrf orgqr ormqr"),
+                   "triangular_solve lu_unpack lu_solve cholesky_solve cholesky_inverse geqrf orgqr ormqr "
+                   "scatter_reduce index_reduce"),
+    **_rules((_exact("expected scalar_type {r} but found {o}"),) * 2, "cummax cummin"),
+    "mode": (_exact("expected scalar type '{r}' but got '{o}' for values output"),
+             _exact("expected scalar type '{r}' but got '{o}' for indices output")),
     "kthvalue": (_exact("output values must be of same type as input"),  # a rule per part of the tuple
                  _exact("output indices must be of scalar type Long")),
     **_rules(CAT, "cat concat concatenate stack hstack vstack row_stack dstack column_stack"),

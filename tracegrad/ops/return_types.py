@@ -1,7 +1,8 @@
 """Named results such as ``max(x, dim)``'s ``(values, indices)``, printed like PyTorch's."""
 import collections
 
-__all__ = ["max", "min", "sort", "topk", "mode", "median", "nanmedian", "kthvalue", "histogram"]
+__all__ = ["max", "min", "sort", "topk", "mode", "median", "nanmedian", "kthvalue", "histogram", "cummax",
+           "cummin"]
 
 
 def _structseq(name, fields):
@@ -24,6 +25,8 @@ median = _structseq("median", ["values", "indices"])
 nanmedian = _structseq("nanmedian", ["values", "indices"])
 kthvalue = _structseq("kthvalue", ["values", "indices"])
 histogram = _structseq("histogram", ["hist", "bin_edges"])
+cummax = _structseq("cummax", ["values", "indices"])
+cummin = _structseq("cummin", ["values", "indices"])
 
 _OUT_TYPES = {}
 

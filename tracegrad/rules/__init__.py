@@ -18,6 +18,7 @@ from . import decomp, spectral, matrix_functions  # noqa: F401
 from . import lapack, triangular, matrix_exp  # noqa: F401
 from . import scipy_linalg, scipy_signal, scipy_stats  # noqa: F401  (SciPy kernels, imported lazily)
 from . import ode  # noqa: F401  (SciPy's odeint, imported lazily)
+from . import scatter_reduce, extrema  # noqa: F401
 from .core import OUT, TABLE, Meta, Primitive, primitive  # noqa: F401
 
 __all__ = ["TABLE", "Primitive", "primitive", "Meta", "OUT"]

@@ -1,7 +1,8 @@
 """Elementwise functions beyond unary.py and arith.py whose kernels NumPy has: inverse
 hyperbolics, sinc, cbrt, hypot, logaddexp/logaddexp2, fmax/fmin, fmod, copysign,
-ldexp/frexp, xlogy/xlog1py, logit, entr. (The gamma, error and Bessel families, whose
-kernels come from SciPy, are in :mod:`.gamma` and :mod:`.bessel`.)
+ldexp/frexp, xlogy/xlog1py, logit, entr, nextafter; and the integer gcd, lcm and bit
+shifts (no gradient). (The gamma, error and Bessel families, whose kernels come from SciPy,
+are in :mod:`.gamma` and :mod:`.bessel`.)
 
 Conventions where the derivative is not defined, chosen once and documented here:
 
@@ -14,6 +15,8 @@ Conventions where the derivative is not defined, chosen once and documented here
   ``x == 0``), 0 where ``x == y == 0``; d/dy is ``x / y``, 0 where ``x == 0``.
 * ``copysign``: d/dx is ``sign(x) * sign(result)`` (0 at ``x == 0``), d/dy is 0, as in
   PyTorch.
+* ``nextafter(x, y)``: d/dx is 1 where ``x != y`` (the result is ``x`` moved by one
+  float) and 0 where they are equal (the result is ``y``), d/dy is 0, as in PyTorch.
 * ``sinc`` at 0: slope 0, curvature -pi^2/3, computed by series near 0 (no 0/0).
 * ``cbrt`` at 0: an infinite slope, as the function has (not ``sign * |x|^(1/3)``, whose
   second derivative would be wrong there).
@@ -440,6 +443,104 @@ def entr_vjp(g, out, x):
     return -g * (log(x) + 1)
 
 
+# -- integer arithmetic and bits (no gradient) and nextafter ---------------------------------
+
+def _common(xp, x, y):
+    """Both operands as arrays of their (promoted) dtype: a Python number takes the
+    array's, as it did in the promotion."""
+    dtype = (x if hasattr(x, "dtype") else y).dtype
+    return xp.asarray(x, dtype=dtype), xp.asarray(y, dtype=dtype)
+
+
+def _gcd(xp, x, y):
+    """PyTorch's Euclid in the operands' dtype: ``|x|`` and ``|y|`` (where the most negative
+    integer stays negative), then ``a, b = b % a, a`` with C's remainder (the sign of the
+    dividend) until ``a`` is 0. NumPy's gcd takes absolute values as unsigned, so it
+    differs where the most negative integer takes part."""
+    x, y = _common(xp, x, y)
+    a, b = (xp.array(v) for v in xp.broadcast_arrays(xp.absolute(x), xp.absolute(y)))
+    one = xp.ones((), dtype=a.dtype)
+    while True:
+        going = a != 0
+        if not going.any():
+            return b
+        a, b = xp.where(going, xp.fmod(b, xp.where(going, a, one)), a), xp.where(going, a, b)
+
+
+@primitive()
+def gcd(xp, x, y):
+    """The greatest common divisor, non-negative (but where the most negative integer takes
+    part, as in PyTorch); gcd(0, 0) = 0."""
+    return _gcd(xp, x, y)
+
+
+@primitive()
+def lcm(xp, x, y):
+    """The least common multiple as PyTorch computes it, ``|x / gcd(x, y) * y|``, in C's
+    int for dtypes narrower than it and in the dtype otherwise, then cast back (so an
+    overflowing product wraps); 0 where either is 0."""
+    x, y = _common(xp, x, y)
+    g = _gcd(xp, x, y)
+    zero = g == 0
+    quotient = xp.floor_divide(x, xp.where(zero, xp.ones_like(g), g))  # (exact: g divides x)
+    if g.dtype.itemsize < 4:
+        quotient = quotient.astype(xp.int64)
+    product = xp.absolute(xp.multiply(quotient, y)).astype(g.dtype)
+    return xp.where(zero, xp.zeros_like(g), product)
+
+
+def _shift_operands(xp, x, s):
+    """``x`` and ``s`` as arrays of their common dtype, where a shift amount of the
+    dtype's bit width or more, or a negative one, falls outside (PyTorch defines those)."""
+    x, s = _common(xp, x, s)
+    outside = (s < 0) | (s >= 8 * x.dtype.itemsize)
+    return x, xp.where(outside, xp.zeros_like(s), s), outside
+
+
+@primitive()
+def bitwise_left_shift(xp, x, s):
+    """``x << s`` in ``x``'s integer dtype (wrapping); 0 for a shift outside [0, bits)."""
+    x, s, outside = _shift_operands(xp, x, s)
+    shifted = xp.left_shift(x, s)
+    return xp.where(outside, xp.zeros_like(shifted), shifted)
+
+
+@primitive()
+def bitwise_right_shift(xp, x, s):
+    """``x >> s``, arithmetic for signed dtypes; a shift outside [0, bits) leaves the sign
+    alone: -1 for a negative ``x``, else 0 (PyTorch's)."""
+    x, s, outside = _shift_operands(xp, x, s)
+    shifted = xp.right_shift(x, s)
+    return xp.where(outside, xp.negative((x < 0).astype(shifted.dtype)), shifted)
+
+
+@primitive("NextafterBackward0")
+def nextafter(xp, x, y):
+    """The next representable float after ``x`` towards ``y`` (``y`` where they are equal)."""
+    return xp.nextafter(x, y)
+
+
+@nextafter.vjp("x", uses="x y")
+def nextafter_vjp_x(g, out, x, y):
+    return unbroadcast(where(x != y, g, 0.0), x)
+
+
+@nextafter.vjp("y")
+def nextafter_vjp_y(g, out, x, y):
+    return unbroadcast(zeros_like(g), y)
+
+
+@nextafter.jvp("x")
+def nextafter_jvp_x(t, out, x, y):
+    return expand_to(where(x != y, t, 0.0), out)
+
+
+@nextafter.jvp("y")
+def nextafter_jvp_y(t, out, x, y):
+    return expand_to(zeros_like(t), out)
+
+
 __all__ = ["asinh", "acosh", "atanh", "sinc", "sinc_slope", "cbrt", "hypot", "logaddexp",
            "logaddexp2", "fmax", "fmin", "fmod", "truncated_quotient", "copysign", "ldexp",
-           "frexp", "xlogy", "xlog1py", "logit", "entr"]
+           "frexp", "xlogy", "xlog1py", "logit", "entr", "gcd", "lcm", "bitwise_left_shift",
+           "bitwise_right_shift", "nextafter"]
