@@ -465,7 +465,7 @@ def test_bad_map_location():
         roundtrip(1, map_location=3)
     with pytest.raises(TypeError, match="not dict"):
         roundtrip(1, map_location={"cpu": 0})
-    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, meta device type"):
         roundtrip(1, map_location="gpu")
 
 

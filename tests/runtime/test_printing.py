@@ -1,6 +1,7 @@
 """repr/str of tensors, grad_fn nodes, Size, dtype, device and named results (PyTorch's, renamed)."""
 import re
 
+import numpy as np
 import pytest
 
 from ._helpers import LIB, tg
@@ -67,6 +68,21 @@ def test_default_dtype_changes_which_dtype_is_shown():
     tg.set_default_dtype(tg.float64)
     assert repr(tg.tensor([1.0])) == "tensor([1.])"
     assert repr(tg.tensor([1.0], dtype=tg.float32)) == f"tensor([1.], dtype={LIB}.float32)"
+
+
+def test_f_strings_of_zero_dim_tensors_give_their_number():
+    """As in PyTorch: ``f"{loss}"`` is the number (history or not); a Parameter, and a
+    tensor of another shape, print their repr and refuse a format spec."""
+    x = tg.tensor(2.5, requires_grad=True)
+    assert f"{x * 2}" == "5.0" and f"{tg.tensor(3)}" == "3" and f"{tg.tensor(True)}" == "True"
+    assert f"{tg.tensor(0.1)}" == str(float(np.float32(0.1)))
+    assert f"{x:.2f}" == "2.50"
+    p = tg.nn.Parameter(tg.tensor(1.5))
+    assert f"{p}" == repr(p)
+    assert f"{tg.tensor([1.0, 2.0])}" == repr(tg.tensor([1.0, 2.0]))
+    for t in (p, tg.ones(2)):
+        with pytest.raises(TypeError, match=f"unsupported format string passed to {type(t).__name__}.__format__"):
+            f"{t:.1f}"  # noqa: B018
 
 
 def test_size_concatenation_stays_a_size():

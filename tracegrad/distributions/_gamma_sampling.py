@@ -21,11 +21,10 @@ coordinates shrinking in proportion, so that gradients match PyTorch's.
 Draws come from the device's NumPy/CuPy generator (``manual_seed`` repeats them); the
 series run on the host in float64 whatever the device and dtype.
 """
-import numpy as np
-
 import tracegrad
 
 from .. import backend
+from ..backend import cpu as np  # (the series run on the host, in float64)
 from ..runtime.creation import _stream
 from ..runtime.function import Function, once_differentiable
 from ..runtime.tensor import wrap

@@ -65,6 +65,7 @@ class BatchedTensor(Tensor):
 
     __slots__ = ("_level", "_phys")
     _vmap_batched = True  # (code outside tracegrad.func tests this: its _data is sample 0 only)
+    _formats_as_number = True  # (f"{v.sum()}" reads the value, which vmap refuses, as PyTorch's)
 
     def item(self):
         raise RuntimeError(_ITEM)

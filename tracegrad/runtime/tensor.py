@@ -445,11 +445,17 @@ class Tensor:
 
     __str__ = __repr__
 
+    _formats_as_number = False  # (subclasses that PyTorch formats as a plain Tensor say True)
+
     def __format__(self, spec):
-        """A 0-d Tensor (not a subclass such as Parameter) formats as its Python number,
-        spec or not: ``f"{loss}"`` prints ``0.6931...``, as in PyTorch."""
-        if self._data.ndim == 0 and type(self) is Tensor:
+        """A 0-d Tensor formats as its Python number, spec or not: ``f"{loss}"`` prints
+        ``0.6931...``, as in PyTorch; other tensors and subclasses (a Parameter) print
+        their repr, and refuse a format spec, as there. (A batched tensor under vmap is a Tensor to PyTorch: it reads its
+        value, which vmap refuses.)"""
+        if self._data.ndim == 0 and (type(self) is Tensor or type(self)._formats_as_number):
             return format(self.item(), spec)
+        if spec:  # (object's rule, as PyTorch: a spec for a repr is an error)
+            raise TypeError(f"unsupported format string passed to {type(self).__name__}.__format__")
         return repr(self)
 
     def __reduce_ex__(self, protocol):

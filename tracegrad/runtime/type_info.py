@@ -4,8 +4,7 @@ Read from NumPy's ``finfo``/``iinfo`` of the storage type; bfloat16, which NumPy
 store, has its limits written out (8 exponent bits as float32, 8 significand bits).
 A complex dtype gives the limits of its real part, as in PyTorch.
 """
-import numpy as np
-
+from ..backend import cpu as np  # (limits of host dtypes: NumPy's)
 from ..backend import dtypes as _dt
 
 __all__ = ["finfo", "iinfo"]

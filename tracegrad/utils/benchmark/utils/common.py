@@ -12,7 +12,7 @@ import dataclasses
 import math
 import textwrap
 
-import numpy as np
+from ....backend import cpu as np  # (statistics of host timings)
 
 __all__ = ["Measurement", "TaskSpec", "ordered_unique", "select_unit", "set_torch_threads",
            "trim_sigfig", "unit_to_english"]
