@@ -10,22 +10,7 @@ import tracegrad as tg
 from tracegrad.distributions import (Bernoulli, Categorical, Distribution, Independent, Normal, Uniform,
                                      constraints, kl_divergence, register_kl)
 
-
-def fd_grad(f, x, eps=1e-6):
-    """Central finite differences of scalar ``f`` (NumPy float64 in, float out) at ``x``."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
-def grad_of(fn, x0):
-    """``fn``'s gradient at ``x0`` (float64) by autograd, and by finite differences."""
-    x = tg.tensor(x0, requires_grad=True)
-    fn(x).sum().backward()
-    return x.grad.numpy(), fd_grad(lambda v: float(fn(tg.tensor(v)).sum()), x0)
+from ._helpers import grad_of
 
 
 # ----------------------------------------------------------------------------- Normal

@@ -26,30 +26,7 @@ from tracegrad.distributions.relaxed_bernoulli import LogitRelaxedBernoulli, Rel
 from tracegrad.distributions.relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
 from tracegrad.distributions.transformed_distribution import TransformedDistribution
 
-F64 = tg.float64
-
-
-def t64(x):
-    return tg.tensor(np.asarray(x, dtype=np.float64))
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central finite differences of scalar ``f`` (NumPy float64 in, float out) at ``x``."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
-def check_grad(fn, x0, rtol=1e-6, atol=1e-9):
-    """``fn``'s (summed) gradient at ``x0`` by autograd against finite differences."""
-    x = tg.tensor(np.asarray(x0, dtype=np.float64), requires_grad=True)
-    fn(x).sum().backward()
-    want = fd_grad(lambda v: float(fn(tg.tensor(v)).sum()), np.asarray(x0, dtype=np.float64))
-    np.testing.assert_allclose(x.grad.numpy(), want, rtol=rtol, atol=atol)
-
+from ._helpers import F64, check_grad, t64
 
 # ------------------------------------------------------------------- the implicit gradients
 

@@ -30,35 +30,7 @@ from tracegrad.distributions import (
     kl_divergence,
 )
 
-F64 = tg.float64
-
-
-def t64(v):
-    return tg.tensor(np.asarray(v, dtype=np.float64))
-
-
-def npy(x):
-    return x.detach().numpy()
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central finite differences of scalar ``f`` (NumPy float64 in, float out) at ``x``."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
-def check_grad(fn, x0, rtol=1e-6, atol=1e-9):
-    """``fn``'s (summed) gradient at ``x0`` by autograd against finite differences."""
-    x0 = np.asarray(x0, dtype=np.float64)
-    x = tg.tensor(x0, requires_grad=True)
-    fn(x).sum().backward()
-    want = fd_grad(lambda v: float(fn(tg.tensor(v)).sum()), x0)
-    np.testing.assert_allclose(x.grad.numpy(), want, rtol=rtol, atol=atol)
-
+from ._helpers import F64, check_grad, npy, raised, read, spd, t64, to_torch
 
 # ----------------------------------------------------------------------------- scalar families
 
@@ -268,14 +240,9 @@ def test_validation_errors():
 
 # ----------------------------------------------------------------------------- Wishart
 
-def _spd(rng, batch, n):
-    a = rng.normal(size=batch + (n, n))
-    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
-
-
 RNG = np.random.default_rng(3)
-COV, DF = _spd(RNG, (2,), 3), np.array([4.5, 6.0])
-VALUES = _spd(RNG, (4, 2), 3)
+COV, DF = spd(RNG, (2,), 3), np.array([4.5, 6.0])
+VALUES = spd(RNG, (4, 2), 3)
 
 
 @pytest.mark.scipy
@@ -491,17 +458,6 @@ def test_kl_infinite_pairs_and_gradients():
 
 # ----------------------------------------------------------------------------- PyTorch itself
 
-def _read(d, attr, v):
-    if attr == "cdf":
-        return d.cdf(v)
-    if attr == "icdf":
-        return d.icdf(d.cdf(v))
-    if attr == "log_prob":
-        return d.log_prob(v)
-    value = getattr(d, attr)
-    return value() if callable(value) else value
-
-
 ORACLE_DTYPES = [(name, dtype) for name in SCALAR for dtype in ("float64", "float32")
                  if (name, dtype) != ("GeneralizedPareto", "float64")]  # (PyTorch's log_prob raises
 # there: it compares the concentration with a float32 zero)
@@ -526,12 +482,12 @@ def test_scalar_families_match_torch(name, dtype):
         if name == "Kumaraswamy" and attr == "mode":
             continue  # (PyTorch's is NaN everywhere; ours is checked by hand above)
         try:
-            want = _read(theirs, attr, v2)
+            want = read(theirs, attr, v2)
         except NotImplementedError:
             with pytest.raises(NotImplementedError):
-                _read(mine, attr, v1)
+                read(mine, attr, v1)
             continue
-        np.testing.assert_allclose(npy(_read(mine, attr, v1)), want.detach().numpy(), rtol=rtol, err_msg=attr)
+        np.testing.assert_allclose(npy(read(mine, attr, v1)), want.detach().numpy(), rtol=rtol, err_msg=attr)
     e, te = mine.expand((3, 2)), theirs.expand((3, 2))
     assert type(e).__name__ == type(te).__name__ and e.batch_shape == tuple(te.batch_shape)
     np.testing.assert_allclose(npy(e.log_prob(v1)), te.log_prob(v2).numpy(), rtol=rtol)
@@ -549,7 +505,7 @@ def test_wishart_matches_torch(kind):
     np.testing.assert_allclose(npy(mine.log_prob(t64(VALUES))), theirs.log_prob(torch.tensor(VALUES)).numpy(),
                                rtol=1e-10)
     for attr in ("mean", "mode", "variance", "entropy", "covariance_matrix", "precision_matrix", "scale_tril"):
-        np.testing.assert_allclose(npy(_read(mine, attr, None)), _read(theirs, attr, None).detach().numpy(),
+        np.testing.assert_allclose(npy(read(mine, attr, None)), read(theirs, attr, None).detach().numpy(),
                                    rtol=1e-10, err_msg=attr)
     for b in range(2):  # (unbatched: PyTorch's Bregman KL mixes a batch's df terms together)
         p1 = Wishart(t64(DF[b]), covariance_matrix=t64(COV[b]))
@@ -576,14 +532,8 @@ def test_lkj_cholesky_matches_torch():
 @pytest.mark.torch
 @pytest.mark.parametrize("pair", KL_PAIRS)
 def test_kl_pairs_match_torch(pair):
-    import torch
     import torch.distributions as TD
     p, q = KL_PAIRS[pair]()
-
-    def to_torch(d):
-        names = {"Uniform": ["low", "high"], "Pareto": ["scale", "alpha"]}.get(type(d).__name__,
-                                                                            list(d.arg_constraints))
-        return getattr(TD, type(d).__name__)(*[torch.tensor(npy(getattr(d, n))) for n in names])
     np.testing.assert_allclose(npy(kl_divergence(p, q)), TD.kl_divergence(to_torch(p), to_torch(q)).numpy(), rtol=1e-10)
 
 
@@ -612,16 +562,6 @@ ERRORS = [
 ]
 
 
-def _raised(fn, m, D):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn(m, D)
-    except Exception as e:  # noqa: BLE001 (the oracle decides which type is right)
-        return type(e).__name__, " ".join(str(e).replace("tracegrad.", "torch.").split())
-    return None
-
-
 @pytest.mark.torch
 @pytest.mark.parametrize("index", range(len(ERRORS)))
 def test_error_messages_match_torch(index):
@@ -629,5 +569,5 @@ def test_error_messages_match_torch(index):
     import torch.distributions as TD
 
     import tracegrad.distributions as D
-    ours, theirs = _raised(ERRORS[index], tg, D), _raised(ERRORS[index], torch, TD)
+    ours, theirs = raised(ERRORS[index], tg, D), raised(ERRORS[index], torch, TD)
     assert theirs is not None and ours == theirs

@@ -24,29 +24,7 @@ from tracegrad.distributions.logistic_normal import LogisticNormal
 from tracegrad.distributions.studentT import StudentT
 from tracegrad.distributions.transformed_distribution import TransformedDistribution
 
-F64 = tg.float64
-
-
-def t64(v):
-    return tg.tensor(v, dtype=F64)
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central finite differences of scalar ``f`` (NumPy float64 in, float out) at ``x``."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
-def grad_of(fn, x0):
-    """``fn``'s gradient at ``x0`` (float64) by autograd, and by finite differences."""
-    x = tg.tensor(x0, requires_grad=True)
-    fn(x).sum().backward()
-    return x.grad.numpy(), fd_grad(lambda v: float(fn(tg.tensor(v)).sum()), x0)
-
+from ._helpers import F64, grad_of, read, t64, to_torch
 
 # ----------------------------------------------------------------------------- transforms
 
@@ -600,16 +578,6 @@ def test_kl_infinite_pairs_gradients_and_unregistered():
 
 # ----------------------------------------------------------------------------- PyTorch itself
 
-def _read(d, attr, v):
-    """``d``'s property or method ``attr``: the cdf at ``v``, the icdf at that cdf."""
-    if attr == "cdf":
-        return d.cdf(v)
-    if attr == "icdf":
-        return d.icdf(d.cdf(v))
-    value = getattr(d, attr)
-    return value() if callable(value) else value
-
-
 @pytest.mark.torch
 @pytest.mark.parametrize("name", list(FAMILIES) + ["LogisticNormal"])
 def test_families_match_torch(name):
@@ -627,10 +595,10 @@ def test_families_match_torch(name):
     np.testing.assert_allclose(mine.log_prob(v1).numpy(), theirs.log_prob(v2).numpy(), rtol=1e-12)
     for attr in ("mean", "mode", "variance", "stddev", "entropy", "cdf", "icdf"):
         try:
-            want = _read(theirs, attr, v2)
+            want = read(theirs, attr, v2)
         except NotImplementedError:  # (StudentT's cdf, in both)
             continue
-        np.testing.assert_allclose(_read(mine, attr, v1).numpy(), want.numpy(), rtol=1e-10, err_msg=attr)
+        np.testing.assert_allclose(read(mine, attr, v1).numpy(), want.numpy(), rtol=1e-10, err_msg=attr)
     q_mine, q_theirs = mine.expand(mine.batch_shape), theirs.expand(theirs.batch_shape)
     if name not in ("StudentT", "LogisticNormal"):
         np.testing.assert_allclose(kl_divergence(mine, q_mine).numpy(), TD.kl_divergence(theirs, q_theirs).numpy(),
@@ -640,14 +608,8 @@ def test_families_match_torch(name):
 @pytest.mark.torch
 @pytest.mark.parametrize("pair", [k for k in KL_PAIRS if k != "halfcauchy_via_td"])
 def test_kl_pairs_match_torch(pair):
-    import torch
     import torch.distributions as TD
     p, q = KL_PAIRS[pair]()
-
-    def to_torch(d):
-        params = [torch.tensor(getattr(d, n).numpy()) for n in type(d).arg_constraints] if not isinstance(d, Uniform) \
-            else [torch.tensor(d.low.numpy()), torch.tensor(d.high.numpy())]
-        return getattr(TD, type(d).__name__)(*params)
     np.testing.assert_allclose(kl_divergence(p, q).numpy(), TD.kl_divergence(to_torch(p), to_torch(q)).numpy(),
                                rtol=1e-10)
 

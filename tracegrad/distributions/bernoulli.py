@@ -1,18 +1,18 @@
 """The Bernoulli distribution: 1 with probability ``probs`` (or ``sigmoid(logits)``)."""
 import math
-import numbers
 
 import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from ._probs_or_logits import ProbsOrLogits
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(ProbsOrLogits, ExponentialFamily):
     """Bernoulli distribution given ``probs`` or ``logits`` (log-odds), not both."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
@@ -20,25 +20,11 @@ class Bernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        param = probs if probs is not None else logits
-        (value,) = broadcast_all(param)
-        if probs is not None:
-            self.probs = value
-        else:
-            self.logits = value
-        self._param = value
-        super().__init__(Size() if isinstance(param, numbers.Number) else value.size(),
-                         validate_args=validate_args)
+        self._set_broadcast_param(probs, logits)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(Bernoulli, batch_shape, _instance, {"probs": (), "logits": ()})
-        new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
-        return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
+        return self._expanded_param(Bernoulli, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -53,18 +39,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

@@ -6,9 +6,9 @@ import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from ._probs_or_logits import ProbsOrLogits
 from .distribution import Distribution
 from .kl import register_kl
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Binomial"]
 
@@ -22,7 +22,7 @@ def _homogeneous_count(total_count, what):
     return count
 
 
-class Binomial(Distribution):
+class Binomial(ProbsOrLogits, Distribution):
     """Binomial distribution with ``total_count`` trials (broadcastable with the
     probabilities) and success ``probs`` or ``logits`` (log-odds), not both."""
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
@@ -30,38 +30,16 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        name, param = ("probs", probs) if probs is not None else ("logits", logits)
-        total_count, value = broadcast_all(total_count, param)
-        self.total_count = total_count.type_as(value)
-        setattr(self, name, value)
-        self._param = value
-        super().__init__(value.size(), validate_args=validate_args)
+        (total_count,) = self._set_broadcast_param(probs, logits, total_count)
+        self.total_count = total_count.type_as(self._param)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(Binomial, batch_shape, _instance, {"total_count": (), "probs": (), "logits": ()})
-        new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
-        return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
+        return self._expanded_param(Binomial, batch_shape, _instance, others=("total_count",))
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

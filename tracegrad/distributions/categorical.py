@@ -6,60 +6,38 @@ import tracegrad
 from ..runtime.tensor import Size
 from ..runtime.type_info import finfo
 from . import constraints
+from ._probs_or_logits import ProbsOrLogits, probs_or_logits
 from .distribution import Distribution
-from .utils import lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
 
-class Categorical(Distribution):
+class Categorical(ProbsOrLogits, Distribution):
     """Categorical distribution: ``probs`` (non-negative, normalized over the last dim) or
     ``logits`` (unnormalized log-probabilities), not both. The last dim indexes the
     categories; the others are the batch."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+    _is_binary = False
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            if probs.dim() < 1:
-                raise ValueError("`probs` parameter must be at least one-dimensional.")
-            self.probs = probs / probs.sum(-1, keepdim=True)
-        else:
-            if logits.dim() < 1:
-                raise ValueError("`logits` parameter must be at least one-dimensional.")
-            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
-        self._param = self.probs if probs is not None else self.logits
+        name, param = probs_or_logits(probs, logits)
+        if param.dim() < 1:
+            raise ValueError(f"`{name}` parameter must be at least one-dimensional.")
+        self._set_param(name, param / param.sum(-1, keepdim=True) if name == "probs"
+                        else param - param.logsumexp(dim=-1, keepdim=True))
         self._num_events = self._param.size()[-1]
         batch_shape = self._param.size()[:-1] if self._param.dim() > 1 else Size()
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(Categorical, batch_shape, _instance, {"probs": (self._num_events,),
-                                                                     "logits": (self._num_events,)})
-        new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
+        new = self._expanded_param(Categorical, batch_shape, _instance, event_shape=(self._num_events,))
         new._num_events = self._num_events
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

@@ -1,7 +1,6 @@
 """The Cauchy (Lorentz) distribution: the ratio of two independent standard normals,
 heavy-tailed enough to have no mean or variance."""
 import math
-import numbers
 
 import tracegrad
 
@@ -22,8 +21,7 @@ class Cauchy(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        super().__init__(Size() if scalar else self.loc.size(), validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Cauchy, batch_shape, _instance, {"loc": (), "scale": ()})

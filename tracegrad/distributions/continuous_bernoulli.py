@@ -4,12 +4,12 @@ density by its normalizer ``C(p)``. ``probs`` is not a probability nor ``logits`
 log-odds here, but the names are kept. Near ``p = 1/2`` the closed forms are 0/0, so
 within ``lims`` Taylor expansions around 1/2 stand in for them."""
 import math
-import numbers
 
 import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from ._probs_or_logits import ProbsOrLogits
 from .beta import Beta
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
@@ -17,12 +17,12 @@ from .gamma import Gamma
 from .kl import _infinite_like, register_kl
 from .normal import Normal
 from .uniform import Uniform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(ProbsOrLogits, ExponentialFamily):
     """Continuous Bernoulli distribution given ``probs`` (in (0, 1)) or ``logits``, not
     both; ``lims`` is the interval around 1/2 where Taylor expansions are used."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -31,29 +31,18 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        param = probs if probs is not None else logits
-        (value,) = broadcast_all(param)
+        self._set_broadcast_param(probs, logits)
         if probs is not None:
-            if validate_args is not None and not bool(self.arg_constraints["probs"].check(value).all()):
+            if validate_args is not None and not bool(self.arg_constraints["probs"].check(self.probs).all()):
                 raise ValueError("The parameter probs has invalid values")
-            value = self.probs = clamp_probs(value)
-        else:
-            self.logits = value
-        self._param = value
+            self._set_param("probs", clamp_probs(self.probs))
         self._lims = lims
-        super().__init__(Size() if isinstance(param, numbers.Number) else value.size(),
-                         validate_args=validate_args)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(ContinuousBernoulli, batch_shape, _instance, {"probs": (), "logits": ()})
+        new = self._expanded_param(ContinuousBernoulli, batch_shape, _instance)
         new._lims = self._lims
-        new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     def _outside_unstable_region(self):
         return tracegrad.le(self.probs, self._lims[0]) | tracegrad.gt(self.probs, self._lims[1])
@@ -97,16 +86,9 @@ class ContinuousBernoulli(ExponentialFamily):
         return tracegrad.where(self._outside_unstable_region(), variances, taylor)
 
     @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
     def probs(self):
+        """The sigmoid of the logits, clamped as given probabilities are."""
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

@@ -1,6 +1,5 @@
 """The exponential distribution: waiting times of a Poisson process of rate ``rate``."""
 import math
-import numbers
 
 import tracegrad
 
@@ -24,8 +23,7 @@ class Exponential(ExponentialFamily):
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
-        super().__init__(Size() if isinstance(rate, numbers.Number) else self.rate.size(),
-                         validate_args=validate_args)
+        super().__init__(self.rate.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Exponential, batch_shape, _instance, {"rate": ()})

@@ -1,7 +1,6 @@
 """The Fisher-Snedecor (F) distribution: the ratio of two independent chi-squares, each
 over its degrees of freedom (the law of an ANOVA's F statistic)."""
 import math
-import numbers
 
 import tracegrad
 
@@ -26,8 +25,7 @@ class FisherSnedecor(Distribution):
     def __init__(self, df1, df2, validate_args=None):
         self.df1, self.df2 = broadcast_all(df1, df2)
         self._gamma1, self._gamma2 = Gamma(self.df1 * 0.5, self.df1), Gamma(self.df2 * 0.5, self.df2)
-        scalar = isinstance(df1, numbers.Number) and isinstance(df2, numbers.Number)
-        super().__init__(Size() if scalar else self.df1.size(), validate_args=validate_args)
+        super().__init__(self.df1.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expanded(FisherSnedecor, batch_shape, _instance, {"df1": (), "df2": ()})

@@ -2,7 +2,6 @@
 the scale). Its reparameterized draws carry gradients to both: to the rate through the
 division by it, to the concentration implicitly (see :mod:`._gamma_sampling`)."""
 import math
-import numbers
 
 import tracegrad
 
@@ -30,8 +29,7 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        scalar = isinstance(concentration, numbers.Number) and isinstance(rate, numbers.Number)
-        super().__init__(Size() if scalar else self.concentration.size(), validate_args=validate_args)
+        super().__init__(self.concentration.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Gamma, batch_shape, _instance, {"concentration": (), "rate": ()})

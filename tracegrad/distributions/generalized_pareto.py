@@ -3,7 +3,6 @@ threshold (peaks over threshold). ``concentration`` xi picks the tail: exponenti
 xi = 0, Pareto-like (heavy) for xi > 0, bounded above by ``loc - scale / xi`` for xi < 0
 (uniform at xi = -1). Formulas follow TensorFlow Probability's, as PyTorch's do."""
 import math
-import numbers
 
 import tracegrad
 
@@ -30,8 +29,7 @@ class GeneralizedPareto(Distribution):
 
     def __init__(self, loc, scale, concentration, validate_args=None):
         self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
-        scalar = all(isinstance(v, numbers.Number) for v in (loc, scale, concentration))
-        super().__init__(Size() if scalar else self.loc.size(), validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(GeneralizedPareto, batch_shape, _instance,

@@ -1,37 +1,28 @@
 """The geometric distribution: the number of failures before the first success of
 independent trials, each a success with probability ``probs``, so ``P(k) = (1 - p)^k p``
 for ``k = 0, 1, ...`` (``Tensor.geometric_`` counts the trials instead, from 1)."""
-import numbers
-
 import tracegrad
 
 from ..runtime.tensor import Size
 from ..runtime.type_info import finfo
 from . import constraints
+from ._probs_or_logits import ProbsOrLogits
 from .distribution import Distribution
 from .kl import register_kl
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(ProbsOrLogits, Distribution):
     """Geometric distribution with success probability ``probs`` in (0, 1] or ``logits``
     (log-odds), not both."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        param = probs if probs is not None else logits
-        (value,) = broadcast_all(param)
-        if probs is not None:
-            self.probs = value
-        else:
-            self.logits = value
-        super().__init__(Size() if isinstance(param, numbers.Number) else param.size(),
-                         validate_args=validate_args)
+        self._set_broadcast_param(probs, logits)
+        super().__init__(self._param.size(), validate_args=validate_args)
         if self._validate_args and probs is not None:
             valid = self.probs > 0  # (unit_interval lets 0 through; a zero probability never succeeds)
             if not bool(valid.all()):
@@ -40,15 +31,7 @@ class Geometric(Distribution):
                                  f"found invalid values:\n{self.probs.data[~valid]}")
 
     def expand(self, batch_shape, _instance=None):
-        return self._expanded(Geometric, batch_shape, _instance, {"probs": (), "logits": ()})
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        return self._expanded_param(Geometric, batch_shape, _instance)
 
     @property
     def mean(self):

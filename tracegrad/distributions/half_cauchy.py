@@ -4,56 +4,24 @@ import math
 
 import tracegrad
 
-from . import constraints
+from ._folded import FoldedAtZero
 from .cauchy import Cauchy
-from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform
 
 __all__ = ["HalfCauchy"]
 
 
-class HalfCauchy(TransformedDistribution):
+class HalfCauchy(FoldedAtZero):
     """``|X|`` for ``X ~ Cauchy(0, scale)``: twice the Cauchy density on ``x >= 0``."""
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Cauchy(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(HalfCauchy, _instance))
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    base_family = Cauchy
 
     @property
     def mean(self):
         return tracegrad.full(self._extended_shape(), math.inf, dtype=self.scale.dtype, device=self.scale.device)
 
     @property
-    def mode(self):
-        return tracegrad.zeros_like(self.scale)
-
-    @property
     def variance(self):
         return self.base_dist.variance
 
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        value = tracegrad.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return tracegrad.where(value >= 0, log_prob, -math.inf)
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+    def _scored(self, value):
+        """``value`` in the scale's dtype and device (a number too, unvalidated)."""
+        return tracegrad.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)

@@ -1,6 +1,5 @@
 """The Laplace (double exponential) distribution."""
 import math
-import numbers
 
 import tracegrad
 
@@ -26,8 +25,7 @@ class Laplace(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        super().__init__(Size() if scalar else self.loc.size(), validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Laplace, batch_shape, _instance, {"loc": (), "scale": ()})

@@ -6,6 +6,7 @@ import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from ._probs_or_logits import CategoricalBacked
 from .binomial import Binomial
 from .categorical import Categorical
 from .distribution import Distribution
@@ -14,7 +15,7 @@ from .utils import broadcast_all
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(CategoricalBacked, Distribution):
     """Multinomial distribution of ``total_count`` (one int for the whole batch) trials
     over categories given by ``probs`` or ``logits`` (normalized over the last dim), not
     both. ``log_prob`` reads the number of trials off each value (the counts' sum), so it
@@ -25,38 +26,18 @@ class Multinomial(Distribution):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
+        self._init_categorical(Categorical(probs=probs, logits=logits), validate_args)
         self._binomial = Binomial(total_count, probs=self.probs)  # (each count's law: for the entropy)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
+        new = self._expanded_categorical(Multinomial, batch_shape, _instance)
         new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
         new._binomial = self._binomial.expand(Size(batch_shape) + self._event_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):

@@ -6,14 +6,15 @@ import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from ._probs_or_logits import ProbsOrLogits
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import lazy_property
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(ProbsOrLogits, Distribution):
     """Negative binomial distribution: ``total_count`` (non-negative) failures, success
     ``probs`` in [0, 1) or ``logits`` (log-odds), not both."""
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
@@ -21,35 +22,12 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        name, param = ("probs", probs) if probs is not None else ("logits", logits)
-        total_count, value = broadcast_all(total_count, param)
-        self.total_count = total_count.type_as(value)
-        setattr(self, name, value)
-        self._param = value
-        super().__init__(value.size(), validate_args=validate_args)
+        (total_count,) = self._set_broadcast_param(probs, logits, total_count)
+        self.total_count = total_count.type_as(self._param)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(NegativeBinomial, batch_shape, _instance,
-                             {"total_count": (), "probs": (), "logits": ()})
-        new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
-        return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
+        return self._expanded_param(NegativeBinomial, batch_shape, _instance, others=("total_count",))
 
     @property
     def mean(self):

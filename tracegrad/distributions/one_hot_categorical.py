@@ -5,6 +5,7 @@ import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from ._probs_or_logits import CategoricalBacked
 from .categorical import Categorical
 from .distribution import Distribution
 from .kl import kl_divergence, register_kl
@@ -12,7 +13,7 @@ from .kl import kl_divergence, register_kl
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(CategoricalBacked, Distribution):
     """One-hot categorical distribution given ``probs`` (non-negative, normalized over the
     last dim) or ``logits`` (unnormalized log-probabilities), not both; draws are one-hot
     vectors of ``probs.size(-1)`` entries in the parameters' dtype."""
@@ -21,35 +22,10 @@ class OneHotCategorical(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        self._init_categorical(Categorical(probs, logits), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
-
-    @property
-    def _param(self):
-        return self._categorical._param
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+        return self._expanded_categorical(OneHotCategorical, batch_shape, _instance)
 
     @property
     def mean(self):

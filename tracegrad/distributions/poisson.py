@@ -1,5 +1,4 @@
 """The Poisson distribution: counts ``k`` with mass ``rate^k e^-rate / k!``."""
-import numbers
 
 import tracegrad
 
@@ -22,8 +21,7 @@ class Poisson(ExponentialFamily):
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
-        super().__init__(Size() if isinstance(rate, numbers.Number) else self.rate.size(),
-                         validate_args=validate_args)
+        super().__init__(self.rate.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Poisson, batch_shape, _instance, {"rate": ()})

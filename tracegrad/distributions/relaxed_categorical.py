@@ -7,6 +7,7 @@ import tracegrad
 
 from ..runtime.tensor import Size
 from . import constraints
+from ._probs_or_logits import CategoricalBacked, RelaxedOfBase
 from .categorical import Categorical
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
@@ -16,7 +17,7 @@ from .utils import broadcast_all, clamp_probs
 __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(CategoricalBacked, Distribution):
     """The log of a RelaxedOneHotCategorical draw, given ``temperature`` and ``probs`` or
     ``logits`` (of the categorical it relaxes, whose last dim indexes categories)."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -24,31 +25,13 @@ class ExpRelaxedCategorical(Distribution):
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
         self.temperature = temperature
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        self._init_categorical(Categorical(probs, logits), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
+        new = self._expanded_categorical(ExpRelaxedCategorical, batch_shape, _instance)
         new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        return self._expanded(ExpRelaxedCategorical, batch_shape, new, {})
-
-    def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
+        return new
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
@@ -70,7 +53,7 @@ class ExpRelaxedCategorical(Distribution):
         return (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1) + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(RelaxedOfBase, TransformedDistribution):
     """Relaxed one-hot categorical distribution on the simplex, with ``temperature`` and
     ``probs`` or ``logits``: ``exp`` of an ExpRelaxedCategorical."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -84,15 +67,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape,
                               _instance=self._get_checked_instance(RelaxedOneHotCategorical, _instance))
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -1,6 +1,5 @@
 """The continuous uniform distribution on ``[low, high)``."""
 import math
-import numbers
 
 import tracegrad
 
@@ -23,8 +22,7 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        scalar = isinstance(low, numbers.Number) and isinstance(high, numbers.Number)
-        super().__init__(Size() if scalar else self.low.size(), validate_args=validate_args)
+        super().__init__(self.low.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Uniform, batch_shape, _instance, {"low": (), "high": ()})

@@ -16,8 +16,10 @@ euler_constant = 0.57721566490153286060
 
 
 def broadcast_all(*values):
-    """The values as Tensors broadcast to one shape; numbers become Tensors of the first
-    Tensor's dtype and device (the default dtype when there is none)."""
+    """The values as Tensors broadcast to one shape; numbers become (0-d) Tensors of the
+    first Tensor's dtype and device (the default dtype when there is none). That shape is
+    the batch shape of a distribution with these elementwise parameters: ``()`` when all
+    are numbers."""
     if not all(isinstance(v, (tracegrad.Tensor, numbers.Number)) for v in values):
         raise ValueError("Input arguments must all be instances of Number, torch.Tensor or objects "
                          "implementing __torch_function__.")
