@@ -66,6 +66,9 @@ def test_writes_do_nothing_and_reads_raise_as_in_pytorch():
             read()
     with pytest.raises(TypeError, match="can't convert meta device type tensor to numpy"):
         t.numpy()
+    for to_numpy in (np.asarray, np.array):  # (never the stand-in zeros as values)
+        with pytest.raises(RuntimeError, match="cannot be called on meta tensors"):
+            to_numpy(t._data)
     with pytest.raises(RuntimeError, match="devices"):
         t + tg.ones(2, 3)
 

@@ -86,6 +86,8 @@ class MetaArray:
         return _inferred(func, args, kwargs)
 
     def __getattr__(self, attr):  # the ndarray methods: reshape, sum, astype, T...
+        if attr.startswith("_"):  # (never the stand-in's memory: ``__array_interface__``
+            raise AttributeError(attr)  # would let NumPy read its zeros as the values)
         value = getattr(_stand_in(self), attr)
         if callable(value):
             return lambda *args, **kwargs: _inferred(lambda *a, **k: getattr(_unmeta(self), attr)(*a, **k),
