@@ -527,3 +527,55 @@ def test_vmap_batches_the_new_reductions():
     np.testing.assert_array_equal(vmap(lambda s: tg.cummax(s, 0).values)(rows).numpy(), [[1, 3, 3], [4, 4, 5]])
     assert vmap(lambda s: tg.mode(s).values)(tg.tensor([[1.0, 3.0, 3.0], [4.0, 1.0, 4.0]])).tolist() == [3.0, 4.0]
     assert vmap(lambda s: tg.gcd(s, tg.tensor(6)))(tg.tensor([[4, 9], [2, 3]])).tolist() == [[2, 3], [2, 3]]
+
+
+# -- review findings: each failed before its fix -------------------------------------------------
+
+@pytest.mark.parametrize("reduce,include_self", [("sum", False), ("amax", False), ("prod", False),
+                                                 ("sum", True), ("mean", True)])
+def test_scatter_reduce_into_itself_reads_the_source_before_writing(reduce, include_self):
+    """``x.scatter_reduce_(0, i, x, ...)``: the source is x as it was (a write-then-read gave
+    zeros, -inf or ones)."""
+    x = tg.tensor([1.0, 2.0, 3.0])
+    expected = tg.tensor([1.0, 2.0, 3.0]).scatter_reduce(0, tg.tensor([1, 2, 0]), tg.tensor([1.0, 2.0, 3.0]),
+                                                         reduce, include_self=include_self)
+    x.scatter_reduce_(0, tg.tensor([1, 2, 0]), x, reduce, include_self=include_self)
+    np.testing.assert_array_equal(x.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("fn", ["scatter_reduce", "index_reduce"])
+def test_a_nan_extremum_gives_nan_to_what_took_part_and_zero_to_what_did_not(fn):
+    """As PyTorch (and the table's own amax): every element reaching a NaN result gets NaN;
+    an x that include_self=False leaves out gets 0 (it got 0 / 0)."""
+    for include_self in (True, False):
+        x = tg.tensor([1.0, 5.0], requires_grad=True)
+        s = tg.tensor([float("nan"), 2.0, 3.0], requires_grad=True)
+        if fn == "scatter_reduce":
+            out = x.scatter_reduce(0, tg.tensor([0, 0, 1]), s, "amax", include_self=include_self)
+        else:
+            out = x.index_reduce(0, tg.tensor([0, 0, 1]), s, "amax", include_self=include_self)
+        out.sum().backward()
+        x_grad, s_grad = x.grad.numpy(), s.grad.numpy()
+        assert np.isnan(s_grad[:2]).all()
+        if include_self:
+            assert np.isnan(x_grad[0]) and x_grad[1] == 1.0 and s_grad[2] == 0.0
+        else:
+            np.testing.assert_array_equal(x_grad, [0.0, 0.0])
+            assert s_grad[2] == 1.0
+
+
+@pytest.mark.parametrize("reduce", ["mean", "amax"])
+def test_float16_counts_stay_exact_past_2048(reduce):
+    """Counts were made in float16, which stops at 2048: shares were twice too large."""
+    n = 4000
+    x = tg.zeros(1, dtype=tg.float16, requires_grad=True)
+    s = tg.zeros(n, dtype=tg.float16, requires_grad=True)
+    x.scatter_reduce(0, tg.zeros(n, dtype=tg.long), s, reduce).sum().backward()
+    np.testing.assert_allclose(float(s.grad.float()[0]), 1 / (n + 1), rtol=1e-3)
+    np.testing.assert_allclose(float(s.grad.float().sum() + x.grad.float().sum()), 1.0, rtol=2e-3)
+
+
+def test_nextafter_of_equal_values_is_the_target_in_every_float_dtype():
+    for dtype in (tg.float16, tg.float32, tg.float64):
+        r = tg.nextafter(tg.tensor(0.0, dtype=dtype), tg.tensor(-0.0, dtype=dtype))
+        assert r.item() == 0.0 and np.signbit(r.numpy())

@@ -4,7 +4,8 @@
 ``resize_`` keeps PyTorch's storage semantics where tracegrad can. The tensor's storage is
 its memory block read in memory order from its first element: shrinking keeps the first
 elements (a view of the same memory, so whatever shared it still does), growing within the
-block takes the elements that follow (a tensor shrunk earlier gets its old elements back),
+block takes the elements that follow (a tensor shrunk earlier gets its old elements back --
+not after shrinking to no elements: NumPy keeps no start address for an empty view),
 growing beyond it copies them all and appends zeros (PyTorch leaves the new elements
 uninitialised). A tensor that requires grad is refused
 (PyTorch's message). What tracegrad refuses, where PyTorch would reach outside the

@@ -75,5 +75,6 @@ def expand_to(t, out):
 @primitive(dtypes=KEEP)
 def indicator(xp, condition, like):
     """1 where ``condition`` holds and 0 elsewhere, in ``like``'s dtype (so that counting
-    ties or zeros in a float32 gradient stays float32)."""
+    ties or zeros in a float32 gradient stays float32); integer counts given as
+    ``condition`` come back as those counts in that dtype."""
     return xp.asarray(condition).astype(like.dtype)

@@ -50,25 +50,31 @@ def _identity(xp, reduce, dtype):
     return -xp.inf if reduce == "amax" else xp.inf
 
 
-def _combine_at(xp, reduce, dst, where_, values):
-    """``dst[where_] (op)= values`` with repeated positions combined, for ``reduce``'s op."""
+def _combiner(xp, reduce):
+    """``f(dst, where_, values)``: ``dst[where_] (op)= values`` with repeated positions
+    combined, for ``reduce``'s op (asked for before anything is written, so that a device
+    without it leaves ``dst`` as it was)."""
     if reduce in ("sum", "mean"):
-        xp.scatter_add(dst, where_, values)
-        return
+        return xp.scatter_add
     at = getattr(getattr(xp, _UFUNCS[reduce]), "at", None)
     if at is None:
         raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) needs {_UFUNCS[reduce]}.at, which this "
                                   f"device's array library ({getattr(xp, 'name', xp)}) does not have")
-    at(dst, where_, values)
+    return at
 
 
 def reduce_into(xp, dst, index, src, dim, reduce, include_self):
-    """The kernel: ``src`` (its leading ``index.shape`` block) reduced into ``dst`` in place."""
+    """The kernel: ``src`` (its leading ``index.shape`` block) reduced into ``dst`` in place.
+    ``src`` is read as it was before the write, also where it is ``dst`` itself
+    (``x.scatter_reduce_(0, i, x, ...)``: the values are copied first)."""
+    combine = _combiner(xp, reduce)
     where_ = _mesh(xp, index, dim)
     values = src[tuple(slice(0, n) for n in index.shape)]
+    if xp.may_share_memory(values, dst):
+        values = values.copy()
     if not include_self:
         dst[where_] = _identity(xp, reduce, dst.dtype)
-    _combine_at(xp, reduce, dst, where_, values)
+    combine(dst, where_, values)
     if reduce == "mean":
         count = xp.full(dst.shape, 1 if include_self else 0, dtype=dst.dtype)
         xp.scatter_add(count, where_, xp.ones(values.shape, dtype=dst.dtype))
@@ -104,31 +110,43 @@ def _ones(like, shape):
 
 def _untouched(like, x, index, dim):
     """1 where no index points, 0 where one does (in ``like``'s dtype, ``x``'s shape)."""
-    return scatter(_ones(like, x.shape), index, 0.0, dim=dim)
+    return scatter(_ones(like, x.shape), index, 0, dim=dim)
+
+
+def _in_dtype_of(like, n):
+    """Counts made in ``index``'s integer dtype (exact at any size: a float16 count stops
+    at 2048), in ``like``'s dtype."""
+    return indicator(n, like)
 
 
 def _count(like, x, index, dim, include_self):
     """How many values each position averages (1 where none: it keeps ``x``)."""
-    start = _ones(like, x.shape) if include_self else zeros_of(like, shape=tuple(x.shape))
-    n = scatter_add(start, index, _ones(like, index.shape), dim=dim)
-    return where(n == 0, 1.0, n)
+    start = _ones(index, x.shape) if include_self else zeros_of(index, shape=tuple(x.shape))
+    n = scatter_add(start, index, _ones(index, index.shape), dim=dim)
+    return _in_dtype_of(like, where(n == 0, 1, n))
 
 
 def _extremum_shares(like, out, x, index, src, dim, include_self):
     """(x's hits, src's hits, hits per position): the elements equal to the result, which
-    share its gradient evenly."""
-    x_hits = indicator(x == out, like)
+    share its gradient evenly. Where the result is NaN nothing equals it and the count is
+    0: every element that took part gets 0 / 0 = NaN, as from PyTorch's (and the table's)
+    ``amax``."""
+    x_hits = indicator(x == out, index)
     if not include_self:
-        x_hits = x_hits * _untouched(like, x, index, dim)
-    src_hits = indicator(_cut(src, index) == gather(out, index, dim=dim), like)
-    return x_hits, src_hits, scatter_add(x_hits, index, src_hits, dim=dim)
+        x_hits = x_hits * _untouched(index, x, index, dim)
+    src_hits = indicator(_cut(src, index) == gather(out, index, dim=dim), index)
+    n = scatter_add(x_hits, index, src_hits, dim=dim)
+    return indicator(x_hits, like), indicator(src_hits, like), _in_dtype_of(like, n)
 
 
 def self_partials(like, out, x, index, src, dim, reduce, include_self):
     """d out / d x, elementwise (``x``'s shape); ``like`` gives the dtype."""
     if reduce == "amax" or reduce == "amin":
         x_hits, _, n = _extremum_shares(like, out, x, index, src, dim, include_self)
-        return x_hits / n
+        if include_self:
+            return x_hits / n
+        # (x took no part where an index points: 0 there, not the NaN of a NaN result)
+        return where(_untouched(like, x, index, dim) == 1, x_hits / n, 0.0)
     if not include_self:
         return _untouched(like, x, index, dim)
     if reduce == "sum":

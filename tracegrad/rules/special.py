@@ -516,8 +516,10 @@ def bitwise_right_shift(xp, x, s):
 
 @primitive("NextafterBackward0")
 def nextafter(xp, x, y):
-    """The next representable float after ``x`` towards ``y`` (``y`` where they are equal)."""
-    return xp.nextafter(x, y)
+    """The next representable float after ``x`` towards ``y`` (``y`` where they are equal:
+    NumPy's float16 loop gives ``x`` there, the wrong zero for ``nextafter(0.0, -0.0)``)."""
+    out = xp.nextafter(x, y)
+    return xp.where(x == y, xp.asarray(y, dtype=out.dtype), out)
 
 
 @nextafter.vjp("x", uses="x y")
