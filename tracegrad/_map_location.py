@@ -49,9 +49,9 @@ def restore(entry, array, map_location):
 
 def _has_device(target):
     """True when tensors can be made on ``target``'s device type (its namespace is loaded,
-    or can be)."""
+    or can be; the meta device always can)."""
     from . import cuda
-    return target.type in {ns.name for ns in backend.loaded()} or cuda.is_available()
+    return target.type == "meta" or target.type in {ns.name for ns in backend.loaded()} or cuda.is_available()
 
 
 def parameter_class():

@@ -36,12 +36,52 @@ def test_a_meta_tensor_has_a_shape_dtype_and_device_only():
     (lambda x, w: x > 0, (2, 3, 4), "bool"),
     (lambda x, w: x.double().exp(), (2, 3, 4), "float64"),
     (lambda x, w: tg.nn.functional.conv2d(meta(1, 3, 8, 8), meta(4, 3, 3, 3), padding=1), (1, 4, 8, 8), "float32"),
-    (lambda x, w: tg.nn.functional.cross_entropy(meta(4, 5), meta(4, dtype=tg.long)), (), "float32"),
+    (lambda x, w: (meta(3) @ meta(2, 1, 3, 4)), (2, 1, 4), "float32"),
+    (lambda x, w: meta(3, dtype=tg.int32) + 2.5, (3,), "float32"),
     (lambda x, w: tg.nn.functional.layer_norm(x, (4,)), (2, 3, 4), "float32"),
 ])
 def test_operations_give_numpys_shapes_and_dtypes_on_meta(expr, shape, dtype):
     out = expr(meta(2, 3, 4), meta(4, 5))
     assert out.is_meta and out.shape == shape and out.dtype == getattr(tg, dtype)
+
+
+@pytest.mark.parametrize("op", [lambda m: m.nonzero(), lambda m: tg.argwhere(m), lambda m: m[m > 0],
+                                lambda m: tg.masked_select(m, m > 0), lambda m: tg.unique(m),
+                                lambda m: tg.nn.functional.one_hot(meta(5, dtype=tg.long)),
+                                lambda m: tg.nn.functional.cross_entropy(meta(4, 5), meta(4, dtype=tg.long))])
+def test_what_a_stand_in_cannot_stand_for_is_refused(op):
+    """Sizes that depend on values, and values read as numbers: zeros would give a wrong
+    size silently (nonzero of zeros is empty; one_hot of zeros has one class)."""
+    with pytest.raises(NotImplementedError, match="meta tensors have a shape and a dtype but no values"):
+        op(tg.ones(3, device="meta"))
+
+
+@pytest.mark.parametrize("write", [lambda: meta(3).add_(meta(5, 3)), lambda: meta(3).__iadd__(meta(5, 3)),
+                                   lambda: meta(3).copy_(meta(4)), lambda: meta(1).mul_(meta(4)),
+                                   lambda: meta(5).__setitem__(slice(0, 2), meta(3))])
+def test_writes_are_checked_for_shape_as_real_ones(write):
+    with pytest.raises(RuntimeError):
+        write()
+    assert meta(5, 3).add_(meta(3)).shape == (5, 3)
+
+
+def test_elementwise_operations_and_matmul_make_nothing_of_full_size():
+    import tracemalloc
+    tracemalloc.start()
+    big = meta(10**8)
+    y = (big.exp() * 2 + big).sum(-1, keepdim=True)
+    z = tg.nn.functional.linear(meta(8, 40000), meta(40000, 40000))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert y.shape == (1,) and z.shape == (8, 40000) and peak < 50 * 2**20
+
+
+def test_loading_real_weights_into_a_meta_module_warns_that_it_is_a_no_op():
+    with tg.device("meta"):
+        m = tg.nn.Linear(2, 2)
+    with pytest.warns(UserWarning, match="to a meta parameter in the current model, which is a no-op"):
+        m.load_state_dict(tg.nn.Linear(2, 2).state_dict())
+    assert m.weight.is_meta
 
 
 def test_autograd_runs_on_meta_tensors():
@@ -105,6 +145,15 @@ def test_a_module_built_on_meta_then_given_memory_and_weights():
         again = tg.nn.Linear(4, 8)
     again.load_state_dict(real[0].state_dict(), assign=True)
     assert again.weight.device == tg.device("cpu") and bool((again.weight == real[0].weight).all())
+
+
+def test_a_checkpoint_loads_onto_the_meta_device():
+    import io
+    buffer = io.BytesIO()
+    tg.save({"w": tg.ones(2, 3), "n": 4}, buffer)
+    buffer.seek(0)
+    loaded = tg.load(buffer, map_location="meta")
+    assert loaded["w"].is_meta and loaded["w"].shape == (2, 3) and loaded["n"] == 4
 
 
 def test_device_strings():

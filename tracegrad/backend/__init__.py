@@ -67,8 +67,9 @@ def unregister(ns):
 
 
 def loaded():
-    """The array namespaces in use so far (CPU, and CUDA once asked for)."""
-    return list(_NS_BY_DEVICE_TYPE.values())
+    """The array namespaces in use so far (CPU, and CUDA once asked for) -- those with
+    values and random streams: not the meta device's."""
+    return [ns for ns in _NS_BY_DEVICE_TYPE.values() if ns is not _meta]
 
 
 def seed_all(value):

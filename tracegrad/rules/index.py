@@ -12,7 +12,7 @@ def indices_below(idx, n):
     maximum over the indices read as unsigned, where a negative one is huge."""
     if idx.dtype.kind == "i":
         idx = idx.view(f"u{idx.dtype.itemsize}")
-    return int(idx.max()) < n
+    return bool(idx.max() < n)  # (a test, not a number: on the meta device, no values to check)
 
 
 class _ArrayPlaceholder:

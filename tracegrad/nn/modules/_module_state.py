@@ -204,6 +204,11 @@ def _commit(module, copies, assign):
                         value = Parameter(value, requires_grad=param.requires_grad)
                 setattr(module, name, value)
             else:
+                if param.device.type == "meta" and getattr(value, "device", param.device).type != "meta":
+                    warnings.warn(f"for {name}: copying from a non-meta parameter in the checkpoint to a meta "
+                                  "parameter in the current model, which is a no-op. (Did you mean to pass "
+                                  "`assign=True` to assign items in the state dictionary to their corresponding "
+                                  "key in the module instead of copying them in place?)", stacklevel=2)
                 param.copy_(value)
 
 
