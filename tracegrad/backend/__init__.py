@@ -145,6 +145,13 @@ def move(array, ns):
     return array if src is ns else ns.from_host(src.to_host(array))
 
 
+def memory_root(a):
+    """The array whose memory ``a`` uses: itself, or the end of its chain of ``.base``."""
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
+
+
 def is_array(value):
     """True for an array a Tensor may hold (NumPy's, or a device's: a CuPy array loads
     the CUDA namespace, as in :func:`namespace_of`)."""

@@ -8,7 +8,7 @@ backward reads, version-stamped, so that an in-place change of one between forwa
 backward raises PyTorch's error; after a backward without ``retain_graph`` it is freed.
 A ``create_graph=True`` backward cannot go through it (the staged backward is not
 recorded) and says so."""
-from ..backend import ARRAY_TYPE_SET
+from ..backend import ARRAY_TYPE_SET, memory_root
 from ..backend import cpu as np
 from ..runtime import dispatch
 from ..runtime.node import (
@@ -49,16 +49,21 @@ class CompiledFunctionBackward(Node):
         cts = [(g if g is not None else _zeros(*metas[k])) for k, g in enumerate(grads) if p.diff[k]]
         results = p.backward(*self._residuals, *saved, *cts)
         out = [None] * len(self._next_functions)
-        held = {id(_root(a)) for a in (*self._residuals, *saved, *cts)}
+        # A gradient the engine may adopt as a leaf's ``.grad`` (and then add into in place)
+        # must be memory no other gradient, residual, saved input or cotangent uses: the
+        # staged backward may hand out one array for two inputs (the equal gradients of an
+        # RNN's two biases, merged as one subexpression) or a value it also keeps, so such
+        # a gradient is handed out as a copy.
+        held = {id(memory_root(a)) for a in (*self._residuals, *saved, *cts)}
         for i, r in zip(p.grad_of, results):
             dtype = p.in_metas[i][1]
             if type(r) not in ARRAY_TYPE_SET:
                 r = np.asarray(r)  # (a NumPy scalar from a reduction)
             if r.dtype != dtype:
                 r = r.astype(dtype)
-            elif id(_root(r)) in held:  # (see _root)
+            elif id(memory_root(r)) in held:
                 r = r.copy()
-            held.add(id(_root(r)))
+            held.add(id(memory_root(r)))
             out[i] = r
         return tuple(out)
 
@@ -68,17 +73,6 @@ class CompiledFunctionBackward(Node):
 
     def saved_items(self):
         return [] if self._inputs is None else list(self._inputs)
-
-
-def _root(a):
-    """The array whose memory ``a`` uses. A gradient the engine may adopt as a leaf's
-    ``.grad`` (and then add into in place) must be memory no other gradient, residual,
-    saved input or cotangent uses: the staged backward may hand out one array for two
-    inputs (the equal gradients of an RNN's two biases, merged as one subexpression) or
-    a value it also keeps, so such a gradient is handed out as a copy."""
-    while getattr(a, "base", None) is not None:
-        a = a.base
-    return a
 
 
 def _zeros(shape, dtype, xp):

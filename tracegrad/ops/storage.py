@@ -36,16 +36,11 @@ from ._args import per_sample
 _REFUSE_HINT = "Resize a copy instead: t = t.clone(); t.resize_(...)"
 
 
-def _owner(data):
-    """The array whose memory ``data`` uses (NumPy and CuPy point a view at it)."""
-    return data if data.base is None else data.base
-
-
 def _owner_refs(t):
     """(whether ``t``'s data owns its memory, references to that memory's array); called
     before the caller binds the data anywhere, so that the count compares with a fresh
     tensor's."""
-    return t._data.base is None, sys.getrefcount(_owner(t._data))
+    return t._data.base is None, sys.getrefcount(backend.memory_root(t._data))
 
 
 _FRESH = {True: _owner_refs(wrap(backend.cpu.zeros(1)))[1],
@@ -66,7 +61,7 @@ def _storage(xp, data, flat):
     """The memory ``data`` may use, as PyTorch's storage from the tensor's first element
     on: the rest of the block it starts in (so a shrunk tensor grows back into its old
     elements), or just its own elements (``flat``) when that block is not known."""
-    root = _root(data)
+    root = backend.memory_root(data)
     if isinstance(root, xp.ndarray) and root.dtype == data.dtype and data.size:
         whole = _memory_order(root)
         if whole is not None:
@@ -93,7 +88,7 @@ def resize_(self, *sizes, memory_format=None):
                            f"the base; PyTorch would reinterpret the base's storage). {_REFUSE_HINT}")
     owns, refs = _owner_refs(self)  # (first: before anything here holds the memory)
     xp = backend.namespace_of(self._data)
-    held_elsewhere = refs > _FRESH[owns] or not isinstance(_owner(self._data), xp.ndarray)
+    held_elsewhere = refs > _FRESH[owns] or not isinstance(backend.memory_root(self._data), xp.ndarray)
     flat = _memory_order(self._data)
     if flat is None:
         raise RuntimeError("resize_: tracegrad cannot resize a tensor whose elements are not one block of "
@@ -129,18 +124,12 @@ def resize_as_(self, the_template, memory_format=None):
 _SHARED = {}  # id(root array of marked memory) -> what forgets the mark when that array goes
 
 
-def _root(data):
-    while getattr(data, "base", None) is not None:
-        data = data.base
-    return data
-
-
 def share_memory_(self):
     """Mark the tensor's memory as shared (see the module docstring); returns ``self``."""
     kind = self.device.type
     if kind == "meta":
         raise RuntimeError("_share_fd_: only available on CPU")
-    root = _root(self._data)
+    root = backend.memory_root(self._data)
     key = id(root)
     if kind == "cpu" and key not in _SHARED:
         try:
@@ -153,7 +142,7 @@ def share_memory_(self):
 def is_shared(self):
     """Whether ``share_memory_()`` marked this tensor's memory (always True on CUDA)."""
     kind = self.device.type
-    return kind == "cuda" or (kind == "cpu" and id(_root(self._data)) in _SHARED)
+    return kind == "cuda" or (kind == "cpu" and id(backend.memory_root(self._data)) in _SHARED)
 
 
 FUNCTIONS = {"resize_as_": resize_as_}
