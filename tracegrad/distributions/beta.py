@@ -10,7 +10,7 @@ from .dirichlet import Dirichlet
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma, _x_log_x
-from .kl import _infinite_like, register_kl
+from .kl import infinite_kl, register_kl
 from .normal import Normal
 from .uniform import Uniform
 from .utils import broadcast_all
@@ -123,15 +123,12 @@ def _kl_beta_uniform(p, q):
     return result
 
 
-@register_kl(Exponential, Beta)
-@register_kl(Gamma, Beta)
-def _kl_unbounded_beta(p, q):
-    return _infinite_like(p.mean)  # (p's support is unbounded, q's is [0, 1])
+# (p's support is unbounded, q's is [0, 1])
+register_kl(Exponential, Beta)(infinite_kl)
+register_kl(Gamma, Beta)(infinite_kl)
 
 
-@register_kl(Normal, Beta)
-def _kl_normal_beta(p, q):
-    return _infinite_like(p.loc)
+register_kl(Normal, Beta)(infinite_kl)
 
 
 @register_kl(Uniform, Beta)

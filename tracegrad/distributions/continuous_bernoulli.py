@@ -14,7 +14,7 @@ from .beta import Beta
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
-from .kl import _infinite_like, register_kl
+from .kl import infinite_kl, register_kl
 from .normal import Normal
 from .uniform import Uniform
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs
@@ -175,15 +175,12 @@ def _kl_continuous_bernoulli_uniform(p, q):
     return tracegrad.where(outside, tracegrad.ones_like(result) * math.inf, result)
 
 
-@register_kl(Exponential, ContinuousBernoulli)
-@register_kl(Gamma, ContinuousBernoulli)
-def _kl_unbounded_continuous_bernoulli(p, q):
-    return _infinite_like(p.mean)  # (p's support is unbounded, q's is [0, 1])
+# (p's support is unbounded, q's is [0, 1])
+register_kl(Exponential, ContinuousBernoulli)(infinite_kl)
+register_kl(Gamma, ContinuousBernoulli)(infinite_kl)
 
 
-@register_kl(Normal, ContinuousBernoulli)
-def _kl_normal_continuous_bernoulli(p, q):
-    return _infinite_like(p.loc)
+register_kl(Normal, ContinuousBernoulli)(infinite_kl)
 
 
 @register_kl(Uniform, ContinuousBernoulli)

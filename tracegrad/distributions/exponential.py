@@ -6,7 +6,7 @@ import tracegrad
 from ..runtime.tensor import Size
 from . import constraints
 from .exp_family import ExponentialFamily
-from .kl import _infinite_like, register_kl
+from .kl import infinite_kl, register_kl
 from .normal import Normal
 from .uniform import Uniform
 from .utils import broadcast_all
@@ -78,9 +78,7 @@ def _kl_exponential_exponential(p, q):
     return ratio - ratio.log() - 1
 
 
-@register_kl(Exponential, Uniform)
-def _kl_exponential_uniform(p, q):
-    return _infinite_like(p.rate)  # (p's support is unbounded, q's is not)
+register_kl(Exponential, Uniform)(infinite_kl)  # (p's support is unbounded, q's is not)
 
 
 @register_kl(Exponential, Normal)
@@ -92,9 +90,7 @@ def _kl_exponential_normal(p, q):
     return t1 - 1 + (rate_sq.reciprocal() - q.loc / p.rate + 0.5 * q.loc.pow(2)) / var
 
 
-@register_kl(Normal, Exponential)
-def _kl_normal_exponential(p, q):
-    return _infinite_like(p.loc)
+register_kl(Normal, Exponential)(infinite_kl)
 
 
 @register_kl(Uniform, Exponential)

@@ -11,7 +11,7 @@ from . import constraints
 from ._gamma_sampling import _standard_gamma
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
-from .kl import _infinite_like, register_kl
+from .kl import infinite_kl, register_kl
 from .normal import Normal
 from .uniform import Uniform
 from .utils import broadcast_all
@@ -116,14 +116,10 @@ def _kl_gamma_normal(p, q):
     return t1 + (a - 1) * a.digamma() + (t2 - t3 + t4) / var
 
 
-@register_kl(Gamma, Uniform)
-def _kl_gamma_uniform(p, q):
-    return _infinite_like(p.concentration)  # (p's support is unbounded, q's is not)
+register_kl(Gamma, Uniform)(infinite_kl)  # (p's support is unbounded, q's is not)
 
 
-@register_kl(Normal, Gamma)
-def _kl_normal_gamma(p, q):
-    return _infinite_like(p.loc)  # (p puts mass below 0)
+register_kl(Normal, Gamma)(infinite_kl)  # (p puts mass below 0)
 
 
 @register_kl(Uniform, Gamma)

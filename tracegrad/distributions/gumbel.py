@@ -8,7 +8,7 @@ from ..runtime.type_info import finfo
 from . import constraints
 from .exponential import Exponential
 from .gamma import Gamma
-from .kl import _infinite_like, register_kl
+from .kl import infinite_kl, register_kl
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
@@ -77,11 +77,9 @@ def _kl_gumbel_gumbel(p, q):
     return t1 + ct1 * euler_constant + t3 - (1 + euler_constant)
 
 
-@register_kl(Gumbel, Exponential)
-@register_kl(Gumbel, Gamma)
-@register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p, q):
-    return _infinite_like(p.loc)
+register_kl(Gumbel, Exponential)(infinite_kl)
+register_kl(Gumbel, Gamma)(infinite_kl)
+register_kl(Gumbel, Uniform)(infinite_kl)
 
 
 @register_kl(Gumbel, Normal)

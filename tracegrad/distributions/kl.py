@@ -92,6 +92,12 @@ def _infinite_like(t):
     return tracegrad.full_like(t, math.inf)
 
 
+def infinite_kl(p, q):
+    """KL(p || q) where ``p`` puts mass where ``q`` has none (an unbounded support into a
+    bounded one, the real line into the positive one...): infinite, over ``p``'s batch."""
+    return _infinite_like(p.mean)
+
+
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
     softplus = tracegrad.nn.functional.softplus
@@ -159,6 +165,4 @@ def _kl_uniform_normal(p, q):
     return t1 + 0.5 * (width.pow(2) / 12 + ((p.high + p.low - 2 * q.loc) / 2).pow(2)) / q.scale.pow(2)
 
 
-@register_kl(Normal, Uniform)
-def _kl_normal_uniform(p, q):
-    return _infinite_like(p.loc)
+register_kl(Normal, Uniform)(infinite_kl)

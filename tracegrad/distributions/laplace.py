@@ -9,7 +9,7 @@ from . import constraints
 from .distribution import Distribution
 from .exponential import Exponential
 from .gamma import Gamma
-from .kl import _infinite_like, register_kl
+from .kl import infinite_kl, register_kl
 from .normal import Normal
 from .uniform import Uniform
 from .utils import broadcast_all
@@ -80,11 +80,9 @@ def _kl_laplace_laplace(p, q):
     return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * tracegrad.exp(-loc_abs_diff / p.scale) - 1
 
 
-@register_kl(Laplace, Exponential)
-@register_kl(Laplace, Gamma)
-@register_kl(Laplace, Uniform)
-def _kl_laplace_infinity(p, q):
-    return _infinite_like(p.loc)
+register_kl(Laplace, Exponential)(infinite_kl)
+register_kl(Laplace, Gamma)(infinite_kl)
+register_kl(Laplace, Uniform)(infinite_kl)
 
 
 @register_kl(Laplace, Normal)

@@ -14,8 +14,14 @@ from ..runtime.tensor import Size
 from . import constraints
 from .distribution import Distribution
 from .kl import register_kl
-from .multivariate_normal import (MultivariateNormal, _batch_mahalanobis, _batch_mv, _batch_trace_XXT,
-                                  _check_same_event, _half_log_det)
+from .multivariate_normal import (
+    MultivariateNormal,
+    _batch_mahalanobis,
+    _batch_mv,
+    _batch_trace_XXT,
+    _check_same_event,
+    _half_log_det,
+)
 from .utils import _standard_normal, lazy_property
 
 __all__ = ["LowRankMultivariateNormal"]

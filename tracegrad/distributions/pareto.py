@@ -9,7 +9,7 @@ from .continuous_bernoulli import ContinuousBernoulli
 from .exponential import Exponential
 from .gamma import Gamma, _x_log_x
 from .gumbel import Gumbel
-from .kl import _infinite_like, register_kl
+from .kl import infinite_kl, register_kl
 from .laplace import Laplace
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
@@ -67,23 +67,20 @@ def _kl_pareto_pareto(p, q):
     return result
 
 
-@register_kl(Beta, Pareto)
-@register_kl(ContinuousBernoulli, Pareto)
-@register_kl(Exponential, Pareto)
-@register_kl(Gamma, Pareto)
-@register_kl(Gumbel, Pareto)
-@register_kl(Laplace, Pareto)
-@register_kl(Normal, Pareto)
-def _kl_into_pareto_infinity(p, q):
-    """p puts mass below any positive threshold: infinite."""
-    return _infinite_like(p.mean)
+# (p puts mass below any positive threshold)
+register_kl(Beta, Pareto)(infinite_kl)
+register_kl(ContinuousBernoulli, Pareto)(infinite_kl)
+register_kl(Exponential, Pareto)(infinite_kl)
+register_kl(Gamma, Pareto)(infinite_kl)
+register_kl(Gumbel, Pareto)(infinite_kl)
+register_kl(Laplace, Pareto)(infinite_kl)
+register_kl(Normal, Pareto)(infinite_kl)
 
 
-@register_kl(Pareto, Beta)
-@register_kl(Pareto, ContinuousBernoulli)
-@register_kl(Pareto, Uniform)
-def _kl_pareto_infinity(p, q):
-    return _infinite_like(p.scale)  # (p's support is unbounded, q's is not)
+# (p's support is unbounded, q's is not)
+register_kl(Pareto, Beta)(infinite_kl)
+register_kl(Pareto, ContinuousBernoulli)(infinite_kl)
+register_kl(Pareto, Uniform)(infinite_kl)
 
 
 @register_kl(Pareto, Exponential)

@@ -7,7 +7,7 @@ from . import constraints
 from .bernoulli import Bernoulli
 from .binomial import Binomial
 from .exp_family import ExponentialFamily
-from .kl import register_kl
+from .kl import infinite_kl, register_kl
 from .utils import broadcast_all
 
 __all__ = ["Poisson"]
@@ -58,10 +58,6 @@ class Poisson(ExponentialFamily):
         return tracegrad.exp(x)
 
 
-def _infinite_like(t):
-    return tracegrad.full_like(t, float("inf"))
-
-
 @register_kl(Poisson, Poisson)
 def _kl_poisson_poisson(p, q):
     return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
@@ -73,8 +69,6 @@ def _kl_bernoulli_poisson(p, q):
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
 
 
-@register_kl(Poisson, Bernoulli)
-@register_kl(Poisson, Binomial)
-def _kl_poisson_infinity(p, q):
-    """A Poisson puts mass on every count, beyond a bounded support: infinite."""
-    return _infinite_like(p.rate)
+# (a Poisson puts mass on every count, beyond a bounded support)
+register_kl(Poisson, Bernoulli)(infinite_kl)
+register_kl(Poisson, Binomial)(infinite_kl)
