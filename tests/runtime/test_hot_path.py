@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
+from tracegrad.backend import number_operands
 from tracegrad.rules.core import TABLE
 from tracegrad.runtime import fastpath
 from tracegrad.runtime.node import FunctionNode, node_class
@@ -60,10 +61,10 @@ def test_number_cache_keeps_no_zero_nan_or_unrepresentable_value():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             x * number
-        assert all(not (k == number or k != k) for k in fastpath._CONSTANTS[np.dtype(np.float16)])
+        assert all(not (k == number or k != k) for k in number_operands.CONSTANTS[np.dtype(np.float16)])
     _same((x * -0.0).numpy(), np.array([-0.0, 0.0], np.float16))
     x * 1.5
-    kept = fastpath._CONSTANTS[np.dtype(np.float16)][1.5]
+    kept = number_operands.CONSTANTS[np.dtype(np.float16)][1.5]
     assert kept.ndim == 0 and kept.dtype == np.float16 and not kept.flags.writeable
 
 
@@ -78,16 +79,63 @@ def test_number_operand_is_saved_as_the_number():
 
 
 def test_number_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(fastpath, "_CONSTANTS_KEPT", 4)
-    for table in fastpath._CONSTANTS.values():  # (a cache: emptying it changes no result)
+    monkeypatch.setattr(number_operands, "KEPT_MAX", 4)
+    for table in number_operands.CONSTANTS.values():  # (a cache: emptying it changes no result)
         table.clear()
-    monkeypatch.setattr(fastpath, "_kept", [0])
+    monkeypatch.setattr(number_operands, "_kept", [0])
     x, z = tg.tensor([1.0]), tg.tensor([1.0], dtype=tg.complex64)
     for k in range(1, 20):
         np.testing.assert_array_equal((x * float(k)).numpy(), [float(k)])
         np.testing.assert_array_equal((z * float(k)).numpy(), [float(k)])
-        assert sum(len(table) for table in fastpath._CONSTANTS.values()) <= 4
+        assert sum(len(table) for table in number_operands.CONSTANTS.values()) <= 4
 
+
+
+# -- numbers in the vjps ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_vjps_number_operand_gives_the_numbers_result(dtype):
+    """``operand(b, g)`` (a rule's ``g * b``, ``1 - out * out``) gives the result, dtype,
+    signs of zero and warnings of the number itself, every time (the second from the cache)."""
+    a = _values(dtype)
+    for number in NUMBERS:
+        for fn in (lambda x, y: x * y, lambda x, y: x / y, lambda x, y: y - x * x):
+            with warnings.catch_warnings(record=True) as expected:
+                warnings.simplefilter("always")
+                want = fn(a, number)
+            for _ in range(2):
+                with warnings.catch_warnings(record=True) as got:
+                    warnings.simplefilter("always")
+                    result = fn(a, number_operands.operand(number, a))
+                _same(result, np.asarray(want))
+                assert [str(w.message) for w in got] == [str(w.message) for w in expected]
+
+
+def test_operand_leaves_what_it_cannot_stand_for():
+    """Anything but a Python float or int combined with a float or complex NumPy array is
+    returned as it is: Tensors (a recorded backward), integer arrays, complex numbers,
+    booleans, NumPy scalars."""
+    f = np.ones(3)
+    for b, like in ((2.0, tg.ones(3)), (2.0, np.ones(3, dtype=np.int64)), (1j, f), (True, f),
+                    (np.float32(2.0), f), (2.0, 3.0)):
+        assert number_operands.operand(b, like) is b
+    assert type(number_operands.operand(2.0, f)) is np.ndarray
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64"])
+def test_backward_of_number_operations_is_the_formula(dtype):
+    """The vjps that take numbers as 0-d arrays give the formulas' values bit for bit."""
+    a = np.array([0.5, -1.0, 1.25, 3.0], dtype=dtype)
+    g = np.array([1.0, -2.0, 0.5, 4.0], dtype=dtype)
+    cases = [(lambda t: t * 1.01, g * 1.01), (lambda t: 3 * t, g * 3), (lambda t: t / 3.0, g / 3.0)]
+    if not dtype.startswith("complex"):
+        th, sg = np.tanh(a), 1 / (1 + np.exp(-a))
+        cases += [(lambda t: t.tanh(), g * (1 - th * th)),
+                  (lambda t: t.sigmoid(), g * sg * (1 - sg))]
+    for fn, want in cases:
+        x = tg.tensor(a, requires_grad=True)
+        fn(x).backward(tg.tensor(g))
+        _same(x.grad.numpy(), np.asarray(want, dtype=dtype))  # (real numbers: conj changes nothing)
 
 # -- _saved_<key> as properties -------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 Each vjp reduces its gradient back to the operand's shape with ``unbroadcast``; each jvp
 contribution is broadcast up to the result's shape with ``expand_to``.
 """
+from ..backend.number_operands import operand
 from .broadcast import expand_to, unbroadcast, zeros_like
 from .core import FLOAT, KEEP, primitive
 
@@ -77,12 +78,12 @@ def mul(xp, x, y):
 
 @mul.vjp("x", uses="y")
 def mul_vjp_x(g, out, x, y):
-    return unbroadcast(g * y, x)
+    return unbroadcast(g * operand(y, g), x)
 
 
 @mul.vjp("y", uses="x")
 def mul_vjp_y(g, out, x, y):
-    return unbroadcast(g * x, y)
+    return unbroadcast(g * operand(x, g), y)
 
 
 @mul.jvp("x")
@@ -102,7 +103,7 @@ def div(xp, x, y):
 
 @div.vjp("x", uses="y")
 def div_vjp_x(g, out, x, y):
-    return unbroadcast(g / y, x)
+    return unbroadcast(g / operand(y, g), x)
 
 
 @div.vjp("y", uses="x y")

@@ -6,10 +6,11 @@ the common case in as few Python operations as possible -- for 16 floats the Pyt
 around NumPy is most of the time of an operation. What they skip, they test for first:
 each shortcut here keeps ``apply``'s results, nodes and errors.
 """
-import math
 
 from .. import backend
 from ..backend import dtypes as _dt
+from ..backend.number_operands import CONSTANTS as _CONSTANTS, REAL as _REAL  # (numbers as 0-d arrays)
+from ..backend.number_operands import constant_of as _constant_of
 from ..rules.core import FLOAT, Meta, meta
 from . import dispatch as _d
 from . import forward as _forward
@@ -217,50 +218,6 @@ def _layout(prim, args, cache):
 
 
 _MAKERS = {}  # node class -> its own copy of _new_result (see node.own_copy)
-
-
-# -- Python numbers as 0-d arrays --------------------------------------------------------------
-# NumPy spends about as long converting a Python number operand (``x * 1.01``) as on the
-# whole operation on a small array; a 0-d array of the array's own dtype gives the same
-# result (NEP 50: the number is cast to that dtype first) at the cost of an array operand.
-# So the fast path keeps one such array per (dtype, value) it meets, for the ``scalar``
-# rules (whose kernel is exactly their operator) on float and complex CPU arrays. Zero is
-# never kept (0.0 and -0.0 are one key), nor NaN (no key finds it) nor a value the dtype
-# cannot hold; the table is bounded (emptied when full). Nodes keep the number itself.
-# Kept per dtype (``_CONSTANTS[dtype][number]``): finding the dtype's table also tells
-# that the array is of a float or complex dtype NumPy holds natively -- a real one when
-# found in ``_REAL``, which shares the tables.
-
-_CONSTANTS = {}
-_REAL = {}
-for _name in ("float16", "float32", "float64", "longdouble", "complex64", "complex128", "clongdouble"):
-    _CONSTANTS[_CPU.dtype(_name)] = {}
-    if not _name.startswith("c"):
-        _REAL[_CPU.dtype(_name)] = _CONSTANTS[_CPU.dtype(_name)]
-_CONSTANTS_KEPT = 1024
-_kept = [0]  # numbers kept in all the tables
-
-
-def _constant_of(b, dtype):
-    """``b`` as a 0-d array of ``dtype``, kept for the next time when it may be; ``b``
-    itself when it may not."""
-    if not b or (type(b) is float and math.isnan(b)) or not dtype.isnative:
-        return b
-    try:
-        with _CPU.errstate(over="ignore"):
-            c = _CPU.asarray(b, dtype=dtype)
-    except OverflowError:  # (an int beyond any float: the kernel raises NumPy's error itself)
-        return b
-    if not _CPU.isfinite(c) and not (type(b) is float and math.isinf(b)):  # (the dtype cannot
-        return b  # hold it: NumPy warns at each operation)
-    if _kept[0] >= _CONSTANTS_KEPT:
-        for table in _CONSTANTS.values():
-            table.clear()
-        _kept[0] = 0
-    c.flags.writeable = False
-    _CONSTANTS[dtype][b] = c
-    _kept[0] += 1
-    return c
 
 
 # -- shapes of operands not saved -------------------------------------------------------------
