@@ -147,6 +147,8 @@ def main():
         import torch
         if args.cpu_time:
             torch.set_num_threads(1)
+    pinned = (f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}"  # (kernels the environment
+              if "OPENBLAS_CORETYPE" in os.environ else "")  # chose for NumPy's products)
     for size in args.sizes.split(","):
         sizes, batch, inner, unit, scale = SIZES[size]
         rows = {}
@@ -164,7 +166,8 @@ def main():
                 apart = torch_step
         rows = best_times(rows, repeats, inner, apart=apart, clock=clock)
         report(f"{size}: {'-'.join(map(str, sizes))}, batch {batch}, float32, one SGD step"
-               f"{' (CPU time, 1 thread)' if args.cpu_time else f' (wall clock, default threads; {os.cpu_count()} cores)'}", rows, unit, scale)
+               f"{' (CPU time, 1 thread)' if args.cpu_time else f' (wall clock, default threads; {os.cpu_count()} cores)'}"
+               f"{pinned}", rows, unit, scale)
         print()
 
 

@@ -5,10 +5,15 @@
 
 Run: ``python benchmarks/resnet18.py`` (``--quick`` for fewer repeats, ``--threads N`` for N
 threads on both sides, ``--profile`` to print where tracegrad's time goes: per operator from
-tracegrad.profiler, and per Python function from cProfile). Both sides use the same number
-of threads: torch's ``set_num_threads``, and for tracegrad NumPy's BLAS
-(``OPENBLAS_NUM_THREADS``, set before NumPy loads) and ``tracegrad.set_num_threads`` (the
-intra-op threads of its copy and normalisation kernels); the default is every core.
+tracegrad.profiler, and per Python function from cProfile). By default each library runs
+with its own defaults, as a user gets them: torch's threads and NumPy's BLAS threads on
+every core, tracegrad's intra-op threads (its copy and normalisation kernels) at their
+default, 1 (see tracegrad/backend/threads.py). ``--threads N`` sets torch's
+``set_num_threads``, NumPy's BLAS threads (``OPENBLAS_NUM_THREADS``, set before NumPy loads)
+and ``tracegrad.set_num_threads`` to N; ``--intra-op`` sets the last alone. The header
+names ``OPENBLAS_CORETYPE`` where the environment pins OpenBLAS's kernels (a machine
+whose environment pins ``Haswell`` runs NumPy's products without AVX-512 while torch's
+oneDNN uses it).
 
 The contenders run in alternating blocks (torch's OpenMP threads keep spinning after each
 call and would slow whatever ran right after it inside a block), each block the best of
@@ -110,15 +115,16 @@ def timed_block(fn, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="threads for each side (default: every core)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for each side (default: each library's own default)")
     parser.add_argument("--intra-op", type=int, default=None,
-                        help="tracegrad's intra-op threads, if not --threads (1: BLAS threads only)")
+                        help="tracegrad's intra-op threads (default: --threads, else tracegrad's default)")
     parser.add_argument("--blocks", type=int, default=3, help="alternating blocks per contender")
     parser.add_argument("--profile", action="store_true", help="profile tracegrad's step")
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
-    tg.set_num_threads(args.intra_op or args.threads)
+    if args.intra_op or args.threads:
+        tg.set_num_threads(args.intra_op or args.threads)
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, 3, SIZE, SIZE)).astype(np.float32)
@@ -128,15 +134,17 @@ def main():
     has_torch = importlib.util.find_spec("torch") is not None
     if has_torch:
         import torch
-        torch.set_num_threads(args.threads)
+        if args.threads:
+            torch.set_num_threads(args.threads)
         theirs = torch_model(torch).train()
         ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
         step_theirs = train_step(theirs, torch.tensor(x))
 
     print(f"resnet18 forward+backward, train mode, batch {BATCH}x3x{SIZE}x{SIZE}, float32")
-    print(f"  {os.cpu_count()} cores; threads per side: {args.threads} "
+    print(f"  {os.cpu_count()} cores; threads per side: {args.threads or 'defaults'} "
           f"(NumPy BLAS: {blas_threads()}; tracegrad intra-op: {tg.get_num_threads()}"
-          + (f"; torch: {torch.get_num_threads()})" if has_torch else ")"))
+          + (f"; torch: {torch.get_num_threads()})" if has_torch else ")")
+          + (f"; OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}" if "OPENBLAS_CORETYPE" in os.environ else ""))
     mine, others = [], []
     for _ in range(args.blocks if has_torch else 1):
         mine.append(timed_block(step_ours, repeats))
