@@ -8,8 +8,8 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime.tensor import wrap
 
-__all__ = ["scalar_dtype", "step_counter", "scalar_state", "advance", "zeros_state", "bump", "real_view", "operands", "lerp_",
-           "directed_grad"]
+__all__ = ["scalar_dtype", "step_counter", "scalar_state", "advance", "zeros_state", "bump", "real_view", "zero_d_view",
+           "operands", "lerp_", "directed_grad"]
 
 
 def scalar_dtype(fused=False):
@@ -55,9 +55,17 @@ def bump(t, n=1):
         vc[0] += n
 
 
+def zero_d_view(a):
+    """``a``, or a 0-d ``a`` seen as shape (1,) (a view: writes reach ``a``): NumPy's ufuncs
+    give a NumPy scalar, not an array, for 0-d operands, and the update passes write into
+    the arrays they make (``out=``) -- a 0-d parameter (CLIP's ``logit_scale``) would fail."""
+    return a.reshape(1) if a.ndim == 0 else a
+
+
 def real_view(a):
-    """A complex array's storage seen as (real, imag) pairs: PyTorch's ``view_as_real``."""
-    return a[..., None].view(a.real.dtype) if a.dtype.kind == "c" else a
+    """A complex array's storage seen as (real, imag) pairs: PyTorch's ``view_as_real``;
+    other arrays as :func:`zero_d_view` gives them."""
+    return a[..., None].view(a.real.dtype) if a.dtype.kind == "c" else zero_d_view(a)
 
 
 def operands(data, *values, real=True):
@@ -71,7 +79,7 @@ def operands(data, *values, real=True):
         return (xp, *values)
     dtype = data.dtype
     if real and dtype.kind == "c":
-        dtype = real_view(data[:0]).dtype
+        dtype = data.real.dtype
     asarray = xp.asarray
     return (xp, *[asarray(v, dtype) for v in values])
 

@@ -13,7 +13,7 @@ from ..backend import (
     cpu as host,  # host-side (NumPy) arithmetic, never on device arrays
 )
 from ..runtime.tensor import wrap
-from ._inplace import advance, bump, lerp_, real_view, step_counter, zeros_state
+from ._inplace import advance, bump, lerp_, real_view, step_counter, zero_d_view, zeros_state
 from .optimizer import Optimizer, as_float, check_impl_flags, closure_loss
 
 __all__ = ["Adafactor"]
@@ -81,6 +81,7 @@ def _rms(xp, a):
 def _update(p, param, grad, st, step, lr, weight_decay, beta2_decay, eps1, eps2, d, maximize):
     """One parameter's Adafactor step on its arrays (``grad`` is only read)."""
     xp = backend.namespace_of(param)
+    param, grad = zero_d_view(param), zero_d_view(grad)
     grad = xp.negative(grad) if maximize else grad
     weight = step ** beta2_decay  # 1 - beta2_t
     small = abs(weight) < 0.5  # which of lerp's two formulas PyTorch takes

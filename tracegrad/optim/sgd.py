@@ -5,7 +5,7 @@ The update is PyTorch's single-tensor SGD, run on the backend arrays in place:
 ``g = g + momentum * b`` (Nesterov) or ``g = b``; ``p -= lr * g``.
 """
 from ..runtime.tensor import wrap
-from ._inplace import bump, directed_grad, operands
+from ._inplace import bump, directed_grad, operands, zero_d_view
 from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
 
 __all__ = ["SGD"]
@@ -54,15 +54,17 @@ def _update(p, param, grad, state, ops, use_momentum, dampened, decayed, nestero
     the current ``grad`` is a temporary of ours that a later pass may overwrite."""
     xp, lr, momentum, keep, weight_decay = ops
     mul, add = xp.multiply, xp.add
+    shape = param.shape
+    param, grad = zero_d_view(param), zero_d_view(grad)
     directed = directed_grad(xp, param, grad, weight_decay, decayed, maximize)
     grad, own = directed, directed is not grad
     if use_momentum:
         buf_t = state.get("momentum_buffer")
         if buf_t is None:
-            state["momentum_buffer"] = wrap(grad if own else grad.copy())
-            buf = state["momentum_buffer"]._data
+            state["momentum_buffer"] = wrap((grad if own else grad.copy()).reshape(shape))
+            buf = zero_d_view(state["momentum_buffer"]._data)
         else:
-            buf = buf_t._data
+            buf = zero_d_view(buf_t._data)
             mul(buf, momentum, out=buf)
             if not dampened:
                 add(buf, grad, out=buf)
