@@ -541,3 +541,22 @@ def test_oracle_random_shapes_and_dtypes():
         a, b = p(tg), p(torch)
         assert tuple(a.shape) == tuple(b.shape)
         assert dname(a.dtype) == dname(b.dtype)
+
+
+def test_rand_and_randn_draw_complex_values_as_pytorch_defines_them():
+    """rand: real and imaginary parts each uniform on [0, 1); randn: the complex normal of
+    variance 1 (each part 1/2), for complex64 and complex128, also through the *_like forms."""
+    for dtype, real in ((tg.complex64, np.float32), (tg.complex128, np.float64)):
+        u = tg.rand(4000, dtype=dtype)
+        assert u.dtype is dtype and u.shape == (4000,)
+        parts = np.stack([u.real.numpy(), u.imag.numpy()])
+        assert parts.dtype == real and parts.min() >= 0 and parts.max() < 1
+        assert abs(parts.mean() - 0.5) < 0.02 and abs(np.corrcoef(parts)[0, 1]) < 0.05
+        z = tg.randn(2, 3000, dtype=dtype).numpy()
+        assert abs(z.real.var() - 0.5) < 0.05 and abs(z.imag.var() - 0.5) < 0.05
+        assert abs(np.mean(np.abs(z) ** 2) - 1) < 0.05
+        like = tg.rand_like(tg.zeros(2, 3, dtype=dtype))
+        assert like.dtype is dtype and like.shape == (2, 3) and like.is_contiguous()
+        assert tg.randn((), dtype=dtype).shape == ()
+    with pytest.raises(RuntimeError, match="not implemented for"):
+        tg.rand(2, dtype=tg.int64)

@@ -6,6 +6,7 @@ float64 as NumPy would), ints int64, bools bool; NumPy arrays keep their dtype.
 import builtins
 import collections.abc
 import functools
+import math
 
 from .. import backend
 from ..backend import dtypes as _dt
@@ -336,18 +337,32 @@ def _into(out, t):
 
 @_recorded
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """Uniform on [0, 1); for a complex dtype, the real and imaginary parts each (PyTorch's)."""
     xp = backend.namespace_for(device)
     d = _float_dtype(dtype)
-    sample = _stream(generator, xp).random(parse_size(size), dtype=_sampling_dtype(d))
-    return _into(out, _finish(xp.asarray(sample).astype(d.np, copy=False), requires_grad))
+    return _into(out, _finish(_draw(xp, _stream(generator, xp).random, parse_size(size), d, 1.0), requires_grad))
 
 
 @_recorded
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """Standard normal; for a complex dtype, the complex normal of variance 1 (each part's
+    variance 1/2, as PyTorch's)."""
     xp = backend.namespace_for(device)
     d = _float_dtype(dtype)
-    sample = _stream(generator, xp).standard_normal(parse_size(size), dtype=_sampling_dtype(d))
-    return _into(out, _finish(xp.asarray(sample).astype(d.np, copy=False), requires_grad))
+    sample = _draw(xp, _stream(generator, xp).standard_normal, parse_size(size), d, math.sqrt(0.5))
+    return _into(out, _finish(sample, requires_grad))
+
+
+def _draw(xp, method, shape, d, complex_scale):
+    """``method(shape)`` (a generator's random or standard_normal) drawn for dtype ``d``: a
+    complex ``d`` takes two real draws per element, its parts, scaled by ``complex_scale``."""
+    if not d.is_complex:
+        return xp.asarray(method(shape, dtype=_sampling_dtype(d))).astype(d.np, copy=False)
+    real = d.to_real()
+    parts = xp.asarray(method(tuple(shape) + (2,), dtype=_sampling_dtype(real))).astype(real.np, copy=False)
+    if complex_scale != 1.0:
+        parts *= real.np.type(complex_scale)
+    return xp.ascontiguousarray(parts).view(d.np)[..., 0]
 
 
 def _sampling_dtype(d):
