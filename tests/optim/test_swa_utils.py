@@ -131,3 +131,41 @@ def test_swalr_as_torch(kwargs):
             lrs.append(sched.get_last_lr())
         results.append((lrs, list(sched.state_dict())))
     assert results[0] == results[1]
+
+
+def _ema_of_batch_norm(lib, decay=0.9, steps=20):
+    from importlib import import_module
+    swa = import_module(f"{lib.__name__}.optim.swa_utils")
+    m = lib.nn.BatchNorm1d(3)
+    ema = swa.AveragedModel(m, multi_avg_fn=swa.get_ema_multi_avg_fn(decay), use_buffers=True)
+    counts = []
+    for k in range(1, steps + 1):
+        with lib.no_grad():
+            m.num_batches_tracked.fill_(k)
+            m.running_mean.fill_(k * 0.5)
+        ema.update_parameters(m)
+        counts.append(int(ema.module.num_batches_tracked))
+    return counts, float(ema.module.running_mean[0])
+
+
+def test_an_integer_buffer_is_averaged_in_its_own_dtype_group():
+    """PyTorch groups the tensors by device and dtype, so BatchNorm's int64
+    ``num_batches_tracked`` takes the EMA's integer branch (``ema * decay + p * (1 -
+    decay)``, truncated), not the float parameters' lerp."""
+    counts, mean = _ema_of_batch_norm(tg)
+    e = tg.tensor(1)
+    want = [1]
+    for k in range(2, 21):
+        e.copy_(e * 0.9 + tg.tensor(k) * (1 - 0.9))
+        want.append(int(e))
+    assert counts == want and counts[-1] == 10  # (lerp would end at 11)
+    m = 0.5
+    for k in range(2, 21):  # the float buffer: lerp toward k / 2
+        m += (1 - 0.9) * (k * 0.5 - m)
+    assert mean == pytest.approx(m, rel=1e-6)
+
+
+@pytest.mark.torch
+def test_an_integer_buffer_is_averaged_as_in_pytorch():
+    import torch
+    assert _ema_of_batch_norm(tg) == pytest.approx(_ema_of_batch_norm(torch), rel=1e-6)

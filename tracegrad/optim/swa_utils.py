@@ -115,8 +115,10 @@ class AveragedModel(Module):
                 p_averaged.detach().copy_(p_model_)
         if self.n_averaged > 0:
             if self.multi_avg_fn is not None or self.avg_fn is None:
-                for device in dict.fromkeys(p.device for p in averaged):  # PyTorch groups by device
-                    pairs = [(a, c) for a, c in zip(averaged, current) if a.device == device]
+                # PyTorch groups by device and dtype: an integer buffer (BatchNorm's
+                # num_batches_tracked) gets its own group, averaged in integers
+                for device, dtype in dict.fromkeys((p.device, p.dtype) for p in averaged):
+                    pairs = [(a, c) for a, c in zip(averaged, current) if a.device == device and a.dtype == dtype]
                     mine, theirs = [a for a, _ in pairs], [c for _, c in pairs]
                     n_averaged = self.n_averaged.to(device)
                     if self.multi_avg_fn:
