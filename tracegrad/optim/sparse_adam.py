@@ -1,7 +1,8 @@
 """SparseAdam: Adam for gradients in a sparse layout (``nn.Embedding(sparse=True)``).
 
-tracegrad's ``Embedding(sparse=True)`` gives no sparse gradients (only a sparse COO leaf
-used through ``tracegrad.sparse.mm`` has one), so the optimizer is built and
+tracegrad has no sparse embedding gradients: ``Embedding(sparse=True)`` (and
+``EmbeddingBag``) refuse with NotImplementedError when called, and only a sparse COO leaf
+used through ``tracegrad.sparse.mm`` gets a sparse gradient. So the optimizer is built and
 checked as in PyTorch, and ``step`` refuses the dense gradients it is given with PyTorch's
 own error (which points to :class:`Adam`) rather than updating them by another rule.
 """
