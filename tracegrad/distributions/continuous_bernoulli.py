@@ -33,7 +33,7 @@ class ContinuousBernoulli(ProbsOrLogits, ExponentialFamily):
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
         self._set_broadcast_param(probs, logits)
         if probs is not None:
-            if validate_args is not None and not bool(self.arg_constraints["probs"].check(self.probs).all()):
+            if validate_args is not None and not tracegrad._is_all_true(self.arg_constraints["probs"].check(self.probs)):
                 raise ValueError("The parameter probs has invalid values")
             self._set_param("probs", clamp_probs(self.probs))
         self._lims = lims

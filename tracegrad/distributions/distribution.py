@@ -52,7 +52,7 @@ class Distribution:
                 if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
                     continue  # (computed only when asked: nothing to check yet)
                 value = getattr(self, param)
-                if not bool(constraint.check(value).all()):
+                if not tracegrad._is_all_true(constraint.check(value)):
                     raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape "
                                      f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
                                      f"constraint {constraint!r}, but found invalid values:\n{value}")
@@ -157,7 +157,7 @@ class Distribution:
                           "initialize the distribution with `validate_args=False` to turn off validation.",
                           stacklevel=2)
             return
-        if not bool(support.check(value).all()):
+        if not tracegrad._is_all_true(support.check(value)):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) "
                              f"to be within the support ({support!r}) of the distribution {self!r}, but "
                              f"found invalid values:\n{value}")

@@ -25,7 +25,7 @@ class Geometric(ProbsOrLogits, Distribution):
         super().__init__(self._param.size(), validate_args=validate_args)
         if self._validate_args and probs is not None:
             valid = self.probs > 0  # (unit_interval lets 0 through; a zero probability never succeeds)
-            if not bool(valid.all()):
+            if not tracegrad._is_all_true(valid):
                 raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
                                  f"{tuple(self.probs.shape)}) of distribution {self!r} to be positive but "
                                  f"found invalid values:\n{self.probs.data[~valid]}")

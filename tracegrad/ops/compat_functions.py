@@ -503,6 +503,29 @@ _INPLACE_ALIASES = (
     "logit_")
 
 
+def _whole_batch(t):
+    """``t``'s values for every sample: under vmap, the physical batch (see func._batched)."""
+    while getattr(t, "_vmap_batched", False):
+        t = t._phys
+    return t
+
+
+def _is_all_true(input):
+    """``torch._is_all_true``: whether every element of a bool tensor is True (a 0-d bool
+    tensor). Under vmap it answers for all samples at once, as PyTorch's batching rule does,
+    so code may branch on it: the distributions' argument checks do."""
+    if input.dtype is not _dt.bool_:
+        raise RuntimeError(f"_is_all_true: expected a bool tensor, got {input.dtype}")
+    return _whole_batch(input).all()
+
+
+def _is_any_true(input):
+    """``torch._is_any_true``: whether any element of a bool tensor is True (see
+    :func:`_is_all_true`)."""
+    if input.dtype is not _dt.bool_:
+        raise RuntimeError(f"_is_any_true: expected a bool tensor, got {input.dtype}")
+    return _whole_batch(input).any()
+
 def _alias(name):
     def fn(input, *args, **kwargs):
         return getattr(input, name)(*args, **kwargs)
@@ -522,7 +545,7 @@ FUNCTIONS = {n: globals()[n] for n in (
     "adaptive_avg_pool1d", "prelu", "cosine_similarity", "pairwise_distance", "pixel_shuffle",
     "pixel_unshuffle", "embedding", "batch_norm", "binary_cross_entropy_with_logits", "kl_div",
     "constant_pad_nd", "channel_shuffle", "pdist", "isin", "can_cast", "fill", "is_inference",
-    "get_device", "chain_matmul", "set_anomaly_enabled", "poisson", "binomial")}
+    "get_device", "chain_matmul", "set_anomaly_enabled", "poisson", "binomial", "_is_all_true", "_is_any_true")}
 FUNCTIONS.update(unsafe_chunk=lambda input, chunks, dim=0: input.chunk(chunks, dim),
                  unsafe_split=lambda input, split_size, dim=0: input.split(split_size, dim),
                  split_with_sizes=lambda input, split_sizes, dim=0: input.split(list(split_sizes), dim))
