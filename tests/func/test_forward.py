@@ -182,3 +182,23 @@ def test_signatures_match_torch_func():
         ours, theirs = inspect.signature(getattr(tg.func, name)), inspect.signature(getattr(torch.func, name))
         assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
             [(p.name, p.kind, p.default) for p in theirs.parameters.values()]
+
+
+def test_linearize_gives_the_jvp_at_the_primals():
+    from tracegrad.func import jvp, linearize
+    f = lambda a, b: (tg.tanh(a) * b, a + b)  # noqa: E731
+    a, b = tg.tensor([0.5, -1.0, 2.0], dtype=tg.float64), tg.tensor([1.5, 2.0, -0.5], dtype=tg.float64)
+    out, jvp_fn = linearize(f, a, b)
+    for o, w in zip(out, f(a, b)):
+        np.testing.assert_array_equal(o.numpy(), w.numpy())
+    for ta, tb in ((tg.ones(3, dtype=tg.float64), tg.zeros(3, dtype=tg.float64)),
+                   (tg.tensor([0.1, 0.2, 0.3], dtype=tg.float64), tg.tensor([1.0, -1.0, 2.0], dtype=tg.float64))):
+        got, want = jvp_fn(ta, tb), jvp(f, (a, b), (ta, tb))[1]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    np.testing.assert_allclose(jvp_fn(tg.ones(3, dtype=tg.float64), tg.zeros(3, dtype=tg.float64))[0].numpy(),
+                               (1 - np.tanh(a.numpy()) ** 2) * b.numpy())
+    with pytest.raises(RuntimeError, match="doesn't match the shape"):
+        jvp_fn(tg.ones(2), tg.ones(3))
+    with pytest.raises(RuntimeError, match="to have the same argspec as the primals"):
+        jvp_fn(tg.ones(3))

@@ -82,3 +82,12 @@ def test_errors_match_torch(case):
             call(lib, fc)
         return type(info.value), str(info.value)
     assert error(tg, functional_call) == error(torch, torch.func.functional_call)
+
+
+def test_strict_counts_no_empty_slot_as_missing():
+    """``bias=False`` leaves an empty ``bias`` slot: strict asks only for the tensors there."""
+    m = tg.nn.Linear(2, 2, bias=False)
+    out = functional_call(m, {"weight": tg.ones(2, 2)}, (tg.ones(1, 2),), strict=True)
+    np.testing.assert_array_equal(out.numpy(), [[2.0, 2.0]])
+    with pytest.raises(RuntimeError, match="Missing key\\(s\\): 'weight'"):
+        functional_call(m, {}, (tg.ones(1, 2),), strict=True)

@@ -5,7 +5,7 @@ Reverse mode (``grad``, ``grad_and_value``, ``vjp``, ``jacrev``, ``hessian``) in
 table (:mod:`tracegrad.rules.batching`), forward mode (``jvp``, ``jacfwd``) in
 :mod:`._forward`, and ``functional_call`` / ``stack_module_state`` for modules.
 """
-from ._forward import jacfwd, jvp
+from ._forward import jacfwd, jvp, linearize
 from ._functional_call import functional_call, stack_module_state
 from ._functionalize import functionalize
 from ._grad import grad, grad_and_value, hessian, jacrev, vjp
@@ -20,6 +20,7 @@ __all__ = [
            "jacfwd",
            "jacrev",
            "jvp",
+           "linearize",
            "stack_module_state",
            "vjp",
            "vmap",

@@ -16,12 +16,33 @@ from ..runtime.tensor import Tensor
 from ..utils._pytree import tree_flatten, tree_unflatten
 from ._vmap import random_refused
 
-__all__ = ["jvp", "jacfwd"]
+__all__ = ["jvp", "jacfwd", "linearize"]
 
 
 # -- jvp --------------------------------------------------------------------------------------
 
 _JVP = "jvp(f, primals, tangents)"
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``, as torch.func.linearize: ``jvp_fn(*tangents)`` is the
+    Jacobian-vector product of ``func`` at ``primals``. PyTorch traces the linearized
+    function once (FX); here each call runs :func:`jvp` at the same primals, which gives the
+    same values at the cost of the forward pass."""
+    output = func(*primals)
+    primal_leaves, spec = tree_flatten(primals)
+
+    def jvp_fn(*tangents):
+        tangent_leaves, tangent_spec = tree_flatten(tangents)
+        if tangent_spec != spec:
+            raise RuntimeError(f"Expected the tangents {tangent_spec} to have the same argspec as the "
+                               f"primals {spec}")
+        for i, (p, t) in enumerate(zip(primal_leaves, tangent_leaves)):
+            if isinstance(p, Tensor) and tuple(t.shape) != tuple(p.shape):
+                raise RuntimeError(f"tangent:{i} with shape {t.shape} in flattened pytree doesn't match "
+                                   f"the shape {p.shape} of the corresponding primal.")
+        return jvp(func, primals, tangents)[1]
+    return output, jvp_fn
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):

@@ -48,7 +48,8 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                     values.setdefault(n, values[given[0]])
     if strict:
         unexpected = [k for k in values if k not in where]
-        missing = [k for k in where if k not in values]
+        missing = [k for k, (m, store, attr) in where.items()  # (an empty slot, bias=False,
+                   if k not in values and getattr(m, store)[attr] is not None]  # is not missing)
         if unexpected or missing:
             lines = [f"Error(s) in reparametrizing for {type(module).__name__}:"]
             if unexpected:
