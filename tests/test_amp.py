@@ -76,3 +76,32 @@ def test_autocast_is_honest():
         with tracegrad.autocast("cpu", enabled=False):
             pass
     assert tracegrad.get_autocast_dtype("cuda") is tracegrad.float16
+
+
+def test_cpu_amp_is_pytorchs_deprecated_spelling():
+    with pytest.warns(FutureWarning, match=r"`torch.cpu.amp.autocast\(args...\)` is deprecated"):
+        with tracegrad.cpu.amp.autocast(enabled=False) as a:
+            assert isinstance(a, tracegrad.autocast) and a.device_type == "cpu"
+    with pytest.warns(FutureWarning, match=r"`torch.cpu.amp.GradScaler\(args...\)` is deprecated"):
+        scaler = tracegrad.cpu.amp.GradScaler()
+    assert isinstance(scaler, tracegrad.amp.GradScaler)
+    from tracegrad.cpu.amp import autocast  # noqa: F401  (importable as a module, as torch's)
+    with pytest.warns(FutureWarning):  # (enabled is the first positional argument, as PyTorch's)
+        with tracegrad.cuda.amp.autocast(False) as a:
+            assert a._enabled is False and a.device_type == "cuda"
+
+
+def test_get_autocast_dtype_answers_the_innermost_autocast():
+    default = tracegrad.get_autocast_dtype("cpu")
+    assert default is tracegrad.bfloat16
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tracegrad.autocast("cpu", dtype=tracegrad.float16):
+            assert tracegrad.get_autocast_dtype("cpu") is tracegrad.float16
+            with tracegrad.autocast("cpu"):  # (no dtype: the one in force)
+                assert tracegrad.get_autocast_dtype("cpu") is tracegrad.float16
+            with tracegrad.autocast("cpu", dtype=tracegrad.bfloat16, enabled=False):
+                assert tracegrad.get_autocast_dtype("cpu") is tracegrad.bfloat16
+            assert tracegrad.get_autocast_dtype("cpu") is tracegrad.float16
+            assert tracegrad.get_autocast_dtype("cuda") is tracegrad.float16
+    assert tracegrad.get_autocast_dtype("cpu") is default

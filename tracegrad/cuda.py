@@ -144,26 +144,5 @@ from .runtime.legacy_types import CUDA_LEGACY_TYPES as _LEGACY_TYPES  # noqa: E4
 globals().update(_LEGACY_TYPES)  # tracegrad.cuda.FloatTensor...
 
 
-def _amp_module():
-    """``tracegrad.cuda.amp``: PyTorch's deprecated spellings of ``tracegrad.amp``'s names."""
-    import sys
-    import types
-    import warnings
-
-    from . import amp as _amp
-
-    def deprecated(name, make):
-        def construct(*args, **kwargs):
-            warnings.warn(f"`torch.cuda.amp.{name}(args...)` is deprecated. Please use "
-                          f"`torch.amp.{name}('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-            return make("cuda", *args, **kwargs)
-        return construct
-    module = types.ModuleType(__name__ + ".amp", _amp_module.__doc__)
-    module.autocast = deprecated("autocast", _amp.autocast)
-    module.GradScaler = deprecated("GradScaler", _amp.GradScaler)
-    module.custom_fwd, module.custom_bwd = _amp.custom_fwd, _amp.custom_bwd
-    sys.modules[module.__name__] = module
-    return module
-
-
-amp = _amp_module()
+from .amp import device_amp_module as _device_amp_module  # noqa: E402
+amp = _device_amp_module("cuda", __name__)  # (PyTorch's deprecated torch.cuda.amp)

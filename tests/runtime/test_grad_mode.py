@@ -459,3 +459,15 @@ def test_oracle_inference_error_messages():
         mine, theirs = raises_like(mine_p, their_p)
         assert type(mine) is type(theirs) is RuntimeError
         assert str(mine).replace("tracegrad", "torch") == str(theirs)
+
+
+def test_the_grad_mode_and_variable_modules_are_importable_as_in_pytorch():
+    from tracegrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+    from tracegrad.autograd.variable import Variable
+    assert no_grad is tg.no_grad and enable_grad is tg.enable_grad
+    assert set_grad_enabled is tg.set_grad_enabled and inference_mode is tg.inference_mode
+    assert Variable is tg.autograd.Variable
+    x = tg.ones(2, requires_grad=True)
+    with tg.autograd.set_multithreading_enabled(False):  # (accepted: nothing to switch)
+        (x * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
