@@ -399,7 +399,7 @@ def layer_norm_rule(prim, args, batched, params, size):
 
 @batch_rule("embedding")
 def embedding_rule(prim, args, batched, params, size):
-    if batched[0]:
+    if batched[0] or (batched[1] and params.get("scale_grad_by_freq")):  # (each sample's counts)
         return per_sample(prim, args, batched, params, size)
     return prim(*args, **params)
 

@@ -14,7 +14,8 @@ from .arith import where
 from .batch_norm_kernels import batch_norm_backward, batch_norm_forward
 from .broadcast import sum_to, zeros_like, zeros_of
 from .core import KEEP, primitive
-from .index import ARRAY, index_put
+from .counting import bincount
+from .index import ARRAY, index_put, index_select
 from .reduce import sum
 from .shape import reshape
 from .unary import rsqrt
@@ -335,24 +336,34 @@ def group_norm_jvp_bias(t, out, x, weight, bias, *, num_groups, eps):
 # -- embedding -------------------------------------------------------------------------------------
 
 @primitive("EmbeddingBackward0", dtypes=KEEP, linear=True, saved_names=("weight", "indices"),
-           saved_view=lambda params: {"padding_idx": params["padding_idx"], "scale_grad_by_freq": False,
+           saved_view=lambda params: {"padding_idx": params["padding_idx"],
+                                      "scale_grad_by_freq": params.get("scale_grad_by_freq", False),
                                       "sparse": False})
-def embedding(xp, weight, indices, *, padding_idx=-1):
-    """Rows ``weight[indices]``; the row ``padding_idx`` (if >= 0) receives no gradient."""
+def embedding(xp, weight, indices, *, padding_idx=-1, scale_grad_by_freq=False):
+    """Rows ``weight[indices]``; the row ``padding_idx`` (if >= 0) receives no gradient. With
+    ``scale_grad_by_freq`` each row's gradient is divided by how often ``indices`` picks it
+    (word2vec-style training: frequent words do not dominate)."""
     return xp.take(weight, indices, axis=0)
 
 
 @embedding.vjp("weight", uses="indices")
-def embedding_vjp(g, out, weight, indices, *, padding_idx=-1):
+def embedding_vjp(g, out, weight, indices, *, padding_idx=-1, scale_grad_by_freq=False):
     if _raw(g, indices) and g.ndim:  # first order: the rows summed into zeros, no copy of them
         xp = backend.namespace_of(g)
         dw = xp.zeros(tuple(weight.shape), dtype=g.dtype)
         xp.scatter_add(dw, (indices,), g)
+        if scale_grad_by_freq:
+            counts = xp.bincount(indices.reshape(-1), minlength=weight.shape[0])
+            dw /= xp.maximum(counts, 1).astype(dw.dtype)[:, None]
         if padding_idx >= 0:
             dw[padding_idx] = 0
         return dw
     if padding_idx >= 0:
         g = where(reshape(indices != padding_idx, shape=tuple(indices.shape) + (1,)), g, 0.0)
+    if scale_grad_by_freq:  # each occurrence's share: divided by its row's count
+        flat = reshape(indices, shape=(-1,))
+        counts = index_select(bincount(flat, minlength=weight.shape[0]), flat, dim=0)
+        g = g / reshape(counts, shape=tuple(indices.shape) + (1,))
     return index_put(zeros_of(g, shape=weight.shape), g, indices, index=(ARRAY,), accumulate=True)
 
 

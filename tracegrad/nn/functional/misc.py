@@ -302,8 +302,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         if out is not None:
             return out
     padding = _padding_index(padding_idx, weight.shape[0])
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported (tracegrad has no sparse "
+                                  "embedding gradients; sparse=False gives the same values densely)")
     _index_dtype_check(input, "embedding")
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
@@ -315,6 +316,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             raise NotImplementedError("vmap: embedding(max_norm=...) renormalises the weight in place, which "
                                       "tracegrad does not support for a weight batched by vmap")
         _renorm_rows(weight, idx, max_norm, norm_type)  # (the rows any sample picks: as a loop would)
+    if scale_grad_by_freq:
+        return _rules.embedding(weight, input, padding_idx=padding, scale_grad_by_freq=True)
     return _rules.embedding(weight, input, padding_idx=padding)
 
 
