@@ -22,6 +22,7 @@ from ..backend import cpu as np
 from ..backend import dtypes as _dt
 from ..runtime import forward as _forward
 from ..runtime import grad_mode
+from ..nn.modules._module_hooks import ANY_GLOBAL as _ANY_GLOBAL
 from ..runtime.saved_hooks import pack_hooks
 from ..runtime.tensor import Tensor
 from ..runtime.vmapped import is_vmapped
@@ -101,6 +102,8 @@ def module_key(root):
     Modules and tensors are keyed by ``id``: a staged version holds the tensors it reads
     (so their ids cannot be reused while it is cached), and a submodule is known by its
     tensors and attributes. Called at every call, so written for speed."""
+    if _ANY_GLOBAL[0]:  # (global module hooks: every module's call runs Python code)
+        return None
     key = []
     add = key.append
     stack = [root]

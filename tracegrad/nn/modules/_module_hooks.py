@@ -1,7 +1,10 @@
 """Module hooks: registration handles and the hooked call path.
 
-``Module.__call__`` tests one flag, ``_hooked``, which :func:`add` and handle removal keep
-equal to "some forward/backward hook is registered"; only then does a call come here.
+``Module.__call__`` tests two flags, the module's ``_hooked``, which :func:`add` and handle
+removal keep equal to "some forward/backward hook is registered", and :data:`ANY_GLOBAL`,
+the same for the global hooks of every module (``torch.nn.modules.module``'s
+``register_module_*_hook``, which run before each module's own); only then does a call come
+here.
 Full backward hooks work as in PyTorch's ``BackwardHook``: the tensor arguments and the
 tensor outputs each pass through an identity autograd Function, whose backward nodes see
 the gradients of the module's outputs (``grad_output``) and of its inputs (``grad_input``).
@@ -9,13 +12,15 @@ the gradients of the module's outputs (``grad_output``) and of its inputs (``gra
 import itertools
 import warnings
 import weakref
+from collections import OrderedDict
 
 from ...runtime import grad_mode
 from ...runtime.function import Function
 from ...runtime.hooks import RemovableHandle as _TensorHandle
 from ...runtime.tensor import Tensor
 
-__all__ = ["RemovableHandle", "WithModule", "add", "call_with_hooks", "refresh"]
+__all__ = ["RemovableHandle", "WithModule", "add", "add_global", "call_with_hooks", "refresh", "GLOBAL", "ANY_GLOBAL",
+           "registered"]
 
 _ids = itertools.count()
 _CALL_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
@@ -37,6 +42,54 @@ class RemovableHandle(_TensorHandle):
         for name in self._names:
             module.__dict__[name].pop(self.id, None)
         refresh(module)
+
+
+# -- global hooks (every module's) --------------------------------------------------------------
+
+GLOBAL = {name: OrderedDict() for name in (
+    "forward_pre", "forward", "forward_with_kwargs", "forward_always_called", "backward_pre", "backward",
+    "buffer_registration", "module_registration", "parameter_registration")}
+ANY_GLOBAL = [False]  # some global forward/backward hook is registered (Module.__call__ tests it)
+GLOBAL_FULL_BACKWARD = [None]  # whether the global backward hooks are full ones (one kind at a time)
+
+
+class GlobalHandle(_TensorHandle):
+    """The handle of a global hook: ``remove()`` unregisters it (and its flags)."""
+
+    def __init__(self, names):
+        self.id = next(_ids)
+        self._names = names
+
+    def remove(self):
+        for name in self._names:
+            GLOBAL[name].pop(self.id, None)
+        _refresh_global()
+
+
+def _refresh_global():
+    ANY_GLOBAL[0] = any(GLOBAL[name] for name in ("forward_pre", "forward", "backward_pre", "backward"))
+
+
+def add_global(hook, name, flags=()):
+    """Register ``hook`` in ``GLOBAL[name]``, marked in each of the ``flags`` dicts."""
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    handle = GlobalHandle((name, *flags))
+    GLOBAL[name][handle.id] = hook
+    for flag in flags:
+        GLOBAL[flag][handle.id] = True
+    _refresh_global()
+    return handle
+
+
+def registered(kind, module, name, value):
+    """``value`` after the global ``<kind>_registration`` hooks (each may return a
+    replacement), as ``register_buffer``/``register_parameter``/``add_module`` store it."""
+    for hook in list(GLOBAL[f"{kind}_registration"].values()):
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 def refresh(module):
@@ -96,7 +149,7 @@ def _run(module, state, called):
     args, kwargs = state["args"], state["kwargs"]
     d = module.__dict__
     with_kwargs = d["_forward_pre_hooks_with_kwargs"]
-    for hook_id, hook in list(d["_forward_pre_hooks"].items()):
+    for hook_id, hook in [*GLOBAL["forward_pre"].items(), *d["_forward_pre_hooks"].items()]:
         if hook_id in with_kwargs:
             r = hook(module, args, kwargs)
             if r is not None:
@@ -109,17 +162,17 @@ def _run(module, state, called):
             if r is not None:
                 args = r if isinstance(r, tuple) else (r,)
         state["args"], state["kwargs"] = args, kwargs
-    full = list(d["_backward_hooks"].values()) if module._is_full_backward_hook else []
-    pre = list(d["_backward_pre_hooks"].values())
+    full, legacy = _backward_hooks(module)
+    pre = [*GLOBAL["backward_pre"].values(), *d["_backward_pre_hooks"].values()]
     bw = None
     if full or pre:
         bw = BackwardHook(module, full, pre)
         args = bw.setup_input_hook(args)
     result = module.forward(*args, **kwargs)
     state["result"] = result
-    with_kwargs = d["_forward_hooks_with_kwargs"]
-    always = d["_forward_hooks_always_called"]
-    for hook_id, hook in list(d["_forward_hooks"].items()):
+    with_kwargs = d["_forward_hooks_with_kwargs"].keys() | GLOBAL["forward_with_kwargs"].keys()
+    always = d["_forward_hooks_always_called"].keys() | GLOBAL["forward_always_called"].keys()
+    for hook_id, hook in [*GLOBAL["forward"].items(), *d["_forward_hooks"].items()]:
         if hook_id in always:
             called.add(hook_id)
         r = hook(module, args, kwargs, result) if hook_id in with_kwargs else hook(module, args, result)
@@ -130,20 +183,34 @@ def _run(module, state, called):
             warnings.warn("For backward hooks to be called, module output should be a Tensor or a "
                           f"tuple of Tensors but received {type(result)}", stacklevel=3)
         result = bw.setup_output_hook(result)
-    if module._is_full_backward_hook is False and d["_backward_hooks"]:
-        _attach_legacy_backward_hooks(module, result)
+    if legacy:
+        _attach_legacy_backward_hooks(module, result, legacy)
     return result
+
+
+def _backward_hooks(module):
+    """(full, legacy) backward hooks of a call of ``module``: the global ones first."""
+    full, legacy = [], []
+    for is_full, hooks in ((GLOBAL_FULL_BACKWARD[0], GLOBAL["backward"]),
+                           (module._is_full_backward_hook, module.__dict__["_backward_hooks"])):
+        if is_full is True:
+            full += hooks.values()
+        elif is_full is False:
+            legacy += hooks.values()
+    return full, legacy
 
 
 def _always_called(module, state, called):
     """After forward raised: the ``always_call`` forward hooks not yet run (their own
     errors become warnings, the original exception propagates)."""
     d = module.__dict__
-    for hook_id, hook in list(d["_forward_hooks"].items()):
-        if hook_id not in d["_forward_hooks_always_called"] or hook_id in called:
+    always = d["_forward_hooks_always_called"].keys() | GLOBAL["forward_always_called"].keys()
+    with_kwargs = d["_forward_hooks_with_kwargs"].keys() | GLOBAL["forward_with_kwargs"].keys()
+    for hook_id, hook in [*GLOBAL["forward"].items(), *d["_forward_hooks"].items()]:
+        if hook_id not in always or hook_id in called:
             continue
         try:
-            if hook_id in d["_forward_hooks_with_kwargs"]:
+            if hook_id in with_kwargs:
                 r = hook(module, state["args"], state["kwargs"], state["result"])
             else:
                 r = hook(module, state["args"], state["result"])
@@ -154,14 +221,14 @@ def _always_called(module, state, called):
                           f"silenced as another error was raised in forward: {e}", stacklevel=3)
 
 
-def _attach_legacy_backward_hooks(module, result):
-    """``register_backward_hook``: hooks on the ``grad_fn`` of the (first) output."""
+def _attach_legacy_backward_hooks(module, result, hooks):
+    """``register_backward_hook``: ``hooks`` on the ``grad_fn`` of the (first) output."""
     var = result
     while not isinstance(var, Tensor):
         var = next(v for v in var.values() if isinstance(v, Tensor)) if isinstance(var, dict) else var[0]
     fn = var.grad_fn
     if fn is not None:
-        for hook in module._backward_hooks.values():
+        for hook in hooks:
             fn.register_hook(WithModule(hook, module))
 
 

@@ -18,11 +18,15 @@ from collections import OrderedDict
 from ...runtime.tensor import Tensor
 from ..parameter import Buffer, Parameter
 from . import _module_hooks as _hooks
+from ._module_hooks import ANY_GLOBAL as _ANY_GLOBAL
 from . import _module_state as _state
 from ._module_state import _STORES, _Members
 from ._module_state import _IncompatibleKeys  # noqa: F401  (importable from here, as in PyTorch)
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_backward_hook", "register_module_full_backward_pre_hook",
+           "register_module_full_backward_hook", "register_module_buffer_registration_hook",
+           "register_module_module_registration_hook", "register_module_parameter_registration_hook"]
 
 
 def _typename(obj):
@@ -80,7 +84,7 @@ class Module:
     forward = _forward_unimplemented
 
     def __call__(self, *args, **kwargs):
-        if self._hooked:
+        if self._hooked or _ANY_GLOBAL[0]:
             return _hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -128,7 +132,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(tracegrad Tensor or None required)")
-        self._buffers[name] = tensor
+        self._buffers[name] = _hooks.registered("buffer", self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -142,7 +146,7 @@ class Module:
                                       and name not in self._parameters)
         if error is not None:
             raise error
-        self._parameters[name] = param
+        self._parameters[name] = _hooks.registered("parameter", self, name, param)
 
     def add_module(self, name, module):
         """Add a child module, reachable as attribute ``name``."""
@@ -152,7 +156,7 @@ class Module:
                                  and name not in self._modules)
         if error is not None:
             raise error
-        self._modules[name] = module
+        self._modules[name] = _hooks.registered("module", self, name, module)
 
     def register_module(self, name, module):
         """Alias of :meth:`add_module`."""
@@ -243,7 +247,7 @@ class Module:
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             _discard(name, d, self._parameters, self._buffers, self._non_persistent_buffers_set)
-            self._modules[name] = value
+            self._modules[name] = _hooks.registered("module", self, name, value)
         elif name in d.get("_modules", ()):
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
@@ -574,3 +578,55 @@ def _discard(name, *stores):
             else:
                 store.discard(name)
 
+
+# -- global hooks: every module's, run before its own (torch.nn.modules.module) -------------------
+
+def register_module_forward_pre_hook(hook):
+    """``hook(module, args)`` before every module's forward (its result replaces ``args``)."""
+    return _hooks.add_global(hook, "forward_pre")
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
+    ``with_kwargs``) after every module's forward; ``always_call``: also when it raises."""
+    flags = (("forward_with_kwargs",) if with_kwargs else ()) + (("forward_always_called",) if always_call else ())
+    return _hooks.add_global(hook, "forward", flags)
+
+
+def _global_backward(hook, full):
+    if _hooks.GLOBAL_FULL_BACKWARD[0] is (not full):
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
+                           "hook. Please use only one of them.")
+    _hooks.GLOBAL_FULL_BACKWARD[0] = full
+    return _hooks.add_global(hook, "backward")
+
+
+def register_module_full_backward_hook(hook):
+    """``hook(module, grad_input, grad_output)`` in every module's backward (see
+    :meth:`Module.register_full_backward_hook`)."""
+    return _global_backward(hook, True)
+
+
+def register_module_backward_hook(hook):
+    """The deprecated non-full form of :func:`register_module_full_backward_hook`."""
+    return _global_backward(hook, False)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """``hook(module, grad_output)`` before the gradients of every module's inputs."""
+    return _hooks.add_global(hook, "backward_pre")
+
+
+def register_module_buffer_registration_hook(hook):
+    """``hook(module, name, buffer)`` when any module registers a buffer (its result replaces it)."""
+    return _hooks.add_global(hook, "buffer_registration")
+
+
+def register_module_module_registration_hook(hook):
+    """``hook(module, name, submodule)`` when any module registers a submodule."""
+    return _hooks.add_global(hook, "module_registration")
+
+
+def register_module_parameter_registration_hook(hook):
+    """``hook(module, name, param)`` when any module registers a parameter."""
+    return _hooks.add_global(hook, "parameter_registration")
