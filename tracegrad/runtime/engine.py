@@ -8,6 +8,7 @@ higher derivatives fall out. Saved values are freed after the pass unless
 ``retain_graph``. When ``inputs`` are given only the part of the graph that leads to them
 runs, and (for ``autograd.grad``) their gradients are returned instead of accumulated.
 """
+import collections
 import sys
 import threading
 import warnings
@@ -82,7 +83,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
     for t in inputs_seq:
-        if not t._requires_grad:
+        if not isinstance(t, GradientEdge) and not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
         retain_graph = create_graph
@@ -105,6 +106,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
                                    "used in the graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
+                if isinstance(t, GradientEdge):
+                    raise RuntimeError("materialize_grads cannot make zeros for a GradientEdge input: its "
+                                       "shape is not known")
                 g = backend.namespace_of(t._data).zeros_like(t._data)
         if g is not None and not isinstance(g, Tensor):
             g = wrap(g)
@@ -135,11 +139,12 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
 
 
 def _as_tuple(x, what):
-    if isinstance(x, Tensor):
+    edges = GradientEdge if what == "inputs" else ()  # (an input may be a graph edge)
+    if isinstance(x, Tensor) or isinstance(x, edges):
         return (x,)
     if isinstance(x, (list, tuple)):
         for t in x:
-            if not isinstance(t, Tensor):
+            if not isinstance(t, Tensor) and not isinstance(t, edges):
                 raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
         return tuple(x)
     raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
@@ -155,7 +160,15 @@ def _root_edges(tensors):
     return edges
 
 
+GradientEdge = collections.namedtuple("GradientEdge", ["node", "output_nr", "ownership_token"], defaults=[None])
+GradientEdge.__doc__ = """An edge of the backward graph, ``torch.autograd.graph.GradientEdge``: output
+``output_nr`` of ``node``. ``autograd.grad`` takes one as an input: the gradient flowing
+into that edge (``get_gradient_edge(t)``: ``t``'s, even after ``t`` is gone)."""
+
+
 def _input_edge(t, i):
+    if isinstance(t, GradientEdge):
+        return (t.node, t.output_nr)
     edge = edge_of(t)
     if edge[0] is None:
         raise RuntimeError("One of the differentiated Tensors does not require grad")

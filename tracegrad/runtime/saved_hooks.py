@@ -88,6 +88,9 @@ class saved_tensors_hooks:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
+        refusal = getattr(_local, "disabled", None)
+        if refusal is not None:
+            raise RuntimeError(refusal)
         stack = getattr(_local, "stack", None)
         if stack is None:
             stack = _local.stack = []
@@ -113,3 +116,39 @@ class save_on_cpu(saved_tensors_hooks):
             device, saved = packed
             return saved.to(device)
         super().__init__(pack, unpack)
+
+
+
+class allow_mutation_on_saved_tensors(saved_tensors_hooks):
+    """Tensors saved for backward while it is active may then be changed in place: backward
+    uses the values they had when saved. PyTorch clones a saved tensor when it is first
+    changed; here each is copied when it is saved (the same values, more memory)."""
+
+    def __init__(self):
+        super().__init__(lambda t: t.detach().clone(), lambda copy: copy)
+
+class disable_saved_tensors_hooks:
+    """``torch.autograd.graph.disable_saved_tensors_hooks(error_message)``: while it is
+    active (in this thread), entering :class:`saved_tensors_hooks` raises RuntimeError with
+    ``error_message`` -- for code whose saved tensors must stay as they are. Also a decorator."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self._outer = getattr(_local, "disabled", None)
+        _local.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _local.disabled = self._outer
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with disable_saved_tensors_hooks(self.error_message):
+                return fn(*args, **kwargs)
+        return wrapper
