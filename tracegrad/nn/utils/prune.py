@@ -194,8 +194,8 @@ class _Amount(BasePruningMethod):
         self.amount = amount
 
 
-class RandomUnstructured(_Amount):
-    """Prunes ``amount`` entries chosen at random."""
+class _Unstructured(_Amount):
+    """Prunes ``amount`` entries: those :meth:`_pruned` picks among all of them."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -203,35 +203,34 @@ class RandomUnstructured(_Amount):
         count = _count(self.amount, t.numel())
         mask = default_mask.clone()
         if count:
-            drawn = creation.rand_like(t).reshape(-1).topk(count)
-            mask.view(-1)[drawn.indices] = 0
+            mask.view(-1)[self._pruned(t, count)] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` entries chosen at random."""
+
+    def _pruned(self, t, count):
+        return creation.rand_like(t).reshape(-1).topk(count).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(_Amount):
+class L1Unstructured(_Unstructured):
     """Prunes the ``amount`` entries of smallest magnitude."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def compute_mask(self, t, default_mask):
-        count = _count(self.amount, t.numel())
-        mask = default_mask.clone()
-        if count:
-            smallest = t.abs().reshape(-1).topk(count, largest=False)
-            mask.view(-1)[smallest.indices] = 0
-        return mask
+    def _pruned(self, t, count):
+        return t.abs().reshape(-1).topk(count, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(_Amount):
-    """Prunes ``amount`` channels along ``dim``, chosen at random."""
+class _Structured(_Amount):
+    """Prunes ``amount`` channels along ``dim``: all but those :meth:`_kept` picks."""
 
     PRUNING_TYPE = "structured"
 
@@ -245,34 +244,32 @@ class RandomStructured(_Amount):
         count = _count(self.amount, channels)
         if count == 0:
             return default_mask
+        dim = self.dim % t.dim()
+        return _channels_mask(t, dim, self._kept(t, dim, channels, count)) * default_mask.to(dtype=t.dtype)
+
+
+class RandomStructured(_Structured):
+    """Prunes ``amount`` channels along ``dim``, chosen at random."""
+
+    def _kept(self, t, dim, channels, count):
         drawn = creation.rand(channels)
-        kept = drawn > drawn.kthvalue(count).values
-        return _channels_mask(t, self.dim, kept) * default_mask.to(dtype=t.dtype)
+        return drawn > drawn.kthvalue(count).values
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(_Amount):
+class LnStructured(_Structured):
     """Prunes the ``amount`` channels along ``dim`` of smallest L-``n`` norm."""
 
-    PRUNING_TYPE = "structured"
-
     def __init__(self, amount, n, dim=-1):
-        super().__init__(amount)
-        self.n, self.dim = n, dim
+        super().__init__(amount, dim)
+        self.n = n
 
-    def compute_mask(self, t, default_mask):
-        _check_structured(t, self.dim)
-        channels = t.shape[self.dim]
-        count = _count(self.amount, channels)
-        if count == 0:
-            return default_mask
-        dim = self.dim % t.dim()
+    def _kept(self, t, dim, channels, count):
         norms = linalg.vector_norm(t, self.n, dim=[d for d in range(t.dim()) if d != dim])
-        kept = norms.topk(channels - count, largest=True).indices
-        return _channels_mask(t, dim, kept) * default_mask.to(dtype=t.dtype)
+        return norms.topk(channels - count, largest=True).indices
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
