@@ -5,6 +5,8 @@ axes and calls the transforms of :mod:`tracegrad.rules.fft`, which the tape's
 ``numpy.fft`` shares; gradients follow PyTorch's conjugate convention like every complex
 rule in eager mode. Integer inputs compute in the default float dtype, as in PyTorch.
 """
+import math
+
 from . import backend
 from .backend import dtypes as _dt
 from .rules import fft as F
@@ -112,7 +114,12 @@ def _freq(name):
     def call(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
         dtype = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
         xp = backend.namespace_for(device)
-        values = getattr(xp.fft, name)(n, d).astype(dtype.np)
+        # PyTorch's arithmetic: the integer frequencies times 1 / (n d), in the result's dtype
+        if name == "fftfreq":
+            ints = xp.concatenate([xp.arange((n - 1) // 2 + 1), xp.arange(-(n // 2), 0)])
+        else:
+            ints = xp.arange(n // 2 + 1)
+        values = ints.astype(dtype.np) * dtype.np.type(1.0 / (n * d) if n else math.inf)  # (n = 0: nan, as PyTorch)
         result = _tensor(values, requires_grad=requires_grad)
         if out is not None:
             out.copy_(result)  # (with out's own shape checks)

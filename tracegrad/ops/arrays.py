@@ -8,6 +8,7 @@ map; here are PyTorch's signatures, defaults and error messages."""
 import warnings
 
 from ..backend import cpu as host  # positions worked out on the host
+from ..backend import dtypes as _dt
 from ..rules import arrays as A
 from ..rules import index as I
 from ..rules import reduce as R
@@ -133,6 +134,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     x = cat(pieces, d) if len(pieces) > 1 else input
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    if x.dtype is _dt.bool_:  # whether neighbours differ, as PyTorch's
+        for _ in range(n):
+            m = x.shape[d]
+            x = x.narrow(d, 1, max(m - 1, 0)) != x.narrow(d, 0, max(m - 1, 0))
+        return x
     return A.diff(x, n, d) if n else x
 
 
@@ -199,6 +205,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 
 def block_diag(*tensors):
+    if not tensors:  # (PyTorch's: a 1 x 0 matrix)
+        from ..runtime.creation import empty
+        return empty(1, 0)
     for i, t in enumerate(tensors):
         if t.ndim > 2:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} "

@@ -6,6 +6,7 @@ They call the rules of :mod:`tracegrad.rules.complex_`. One difference from PyTo
 a complex value), and writing into them -- which in PyTorch changes ``z`` -- raises a
 RuntimeError rather than silently changing nothing.
 """
+from ..backend import dtypes as _dt
 from ..rules import complex_ as C
 from ..rules import unary as U
 from ..rules.arith import div, mul, where
@@ -38,6 +39,10 @@ def conj(input):
 
 
 def angle(input):
+    """The argument of ``input``; of integers (and bools), in the default float dtype, as
+    PyTorch's."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        input = input.to(_dt.get_default_dtype())
     return C.angle(input)
 
 

@@ -147,9 +147,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector norms over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
     if p == "fro" or p is None:
         p = 2
-    if p == "nuc":
-        raise NotImplementedError("norm(p='nuc') needs a singular value decomposition, which "
-                                  "tracegrad's rule table does not have yet")
+    if p == "nuc":  # (a matrix norm: of the last two dims, or of the two in dim)
+        from ..linalg import matrix_norm
+        return matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim, keepdim=keepdim, dtype=dtype)
     return vector_norm(input, p if isinstance(p, int) else float(p), dim, keepdim, dtype=dtype)
 
 

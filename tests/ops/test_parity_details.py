@@ -1,0 +1,58 @@
+"""Details where PyTorch programs met other results: ``diff`` of booleans, ``block_diag()``
+of nothing, ``angle`` of integers, ``norm(p='nuc')``, ``histc`` without a gradient, and
+``fftfreq``'s float32 rounding (PyTorch multiplies the integer frequencies by 1/(n d) in the
+result's dtype)."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+
+def test_diff_of_booleans_is_whether_neighbours_differ():
+    t = tg.tensor([True, False, False, True])
+    assert tg.diff(t).tolist() == [True, False, True] and tg.diff(t).dtype is tg.bool
+    assert tg.diff(t, n=2).tolist() == [True, True]
+    assert tg.diff(tg.tensor([[True, False], [False, False]]), dim=0).tolist() == [[True, False]]
+    np.testing.assert_array_equal(tg.diff(tg.tensor([1.0, 4.0, 9.0])).numpy(), [3.0, 5.0])
+
+
+def test_block_diag_of_nothing_is_a_1_by_0_matrix():
+    out = tg.block_diag()
+    assert tuple(out.shape) == (1, 0) and out.dtype is tg.float32
+
+
+def test_angle_of_integers_is_in_the_default_float_dtype():
+    out = tg.angle(tg.tensor([1, -2, 0]))
+    assert out.dtype is tg.float32
+    np.testing.assert_allclose(out.numpy(), [0.0, np.pi, 0.0], rtol=1e-7)
+    assert tg.tensor([True, False]).angle().dtype is tg.float32
+
+
+def test_nuclear_norm():
+    a = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert tg.norm(a, p="nuc").item() == pytest.approx(np.linalg.norm(a.numpy(), "nuc"), rel=1e-6)
+    batch = tg.tensor(np.random.default_rng(0).standard_normal((3, 2, 4)))
+    np.testing.assert_allclose(tg.norm(batch, p="nuc", dim=(1, 2)).numpy(),
+                               [np.linalg.norm(m, "nuc") for m in batch.numpy()], rtol=1e-12)
+
+
+def test_histc_has_no_gradient():
+    w = tg.tensor([0.0, 0.2, 1.0, 0.7], requires_grad=True)
+    h = tg.histc(w, bins=4)
+    assert not h.requires_grad and h.grad_fn is None
+    p = h / 4
+    loss = (w ** 2).sum() + 0.1 * (p * tg.log(p + 1e-8)).sum()
+    loss.backward()  # (the histogram is a constant of the loss)
+    np.testing.assert_allclose(w.grad.numpy(), 2 * w.detach().numpy())
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 8])
+def test_fftfreq_rounds_as_pytorch(n):
+    for d in (1.0, 0.3):
+        ints = np.concatenate([np.arange((n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
+        scale = np.float32(1.0 / (n * d)) if n else np.float32(np.inf)
+        np.testing.assert_array_equal(tg.fft.fftfreq(n, d).numpy(), ints.astype(np.float32) * scale)
+        with np.errstate(invalid="ignore"):
+            want = np.arange(n // 2 + 1).astype(np.float32) * scale
+        np.testing.assert_array_equal(tg.fft.rfftfreq(n, d).numpy(), want)  # (n = 0: [nan], as PyTorch)
+    np.testing.assert_array_equal(tg.fft.fftfreq(8, dtype=tg.float64).numpy(), np.fft.fftfreq(8))
