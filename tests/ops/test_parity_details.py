@@ -56,3 +56,29 @@ def test_fftfreq_rounds_as_pytorch(n):
             want = np.arange(n // 2 + 1).astype(np.float32) * scale
         np.testing.assert_array_equal(tg.fft.rfftfreq(n, d).numpy(), want)  # (n = 0: [nan], as PyTorch)
     np.testing.assert_array_equal(tg.fft.fftfreq(8, dtype=tg.float64).numpy(), np.fft.fftfreq(8))
+
+
+def test_printed_and_named_results():
+    """aminmax's named result, Size times an int, expm1's node name, the optimizer's
+    parameter groups a blank line apart, set_grad_enabled's repr."""
+    r = tg.aminmax(tg.tensor([[3.0, 1.0, 2.0], [0.5, 4.0, -1.0]]), dim=1)
+    assert type(r).__name__ == "aminmax" and r.min.tolist() == [1.0, -1.0] and r.max.tolist() == [3.0, 4.0]
+    assert repr(r) == "tracegrad.return_types.aminmax(\nmin=tensor([ 1., -1.]),\nmax=tensor([3., 4.]))"
+    assert tg.Size([2, 3]) * 2 == (2, 3, 2, 3) and type(2 * tg.Size([2])) is tg.Size
+    assert tg.ones(2, requires_grad=True).expm1().grad_fn.name() == "Expm1Backward0"
+    p1, p2 = tg.nn.Parameter(tg.zeros(2)), tg.nn.Parameter(tg.zeros(3))
+    text = repr(tg.optim.SGD([{"params": [p1]}, {"params": [p2], "lr": 0.01}], lr=0.1))
+    assert "    weight_decay: 0\n\nParameter Group 1\n" in text and text.startswith("SGD (\nParameter Group 0\n")
+    with tg.set_grad_enabled(True) as mode:
+        assert mode is None
+    assert repr(tg.set_grad_enabled(True)) == "tracegrad.autograd.grad_mode.set_grad_enabled(mode=True)"
+
+
+@pytest.mark.torch
+def test_optimizer_repr_is_pytorchs():
+    import torch
+
+    def text(lib):
+        p1, p2 = lib.nn.Parameter(lib.zeros(2)), lib.nn.Parameter(lib.zeros(3))
+        return repr(lib.optim.Adam([{"params": [p1]}, {"params": [p2], "lr": 0.01}], lr=0.1))
+    assert text(tg) == text(torch)

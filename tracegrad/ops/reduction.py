@@ -110,7 +110,7 @@ def amin(input, dim=(), keepdim=False):
 
 
 def aminmax(input, *, dim=None, keepdim=False):
-    return amin(input, dim, keepdim), amax(input, dim, keepdim)
+    return return_types.aminmax(amin(input, dim, keepdim), amax(input, dim, keepdim))
 
 
 def argmax(input, dim=None, keepdim=False):

@@ -2,7 +2,7 @@
 import collections
 
 __all__ = ["max", "min", "sort", "topk", "mode", "median", "nanmedian", "kthvalue", "histogram", "cummax",
-           "cummin"]
+           "cummin", "aminmax"]
 
 
 def _structseq(name, fields):
@@ -27,6 +27,7 @@ kthvalue = _structseq("kthvalue", ["values", "indices"])
 histogram = _structseq("histogram", ["hist", "bin_edges"])
 cummax = _structseq("cummax", ["values", "indices"])
 cummin = _structseq("cummin", ["values", "indices"])
+aminmax = _structseq("aminmax", ["min", "max"])
 
 _OUT_TYPES = {}
 

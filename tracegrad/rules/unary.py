@@ -32,7 +32,7 @@ def exp2_vjp(g, out, x):
     return g * (out * _LN2)  # (g * out may overflow where the slope times g does not)
 
 
-@primitive("ExpM1Backward0", dtypes=FLOAT, diagonal=True, ufunc="expm1", complex=True, scalar=True)
+@primitive("Expm1Backward0", dtypes=FLOAT, diagonal=True, ufunc="expm1", complex=True, scalar=True)
 def expm1(xp, x):
     return xp.expm1(x)
 

@@ -191,6 +191,9 @@ class set_grad_enabled(_Mode):
     def _flags(self):
         return self._enabled, None
 
+    def __repr__(self):
+        return f"tracegrad.autograd.grad_mode.set_grad_enabled(mode={self._enabled})"
+
     def __enter__(self):
         return None
 

@@ -43,6 +43,11 @@ class Size(tuple):
         r = tuple.__getitem__(self, i)
         return Size(r) if isinstance(i, slice) else r
 
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
     def __add__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
