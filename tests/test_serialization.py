@@ -809,3 +809,14 @@ def test_file_objects_without_readinto_and_with_an_offset():
     buf = io.BytesIO(data)
     buf.seek(5)
     assert "not an .npz archive" in load_error(buf.read())
+
+
+def test_save_accepts_pytorchs_pickle_and_archive_options():
+    """``_use_new_zipfile_serialization``/``pickle_protocol``/``pickle_module`` (PyTorch's
+    saving docs name the first): accepted, the file is tracegrad's own either way."""
+    import io
+    import pickle
+    buf = io.BytesIO()
+    tracegrad.save({"w": tracegrad.arange(3.0)}, buf, pickle_module=pickle, pickle_protocol=4, _use_new_zipfile_serialization=False)
+    buf.seek(0)
+    assert tracegrad.load(buf)["w"].tolist() == [0.0, 1.0, 2.0]

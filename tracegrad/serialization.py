@@ -74,9 +74,12 @@ _SUPPORTED = ("tensors, dict, OrderedDict, Counter, list, tuple, set and plain v
 
 
 # -- save -----------------------------------------------------------------------------------
-def save(obj, f):
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
     """Save ``obj`` (tensors in nested dicts/lists/tuples and plain values) to ``f``, a path
-    or a binary file object. Nothing is written if ``obj`` holds something unsupported."""
+    or a binary file object. Nothing is written if ``obj`` holds something unsupported.
+    PyTorch's pickle and archive options are accepted and change nothing: the format is
+    tracegrad's own (no pickle)."""
     enc = _Encoder()
     root = enc.encode(obj, "")
     index = {"format": FORMAT, "version": VERSION, "tensors": enc.entries, "root": root}

@@ -560,3 +560,26 @@ def test_rand_and_randn_draw_complex_values_as_pytorch_defines_them():
         assert tg.randn((), dtype=dtype).shape == ()
     with pytest.raises(RuntimeError, match="not implemented for"):
         tg.rand(2, dtype=tg.int64)
+
+
+def test_arrays_shared_with_a_tensor_are_checked_as_pytorch_checks_them():
+    with pytest.raises(ValueError, match="At least one stride in the given numpy array is negative"):
+        tg.from_numpy(np.arange(5)[::-1])
+    with pytest.raises(ValueError, match="negative strides are not currently supported"):
+        tg.as_tensor(np.arange(5.0)[::-1])
+    from tracegrad.runtime import creation
+    creation._warned_read_only[0] = False
+    ro = np.arange(3.0)
+    ro.setflags(write=False)
+    with pytest.warns(UserWarning, match="The given NumPy array is not writable"):
+        t = tg.from_numpy(ro)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (once per program, as PyTorch)
+        tg.as_tensor(ro)
+    for write in (lambda: t.add_(1), lambda: t.__setitem__(0, 5.0)):
+        with pytest.raises(RuntimeError, match="its memory is a NumPy array that is not writable"):
+            write()
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single"):
+        tg.ones(1).expand(3).add_(1)
+    assert ro.tolist() == [0.0, 1.0, 2.0]

@@ -159,7 +159,7 @@ def as_tensor(data, dtype=None, device=None):
         return data.to(device=device, dtype=dtype)
     if backend.is_array(data) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and (
             device is None or backend.namespace_for(device) is backend.namespace_of(data)):
-        return wrap(data)
+        return wrap(_shareable(data))
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -168,7 +168,27 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, backend.cpu.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     _dt.from_numpy_dtype(ndarray.dtype)
-    return wrap(ndarray)
+    return wrap(_shareable(ndarray))
+
+
+_warned_read_only = [False]
+
+
+def _shareable(array):
+    """``array``, checked as PyTorch checks an array a tensor will share: no negative strides
+    (ValueError); a read-only one warns, once per program, that writes will fail."""
+    if any(s < 0 for s in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array  with array.copy().) ")
+    if not getattr(array.flags, "writeable", True) and not _warned_read_only[0]:  # (CuPy: always writable)
+        _warned_read_only[0] = True
+        import warnings
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
+                      "This means writing to this tensor will result in undefined behavior. You may want to copy "
+                      "the array to protect its data or make it writable before converting it to a tensor. This "
+                      "type of warning will be suppressed for the rest of this program.", UserWarning, stacklevel=3)
+    return array
 
 
 def parse_size(size):

@@ -495,6 +495,12 @@ def _write(prim, xp, self, arrays, params):
 def _write_error(exc, prim, self, arrays):
     """PyTorch's message for a write into ``self`` that NumPy refused."""
     if "read-only" in str(exc):
+        a = self._data
+        if not any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):  # (not an expanded view:
+            # the memory itself is read-only -- a NumPy array made so, or a buffer)
+            return RuntimeError("cannot write into this tensor: its memory is a NumPy array that is not writable "
+                                "(flags.writeable is False; tracegrad cannot write there as PyTorch would). "
+                                "Copy the array, or make it writable, before making the tensor.")
         return RuntimeError("unsupported operation: more than one element of the written-to "
                             "tensor refers to a single memory location. Please clone() the "
                             "tensor before performing the operation.")
