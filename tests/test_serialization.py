@@ -345,10 +345,10 @@ def test_foreign_files(tmp_path):
     single = tmp_path / "one.npy"
     np.save(single, np.ones(3))
     assert "not an .npz archive" in load_error(single)
-    torchlike = io.BytesIO()
+    torchlike = io.BytesIO()  # (PyTorch's layout, a damaged pickle: see test_load_pytorch_files.py)
     with zipfile.ZipFile(torchlike, "w") as zf:
-        zf.writestr("archive/data.pkl", b"\x80\x02}q\x00.")
-    assert "looks like a PyTorch file" in load_error(torchlike.getvalue())
+        zf.writestr("archive/data.pkl", b"\x80\x02}q\x00")
+    assert "the PyTorch file is corrupt or truncated" in load_error(torchlike.getvalue())
     assert "the file is empty" in load_error(b"")
 
 

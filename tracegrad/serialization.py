@@ -22,12 +22,16 @@ and rebuilt on loading only from globals the user allowlisted (:mod:`tracegrad._
 fresh, contiguous leaves, as in PyTorch: the graph and ``.grad`` are not saved. The same
 Tensor object saved twice comes back as one object, but storage shared between *different*
 tensors (a view and its base) is not preserved: each is saved as its own copy.
+
+``load`` also reads checkpoints PyTorch's ``torch.save`` wrote (its zip format, with the
+same ``weights_only`` rules: see :mod:`tracegrad._torch_files`).
 """
 import io
 import json
 import math
 import mmap as _mm
 import os
+import pickle
 import shutil
 import struct
 import zipfile
@@ -42,6 +46,7 @@ from ._file_args import seekable as _seekable
 from ._map_location import check_map_location as _check_map_location
 from ._map_location import parameter_class as _parameter_class
 from ._map_location import restore as _restore
+from ._torch_files import is_torch_archive, load_torch_archive
 from ._weights_only import (Unsaveable, add_safe_globals, clear_safe_globals, decode_object,  # noqa: F401
                             encode_object, get_safe_globals, safe_globals)
 from .backend.device import device
@@ -224,6 +229,18 @@ def load(f, map_location=None, *, weights_only=None, mmap=None):
         raise ValueError("f must be a file path in order to use the mmap argument")
     name = _name_of(f)
     with _opened(f, "rb") as fh:
+        if not _seekable(fh):
+            fh = _buffered(fh)
+        archive = _pytorch_archive(fh, name)
+        if archive is not None:  # (a checkpoint PyTorch wrote: see _torch_files)
+            with archive:
+                try:
+                    return load_torch_archive(archive, name, map_location, weights_only)
+                except (pickle.UnpicklingError, RuntimeError, MemoryError):
+                    raise
+                except Exception as e:  # (the zip and pickle parsers on damaged bytes)
+                    raise RuntimeError(f"cannot load {name}: the PyTorch file is corrupt or truncated "
+                                       f"({type(e).__name__}: {e})") from e
         try:
             entries, arrays, root = _read(fh, bool(mmap))
         except _BadFile as e:
@@ -244,6 +261,29 @@ class _BadFile(Exception):
     """What is wrong with a file, in words."""
 
 
+def _pytorch_archive(fh, name):
+    """``fh`` as an open ZipFile when it holds a checkpoint PyTorch wrote, else None (the
+    position is left where it was). PyTorch's legacy, non-zip format is refused by name."""
+    start = fh.tell()
+    head = fh.read(4)
+    fh.seek(start)
+    if head[:2] == b"\x80\x02" and head[2:3] == b"\x8a":  # (a pickle of PyTorch's magic number)
+        raise RuntimeError(f"cannot load {name}: it is in PyTorch's legacy format (written with "
+                           "_use_new_zipfile_serialization=False), which tracegrad cannot read; save it "
+                           "again with torch.save's default format")
+    if head not in _ZIP_MAGIC:
+        return None
+    try:
+        zf = zipfile.ZipFile(fh)
+        if INDEX + ".npy" not in zf.namelist() and is_torch_archive(zf.namelist()):
+            return zf
+        zf.close()
+    except Exception:  # (damaged: _read says what is wrong)
+        pass
+    fh.seek(start)
+    return None
+
+
 def _read(fh, mapped):
     """The validated index entries, their arrays (by key) and the root node of ``fh``.
 
@@ -262,10 +302,8 @@ def _read(fh, mapped):
     with zipfile.ZipFile(fh) as zf:
         names = set(zf.namelist())
         if INDEX + ".npy" not in names:
-            hint = ("; it looks like a PyTorch file, which tracegrad cannot read"
-                    if any(n.endswith("data.pkl") for n in names) else "")
             raise _BadFile(f"it is not a file written by tracegrad.save (an archive without "
-                           f"the '{INDEX}' entry{hint})")
+                           f"the '{INDEX}' entry)")
         spans = _locate(fh, [zf.getinfo(n) for n in sorted(names)], fh.seek(0, io.SEEK_END))
     raw = _read_array(fh, None, spans[INDEX + ".npy"], _DTYPE_BY_NAME["uint8"].np, None)
     try:
