@@ -450,3 +450,30 @@ def test_gradcheck_checks_forward_mode_when_asked():
     with pytest.raises(tg.autograd.GradcheckError,
                        match="Jacobian computed with forward mode mismatch for output 0 with respect to input 0"):
         tg.autograd.gradcheck(WrongJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False)
+
+
+def test_complex_inputs_are_perturbed_in_both_parts():
+    """The numerical gradient of a complex input is d/dx + i d/dy (PyTorch's convention for
+    a real function): a right backward passes, one conjugated the wrong way fails."""
+    import numpy as np
+
+    class SquaredAbs(tg.autograd.Function):
+        conj = False
+
+        @staticmethod
+        def forward(ctx, z):
+            ctx.save_for_backward(z)
+            return (z * z.conj()).real
+
+        @staticmethod
+        def backward(ctx, g):
+            (z,) = ctx.saved_tensors
+            return 2 * g * (z.conj() if SquaredAbs.conj else z)
+
+    z = tg.tensor(np.array([0.5 + 1.5j, -1.0 + 0.25j]), requires_grad=True)
+    assert tg.autograd.gradcheck(SquaredAbs.apply, (z,))
+    SquaredAbs.conj = True
+    with pytest.raises(tg.autograd.GradcheckError, match="Jacobian mismatch"):
+        tg.autograd.gradcheck(SquaredAbs.apply, (z,))
+    spec = tg.tensor(np.fft.rfft(np.arange(8.0)), requires_grad=True)  # (C -> R: irfft)
+    assert tg.autograd.gradcheck(lambda s: tg.fft.irfft(s, n=8), (spec,))
