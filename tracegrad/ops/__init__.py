@@ -8,11 +8,11 @@ from ..runtime.tensor import Tensor
 from . import activation, arrays, complex_, conversion, indexing, linalg, pointwise, reduction, shape
 from . import special
 from . import compat_functions, compat_tensor, distance, histogram, order_stats, out, sampling, sorting
-from . import extrema, foreach, integer, scatter_reduce, spectral, storage
+from . import extrema, foreach, integer, quantize, scatter_reduce, spectral, storage
 
 MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
 MODULES += (sorting, histogram, sampling, distance, order_stats)
-MODULES += (scatter_reduce, extrema, integer, storage, foreach, spectral)
+MODULES += (scatter_reduce, extrema, integer, storage, foreach, spectral, quantize)
 from . import linalg_legacy  # noqa: E402  (over tracegrad.linalg, which needs the modules above)
 MODULES += (linalg_legacy,)
 MODULES += (compat_tensor, compat_functions)  # composed from the above: last, and must not shadow them
