@@ -3,8 +3,8 @@
 
 ``load_state_dict_from_url`` reads a file from ``<hub dir>/checkpoints`` when it is there
 and otherwise downloads it with :mod:`urllib` first; the file is read with
-:func:`tracegrad.load`, so it must be one that :func:`tracegrad.save` wrote (a PyTorch
-pickle is refused with an error naming the file). GitHub hub repositories are not run:
+:func:`tracegrad.load`: one that :func:`tracegrad.save` wrote, or a checkpoint in PyTorch's
+zip format (a damaged or legacy one is refused with an error naming the file). GitHub hub repositories are not run:
 their ``hubconf.py`` builds models from PyTorch and torchvision internals, so ``load``,
 ``list`` and ``help`` on one raise, naming the repository. ``load(dir, model,
 source='local')`` runs a local ``hubconf.py``, which is the user's own code.

@@ -132,10 +132,15 @@ def test_network_failures_are_urllibs_errors(home, tmp_path):
     assert os.listdir(_checkpoints(home)) == []
 
 
-def test_a_pytorch_pickle_is_refused_naming_the_file(home):
+def test_a_pytorch_checkpoint_loads_and_a_damaged_one_is_refused_naming_the_file(home):
+    import pathlib
+    import shutil
+    shutil.copy(pathlib.Path(__file__).parents[1] / "data" / "pytorch_checkpoint.pt", _checkpoints(home) / "pt.pth")
+    loaded = hub.load_state_dict_from_url(CLOSED_PORT_URL.replace("w.pth", "pt.pth"))
+    assert loaded["epoch"] == 3 and loaded["ints"].tolist() == [0, 1, 2, 3]  # (tests/data: written by PyTorch)
     path = _checkpoints(home) / "torch.pth"
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("archive/data.pkl", b"\x80\x02}q\x00.")
+        zf.writestr("archive/data.pkl", b"\x80\x02}q\x00")  # (its pickle cut short)
         zf.writestr("archive/version", b"3\n")
     with pytest.raises(RuntimeError, match="torch.pth"):
         hub.load_state_dict_from_url(CLOSED_PORT_URL.replace("w.pth", "torch.pth"))
