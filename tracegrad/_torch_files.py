@@ -18,7 +18,6 @@ and any other is imported. PyTorch's older, non-zip format is refused by name.
 """
 import importlib
 import pickle
-import zipfile
 
 from . import backend
 from ._map_location import restore

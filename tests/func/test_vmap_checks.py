@@ -32,7 +32,8 @@ def test_distributions_validate_under_vmap():
     assert D.Distribution._validate_args  # (validation on: the default)
     got = vmap(lambda v: D.Normal(0.0, 1.0).log_prob(v).sum())(X)
     np.testing.assert_allclose(got.numpy(), [D.Normal(0.0, 1.0).log_prob(x).sum().item() for x in X])
-    mvn = lambda v: D.MultivariateNormal(tg.zeros(3, dtype=tg.float64), tg.eye(3, dtype=tg.float64)).log_prob(v)
+    mvn = lambda v: D.MultivariateNormal(  # noqa: E731
+        tg.zeros(3, dtype=tg.float64), tg.eye(3, dtype=tg.float64)).log_prob(v)
     np.testing.assert_allclose(vmap(grad(mvn))(X).numpy(), -X.numpy(), atol=1e-12)  # d/dv of -|v|^2 / 2
     got = vmap(lambda v: D.Bernoulli(logits=v).log_prob(tg.ones(3, dtype=tg.float64)).sum())(X)
     np.testing.assert_allclose(got.numpy(), [D.Bernoulli(logits=x).log_prob(tg.ones(3, dtype=tg.float64)).sum().item()

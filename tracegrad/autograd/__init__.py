@@ -1,7 +1,6 @@
 """``tracegrad.autograd``: the engine's front doors, as in ``torch.autograd``."""
 from ..runtime.engine import backward, grad
-from ..runtime.engine import is_checkpoint_valid as _is_checkpoint_valid
-from ..runtime.engine import queue_callback as _queue_callback
+from ..runtime.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401  (torch.autograd's)
 from ..runtime.function import Function, FunctionCtx, once_differentiable
 from . import forward_ad, function, functional, graph, profiler
 from ..runtime.anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,

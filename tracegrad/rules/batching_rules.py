@@ -319,13 +319,13 @@ def trailing_matrix_rule(prim, args, batched, params, size):
     return prim(*args, **params)
 
 
-
 @batch_rule("solve_triangular")
 def triangular_solve_rule(prim, args, batched, params, size):
     """Two stacks of matrices (the kernel broadcasts their leading dims): the batched ones
     padded to the same sample rank, then one solve."""
     n = max(sample_ndim(a, b) for a, b in zip(args, batched))
     return prim(*(pad_to(a, n) if b else a for a, b in zip(args, batched)), **params)
+
 
 # -- conv, pooling, normalisation -------------------------------------------------------------
 
