@@ -91,40 +91,11 @@ def test_number_cache_is_bounded(monkeypatch):
 
 
 
-# -- numbers in the vjps ------------------------------------------------------------------------
-
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_a_vjps_number_operand_gives_the_numbers_result(dtype):
-    """``operand(b, g)`` (a rule's ``g * b``, ``1 - out * out``) gives the result, dtype,
-    signs of zero and warnings of the number itself, every time (the second from the cache)."""
-    a = _values(dtype)
-    for number in NUMBERS:
-        for fn in (lambda x, y: x * y, lambda x, y: x / y, lambda x, y: y - x * x):
-            with warnings.catch_warnings(record=True) as expected:
-                warnings.simplefilter("always")
-                want = fn(a, number)
-            for _ in range(2):
-                with warnings.catch_warnings(record=True) as got:
-                    warnings.simplefilter("always")
-                    result = fn(a, number_operands.operand(number, a))
-                _same(result, np.asarray(want))
-                assert [str(w.message) for w in got] == [str(w.message) for w in expected]
-
-
-def test_operand_leaves_what_it_cannot_stand_for():
-    """Anything but a Python float or int combined with a float or complex NumPy array is
-    returned as it is: Tensors (a recorded backward), integer arrays, complex numbers,
-    booleans, NumPy scalars."""
-    f = np.ones(3)
-    for b, like in ((2.0, tg.ones(3)), (2.0, np.ones(3, dtype=np.int64)), (1j, f), (True, f),
-                    (np.float32(2.0), f), (2.0, 3.0)):
-        assert number_operands.operand(b, like) is b
-    assert type(number_operands.operand(2.0, f)) is np.ndarray
-
+# -- backward of operations with numbers ----------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64"])
 def test_backward_of_number_operations_is_the_formula(dtype):
-    """The vjps that take numbers as 0-d arrays give the formulas' values bit for bit."""
+    """Backward of operations with a number operand gives the formulas' values bit for bit."""
     a = np.array([0.5, -1.0, 1.25, 3.0], dtype=dtype)
     g = np.array([1.0, -2.0, 0.5, 4.0], dtype=dtype)
     cases = [(lambda t: t * 1.01, g * 1.01), (lambda t: 3 * t, g * 3), (lambda t: t / 3.0, g / 3.0)]

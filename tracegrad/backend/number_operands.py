@@ -6,8 +6,8 @@ array of the array's own dtype gives the same result (NEP 50: the number is cast
 dtype first) at the cost of an array operand. So one such array is kept per (dtype, value)
 met, on float and complex NumPy arrays: the eager fast paths
 (:mod:`tracegrad.runtime.fastpath`) use them for the ``scalar`` rules (whose kernel is
-exactly their operator), and the vjps that multiply a gradient by a number or subtract
-from one (``g * 1.01``, tanh's ``1 - out * out``) through :func:`operand`.
+exactly their operator). The rules' vjps keep their numbers as written (``g * y``, tanh's
+``1 - out * out``): the table is read as mathematics, and the tour shows it.
 
 Zero is never kept (0.0 and -0.0 are one key), nor NaN (no key finds it) nor a value the
 dtype cannot hold (NumPy warns at each operation: the number itself keeps that); the
@@ -19,7 +19,7 @@ import math
 
 import numpy as _np
 
-__all__ = ["CONSTANTS", "REAL", "constant_of", "operand"]
+__all__ = ["CONSTANTS", "REAL", "constant_of"]
 
 CONSTANTS = {}
 REAL = {}
@@ -29,7 +29,6 @@ for _name in ("float16", "float32", "float64", "longdouble", "complex64", "compl
         REAL[_np.dtype(_name)] = CONSTANTS[_np.dtype(_name)]
 KEPT_MAX = 1024
 _kept = [0]  # numbers kept in all the tables
-_NDARRAY = _np.ndarray
 
 
 def constant_of(b, dtype):
@@ -53,15 +52,3 @@ def constant_of(b, dtype):
     _kept[0] += 1
     return c
 
-
-def operand(b, like):
-    """The number ``b`` as the operand to combine with ``like`` in a rule's arithmetic: a
-    kept 0-d array of its dtype where ``like`` is a NumPy array of a float or complex dtype
-    and ``b`` a Python float or int (same result, faster), else ``b`` itself (Tensors while
-    a graph of the backward is recorded, traced values, other devices, other numbers)."""
-    if type(like) is _NDARRAY and (type(b) is float or type(b) is int):
-        table = CONSTANTS.get(like.dtype)
-        if table is not None:
-            c = table.get(b)
-            return constant_of(b, like.dtype) if c is None else c
-    return b

@@ -11,7 +11,6 @@ the rule of their function.
 import math
 
 from .. import backend
-from ..backend.number_operands import operand
 from . import gelu_kernels, layer_norm_kernels
 from .arith import clamp, where
 from .core import FLOAT, KEEP, Primitive, primitive
@@ -60,7 +59,7 @@ def sigmoid(xp, x):
 
 @sigmoid.vjp("x", uses="out")
 def sigmoid_vjp(g, out, x):
-    return g * out * (operand(1, out) - out)
+    return g * out * (1 - out)
 
 
 @primitive("LogSigmoidBackward0", dtypes=FLOAT, diagonal=True)

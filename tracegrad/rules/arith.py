@@ -3,7 +3,6 @@
 Each vjp reduces its gradient back to the operand's shape with ``unbroadcast``; each jvp
 contribution is broadcast up to the result's shape with ``expand_to``.
 """
-from ..backend.number_operands import operand
 from .broadcast import expand_to, unbroadcast, zeros_like
 from .core import FLOAT, KEEP, primitive
 
@@ -78,12 +77,12 @@ def mul(xp, x, y):
 
 @mul.vjp("x", uses="y")
 def mul_vjp_x(g, out, x, y):
-    return unbroadcast(g * operand(y, g), x)
+    return unbroadcast(g * y, x)
 
 
 @mul.vjp("y", uses="x")
 def mul_vjp_y(g, out, x, y):
-    return unbroadcast(g * operand(x, g), y)
+    return unbroadcast(g * x, y)
 
 
 @mul.jvp("x")
@@ -103,7 +102,7 @@ def div(xp, x, y):
 
 @div.vjp("x", uses="y")
 def div_vjp_x(g, out, x, y):
-    return unbroadcast(g / operand(y, g), x)
+    return unbroadcast(g / y, x)
 
 
 @div.vjp("y", uses="x y")

@@ -4,17 +4,14 @@ A vjp or jvp in the rule table whose body is one ``return`` expression is a temp
 its parameters are replaced by the adjoint's names (``g`` by ``dh``, ``out`` by ``h``,
 ``x`` by the operand), so ``tanh``'s rule ``g * (1 - out * out)`` is written into the
 adjoint as ``dh * (1 - h * h)``. The other names it uses (``unbroadcast``, ``cos``,
-constants) are bound as globals of the generated code; ``operand(b, like)`` (a number
-passed to NumPy as a kept 0-d array, see :mod:`tracegrad.backend.number_operands`) is
-written as ``b``. Rules with more than one statement are called by name instead
-(``dw = matmul_vjp_y(dt, t, x, w)``).
+constants) are bound as globals of the generated code. Rules with more than one
+statement are called by name instead (``dw = matmul_vjp_y(dt, t, x, w)``).
 """
 import ast
 import copy
 import inspect
 import textwrap
 
-from ...backend.number_operands import operand
 from ..tape.numpy_map.base import ndim
 from ..tape.tape import shape_of
 
@@ -79,9 +76,6 @@ class Template:
                 if same_shape and isinstance(node.func, ast.Name) and \
                         node.func.id in ("unbroadcast", "expand_to") and len(node.args) == 2:
                     return self.visit(node.args[0])
-                if isinstance(node.func, ast.Name) and glob.get(node.func.id) is operand and \
-                        len(node.args) == 2:  # (a number as a 0-d array: the eager backward's
-                    return self.visit(node.args[0])  # shortcut; in the adjoint, the number)
                 self.generic_visit(node)
                 return node
         return Sub().visit(expr)
