@@ -72,6 +72,5 @@ def stream(stream):
     yield
 
 
-
 from .amp import device_amp_module as _device_amp_module  # noqa: E402
 amp = _device_amp_module("cpu", __name__)  # (PyTorch's deprecated torch.cpu.amp)
