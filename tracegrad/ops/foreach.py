@@ -24,7 +24,8 @@ _ALPHA = ("add", "sub")  # (take alpha= with tensor operands)
 
 
 def _check(tensors):
-    tensors = list(tensors)
+    """``tensors`` as a non-empty list: itself when it is one (the in-place forms return it)."""
+    tensors = tensors if isinstance(tensors, list) else list(tensors)
     if not tensors:
         raise RuntimeError("Tensor list must have at least one tensor.")
     return tensors
@@ -50,8 +51,8 @@ def _unary(name):
         return tuple(getattr(t, name)() for t in _check(self))
 
     def fn_(self):
-        self = self if isinstance(self, list) else list(self)
-        for t in _check(self):
+        self = _check(self)
+        for t in self:
             getattr(t, name + "_")()
         return self
     return fn, fn_
@@ -77,8 +78,8 @@ def _binary(name):
         return tuple(_call(t, name, o) for t, o in zip(tensors, others))
 
     def fn_(self, other, *, alpha=None):
-        self = self if isinstance(self, list) else list(self)
-        others = _per_tensor(other, len(_check(self)))
+        self = _check(self)
+        others = _per_tensor(other, len(self))
         for t, o in zip(self, others):
             if alpha is not None:
                 getattr(t, name + "_")(o, alpha=alpha)
@@ -110,8 +111,8 @@ def _pointwise(name):
                      for t, a, b, v in zip(tensors, _per_tensor(tensor1, n), _per_tensor(tensor2, n), values))
 
     def fn_(self, tensor1, tensor2, value=1):
-        self = self if isinstance(self, list) else list(self)
-        n = len(_check(self))
+        self = _check(self)
+        n = len(self)
         for t, a, b, v in zip(self, _per_tensor(tensor1, n), _per_tensor(tensor2, n),
                               _per_tensor(value, n, scalars_only=True)):
             getattr(t, name + "_")(a, b, value=v)
@@ -126,8 +127,8 @@ def _foreach_lerp(self, tensors1, weight):
 
 
 def _foreach_lerp_(self, tensors1, weight):
-    self = self if isinstance(self, list) else list(self)
-    n = len(_check(self))
+    self = _check(self)
+    n = len(self)
     for t, e, w in zip(self, _per_tensor(tensors1, n), _per_tensor(weight, n)):
         t.lerp_(e, w)
     return self
@@ -163,15 +164,15 @@ def _foreach_clone(self, *, memory_format=None):
 
 
 def _foreach_copy_(self, src, non_blocking=False):
-    self = self if isinstance(self, list) else list(self)
-    for t, s in zip(self, _per_tensor(src, len(_check(self)))):
+    self = _check(self)
+    for t, s in zip(self, _per_tensor(src, len(self))):
         t.copy_(s)
     return self
 
 
 def _foreach_zero_(self):
-    self = self if isinstance(self, list) else list(self)
-    for t in _check(self):
+    self = _check(self)
+    for t in self:
         t.zero_()
     return self
 

@@ -170,9 +170,8 @@ def _run(module, state, called):
         args = bw.setup_input_hook(args)
     result = module.forward(*args, **kwargs)
     state["result"] = result
-    with_kwargs = d["_forward_hooks_with_kwargs"].keys() | GLOBAL["forward_with_kwargs"].keys()
-    always = d["_forward_hooks_always_called"].keys() | GLOBAL["forward_always_called"].keys()
-    for hook_id, hook in [*GLOBAL["forward"].items(), *d["_forward_hooks"].items()]:
+    hooks, with_kwargs, always = _forward_hooks(d)
+    for hook_id, hook in hooks:
         if hook_id in always:
             called.add(hook_id)
         r = hook(module, args, kwargs, result) if hook_id in with_kwargs else hook(module, args, result)
@@ -186,6 +185,14 @@ def _run(module, state, called):
     if legacy:
         _attach_legacy_backward_hooks(module, result, legacy)
     return result
+
+
+def _forward_hooks(d):
+    """The forward hooks of a call of the module whose ``__dict__`` is ``d``, the global ones
+    first, and the ids of those that take kwargs and of those always called."""
+    return ([*GLOBAL["forward"].items(), *d["_forward_hooks"].items()],
+            d["_forward_hooks_with_kwargs"].keys() | GLOBAL["forward_with_kwargs"].keys(),
+            d["_forward_hooks_always_called"].keys() | GLOBAL["forward_always_called"].keys())
 
 
 def _backward_hooks(module):
@@ -203,10 +210,8 @@ def _backward_hooks(module):
 def _always_called(module, state, called):
     """After forward raised: the ``always_call`` forward hooks not yet run (their own
     errors become warnings, the original exception propagates)."""
-    d = module.__dict__
-    always = d["_forward_hooks_always_called"].keys() | GLOBAL["forward_always_called"].keys()
-    with_kwargs = d["_forward_hooks_with_kwargs"].keys() | GLOBAL["forward_with_kwargs"].keys()
-    for hook_id, hook in [*GLOBAL["forward"].items(), *d["_forward_hooks"].items()]:
+    hooks, with_kwargs, always = _forward_hooks(module.__dict__)
+    for hook_id, hook in hooks:
         if hook_id not in always or hook_id in called:
             continue
         try:
