@@ -106,7 +106,7 @@ class _Unpickler(pickle.Unpickler):
             return Size
         if module == "torch" and name == "device":
             return device
-        if module == "torch" and isinstance(_DTYPES.get(name), (_dt.dtype, _dt.unavailable_dtype)):
+        if module == "torch" and name in _DTYPES:
             return _DTYPES[name]
         if (module, name) == ("collections", "OrderedDict") or (module, name) in _PLAIN:
             return super().find_class(module, name)

@@ -7,6 +7,7 @@ import builtins
 import collections.abc
 import functools
 import math
+import warnings
 
 from .. import backend
 from ..backend import dtypes as _dt
@@ -183,7 +184,6 @@ def _shareable(array):
                          "copy of your array  with array.copy().) ")
     if not getattr(array.flags, "writeable", True) and not _warned_read_only[0]:  # (CuPy: always writable)
         _warned_read_only[0] = True
-        import warnings
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
                       "This means writing to this tensor will result in undefined behavior. You may want to copy "
                       "the array to protect its data or make it writable before converting it to a tensor. This "

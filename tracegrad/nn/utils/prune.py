@@ -402,8 +402,8 @@ def _check_structured(t, dim):
 
 def _channels_mask(t, dim, kept):
     """A mask of ``t``'s shape with ones in the channels ``kept`` (a boolean mask or the
-    indices) along ``dim``."""
+    indices) along ``dim`` (not negative)."""
     mask = creation.zeros_like(t)
-    mask[tuple(kept if d == dim % t.dim() else slice(None) for d in range(t.dim()))] = 1
+    mask[tuple(kept if d == dim else slice(None) for d in range(t.dim()))] = 1
     return mask
 
