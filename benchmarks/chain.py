@@ -1,5 +1,8 @@
-"""What the benchmark scripts share: the timing loop, and the 200-step tanh chain written
-by hand in NumPy and with HIPS autograd (the baselines of the eager and staged runs)."""
+"""What the benchmark scripts share: the timing loop, the allocator setting of the runs on
+large arrays, and the 200-step tanh chain written by hand in NumPy and with HIPS autograd
+(the baselines of the eager and staged runs)."""
+import ctypes
+import sys
 import time
 
 import numpy as np
@@ -31,6 +34,29 @@ def best_times(fns, repeats, inner, *, apart=None, clock=time.perf_counter, paus
             if group is apart:
                 time.sleep(pause)
     return {name: min(ts) for name, ts in times.items()}
+
+
+HEAP_PAD = 256 << 20  # bytes glibc keeps above the heap's top (M_TOP_PAD)
+
+
+def hold_heap(pad=HEAP_PAD):
+    """Ask glibc's malloc to keep ``pad`` bytes of freed memory instead of returning it to
+    the system; True where that was done (glibc, Linux).
+
+    On arrays of megabytes the timings otherwise measure the allocator: when a call frees
+    its arrays, glibc may give the pages back, and the next call faults them in again
+    (each fault zeroes a page; on the development VM 8,000 of them, ~32 MB, cost ~17 ms,
+    40% of the hand-written 2**20 chain). Whether it happens depends on what else the
+    process allocated, not on the contender timed: in one process every contender but
+    the fused tape faulted ~32 MB a call, in another none did. A pad larger than one
+    call's arrays makes the steady state of a loop, no faults, the same for all."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(-2, pad))  # M_TOP_PAD
 
 
 def chain_numpy(x0, steps=STEPS):

@@ -18,7 +18,8 @@ HIPS autograd when installed).
   memory:  peak memory (tracemalloc) of the gradient of a 100-layer tanh MLP
            (width 256, batch 64, float64) against the hand-written backward.
 
-Run: ``python benchmarks/staged.py`` (``--quick`` for fewer repeats).
+Run: ``python benchmarks/staged.py`` (``--quick`` for fewer repeats; ``--system-heap`` to
+leave glibc's malloc returning freed memory to the system, see chain.hold_heap).
 """
 import argparse
 import importlib.util
@@ -36,7 +37,7 @@ import tracegrad as tg
 from tracegrad.transform import jit
 from tracegrad.transform.ast import clear_cache
 
-from chain import STEPS, WIDTH, best_times, chain_autograd, chain_numpy
+from chain import HEAP_PAD, STEPS, WIDTH, best_times, chain_autograd, chain_numpy, hold_heap
 
 LAYERS, HIDDEN, BATCH = 100, 256, 64
 
@@ -292,8 +293,13 @@ def bench_memory():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer timed rounds")
+    parser.add_argument("--system-heap", action="store_true",
+                        help="leave glibc's malloc as it is (see chain.hold_heap)")
     args = parser.parse_args()
     repeats = 3 if args.quick else 9
+    if not args.system_heap and hold_heap():
+        print(f"heap: glibc keeps {HEAP_PAD >> 20} MiB of freed memory (chain.hold_heap: no page "
+              "faults from one call to the next; --system-heap: its default)")
     bench_chain(repeats)
     bench_fused(repeats)
     bench_compile(repeats)
