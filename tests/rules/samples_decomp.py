@@ -63,6 +63,8 @@ SAMPLES = {
             S(invertible(0, 0), tags="empty"), S(invertible(0, 3, 3), tags="empty")],
     "det": [S(invertible(3, 3)), S(invertible(2, 3, 3)), S(invertible(1, 1)),
             S(-invertible(2, 2)), S(invertible(0, 0), tags="empty"), S(invertible(2, 0, 0), tags="empty")],
+    "cofactor": [S(invertible(3, 3)), S(invertible(2, 3, 3)), S(invertible(1, 1)), S(-invertible(2, 2)),
+                 S(invertible(0, 0), tags="empty"), S(invertible(2, 0, 0), tags="empty")],
     "slogdet": [S(invertible(3, 3)), S(-invertible(3, 3)), S(invertible(2, 3, 3)), S(invertible(1, 1)),
                 S(invertible(0, 0), tags="empty"), S(invertible(0, 2, 2), tags="empty")],
     "solve": [S(invertible(3, 3), r(3, 2)), S(invertible(2, 3, 3), r(2, 3, 1)),
@@ -87,7 +89,7 @@ SAMPLES = {
 }
 
 _MATRICES = "operands are (stacks of) square matrices"
-EXEMPT = {name: {"0d": _MATRICES} for name in ("inv", "det", "slogdet", "cholesky", "eigh", "eig")}
+EXEMPT = {name: {"0d": _MATRICES} for name in ("inv", "det", "cofactor", "slogdet", "cholesky", "eigh", "eig")}
 EXEMPT.update({"solve": {"0d": _MATRICES}, "qr": {"0d": "operands are matrices"},
                "svd": {"0d": "operands are matrices"}})
 
@@ -149,6 +151,7 @@ def rotation_like(n):
 COMPLEX_SAMPLES = {
     "inv": [S(c_invertible(3, 3)), S(c_invertible(2, 3, 3)), S(c_invertible(1, 1))],
     "det": [S(c_invertible(3, 3)), S(c_invertible(2, 3, 3))],
+    "cofactor": [S(c_invertible(3, 3)), S(c_invertible(2, 3, 3)), S(c_invertible(1, 1))],
     "slogdet": [S(c_invertible(3, 3)), S(c_invertible(2, 2, 2))],
     "solve": [S(c_invertible(3, 3), c(3, 2)), S(c_invertible(2, 3, 3), r(3, 2)), S(invertible(3, 3), c(2, 3, 1))],
     "cholesky": [S(c_spd(3, 3)), S(c_spd(2, 3, 3)), S(c_spd(3, 3, upper=True), upper=True)],
@@ -211,6 +214,7 @@ def _torch_eig(x):
 TORCH = {
     "inv": lambda x: _torch().linalg.inv(x),
     "det": lambda x: _torch().linalg.det(x),
+    "cofactor": lambda x: _torch().linalg.det(x)[..., None, None] * _torch().linalg.inv(x).mT,
     "slogdet": lambda x: tuple(_torch().linalg.slogdet(x)),
     "solve": lambda a, b: _torch().linalg.solve(a, b),
     "cholesky": lambda x, upper=False: _torch().linalg.cholesky(_from_triangle(x, upper), upper=upper),

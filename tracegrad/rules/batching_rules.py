@@ -310,7 +310,7 @@ def einsum_rule(prim, args, batched, params, size):
     return prim(*args, equation=",".join(subs) + "->" + free + rhs)
 
 
-@batch_rule("inv", "det", "slogdet", "qr", "cholesky", "eig", "eigh", "svd", "lapack_phases", "lu_factor",
+@batch_rule("inv", "det", "cofactor", "slogdet", "qr", "cholesky", "eig", "eigh", "svd", "lapack_phases", "lu_factor",
             "matrix_exp")
 def trailing_matrix_rule(prim, args, batched, params, size):
     """Kernels that already map over leading dims (NumPy's linalg stacks)."""

@@ -1,7 +1,8 @@
 """Inverses and decompositions: inv, det, slogdet, solve, cholesky, qr (stacked ``...xMxN``
 operands throughout; eigh, eig and svd are in :mod:`tracegrad.rules.spectral`).
 
-Each derivative is the published one (Giles 2008 for inv, det and solve; Murray 2016 for
+Each derivative is the published one (Giles 2008 for inv, det and solve, det's as the
+cofactor matrix so that it holds at singular matrices too; Murray 2016 for
 Cholesky; Walter & Lehmann's ``copyltu`` form for QR), written with matmul, solve and the
 triangle primitives, so second derivatives come from differentiating these vjps.
 
@@ -32,6 +33,7 @@ from .shape import cat, diagonal, reshape, transpose, tril, triu, unsqueeze
 __all__ = [
     "as_matrix_scale",
     "cholesky",
+    "cofactor",
     "columns",
     "det",
     "diag_embed",
@@ -142,19 +144,53 @@ def inv_jvp(t, out, x):
 
 @primitive("LinalgDetBackward0", dtypes=FLOAT, complex=True)
 def det(xp, x):
-    """The determinant; its gradient ``det(x) x^{-T}`` needs ``x`` invertible (a
-    singular ``x`` raises NumPy's LinAlgError in the backward pass)."""
+    """The determinant; its derivative is the cofactor matrix (:func:`cofactor`), which
+    is defined for singular matrices too."""
     return xp.asarray(xp.linalg.det(x))
 
 
-@det.vjp("x", uses="x out")
+@det.vjp("x", uses="x")
 def det_vjp(g, out, x):
-    return as_matrix_scale(g * out) * mT(inv(x))
+    return as_matrix_scale(g) * cofactor(x)
 
 
 @det.jvp("x")
 def det_jvp(t, out, x):
-    return out * trace_of(solve(x, t))
+    return sum(cofactor(x) * t, dim=(x.ndim - 2, x.ndim - 1))
+
+
+@primitive(dtypes=FLOAT, complex=True)
+def cofactor(xp, x):
+    """The cofactor matrix of square ``x`` (the adjugate's transpose): the derivative of
+    ``det(x)``. It equals ``det(x) x^{-T}`` where ``x`` is invertible, and it is still
+    the derivative where it is not: of ``[[1, 2], [2, 4]]`` it is ``[[4, -2], [-2, 1]]``,
+    and zero only where the rank is below ``n - 1``. (PyTorch 2.13 returns zeros for
+    every singular matrix.) From the SVD ``x = U diag(s) V^H``, with ``p_i`` the product
+    of the singular values other than ``s_i``, it is ``det(U) det(V^H) conj(U) diag(p)
+    conj(V^H)``: no division, so as accurate near a singular matrix as away from one."""
+    n = x.shape[-1]
+    if n == 0 or x.size == 0:
+        return xp.zeros_like(x)
+    u, s, vh = xp.linalg.svd(x)
+    ones = xp.ones_like(s[..., :1])
+    before = xp.cumprod(xp.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([s[..., 1:], ones], axis=-1), axis=-1), axis=-1), axis=-1)
+    phase = (xp.linalg.det(u) * xp.linalg.det(vh))[..., None, None]
+    return (phase * xp.matmul(xp.conj(u) * (before * after)[..., None, :], xp.conj(vh))).astype(x.dtype, copy=False)
+
+
+@cofactor.vjp("x", uses="x out")
+def cofactor_vjp(g, out, x):
+    # d C = tr(x^{-1} dx) C - C dx^T x^{-T}: written with the inverse, so a second
+    # derivative of det at a singular matrix raises there (the first one does not)
+    inv_t = mT(inv(x))
+    return as_matrix_scale(sum(g * inv_t, dim=(x.ndim - 2, x.ndim - 1))) * out - matmul(out, matmul(mT(g), inv_t))
+
+
+@cofactor.jvp("x")
+def cofactor_jvp(t, out, x):
+    inv_t = mT(inv(x))
+    return as_matrix_scale(sum(inv_t * t, dim=(x.ndim - 2, x.ndim - 1))) * out - matmul(out, matmul(mT(t), inv_t))
 
 
 @primitive("LinalgSlogdetBackward0", dtypes=FLOAT, nout=2, result_names=("sign", "logabsdet"),
