@@ -215,6 +215,16 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     every element."""
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
+    if isinstance(ord, str):  # ('fro', 'nuc': matrix norms only, as in PyTorch)
+        if dim is None and A.ndim > 2:
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.ndim}D.")
+        if dim is not None and len(dims) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dims, keepdim, dtype=dtype)
+    if dim is not None:
         if len(dims) == 2:
             return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
         return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)

@@ -1,7 +1,7 @@
 """Details where PyTorch programs met other results: ``diff`` of booleans, ``block_diag()``
 of nothing, ``angle`` of integers, ``norm(p='nuc')``, ``histc`` without a gradient, and
 ``fftfreq``'s float32 rounding (PyTorch multiplies the integer frequencies by 1/(n d) in the
-result's dtype)."""
+result's dtype), ``linalg.norm`` with a string order."""
 import numpy as np
 import pytest
 
@@ -82,3 +82,28 @@ def test_optimizer_repr_is_pytorchs():
         p1, p2 = lib.nn.Parameter(lib.zeros(2)), lib.nn.Parameter(lib.zeros(3))
         return repr(lib.optim.Adam([{"params": [p1]}, {"params": [p2], "lr": 0.01}], lr=0.1))
     assert text(tg) == text(torch)
+
+
+NORM_ERRORS = [((3,), "fro", None), ((3,), "nuc", None), ((2, 3), "fro", 0), ((2, 3), "nuc", (1,)),
+               ((2, 3, 4), "fro", None), ((2, 3, 4), "fro", (0, 1, 1)), ((2, 3, 4), 2, (0, 1, 2)),
+               ((3,), 2, (0, 1)), ((2, 3), "bad", None)]
+
+
+@pytest.mark.parametrize("shape, ord, dim", NORM_ERRORS)
+def test_norm_with_a_string_order_is_a_matrix_norm(shape, ord, dim):
+    """A string order ('fro', 'nuc') asks for a matrix norm: a vector, or one dim, is
+    refused with PyTorch's RuntimeError and message (it was NumPy's ValueError)."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as theirs:
+        torch.linalg.norm(torch.ones(*shape), ord, dim)
+    with pytest.raises(RuntimeError) as ours:
+        tg.linalg.norm(tg.ones(*shape), ord, dim)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_norm_with_a_string_order_over_two_dims():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_allclose(tg.linalg.norm(tg.tensor(x), "fro", (1, 2)).numpy(),
+                               np.linalg.norm(x, "fro", axis=(1, 2)))
+    np.testing.assert_allclose(tg.linalg.norm(tg.tensor(x[0]), "nuc", keepdim=True).numpy(),
+                               [[np.linalg.norm(x[0], "nuc")]])
