@@ -27,6 +27,7 @@ from . import autograd, cuda, profiler, viz  # noqa: F401
 from . import fft  # noqa: F401
 from . import linalg  # noqa: F401
 from . import special  # noqa: F401  (torch.special; tracegrad.scipy.special is imported on demand)
+from . import signal  # noqa: F401  (torch.signal.windows)
 from . import datasets, models, nn, optim  # noqa: F401
 from . import func  # noqa: F401  (torch.func: grad, vmap, functional_call...)
 from .func import vmap  # noqa: F401  (torch.vmap)

@@ -13,8 +13,8 @@ from . import extrema, foreach, integer, quantize, scatter_reduce, spectral, sto
 MODULES = (pointwise, reduction, shape, arrays, indexing, linalg, activation, conversion, complex_, special)
 MODULES += (sorting, histogram, sampling, distance, order_stats)
 MODULES += (scatter_reduce, extrema, integer, storage, foreach, spectral, quantize)
-from . import linalg_legacy  # noqa: E402  (over tracegrad.linalg, which needs the modules above)
-MODULES += (linalg_legacy,)
+from . import linalg_legacy, lowrank  # noqa: E402  (over tracegrad.linalg, which needs the modules above)
+MODULES += (linalg_legacy, lowrank)
 MODULES += (compat_tensor, compat_functions)  # composed from the above: last, and must not shadow them
 
 FUNCTIONS = {}
