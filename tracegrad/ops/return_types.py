@@ -1,8 +1,8 @@
 """Named results such as ``max(x, dim)``'s ``(values, indices)``, printed like PyTorch's."""
 import collections
 
-__all__ = ["max", "min", "sort", "topk", "mode", "median", "nanmedian", "kthvalue", "histogram", "cummax",
-           "cummin", "aminmax"]
+__all__ = ["aminmax", "cummax", "cummin", "histogram", "histogramdd", "kthvalue", "max", "median", "min", "mode",
+           "nanmedian", "sort", "topk"]
 
 
 def _structseq(name, fields):
@@ -25,6 +25,7 @@ median = _structseq("median", ["values", "indices"])
 nanmedian = _structseq("nanmedian", ["values", "indices"])
 kthvalue = _structseq("kthvalue", ["values", "indices"])
 histogram = _structseq("histogram", ["hist", "bin_edges"])
+histogramdd = _structseq("histogramdd", ["hist", "bin_edges"])  # bin_edges: a tuple, one per dimension
 cummax = _structseq("cummax", ["values", "indices"])
 cummin = _structseq("cummin", ["values", "indices"])
 aminmax = _structseq("aminmax", ["min", "max"])
