@@ -3,11 +3,12 @@ view-compatibility rule), squeeze, transpose, expand, cat, split, chunk, ..."""
 import functools
 import math
 
+from ..backend import dtypes as _dt
 from ..rules import broadcast as B
 from ..rules import memory as M
 from ..rules import shape as S
 from ..runtime.shapes import broadcast_shapes, expand_shape
-from ..runtime.tensor import Size
+from ..runtime.tensor import Size, wrap
 from ..runtime.viewpath import view_op
 from ._args import per_sample, shape_args, wrap_dim
 
@@ -96,7 +97,21 @@ def _strided_viewable(shape, strides, new_shape):
     return view_strides(shape, strides, new_shape) is not None
 
 
-def view(input, *shape):
+def _keyword_form(given, keyword, fn, name):
+    """A size argument given as ``f(2, 3)`` / ``f((2, 3))``, or as the keyword ``name=``
+    (``x.reshape(shape=(2, 3))``, as PyTorch's methods also take it): one form only."""
+    if keyword is None:
+        return given
+    if given:
+        raise TypeError(f"{fn}() got multiple values for argument '{name}'")
+    return (keyword,)
+
+
+def view(input, *shape, size=None):
+    if size is not None:
+        shape = _keyword_form(shape, size, "view", "size")
+    elif len(shape) == 1 and isinstance(shape[0], _dt.dtype):
+        return _view_as_dtype(input, shape[0])
     shape = _view_shape(shape, input.numel())
     if not _viewable(input, shape):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
@@ -105,8 +120,40 @@ def view(input, *shape):
     return view_op(S.reshape, input, {"shape": shape})
 
 
-def reshape(input, *shape):
+def _view_as_dtype(input, dtype):
+    """``Tensor.view(dtype)``: the same memory read as ``dtype``, with PyTorch's checks. A
+    new element size scales the last dim (which must be contiguous). As in PyTorch the
+    result shares the version counter but records no gradient: the bits reinterpreted are
+    not a differentiable function of the values."""
+    a, old = input._data, input.dtype
+    ratio_of = f"to view {old.scalar_name} as {dtype.scalar_name} (different element sizes)"
+    small, large = sorted((old.itemsize, dtype.itemsize))
+    if small != large:
+        ratio = large // small
+        if a.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {ratio_of}")
+        if a.shape[-1] != 1 and a.strides[-1] != old.itemsize:
+            raise RuntimeError(f"self.stride(-1) must be 1 {ratio_of}, but got {input.stride()[-1]}")
+        if dtype.itemsize > old.itemsize:
+            if a.shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {ratio_of}, but got {a.shape[-1]}")
+            if input.storage_offset() % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {ratio_of}, but got "
+                                   f"{input.storage_offset()}")
+            for d, st in enumerate(input.stride()[:-1]):
+                if st % ratio:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {ratio_of}, but got {st}")
+        if a.shape[-1] == 1 and a.strides[-1] != old.itemsize:  # (NumPy wants the last dim contiguous)
+            a = a.reshape(a.shape[:-1] + (1,))
+    t = wrap(a.view(dtype.np))
+    t._vc = input._version_counter()
+    return t
+
+
+def reshape(input, *shape, **keyword):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
+    if keyword:
+        shape = _keyword_form(shape, _only(keyword, "reshape", "shape"), "reshape", "shape")
     shape = _view_shape(shape, input.numel())
     if not _viewable(input, shape):
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
@@ -165,7 +212,17 @@ def t(input):
     return view_op(S.t, input, {})
 
 
-def permute(input, *dims):
+def _only(keyword, fn, name):
+    """The value of the one keyword argument ``name`` in ``keyword``; a TypeError for others."""
+    other = set(keyword) - {name}
+    if other:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{other.pop()}'")
+    return keyword[name]
+
+
+def permute(input, *dims, **keyword):
+    if keyword:
+        dims = _keyword_form(dims, _only(keyword, "permute", "dims"), "permute", "dims")
     dims = tuple(wrap_dim(d, input.ndim) for d in shape_args(dims))
     if sorted(dims) != list(range(input.ndim)):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
@@ -194,7 +251,8 @@ def _mT(input):
     return view_op(S.transpose, input, {"dim0": input.ndim - 2, "dim1": input.ndim - 1})
 
 
-def expand(input, *sizes):
+def expand(input, *sizes, size=None):
+    sizes = _keyword_form(sizes, size, "expand", "size")
     return view_op(B.broadcast_to, input, {"shape": expand_shape(input.shape, shape_args(sizes), input.type())})
 
 
@@ -222,8 +280,8 @@ def broadcast_tensors(*tensors):
     return tuple(expand(t, shape) for t in tensors)
 
 
-def repeat(input, *sizes):
-    sizes = shape_args(sizes)
+def repeat(input, *sizes, repeats=None):
+    sizes = shape_args(_keyword_form(sizes, repeats, "repeat", "repeats"))
     if len(sizes) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
@@ -287,7 +345,13 @@ def stack(tensors, dim=0):
     return S.stack(*tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
 
 
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
+    """``split_size``: the name Tensor.split's argument has in PyTorch."""
+    if (split_size_or_sections is None) == (split_size is None):
+        raise TypeError("split() missing required argument 'split_size_or_sections'"
+                        if split_size is None else "split() got multiple values for argument 'split_size'")
+    if split_size_or_sections is None:
+        split_size_or_sections = split_size
     d = wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
