@@ -9,6 +9,8 @@ itself, which computes the same values. What needs a TorchScript program (``save
 """
 import typing
 
+from .nn.modules.module import Module as _Module
+
 __all__ = ["Attribute", "Error", "Final", "Future", "ScriptFunction", "ScriptModule", "annotate",
            "enable_onednn_fusion", "export", "fork", "freeze", "ignore", "interface", "is_scripting",
            "is_tracing", "load", "onednn_fusion_enabled", "optimize_for_inference", "save", "script",
@@ -121,8 +123,10 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     _no_archives("load")
 
 
-class ScriptModule:
-    """Never made here (``script(module)`` gives the module itself); for ``isinstance``."""
+class ScriptModule(_Module):
+    """An ``nn.Module``: TorchScript's module classes (``class LSTMLayer(jit.ScriptModule)``
+    with ``@jit.script_method``, as PyTorch's custom_lstms.py writes them) run as plain
+    modules. ``script(module)`` gives the module itself, which is not one of these."""
 
 
 class ScriptFunction:

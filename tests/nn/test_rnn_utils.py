@@ -119,6 +119,10 @@ def test_packed_sequence_is_a_named_tuple_with_conversions():
     (lambda: pad_packed_sequence(pack_sequence([tg.ones(3), tg.ones(1)]), total_length=2), ValueError,
      "Expected total_length to be at least the length of the longest sequence in input, but got total_length=2 "
      "and max sequence length being 3"),
+    (lambda: pack_padded_sequence(tg.ones(4, 3), tg.tensor([[3], [2], [1]])), RuntimeError,
+     "'lengths' argument should be a 1D CPU int64 tensor, but got 2D cpu Long tensor"),
+    (lambda: pack_padded_sequence(tg.ones(4, 3), [[3], [2], [1]], enforce_sorted=False), IndexError,
+     "index_select(): Index is supposed to be a vector"),
     (lambda: pad_sequence([]), RuntimeError, "received an empty list of sequences"),
     (lambda: pad_sequence([tg.ones(2)], padding_side="up"), RuntimeError,
      "Expected padding_side to be one of left or right, but got up."),

@@ -17,6 +17,25 @@ def test_script_and_trace_give_the_function_or_module_itself():
     assert not tg.jit.is_scripting() and not tg.jit.is_tracing()
 
 
+def test_script_module_subclasses_are_modules():
+    """PyTorch's custom_lstms.py style: a ``jit.ScriptModule`` subclass with a
+    ``@jit.script_method`` forward is an nn.Module with parameters, called as one."""
+    class Scale(tg.jit.ScriptModule):
+        def __init__(self):
+            super().__init__()
+            self.w = tg.nn.Parameter(tg.tensor([2.0, 3.0]))
+
+        @tg.jit.script_method
+        def forward(self, x):
+            return x * self.w
+
+    m = Scale()
+    assert isinstance(m, tg.nn.Module) and [p.shape for p in m.parameters()] == [(2,)]
+    out = m(tg.ones(2))
+    out.sum().backward()
+    assert out.tolist() == [2.0, 3.0] and m.w.grad.tolist() == [1.0, 1.0]
+
+
 def test_marker_decorators_with_and_without_arguments():
     class M(tg.nn.Module):
         @tg.jit.ignore

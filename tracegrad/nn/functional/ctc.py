@@ -34,7 +34,7 @@ def _targets_by_sample(targets, target_lengths, n):
         longest = int(target_lengths.max()) if target_lengths.size else 0
         if t.shape[1] < longest:
             raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but got size "
-                               f"{t.shape[1]} for argument #2 'targets' (while checking arguments for ctc_loss_cpu)")
+                               f"{t.shape[1]} for argument #2 'targets' (while checking arguments for ctc_loss_allocate_outputs)")
         return [t[i, :target_lengths[i]] for i in range(n)]
     starts = host.concatenate([[0], host.cumsum(target_lengths)])
     return [t[starts[i]:starts[i + 1]] for i in range(n)]
@@ -54,7 +54,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tgt_lengths = _lengths(target_lengths, "target_lengths", n)
     if in_lengths.size and in_lengths.max() > steps:
         raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got value "
-                           f"{int(in_lengths.max())} (while checking arguments for ctc_loss_cpu)")
+                           f"{int(in_lengths.max())} (while checking arguments for ctc_loss_allocate_outputs)")
     if not 0 <= blank < classes:
         raise RuntimeError("blank must be in label range")
     labels = _targets_by_sample(targets, tgt_lengths, n)

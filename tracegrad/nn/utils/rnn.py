@@ -135,6 +135,11 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     """Pack a padded (T, B, *) batch (B, T, * with ``batch_first``) of sequences whose true
     lengths are ``lengths``. With ``enforce_sorted`` the lengths must be decreasing;
     otherwise the batch is sorted here and the permutation kept in the result."""
+    dims = host.ndim(lengths.cpu().numpy() if isinstance(lengths, Tensor) else lengths)
+    if dims != 1:  # (PyTorch's two errors: the sort's index_select, or the packing's check)
+        if not enforce_sorted:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {dims}D cpu Long tensor")
     lens = lengths_array(lengths)
     sorted_indices = None
     if not enforce_sorted:
