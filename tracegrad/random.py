@@ -13,7 +13,7 @@ from .runtime.creation import initial_seed, manual_seed, seed
 from .runtime.tensor import Tensor, wrap
 
 __all__ = ["get_rng_state", "set_rng_state", "fork_rng", "manual_seed", "seed", "initial_seed",
-           "device_rng_state", "set_device_rng_state", "replay_point", "replaying"]
+           "device_rng_state", "set_device_rng_state", "replay_point", "replaying", "state_tensor", "state_of"]
 
 
 def device_rng_state(ns):
@@ -79,20 +79,33 @@ def replaying(points):
 
 def get_rng_state():
     """The CPU default generator's state, as a uint8 tensor (see the module docstring)."""
-    text = json.dumps(device_rng_state(backend.cpu)).encode()
-    return wrap(backend.cpu.frombuffer(text, dtype=backend.cpu.uint8).copy())
+    return state_tensor(device_rng_state(backend.cpu))
 
 
 def set_rng_state(new_state):
     """Restore a state :func:`get_rng_state` returned."""
+    set_device_rng_state(backend.cpu, state_of(new_state, "set_rng_state"))
+
+
+def state_tensor(state):
+    """A bit generator's state (a dict) carried in a uint8 tensor: its JSON text."""
+    text = json.dumps(state).encode()
+    return wrap(backend.cpu.frombuffer(text, dtype=backend.cpu.uint8).copy())
+
+
+def state_of(new_state, caller):
+    """The dict :func:`state_tensor` carried in ``new_state``; PyTorch's TypeError for a
+    tensor that is not a ByteTensor, a RuntimeError for one that carries no state."""
     if not isinstance(new_state, Tensor) or new_state.dtype.name != "uint8":
         raise TypeError("expected a torch.ByteTensor, but got "
                         f"{type(new_state).__name__ if not isinstance(new_state, Tensor) else new_state.dtype}")
     try:
         state = json.loads(bytes(backend.cpu.asarray(new_state.numpy())))
-        set_device_rng_state(backend.cpu, state)
-    except (ValueError, TypeError, KeyError) as e:
-        raise RuntimeError(f"set_rng_state: not a state returned by get_rng_state ({e})") from None
+        if not isinstance(state, dict) or "bit_generator" not in state:
+            raise ValueError("no bit generator named")
+        return state
+    except (ValueError, TypeError) as e:
+        raise RuntimeError(f"{caller}: not a state returned by get_rng_state or get_state ({e})") from None
 
 
 @contextlib.contextmanager

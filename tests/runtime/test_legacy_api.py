@@ -196,3 +196,26 @@ def test_random_state_round_trips():
         with torch.random.fork_rng():
             torch.rand(5)
     np.testing.assert_array_equal(torch.random.get_rng_state().numpy(), torch.get_rng_state().numpy())
+
+
+def test_generator_state_round_trips():
+    """A DataLoader generator's state saved in a checkpoint and restored on resume."""
+    g = torch.Generator().manual_seed(7)
+    state = g.get_state()
+    assert state.dtype is torch.uint8 and state.ndim == 1
+    first = torch.randperm(10, generator=g)
+    assert g.set_state(state) is g
+    np.testing.assert_array_equal(torch.randperm(10, generator=g).numpy(), first.numpy())
+    other = torch.Generator().set_state(g.get_state())  # another generator continues the stream
+    twin = g.clone_state()
+    a, b, c = (torch.rand(4, generator=x) for x in (g, other, twin))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(a.numpy(), c.numpy())
+    default = torch.default_generator.get_state()
+    x = torch.rand(3)
+    torch.default_generator.set_state(default)
+    np.testing.assert_array_equal(torch.rand(3).numpy(), x.numpy())
+    with pytest.raises(TypeError, match="expected a torch.ByteTensor"):
+        g.set_state(torch.zeros(3))
+    with pytest.raises(RuntimeError, match="set_state: not a state"):
+        g.set_state(torch.zeros(3, dtype=torch.uint8))
