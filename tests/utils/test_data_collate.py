@@ -145,3 +145,16 @@ def test_collate_fn_map_is_extensible():
 
     custom = {**default_collate_fn_map, Box: collate_box}
     assert collate([(Box(1), 2.0), (Box(3), 4.0)], collate_fn_map=custom)[0] == 4
+
+
+def test_private_utils_path_is_the_same_module():
+    """``torch.utils.data._utils.collate``, where PyTorch's default_collate documentation
+    says to register a collate function: the same table as ``utils.data.collate``'s."""
+    from tracegrad.utils.data._utils import pin_memory, worker
+    from tracegrad.utils.data._utils.collate import collate as private_collate
+    from tracegrad.utils.data._utils.collate import default_collate_fn_map as private_map
+
+    assert private_collate is collate and private_map is default_collate_fn_map
+    assert worker.get_worker_info() is None
+    batch = pin_memory.pin_memory({"x": tracegrad.ones(2)})
+    assert batch["x"].tolist() == [1.0, 1.0]
