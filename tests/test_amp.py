@@ -105,3 +105,10 @@ def test_get_autocast_dtype_answers_the_innermost_autocast():
             assert tracegrad.get_autocast_dtype("cpu") is tracegrad.float16
             assert tracegrad.get_autocast_dtype("cuda") is tracegrad.float16
     assert tracegrad.get_autocast_dtype("cpu") is default
+
+
+def test_grad_scaler_is_exported_at_the_top_level():
+    """``torch.GradScaler("cpu")``, PyTorch 2's spelling."""
+    assert tracegrad.GradScaler is tracegrad.amp.GradScaler
+    scaler = tracegrad.GradScaler("cpu", enabled=False)
+    assert not scaler.is_enabled()

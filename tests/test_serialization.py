@@ -820,3 +820,14 @@ def test_save_accepts_pytorchs_pickle_and_archive_options():
     tracegrad.save({"w": tracegrad.arange(3.0)}, buf, pickle_module=pickle, pickle_protocol=4, _use_new_zipfile_serialization=False)
     buf.seek(0)
     assert tracegrad.load(buf)["w"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_parametrized_module_refuses_with_its_own_runtime_error():
+    """Its own refusal (a RuntimeError pointing at state_dict()) reaches the caller as it
+    is, so code that catches RuntimeError and saves the state dict instead works; what
+    pickle cannot reduce stays a TypeError naming where it is."""
+    from tracegrad.nn.utils.parametrizations import weight_norm
+    with pytest.raises(RuntimeError, match="Serialization of parametrized modules is only supported through state_dict"):
+        tracegrad.save(weight_norm(nn.Linear(2, 2)), io.BytesIO())
+    with pytest.raises(TypeError, match=r"cannot save object of type lock at \['a'\]"):
+        tracegrad.save({"a": threading.Lock()}, io.BytesIO())

@@ -41,7 +41,7 @@ from . import sparse  # noqa: E402  (torch.sparse and the sparse COO layout)
 from .sparse import sparse_coo, sparse_coo_tensor  # noqa: E402,F401
 sparse.install(globals())  # mm, matmul, add, sum take sparse operands; spmm; Tensor.to_sparse
 from . import accelerator, amp, backends, compiler, testing, version, xpu  # noqa: E402,F401
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
+from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,A001  (stages eager code on the tape: see tracegrad.compiler)
 from .runtime.flags import *  # noqa: E402,F403  (deterministic algorithms, matmul precision)
 from .runtime.legacy_types import (LEGACY_TYPES as _LEGACY_TYPES, get_default_device,  # noqa: E402

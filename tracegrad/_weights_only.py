@@ -103,8 +103,8 @@ def encode_object(obj, encode):
         return {"global": global_name(obj)}
     try:
         rv = obj.__reduce_ex__(2)
-    except Exception as e:
-        raise Unsaveable(f"it cannot be reduced ({e})") from None
+    except TypeError as e:  # (pickle's own refusal; an object's own error, such as a
+        raise Unsaveable(f"it cannot be reduced ({e})") from None  # parametrized module's, stays its)
     if isinstance(rv, str):  # a module-level singleton, saved by name
         return {"global": global_name(obj)}
     func, args, state, listitems, dictitems = (tuple(rv) + (None,) * 5)[:5]

@@ -231,3 +231,15 @@ def _dropout_replay(reentrant):
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy() != 0, mask)
     assert 0 < mask.sum() < 50
+
+
+def test_set_checkpoint_early_stop_is_accepted_and_restored():
+    """PyTorch's switch for stopping recomputation early: the gradients do not depend on it."""
+    from tracegrad.utils import checkpoint as ckpt
+    x = torch.tensor([0.5, 1.5], requires_grad=True)
+    with ckpt.set_checkpoint_early_stop(False):
+        assert ckpt._early_stop is False
+        y = ckpt.checkpoint(lambda a: (a * a).sin(), x, use_reentrant=False)
+    assert ckpt._early_stop is True
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.array([0.5, 1.5]) * np.cos(np.array([0.25, 2.25])), rtol=1e-6)

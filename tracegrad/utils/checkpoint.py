@@ -28,7 +28,7 @@ from .. import backend
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "set_checkpoint_early_stop",
            "noop_context_fn", "detach_variable", "check_backward_validity",
            "set_checkpoint_debug_enabled"]
 
@@ -53,6 +53,22 @@ def set_checkpoint_debug_enabled(enabled):
         yield
     finally:
         _debug_enabled = prev
+
+
+_early_stop = True
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """Whether a non-reentrant checkpoint's recomputation may stop once it has recomputed
+    every saved tensor (PyTorch's default, True). Accepted for PyTorch's API: tracegrad
+    recomputes the whole checkpointed function either way, which gives the same gradients."""
+    global _early_stop
+    prev, _early_stop = _early_stop, bool(enable)
+    try:
+        yield
+    finally:
+        _early_stop = prev
 
 
 def detach_variable(inputs):
