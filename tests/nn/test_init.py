@@ -218,3 +218,26 @@ def test_gains_fans_and_messages_match_torch():
         with pytest.raises(Exception) as real:
             theirs()
         assert type(mine.value) is type(real.value) and str(mine.value) == str(real.value)
+
+
+def test_complex_tensors_take_uniform_and_normal_fills():
+    """As in PyTorch: uniform_ draws the real and imaginary parts each from U(a, b);
+    normal_ draws the complex normal of variance std**2 (each part N(mean, std**2 / 2)),
+    so complex layers (``nn.Linear(..., dtype=complex64)``) and their inits work."""
+    tg.manual_seed(0)
+    u = tg.empty(100_000, dtype=tg.complex64).uniform_(-1.0, 2.0)
+    assert u.dtype is tg.complex64
+    for part in (u.real, u.imag):
+        assert -1.0 <= float(part.min()) and float(part.max()) < 2.0
+        assert abs(float(part.mean()) - 0.5) < 0.02
+    z = tg.empty(100_000, dtype=tg.complex128).normal_(1.0, 2.0)
+    for part in (z.real, z.imag):
+        assert abs(float(part.mean()) - 1.0) < 0.03 and abs(float(part.std()) - math.sqrt(2.0)) < 0.03
+    layer = tg.nn.Linear(64, 32, dtype=tg.complex64)
+    bound = 1 / math.sqrt(64)
+    assert layer.weight.dtype is tg.complex64 and float(layer.weight.real.abs().max()) <= bound
+    w = tg.empty(200, 200, dtype=tg.complex64)
+    tg.nn.init.xavier_normal_(w)
+    assert abs(float(w.imag.std()) - math.sqrt(2.0 / 400) / math.sqrt(2)) < 0.003
+    with pytest.raises(NotImplementedError, match="\"exponential\" not implemented for 'ComplexFloat'"):
+        tg.empty(3, dtype=tg.complex64).exponential_()

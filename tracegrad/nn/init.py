@@ -47,14 +47,43 @@ def calculate_gain(nonlinearity, param=None):
 
 # -- sampling into a tensor -------------------------------------------------------------------
 
-def _sample(tensor, kernel, generator, draw):
-    """A fresh array shaped like ``tensor`` from ``draw(rng, shape, dtype)``, in its dtype."""
+def _sample(tensor, kernel, generator, draw, *, complex_parts=False):
+    """A fresh array shaped like ``tensor`` from ``draw(rng, shape, dtype)``, in its dtype.
+    ``complex_parts``: a complex tensor takes two draws, its real and imaginary parts (the
+    uniform and normal fills); other complex fills are refused as non-floating dtypes."""
     d = tensor.dtype
-    if not d.is_floating_point:
+    parts = complex_parts and d.is_complex
+    if not (d.is_floating_point or parts):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{d.scalar_name}\'')
     xp = backend.namespace_of(tensor._data)
-    sampling = "float64" if d.np.itemsize == 8 else "float32"
-    return xp.asarray(draw(_stream(generator, xp), tensor._data.shape, sampling)).astype(d.np, copy=False)
+    sampling = "float64" if d.np.itemsize == (16 if parts else 8) else "float32"
+    rng, shape = _stream(generator, xp), tensor._data.shape
+    arr = xp.asarray(draw(rng, shape, sampling))
+    if parts:
+        arr = arr + 1j * xp.asarray(draw(rng, shape, sampling))
+    return arr.astype(d.np, copy=False)
+
+
+def uniform_array(tensor, a, b, generator):
+    """Values drawn from U(a, b) shaped and typed like ``tensor`` (a complex one: real and
+    imaginary parts each from U(a, b), as in PyTorch)."""
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
+    arr = _sample(tensor, "check_uniform_bounds", generator, lambda rng, s, dt: rng.random(s, dtype=dt),
+                  complex_parts=True)
+    return arr * (b - a) + (a * (1 + 1j) if arr.dtype.kind == "c" else a)
+
+
+def normal_array(tensor, mean, std, generator):
+    """Values drawn from N(mean, std**2) shaped and typed like ``tensor`` (a complex one:
+    the complex normal of variance std**2, each part N(mean, std**2 / 2), as in PyTorch)."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    arr = _sample(tensor, "normal_kernel_cpu", generator, lambda rng, s, dt: rng.standard_normal(s, dtype=dt),
+                  complex_parts=True)
+    if arr.dtype.kind == "c":
+        return arr * (std / math.sqrt(2)) + mean * (1 + 1j)
+    return arr * std + mean
 
 
 def _write(tensor, array):
@@ -64,21 +93,11 @@ def _write(tensor, array):
 
 
 def _uniform(tensor, a, b, generator):
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
-    arr = _sample(tensor, "check_uniform_bounds", generator, lambda rng, s, dt: rng.random(s, dtype=dt))
-    arr *= b - a
-    arr += a
-    return _write(tensor, arr)
+    return _write(tensor, uniform_array(tensor, a, b, generator))
 
 
 def _normal(tensor, mean, std, generator):
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    arr = _sample(tensor, "normal_kernel_cpu", generator, lambda rng, s, dt: rng.standard_normal(s, dtype=dt))
-    arr *= std
-    arr += mean
-    return _write(tensor, arr)
+    return _write(tensor, normal_array(tensor, mean, std, generator))
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):

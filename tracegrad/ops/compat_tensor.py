@@ -58,16 +58,13 @@ def _draw(self, kernel, generator, draw):
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
-    return _draw(self, "check_uniform_bounds", generator, lambda rng, s, dt: rng.random(s, dtype=dt) * (b - a) + a)
+    from ..nn.init import uniform_array
+    return self.copy_(wrap(uniform_array(self, a, b, generator)))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    return _draw(self, "normal_kernel_cpu", generator,
-                 lambda rng, s, dt: rng.standard_normal(s, dtype=dt) * std + mean)
+    from ..nn.init import normal_array
+    return self.copy_(wrap(normal_array(self, mean, std, generator)))
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
