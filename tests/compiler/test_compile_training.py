@@ -264,3 +264,37 @@ def test_hot_compiled_training_with_cpu_kernels_still_equals_eager_bit_for_bit(m
         for a, b in zip(g, w):
             np.testing.assert_array_equal(a, b)
             np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+
+
+def test_module_compile_stages_in_place_and_trains_as_eager():
+    """``model.compile()`` (nn.Module.compile): the module itself runs staged -- one
+    CompiledFunctionBackward node, state dict keys unchanged -- and SGD steps equal eager
+    ones; a deep copy stages with its own parameters."""
+    rng = np.random.default_rng(5)
+
+    def make():
+        m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        with tg.no_grad():
+            for p in m.parameters():
+                p.copy_(tg.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32)))
+        return m
+    compiled, eager = make(), make()
+    eager.load_state_dict(compiled.state_dict())
+    assert compiled.compile(backend="eager") is None
+    assert list(compiled.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    x = tg.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+    opts = [tg.optim.SGD(m.parameters(), lr=0.1) for m in (compiled, eager)]
+    for _ in range(3):
+        for m, opt in zip((compiled, eager), opts):
+            opt.zero_grad()
+            m(x).pow(2).sum().backward()
+            opt.step()
+    np.testing.assert_allclose(compiled(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6)
+    assert type(compiled(x).grad_fn).__name__ == "CompiledFunctionBackward"
+    twin = copy.deepcopy(compiled)
+    with tg.no_grad():
+        twin[0].weight.mul_(2)
+        eager[0].weight.mul_(2)
+    np.testing.assert_allclose(twin(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6)
+    with pytest.raises(tg.compiler.InvalidBackend):
+        make().compile(backend="nope")

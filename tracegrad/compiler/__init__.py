@@ -26,6 +26,7 @@ __all__ = [
     "InvalidBackend",
     "Unsupported",
     "compile",
+    "compile_in_place",
     "disable",
     "is_compiling",
     "is_dynamo_compiling",
@@ -52,22 +53,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             name=None, disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
     """Stage ``model`` (a function or an ``nn.Module``; see the module docstring); as a
     decorator factory (``@compile(mode=...)``) when ``model`` is None."""
-    if mode is not None and options is not None:
-        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
-    if mode not in _MODES:
-        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
-                           + ", ".join(m for m in _MODES if m is not None))
-    if backend is None:
-        backend = "inductor"
-    if callable(backend):
-        raise NotImplementedError(
-            "tracegrad.compile: a custom backend (a callable) is handed an FX graph, which tracegrad "
-            "does not build; pass a backend name (every name runs tracegrad's tape compiler)")
-    if not isinstance(backend, str):
-        raise TypeError(f"backend must be a string or a callable, got {type(backend).__name__}")
-    if backend not in _BACKENDS:
-        raise InvalidBackend(f"Invalid backend: {backend!r}, see `torch._dynamo.list_backends()` for "
-                             "available backends.")
+    _check_options(backend, mode, options)
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, name=name, disable=disable,
@@ -89,6 +75,40 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     compiled_function._compiled = compiled
     compiled_function._torchdynamo_orig_callable = model
     return compiled_function
+
+
+def compile_in_place(module, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+                     name=None, disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
+    """``module.compile(...)`` (``nn.Module.compile``): the module's own calls run its
+    forward staged from now on -- hooks still run around it, eagerly -- while the module
+    stays itself (no ``_orig_mod.`` prefix in its state dict, unlike ``compile(module)``).
+    The staged forward is kept as the instance's ``forward``."""
+    _check_options(backend, mode, options)
+    if disable:
+        return
+    forward = type(module).forward.__get__(module)
+    module.forward = CompiledCallable(forward, module=module, fullgraph=fullgraph, name=type(module).__name__,
+                                      reads_of=forward)
+
+
+def _check_options(backend, mode, options):
+    """PyTorch's checks of ``compile``'s backend, mode and options."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           + ", ".join(m for m in _MODES if m is not None))
+    if backend is None:
+        backend = "inductor"
+    if callable(backend):
+        raise NotImplementedError(
+            "tracegrad.compile: a custom backend (a callable) is handed an FX graph, which tracegrad "
+            "does not build; pass a backend name (every name runs tracegrad's tape compiler)")
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a string or a callable, got {type(backend).__name__}")
+    if backend not in _BACKENDS:
+        raise InvalidBackend(f"Invalid backend: {backend!r}, see `torch._dynamo.list_backends()` for "
+                             "available backends.")
 
 
 is_dynamo_compiling = is_compiling

@@ -90,6 +90,12 @@ class Module:
 
     _call_impl = __call__
 
+    def compile(self, *args, **kwargs):
+        """Stage this module's forward in place, with ``tracegrad.compile``'s options (see
+        :func:`tracegrad.compiler.compile_in_place`); returns None, as in PyTorch."""
+        from ...compiler import compile_in_place
+        compile_in_place(self, *args, **kwargs)
+
     # -- registration ----------------------------------------------------------------------
     def _name_error(self, kind, name, exists):
         """The exception PyTorch raises for registering ``name`` (``exists``: an attribute
