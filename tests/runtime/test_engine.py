@@ -899,3 +899,25 @@ def test_a_small_gradient_does_not_keep_a_large_array_alive():
     g = w.grad.numpy()
     assert g.base is None or g.base.nbytes <= 8
     assert g.tolist() == [2.0]
+
+
+def test_inputs_outputs_and_seeds_may_be_any_iterable():
+    """``grad(loss, model.parameters(), create_graph=True)``, as meta-learning code writes
+    it: generators and dict views are taken as ``tuple(...)``, as in PyTorch."""
+    m = tg.nn.Linear(2, 1)
+    loss = m(tg.ones(1, 2)).sum()
+    by_list = tg.autograd.grad(loss, list(m.parameters()), retain_graph=True)
+    for inputs in (m.parameters(), dict(m.named_parameters()).values(), iter([m.weight, m.bias])):
+        got = tg.autograd.grad(loss, inputs, retain_graph=True)
+        assert [g.tolist() for g in got] == [g.tolist() for g in by_list]
+    got = tg.autograd.grad(iter([loss]), m.parameters(), grad_outputs=(s for s in [tg.tensor(3.0)]),
+                           retain_graph=True)
+    assert got[1].tolist() == [3.0]
+    loss.backward(inputs=m.parameters(), retain_graph=True)
+    tg.autograd.backward(iter([loss]), grad_tensors=iter([tg.tensor(2.0)]), inputs=iter([m.bias]))
+    assert m.bias.grad.tolist() == [3.0]
+    x = tg.ones(3, requires_grad=True)
+    (jac,) = tg.autograd.grad(x * 2, iter([x]), tg.eye(3), is_grads_batched=True)
+    assert jac.tolist() == (2 * tg.eye(3)).tolist()
+    with pytest.raises(TypeError, match="inputs must be a Tensor or a sequence of Tensors, got int"):
+        tg.autograd.grad(loss, 5)

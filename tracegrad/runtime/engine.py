@@ -37,7 +37,7 @@ BACKWARD_IN_VMAP = ("backward() called inside a functorch transform. This is not
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     """Accumulate d(tensors)/d(leaf) (weighted by ``grad_tensors``) into each leaf's ``.grad``."""
-    tensors = _as_tuple(tensors, "tensors")
+    tensors, grad_tensors, grad_variables = _as_tuple(tensors, "tensors"), _seeds(grad_tensors), _seeds(grad_variables)
     if any(is_vmapped(t) for t in tensors):  # (one value per sample)
         raise RuntimeError(BACKWARD_IN_VMAP)
     if grad_variables is not None:
@@ -72,11 +72,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated)."""
-    outputs = _as_tuple(outputs, "outputs")
-    if is_grads_batched:
-        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
-                             materialize_grads)
+    outputs, grad_outputs = _as_tuple(outputs, "outputs"), _seeds(grad_outputs)
     inputs_seq = _as_tuple(inputs, "inputs")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs_seq, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and not allow_unused:
@@ -139,15 +139,25 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
 
 
 def _as_tuple(x, what):
+    """One Tensor, or any iterable of them (``model.parameters()``, ``dict.values()``:
+    PyTorch takes ``tuple(x)``), as a tuple."""
     edges = GradientEdge if what == "inputs" else ()  # (an input may be a graph edge)
     if isinstance(x, Tensor) or isinstance(x, edges):
         return (x,)
-    if isinstance(x, (list, tuple)):
-        for t in x:
-            if not isinstance(t, Tensor) and not isinstance(t, edges):
-                raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
-        return tuple(x)
-    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
+    if not isinstance(x, (list, tuple)):
+        try:
+            x = tuple(x)
+        except TypeError:
+            raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}") from None
+    for t in x:
+        if not isinstance(t, Tensor) and not isinstance(t, edges):
+            raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
+    return tuple(x)
+
+
+def _seeds(given):
+    """``grad_outputs`` / ``grad_tensors`` as given, an iterable made a tuple (read twice)."""
+    return given if given is None or isinstance(given, (Tensor, tuple, list)) else tuple(given)
 
 
 def _root_edges(tensors):
