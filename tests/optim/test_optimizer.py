@@ -307,3 +307,40 @@ def test_trains_a_module():
             losses.append(loss.item())
         assert losses[-1] < 0.8 * losses[0], name
         assert all(isinstance(p, nn.Parameter) and p.is_leaf for p in model.parameters())
+
+
+def test_a_users_step_runs_in_the_callers_grad_mode():
+    """A user's Optimizer subclass (SAM, a hypergradient or learned optimizer) runs its
+    ``step`` with grad mode as the caller has it -- its closure may call backward() without
+    enable_grad -- while a built-in step called through ``super().step()`` runs without."""
+    seen = {}
+
+    class PlainSGD(tg.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, {"lr": lr})
+
+        def step(self, closure=None):
+            seen["user step"] = tg.is_grad_enabled()
+            loss = closure() if closure is not None else None
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.data.add_(p.grad, alpha=-group["lr"])
+            return loss
+
+    class Probe(tg.optim.SGD):
+        def step(self, closure=None):
+            seen["override"] = tg.is_grad_enabled()
+            return super().step(closure)
+
+    w = _leaf([1.0, 1.0])
+    opt = PlainSGD([w])
+
+    def closure():
+        opt.zero_grad()
+        loss = (w ** 2).sum()
+        loss.backward()
+        return loss
+    assert opt.step(closure).item() == 2.0 and w.tolist() == pytest.approx([0.8, 0.8])
+    probe = Probe([w], lr=0.1)
+    probe.step(closure)
+    assert seen == {"user step": True, "override": True}

@@ -69,13 +69,15 @@ def typename(obj):
 
 
 def _hooked(step):
-    """Wrap a subclass's ``step``: run the pre/post hooks around it and the update itself
-    with grad mode off (the closure turns it back on), as one profiler event named as in
-    PyTorch. A ``super().step()`` call from an overriding ``step`` runs the inner one bare."""
+    """Wrap a subclass's ``step``: run the pre/post hooks around it, as one profiler event
+    named as in PyTorch; tracegrad's own optimizers update with grad mode off (their
+    closure turns it back on), a user's subclass runs its step in the caller's grad mode,
+    as in PyTorch (its closure may call ``backward()``; its update may build a graph). A
+    ``super().step()`` call from an overriding ``step`` runs the inner one bare."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         if self.__dict__.get("_in_step"):
-            return step(self, *args, **kwargs)
+            return _bare_step(self, step, args, kwargs)
         if dispatch.observer is None:
             return _run_step(self, step, args, kwargs)
         with record_function(f"Optimizer.step#{type(self).__name__}.step"):
@@ -97,18 +99,28 @@ def _run_step(self, step, args, kwargs):
                 args, kwargs = result
     if dispatch.batching is not None and _array_rules(type(self)):  # a vmap runs
         args, kwargs = _refusing_batched(self, args, kwargs)
-    prev = grad_mode.swap(False)
     self._in_step = True
     try:
-        out = step(self, *args, **kwargs)
+        out = _bare_step(self, step, args, kwargs)
     finally:
         self._in_step = False
-        grad_mode.restore(prev)
     post = self._optimizer_step_post_hooks
     if post or _global_post_hooks:
         for hook in (*post.values(), *_global_post_hooks.values()):
             hook(self, args, kwargs)
     return out
+
+
+def _bare_step(self, step, args, kwargs):
+    """``step`` itself: with grad mode off when it is one of tracegrad's optimizers' (as
+    PyTorch's are decorated), in the caller's mode when it is a user's."""
+    if not step.__module__.startswith("tracegrad.optim."):
+        return step(self, *args, **kwargs)
+    prev = grad_mode.swap(False)
+    try:
+        return step(self, *args, **kwargs)
+    finally:
+        grad_mode.restore(prev)
 
 
 def _array_rules(cls):
