@@ -5,6 +5,7 @@ on); Tensor operators and simple methods call the eager runtime directly, which 
 hot path of every model.
 """
 import math
+import warnings
 
 from ..rules import arith as A
 from ..rules import unary as U
@@ -23,15 +24,49 @@ def _bool_check(x, y):
                            "Use the `^` or `logical_xor()` operator instead.")
 
 
+# -- PyTorch's deprecated overloads: the scale first (``p.data.add_(-lr, grad)``) -------------
+
+_OVERLOADS = {
+    "add": ("add(Number alpha, Tensor other)", "add(Tensor other, *, Number alpha = 1)"),
+    "sub": ("sub(Number alpha, Tensor other)", "sub(Tensor other, *, Number alpha = 1)"),
+    "addcmul": ("addcmul(Number value, Tensor tensor1, Tensor tensor2)",
+                "addcmul(Tensor tensor1, Tensor tensor2, *, Number value = 1)"),
+    "addcdiv": ("addcdiv(Number value, Tensor tensor1, Tensor tensor2)",
+                "addcdiv(Tensor tensor1, Tensor tensor2, *, Number value = 1)"),
+}
+_warned = set()
+
+
+def _scale_first(name, scale, operands, given, n):
+    """``(scale, operands)`` of a call of the deprecated overload ``name(Number scale,
+    Tensor ...)`` that older code (DARTS, copies of old optimizers) still writes, with
+    PyTorch's once-per-process warning; a TypeError when the extra positional arguments
+    are not that overload's."""
+    if not (len(operands) == n and is_number(scale) and not isinstance(scale, bool)
+            and all(isinstance(t, Tensor) for t in operands) and given is None):
+        raise TypeError(f"{name}() takes {n + 1} positional arguments but {len(operands) + 2} were given")
+    if name not in _warned:
+        _warned.add(name)
+        old, new = _OVERLOADS[name]
+        warnings.warn(f"This overload of {name} is deprecated:\n\t{old}\nConsider using one of the following "
+                      f"signatures instead:\n\t{new}", UserWarning, stacklevel=4)
+    return scale, operands
+
+
 # -- arithmetic --------------------------------------------------------------------------------
 
-def add(input, other, *, alpha=1):
-    if alpha != 1:
+def add(input, other, *deprecated, alpha=None):
+    if deprecated:
+        alpha, (other,) = _scale_first("add", other, deprecated, alpha, 1)
+    if alpha is not None and alpha != 1:
         other = A.mul(other, scalar(alpha))
     return A.add(input, other)
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *deprecated, alpha=None):
+    if deprecated:
+        alpha, (other,) = _scale_first("sub", other, deprecated, alpha, 1)
+    alpha = 1 if alpha is None else alpha
     _bool_check(input, other)
     if alpha != 1:
         other = A.mul(other, scalar(alpha))
@@ -110,12 +145,16 @@ def lerp(input, end, weight):
     return input + weight * (end - input)
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
-    return input + value * tensor1 * tensor2
+def addcmul(input, tensor1, tensor2, *deprecated, value=None):
+    if deprecated:
+        value, (tensor1, tensor2) = _scale_first("addcmul", tensor1, (tensor2, *deprecated), value, 2)
+    return input + (1 if value is None else value) * tensor1 * tensor2
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1):
-    return input + value * tensor1 / tensor2
+def addcdiv(input, tensor1, tensor2, *deprecated, value=None):
+    if deprecated:
+        value, (tensor1, tensor2) = _scale_first("addcdiv", tensor1, (tensor2, *deprecated), value, 2)
+    return input + (1 if value is None else value) * tensor1 / tensor2
 
 
 def _unary(prim):
@@ -231,8 +270,14 @@ def _inplace(fn_prim, convert=None):
     return op_
 
 
-def _alpha(self, other, alpha=1):
-    return ((A.mul(other, scalar(alpha)) if alpha != 1 else other),), {}
+def _alpha(name):
+    """``add_`` / ``sub_``'s ``(other, *, alpha)`` (or the deprecated ``(alpha, other)``) as
+    the operand ``alpha * other``."""
+    def convert(self, other, *deprecated, alpha=None):
+        if deprecated:
+            alpha, (other,) = _scale_first(name, other, deprecated, alpha, 1)
+        return ((A.mul(other, scalar(alpha)) if alpha is not None and alpha != 1 else other),), {}
+    return convert
 
 
 def _clamp_params(self, min=None, max=None):
@@ -313,7 +358,7 @@ METHODS = {
     "__or__": _binary(A.bitwise_or), "__ror__": _binary(A.bitwise_or, True),
     "__xor__": _binary(A.bitwise_xor), "__rxor__": _binary(A.bitwise_xor, True),
     "__invert__": _unary_method(A.bitwise_not),
-    "__iadd__": _inplace(A.add, _alpha), "__isub__": _inplace(A.sub, _alpha),
+    "__iadd__": _inplace(A.add, _alpha("add")), "__isub__": _inplace(A.sub, _alpha("sub")),
     "__imul__": _inplace(A.mul), "__itruediv__": _inplace(A.div),
     "__ipow__": _inplace(A.pow), "__ifloordiv__": _inplace(A.floor_divide),
     "__imod__": _inplace(A.remainder),
@@ -332,7 +377,7 @@ METHODS = {
     "logical_xor": logical_xor, "bitwise_not": bitwise_not,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "equal": equal,
     "allclose": allclose, "isclose": isclose,
-    "add_": _inplace(A.add, _alpha), "sub_": _inplace(A.sub, _alpha), "mul_": _inplace(A.mul),
+    "add_": _inplace(A.add, _alpha("add")), "sub_": _inplace(A.sub, _alpha("sub")), "mul_": _inplace(A.mul),
     "div_": _inplace(A.div), "pow_": _inplace(A.pow), "neg_": _inplace(A.neg),
     "clamp_": _clamp_, "clip_": _clamp_,
     "clamp_min_": lambda self, min: _clamp_(self, min=min),
