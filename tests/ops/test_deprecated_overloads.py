@@ -19,6 +19,7 @@ CALLS = {
     "addcmul": (lambda a, b, c: tg.addcmul(a, 0.5, b, c), [8.5, 14.0]),
     "addcmul_": (lambda a, b, c: a.clone().addcmul_(0.5, b, c), [8.5, 14.0]),
     "addcdiv_": (lambda a, b, c: a.clone().addcdiv_(0.5, b, c), [1.3, 2.0 + 1.0 / 3.0]),
+    "0-d scale": (lambda a, b, c: a.clone().add_(b.norm() / b.norm() * 2.0, b), [7.0, 10.0]),
 }
 
 

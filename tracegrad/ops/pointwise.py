@@ -42,6 +42,8 @@ def _scale_first(name, scale, operands, given, n):
     Tensor ...)`` that older code (DARTS, copies of old optimizers) still writes, with
     PyTorch's once-per-process warning; a TypeError when the extra positional arguments
     are not that overload's."""
+    if isinstance(scale, Tensor) and scale.ndim == 0:  # (a 0-d tensor is a Number here, as in PyTorch)
+        scale = scale.item()
     if not (len(operands) == n and is_number(scale) and not isinstance(scale, bool)
             and all(isinstance(t, Tensor) for t in operands) and given is None):
         raise TypeError(f"{name}() takes {n + 1} positional arguments but {len(operands) + 2} were given")
