@@ -5,11 +5,9 @@ counter); operations on it give plain Tensors because every op builds its result
 ``wrap``. A Buffer marks a tensor as module state that is not trained (PyTorch 2.5+).
 """
 from ..runtime.creation import empty
-from ..runtime.tensor import PLAIN_SUBCLASSES, Tensor
+from ..runtime.tensor import DATA_SLOTS, PLAIN_SUBCLASSES, Tensor
 
 __all__ = ["Buffer", "Parameter"]
-
-_SLOTS = Tensor.__slots__[:-1]  # all but __weakref__
 
 
 def _alias(cls, data, requires_grad):
@@ -22,7 +20,7 @@ def _alias(cls, data, requires_grad):
                            "tracegrad.func.functional_call")
     src = data.detach()
     obj = Tensor.__new__(cls)
-    for slot in _SLOTS:
+    for slot in DATA_SLOTS:
         setattr(obj, slot, getattr(src, slot))
     obj.requires_grad_(requires_grad)
     return obj

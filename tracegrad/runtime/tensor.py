@@ -7,6 +7,7 @@ and all its views, made on first need) lets saved tensors detect in-place change
 
 Math methods are attached by :mod:`tracegrad.ops`; this module holds the data model.
 """
+import copy
 import warnings
 
 from .. import backend
@@ -14,7 +15,7 @@ from ..backend import dtypes as _dt
 from ..backend.device import CPU
 from . import grad_mode
 
-__all__ = ["Tensor", "Size", "wrap", "is_tensor"]
+__all__ = ["DATA_SLOTS", "Tensor", "Size", "wrap", "is_tensor"]
 
 _ARRAY_TYPES = backend.ARRAY_TYPE_SET  # (filled in place when CUDA loads)
 _NDARRAY = backend.cpu.ndarray
@@ -121,11 +122,17 @@ _NONLEAF_GRAD_WARNING = (
     "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
+# A Tensor's own state (what an alias copies); besides it a Tensor has a ``__dict__``, made on
+# first use, for the attributes code sets on tensors (``p.update = -lr * g``, as learn2learn
+# does), as PyTorch allows.
+DATA_SLOTS = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_vc", "_base",
+              "_view", "_acc", "_extra")
+
+
 class Tensor:
     """A multi-dimensional array that can record the operations applied to it."""
 
-    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_vc", "_base",
-                 "_view", "_acc", "_extra", "__weakref__")
+    __slots__ = (*DATA_SLOTS, "__dict__", "__weakref__")
 
     __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
 
@@ -141,7 +148,7 @@ class Tensor:
             t = args[0].detach()
         else:
             t = wrap(legacy_tensor_data(args, device, dtype))
-        for slot in Tensor.__slots__[:-1]:
+        for slot in DATA_SLOTS:
             setattr(self, slot, getattr(t, slot))
 
     # -- array metadata ------------------------------------------------------------------
@@ -467,6 +474,8 @@ class Tensor:
         """Pickles the values (a host copy) and ``requires_grad``; history is not kept, so a
         pickled non-leaf comes back as a leaf, as in PyTorch."""
         data = backend.namespace_of(self._data).to_host(self._data).copy()
+        if type(self) is Tensor and self.__dict__:  # (attributes set on it come back, as in PyTorch)
+            return (_rebuild, (data, self._requires_grad, str(self.device)), dict(self.__dict__))
         return (_rebuild, (data, self._requires_grad, str(self.device)))
 
     def __deepcopy__(self, memo):
@@ -478,6 +487,8 @@ class Tensor:
         if self._grad is not None:
             t._grad = wrap(self._grad._data.copy())
         memo[id(self)] = t
+        if type(self) is Tensor and self.__dict__:  # (attributes set on it, copied as PyTorch does)
+            t.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return t
 
 

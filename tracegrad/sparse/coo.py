@@ -19,7 +19,7 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..ops.compat_tensor import layout
 from ..runtime import formatting
-from ..runtime.tensor import Size, Tensor, wrap
+from ..runtime.tensor import DATA_SLOTS, Size, Tensor, wrap
 
 __all__ = ["SparseCooTensor", "refuse", "sparse_coo", "sparse_coo_tensor", "to_sparse"]
 
@@ -68,7 +68,7 @@ class SparseCooTensor(Tensor):
     __slots__ = ("_coalesced", "_ind", "_size", "_val")
 
     def __getattr__(self, name):
-        if name in Tensor.__slots__:  # a dense code path reached for the dense storage
+        if name in DATA_SLOTS:  # a dense code path reached for the dense storage
             raise refuse(_calling_op())
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 

@@ -7,7 +7,8 @@ import itertools
 from ...runtime.creation import empty
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor
-from ..parameter import _SLOTS, Parameter
+from ...runtime.tensor import DATA_SLOTS
+from ..parameter import Parameter
 from .conv import (
     Conv1d,
     Conv2d,
@@ -37,7 +38,7 @@ class UninitializedParameter(Parameter):
         fresh = empty(shape, device=self.device if device is None else device,
                       dtype=self.dtype if dtype is None else dtype)
         requires_grad = self._requires_grad
-        for slot in _SLOTS:
+        for slot in DATA_SLOTS:
             setattr(self, slot, getattr(fresh, slot))
         self._requires_grad = requires_grad
         self.__class__ = self.cls_to_become
@@ -65,7 +66,7 @@ class UninitializedBuffer(Tensor):
     def __new__(cls, requires_grad=False, device=None, dtype=None):
         obj = Tensor.__new__(cls)
         fresh = empty(0, device=device, dtype=dtype)
-        for slot in _SLOTS:
+        for slot in DATA_SLOTS:
             setattr(obj, slot, getattr(fresh, slot))
         obj.requires_grad_(requires_grad)
         return obj
