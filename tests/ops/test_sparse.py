@@ -494,3 +494,39 @@ def test_product_without_scipy_matches(monkeypatch):
     without = run()
     for a, b in zip(with_scipy, without):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_a_custom_function_saves_a_sparse_tensor():
+    """pyGAT's SpecialSpmmFunction: a sparse matrix saved for the backward."""
+    class SparseProduct(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, indices, values, b):
+            a = tg.sparse_coo_tensor(indices, values, (2, 2))
+            ctx.save_for_backward(a, b)
+            return tg.matmul(a, b)
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return None, None, a.t().matmul(g)
+    b = tg.ones(2, 1, requires_grad=True)
+    SparseProduct.apply(tg.tensor([[0, 1], [1, 0]]), tg.tensor([2.0, 3.0]), b).sum().backward()
+    assert b.grad.tolist() == [[3.0], [2.0]]
+    assert tg.sparse_coo_tensor(tg.tensor([[0]]), tg.tensor([1.0]), (2,))._version == 0
+
+
+def test_legacy_sparse_constructors():
+    """``torch.sparse.FloatTensor(indices, values, size)`` (Kipf's pygcn), with PyTorch's
+    deprecation warning; the values keep their dtype, as in PyTorch."""
+    i, v = tg.tensor([[0, 1], [1, 0]]), tg.tensor([2.0, 3.0])
+    with pytest.warns(UserWarning, match=r"torch.sparse.SparseTensor\(indices, values, shape, \*, device=\) is "
+                                         "deprecated"):
+        a = tg.sparse.FloatTensor(i, v, tg.Size([2, 2]))
+    assert a.is_sparse and a.to_dense().tolist() == [[0.0, 2.0], [3.0, 0.0]]
+    with pytest.warns(UserWarning):
+        assert tg.sparse.DoubleTensor(i, v).dtype is tg.float32 and tg.sparse.FloatTensor(i, v).shape == (2, 2)
+    with pytest.warns(UserWarning, match=r"SparseTensor\(shape, \*, device=\)"):
+        empty = tg.sparse.LongTensor(2, 3)
+    assert empty.shape == (2, 3) and empty._nnz() == 0 and empty.dtype is tg.int64
+    assert isinstance(a, tg.sparse.FloatTensor) and not isinstance(tg.ones(2), tg.sparse.FloatTensor)
+    assert repr(tg.sparse.FloatTensor) == "<class 'tracegrad.sparse.FloatTensor'>"

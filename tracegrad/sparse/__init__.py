@@ -5,6 +5,9 @@ from .arith import install
 from .arith import sparse_mm_ as mm
 from .arith import sum as _sum
 from .coo import SparseCooTensor, sparse_coo, sparse_coo_tensor, to_sparse
+from .legacy import SPARSE_LEGACY_TYPES
+
+globals().update(SPARSE_LEGACY_TYPES)  # FloatTensor, LongTensor...: legacy constructors
 
 __all__ = [
     "SparseCooTensor",

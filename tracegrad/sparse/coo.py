@@ -314,6 +314,7 @@ def _make(indices, values, size, coalesced):
     t._val = values
     t._size = tuple(int(s) for s in size)
     t._coalesced = bool(coalesced)
+    t._vc = None  # (its own version counter: save_for_backward and ._version read it)
     return t
 
 
