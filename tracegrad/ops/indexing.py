@@ -6,6 +6,7 @@ scatter-adds. ``x[i] = v`` is a write through a view (``CopySlices``) for basic 
 ``index_put_`` for advanced ones, as in PyTorch.
 """
 import numbers
+import warnings
 
 from .. import backend
 from ..rules import index as I
@@ -258,16 +259,40 @@ def _scatter_args(input, dim, index, src, value):
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     if reduce is not None:
-        raise NotImplementedError("scatter(reduce=...) is not supported; use scatter_add")
+        return _scatter_reduced(input, dim, index, src, value, reduce)
     d, src = _scatter_args(input, dim, index, src, value)
     return I.scatter(input, index, src, dim=d)
 
 
 def scatter_(input, dim, index, src=None, *, value=None, reduce=None):
-    if reduce is not None:
-        raise NotImplementedError("scatter_(reduce=...) is not supported; use scatter_add_")
+    if reduce is not None:  # (a backward through the copy reaches scatter's node, which refuses)
+        return input.copy_(_scatter_reduced(input, dim, index, src, value, reduce))
     d, src = _scatter_args(input, dim, index, src, value)
     return apply_inplace(I.scatter, (input, index, src), {"dim": d})
+
+
+_SCATTER_REDUCES = {"add": "sum", "multiply": "prod"}
+
+
+def _scatter_reduced(input, dim, index, src, value, reduce):
+    """PyTorch's older ``scatter(..., reduce="add" | "multiply")``: ``scatter_reduce`` with
+    ``input`` included, and, as in PyTorch, no derivative (a backward through it raises);
+    a Tensor ``src`` warns that the argument is deprecated."""
+    from .no_derivative import not_implemented
+    from .scatter_reduce import scatter_reduce
+    if reduce not in _SCATTER_REDUCES:
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    given = src if src is not None else value
+    if isinstance(given, Tensor):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=3)
+    d, given = _scatter_args(input, dim, index, src, value)
+    if not isinstance(given, Tensor):
+        given = index.new_full(tuple(index.shape), given, dtype=input.dtype)
+    with grad_mode.no_grad():
+        out = scatter_reduce(input.detach(), d, index, given.detach(), _SCATTER_REDUCES[reduce])
+    return not_implemented("scatter", [out], [input, given])[0]
 
 
 def scatter_add(input, dim, index, src):

@@ -181,5 +181,66 @@ def put_(input, index, source, accumulate=False):
     return apply_inplace(SR.put, (input, index, source), {"accumulate": accumulate})
 
 
+
+
+# -- segment_reduce ------------------------------------------------------------------------------
+
+_SEGMENT_REDUCTIONS = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin",
+                       "max": "amax", "min": "amin"}
+_EMPTY = {"sum": 0.0, "prod": 1.0, "mean": float("nan"), "amax": float("-inf"), "amin": float("inf")}
+
+
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """``data`` reduced over consecutive segments along ``axis`` (their ``lengths``, or the
+    ``offsets`` between them; batched lengths have one row per index of the dims before
+    ``axis``), as PyTorch's ``segment_reduce``: an empty segment gives ``initial``, or the
+    reduction's identity (``nan`` for a mean); with ``initial``, each segment's reduction
+    includes it (a mean divides by the segment's length alone). Built on ``scatter_reduce``,
+    so the gradient is its gradient (ties of a max share it)."""
+    from .. import backend
+    from ..runtime.creation import full, tensor
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if indices is not None and lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    host = backend.cpu
+    if lengths is not None:
+        counts = host.asarray(lengths.cpu().numpy() if _is_tensor(lengths) else lengths).astype(host.int64)
+    else:
+        counts = host.diff(host.asarray(offsets.cpu().numpy() if _is_tensor(offsets) else offsets), axis=-1)
+    d = wrap_dim(axis, data.ndim)
+    if d != counts.ndim - 1:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of lengths but got {axis}.")
+    if (counts < 0).any():
+        raise RuntimeError("lengths contains negative value!")
+    if not unsafe and (counts.sum(axis=-1) != data.shape[d]).any():
+        raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
+                           "data.size(lengths.dim()-1) when !unsafe.")
+    if not data.dtype.is_floating_point:
+        raise _not_implemented("_segment_reduce_cpu", data.dtype)
+    op = _SEGMENT_REDUCTIONS[reduce]
+    ends = host.cumsum(counts, axis=-1)  # each position's segment: the first end above it
+    rows = ends.reshape(-1, ends.shape[-1])
+    seg = host.stack([host.searchsorted(r, host.arange(data.shape[d]), side="right") for r in rows])
+    seg = seg.reshape(counts.shape[:-1] + (data.shape[d],))
+    seg = host.minimum(seg, counts.shape[-1] - 1)  # (positions past the last end: unsafe lengths)
+    seg = seg.reshape(seg.shape + (1,) * (data.ndim - d - 1))
+    index = tensor(host.broadcast_to(seg, data.shape).copy(), device=data.device)
+    shape = list(data.shape)
+    shape[d] = counts.shape[-1]
+    if op == "mean":  # (initial + sum) / length: an empty segment is initial, or nan
+        total = scatter_reduce(full(shape, 0.0 if initial is None else initial, dtype=data.dtype, device=data.device),
+                               d, index, data, "sum", include_self=True)
+        n = tensor(counts.reshape(counts.shape + (1,) * (data.ndim - d - 1)), dtype=data.dtype, device=data.device)
+        empty = _EMPTY["mean"] if initial is None else initial
+        return total.div(n.clamp(min=1)).where(n > 0, tensor(empty, dtype=data.dtype, device=data.device))
+    start = _EMPTY[op] if initial is None else initial
+    return scatter_reduce(full(shape, start, dtype=data.dtype, device=data.device), d, index, data, op,
+                          include_self=initial is not None)
+
+
 FUNCTIONS = {"scatter_reduce": scatter_reduce, "index_reduce": index_reduce, "put": put}
 METHODS = dict(FUNCTIONS, scatter_reduce_=scatter_reduce_, index_reduce_=index_reduce_, put_=put_)
+FUNCTIONS["segment_reduce"] = segment_reduce  # (a function only, as in PyTorch)
