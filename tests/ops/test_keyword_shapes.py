@@ -98,3 +98,50 @@ def test_view_as_dtype_checks_match_torch(make, dtype):
         return
     ours = make(tg).view(getattr(tg, dtype))
     assert tuple(ours.shape) == tuple(theirs.shape) and ours.tolist() == theirs.tolist()
+
+
+# -- as_strided and unfold as views ------------------------------------------------------------------
+
+def test_as_strided_reads_overlapping_windows_and_sums_their_gradient():
+    x = tg.arange(10.0, requires_grad=True)
+    windows = x.as_strided((4, 3), (2, 1))
+    assert windows.tolist() == [[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [4.0, 5.0, 6.0], [6.0, 7.0, 8.0]]
+    assert windows.grad_fn.name() == "AsStridedBackward0"
+    windows.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 1.0, 0.0]
+    assert tg.as_strided(tg.arange(10.0), (2,), (3,), 1).tolist() == [1.0, 4.0]
+    assert tg.as_strided_copy(tg.arange(4.0), (2, 2), (1, 1)).tolist() == [[0.0, 1.0], [1.0, 2.0]]
+
+
+def test_as_strided_is_a_view_and_unfold_too():
+    v = tg.arange(10.0)
+    w = v.as_strided((4, 3), (2, 1))
+    w[0, 1] = 100.0
+    assert v[1].item() == 100.0 and w._base is v and w.stride() == (2, 1)
+    x = tg.arange(12.0).reshape(6, 2)
+    u = x.unfold(0, 3, 1)
+    assert u.stride() == (2, 1, 2) and u.shape == (4, 2, 3)
+    u[0, 0, 1] = -1.0
+    assert x[1, 0].item() == -1.0
+    t = tg.arange(12.0).reshape(3, 4).t()  # (not contiguous: a copy, same values)
+    assert t.unfold(0, 2, 2).tolist() == [[[0.0, 1.0], [4.0, 5.0], [8.0, 9.0]], [[2.0, 3.0], [6.0, 7.0], [10.0, 11.0]]]
+    assert tg.tensor(3.0).unfold(0, 1, 1).shape == (1,)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: tg.arange(10.0).as_strided((4, 3), (3, 1)), "setStorage: sizes [4, 3], strides [3, 1], storage "
+     "offset 0, and itemsize 4 requiring a storage size of 48 are out of bounds for storage of size 40"),
+    (lambda: tg.arange(10.0).as_strided((2, 2), (-1, 1)), "as_strided: Negative strides are not supported"),
+    (lambda: tg.arange(10.0).as_strided((4, 3), (2,)), "mismatch in length of strides and shape"),
+])
+def test_as_strided_refuses_as_pytorch(make, message):
+    with pytest.raises(RuntimeError) as info:
+        make()
+    assert str(info.value).startswith(message)
+
+
+def test_as_strided_refuses_what_it_would_read_differently():
+    with pytest.raises(NotImplementedError, match="as_strided of a non-contiguous tensor"):
+        tg.arange(6.0).reshape(2, 3).t().as_strided((3,), (1,))
+    with pytest.raises(NotImplementedError, match="outside the tensor's own elements"):
+        tg.arange(10.0)[2:].as_strided((2, 2), (1, 1), 0)

@@ -103,6 +103,12 @@ SAMPLES = {
                  S(r(0, 3), tags="empty")],
     "diagonal_scatter": [S(r(3, 4), r(3)), S(r(3, 4), r(3), offset=1), S(r(2, 3, 3), r(2, 3), dim1=1, dim2=2),
                          S(r(0, 3), r(0), tags="empty")],
+    "as_strided": [S(r(10), size=(4, 3), stride=(2, 1)), S(r(3, 4), size=(2, 2), stride=(1, 4), offset=3),
+                   S(r(2, 3), size=(3, 2), stride=(0, 2), offset=1), S(r(5), size=(), stride=(), offset=4, tags="0d"),
+                   S(r(4), size=(0, 2), stride=(1, 1), tags="empty")],
+    "strided_add": [S(r(10), r(4, 3), size=(4, 3), stride=(2, 1)), S(r(3, 4), r(2), size=(2, 2), stride=(1, 4), offset=3),
+                    S(r(5), r(), size=(), stride=(), offset=2, tags="0d"),
+                    S(r(4), r(0, 2), size=(0, 2), stride=(1, 1), tags="empty")],
     # -- indexing
     "basic_index": [S(r(4, 5), index=(slice(1, 3), 2)), S(r(4, 5), index=(Ellipsis, None, slice(None, None, 2))),
                     S(r(4, 5), index=(1,)), S(r(3), index=(0,), tags="0d"),

@@ -119,6 +119,12 @@ def _fn(name):
     return lambda *args: getattr(torch, name)(*args)
 
 
+def _strided_add(x, src, size, stride, offset):
+    """``strided_add`` in PyTorch: ``src`` summed into the positions ``as_strided`` reads."""
+    positions = torch.as_strided(torch.arange(x.numel()), size, stride, offset).reshape(-1)
+    return x.reshape(-1).index_add(0, positions, src.expand(size).reshape(-1)).reshape(x.shape)
+
+
 TORCH = {n: _fn(n) for n in (
     "abs acos asin atan ceil cos cosh erf exp exp2 expm1 floor frac log log10 log1p log2 neg "
     "reciprocal rsqrt sign sin sinh sqrt tan tanh trunc clone sigmoid "
@@ -155,6 +161,9 @@ TORCH.update({
     "split": lambda x, sizes, dim, chunked=False: torch.split(x, sizes[0] if chunked else list(sizes), dim),
     "unbind": lambda x, dim: torch.unbind(x, dim),
     "diagonal": lambda x, offset=0, dim1=0, dim2=1: torch.diagonal(x, offset, dim1, dim2),
+    "as_strided": lambda x, size, stride, offset=0: torch.as_strided(x.contiguous(), size, stride, offset),
+    # (as_strided's transpose: x plus src summed into the positions as_strided reads)
+    "strided_add": lambda x, src, size, stride, offset=0: _strided_add(x, src, size, stride, offset),
     "diagonal_scatter": lambda x, src, offset=0, dim1=0, dim2=1: torch.diagonal_scatter(x, src, offset, dim1, dim2),
     # -- indexing
     "basic_index": lambda x, index: x[index],

@@ -446,16 +446,22 @@ def map_(self, tensor, callable):
 
 def unfold(self, dimension, size, step):
     """The windows of ``size`` elements every ``step`` along ``dimension``, as a new last
-    dimension. A copy (gathered with index_select), where PyTorch returns a view: writing
-    into the result does not reach ``self``."""
+    dimension: a view of a contiguous ``self`` (``as_strided``: PyTorch's strides, and
+    writes reach ``self``), else a copy gathered with index_select."""
     dim = dimension % max(self.ndim, 1)
     length = self.shape[dim] if self.ndim else 1
     if size > length:
         raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    from ..runtime.creation import arange
     count = (length - size) // step + 1
+    if self.ndim == 0:  # (one window of the one element, as in PyTorch)
+        return self.as_strided((1,), (1,)) if not per_sample(self) else self.reshape(1)
+    if self.is_contiguous() and not per_sample(self):
+        shape, strides = list(self.shape), list(self.stride())
+        shape[dim:dim + 1], strides[dim:dim + 1] = [count], [strides[dim] * step]
+        return self.as_strided(shape + [size], strides + [self.stride()[dim]])
+    from ..runtime.creation import arange
     starts = arange(count, device=self.device) * step
     index = (starts.unsqueeze(1) + arange(size, device=self.device)).reshape(-1)
     source = self if self.ndim else self.reshape(1)

@@ -160,6 +160,33 @@ def reshape(input, *shape, **keyword):
     return view_op(S.reshape, input, {"shape": shape})
 
 
+def as_strided(input, size, stride, storage_offset=None):
+    """PyTorch's ``as_strided``: a view reading ``input``'s storage at ``storage_offset +
+    sum_k i_k stride_k`` (default: where ``input`` starts). Positions may repeat; the
+    gradient sums over them. Supported where the positions read are ``input``'s own
+    elements and ``input`` is contiguous (its storage order is then its element order);
+    a strided ``input`` or a read into the rest of its storage is refused, naming it,
+    rather than read differently from PyTorch."""
+    size, stride = tuple(shape_args((size,))), tuple(shape_args((stride,)))
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    start = input.storage_offset()
+    offset = start if storage_offset is None else int(storage_offset)
+    if not input.is_contiguous():
+        raise NotImplementedError("tracegrad: as_strided of a non-contiguous tensor reads its storage in an order "
+                                  "tracegrad does not follow; call .contiguous() first")
+    inside = offset >= start and (any(m == 0 for m in size) or offset + sum(
+        (m - 1) * st for m, st in zip(size, stride)) < start + input.numel())
+    if not inside and (start or input._base is not None):
+        raise NotImplementedError("tracegrad: as_strided reading outside the tensor's own elements (into the rest "
+                                  "of its storage) is not supported")
+    return view_op(S.as_strided, input, {"size": size, "stride": stride, "offset": offset - start})
+
+
+def as_strided_copy(input, size, stride, storage_offset=None):
+    return M.clone(as_strided(input, size, stride, storage_offset))
+
+
 def view_as(input, other):
     return view(input, other.shape)
 
@@ -425,11 +452,11 @@ FUNCTIONS = {n: globals()[n] for n in (
     "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "t", "permute",
     "movedim", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "flip", "fliplr",
     "flipud", "roll", "tril", "triu", "cat", "stack", "split", "chunk",
-    "unbind", "diagonal", "diagonal_scatter", "clone")}
+    "unbind", "diagonal", "diagonal_scatter", "clone", "as_strided", "as_strided_copy")}
 FUNCTIONS.update(concat=cat, concatenate=cat, swapaxes=transpose, swapdims=transpose,
                  moveaxis=movedim)
 METHODS = {n: globals()[n] for n in (
-    "view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
+    "view", "reshape", "view_as", "reshape_as", "as_strided", "flatten", "unflatten", "squeeze", "unsqueeze",
     "transpose", "t", "permute", "movedim", "expand", "expand_as", "broadcast_to", "repeat",
     "flip", "fliplr", "flipud", "roll", "tril", "triu", "split", "chunk", "unbind", "diagonal",
     "clone", "contiguous", "sum_to_size")}

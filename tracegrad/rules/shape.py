@@ -207,6 +207,68 @@ def unbind_vjp(g, out, x, *, dim):
     return stack(*g, dim=dim)
 
 
+# -- as_strided -----------------------------------------------------------------------------------
+
+def _strided_positions(xp, size, stride, offset):
+    """The row-major position of every element ``as_strided`` reads, shaped ``size``."""
+    pos = xp.full(tuple(size), offset, dtype=xp.int64)
+    for k, (n, st) in enumerate(zip(size, stride)):
+        pos += (xp.arange(n, dtype=xp.int64) * st).reshape((n,) + (1,) * (len(size) - k - 1))
+    return pos
+
+
+def _check_strided(n, itemsize, size, stride, offset):
+    """PyTorch's refusals: negative strides, positions outside the ``n`` elements read."""
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    last = offset + sum((m - 1) * st for m, st in zip(size, stride))
+    if all(m > 0 for m in size) and last >= n:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {itemsize} requiring a storage size of {(last + 1) * itemsize} are out of "
+                           f"bounds for storage of size {n * itemsize}")
+
+
+@primitive("AsStridedBackward0", dtypes=KEEP, view=True, linear=True)
+def as_strided(xp, x, *, size, stride, offset=0):
+    """PyTorch's ``as_strided`` over the row-major elements of ``x`` (a view when ``x`` is
+    contiguous, as the eager ``as_strided`` requires): element ``i`` of the result is
+    ``x.flat[offset + sum_k i_k stride_k]``. Positions may repeat (overlapping windows),
+    so the gradient accumulates (:func:`strided_add`)."""
+    flat = xp.ascontiguousarray(x).reshape(-1)
+    _check_strided(flat.size, flat.itemsize, size, stride, offset)
+    return xp.as_strided(flat[offset:], tuple(size), tuple(st * flat.itemsize for st in stride))
+
+
+@as_strided.vjp("x")
+def as_strided_vjp(g, out, x, *, size, stride, offset=0):
+    return strided_add(zeros_of(g, shape=x.shape), g, size=size, stride=stride, offset=offset)
+
+
+@primitive("AsStridedScatterBackward0", dtypes=KEEP, linear=True)
+def strided_add(xp, x, src, *, size, stride, offset=0):
+    """``x`` with ``src`` added at the positions ``as_strided(x, ...)`` reads, a repeated
+    position summing every value sent to it: as_strided's transpose."""
+    out = xp.ascontiguousarray(x).copy()
+    flat = out.reshape(-1)
+    _check_strided(flat.size, flat.itemsize, size, stride, offset)
+    xp.scatter_add(flat, (_strided_positions(xp, size, stride, offset).reshape(-1),),
+                   xp.broadcast_to(src, tuple(size)).reshape(-1))
+    return out
+
+
+@strided_add.vjp("x")
+def strided_add_vjp_x(g, out, x, src, *, size, stride, offset=0):
+    return g
+
+
+@strided_add.vjp("src")
+def strided_add_vjp_src(g, out, x, src, *, size, stride, offset=0):
+    return sum_to(as_strided(g, size=size, stride=stride, offset=offset), shape=src.shape)
+
+
 # -- diagonals ------------------------------------------------------------------------------------
 
 @primitive("DiagonalBackward0", dtypes=KEEP, view=True, linear=True, complex=True)
