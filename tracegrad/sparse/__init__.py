@@ -1,19 +1,25 @@
 """``torch.sparse`` and the sparse COO layout (:mod:`.coo`: the tensor, construction,
-conversion, printing; :mod:`.arith`: products, sums, additions; the differentiable product
-is the ``sparse_mm`` rule of :mod:`tracegrad.rules.sparse`)."""
+conversion, printing; :mod:`.arith`: products, sums, additions; :mod:`.elementwise`:
+elementwise products and functions, softmax, addmm; :mod:`.legacy`: the legacy
+constructors; the differentiable product is the ``sparse_mm`` rule of
+:mod:`tracegrad.rules.sparse`)."""
 from .arith import install
 from .arith import sparse_mm_ as mm
 from .arith import sum as _sum
 from .coo import SparseCooTensor, sparse_coo, sparse_coo_tensor, to_sparse
+from .elementwise import addmm, log_softmax, softmax
 from .legacy import SPARSE_LEGACY_TYPES
 
 globals().update(SPARSE_LEGACY_TYPES)  # FloatTensor, LongTensor...: legacy constructors
 
 __all__ = [
     "SparseCooTensor",
+    "addmm",
     "check_sparse_tensor_invariants",
     "install",
+    "log_softmax",
     "mm",
+    "softmax",
     "sparse_coo",
     "sparse_coo_tensor",
     "sum",

@@ -180,9 +180,10 @@ def _is_scalar(x):
 # -- operators and methods of SparseCooTensor ---------------------------------------------------
 
 def _mul(self, other):
-    if not _is_scalar(other):
-        raise refuse("mul")
-    return _scaled(self, other)
+    if _is_scalar(other):
+        return _scaled(self, other)
+    from .elementwise import mul
+    return mul(self, other)
 
 
 def _truediv(self, other):
@@ -214,6 +215,15 @@ SPARSE_METHODS = {
     "__neg__": lambda self: _scaled(self, -1), "neg": lambda self: _scaled(self, -1),
     "sum": sum, "t": _t, "transpose": _transpose,
 }
+def _elementwise_methods():
+    """The elementwise methods of :mod:`.elementwise` (imported after this module)."""
+    from . import elementwise as E
+    methods = {name: E._unary(name) for name in E.ZERO_PRESERVING}
+    methods.update(pow=E._pow, __pow__=E._pow, index_select=E.index_select)
+    return methods
+
+
+SPARSE_METHODS.update(_elementwise_methods())
 for _name, _fn in SPARSE_METHODS.items():
     setattr(SparseCooTensor, _name, _fn)
 
@@ -263,11 +273,15 @@ _LIKE = {"zeros_like": _zeros_like, "empty_like": _zeros_like, "ones_like": _ref
 
 
 def install(namespace):
-    """Route ``tracegrad.mm/matmul/add/sum`` through the sparse kernels for sparse operands,
-    add ``spmm``, and give dense Tensors ``to_sparse`` and their sparse-aware operators."""
+    """Route ``tracegrad.mm/matmul/add/sum/mul/index_select`` through the sparse kernels for
+    sparse operands, add ``spmm``, and give dense Tensors ``to_sparse``, ``sparse_mask`` and
+    their sparse-aware operators."""
+    from . import elementwise as E
     from .coo import to_sparse
-    for name, sparse_fn in (("mm", mm), ("matmul", matmul), ("add", add), ("sum", sum), *_LIKE.items()):
+    for name, sparse_fn in (("mm", mm), ("matmul", matmul), ("add", add), ("sum", sum), ("mul", E.mul),
+                            ("multiply", E.mul), ("index_select", E.index_select), *_LIKE.items()):
         namespace[name] = _sparse_aware(namespace[name], sparse_fn)
+    Tensor.sparse_mask = E.sparse_mask
     namespace["spmm"] = _sparse_aware(_dense_spmm, spmm)
     Tensor.to_sparse = to_sparse
     Tensor.to_sparse_coo = lambda self: to_sparse(self)

@@ -52,8 +52,9 @@ def refuse(op):
     """PyTorch's error for an operator without a sparse kernel (NotImplementedError)."""
     return NotImplementedError(
         f"Could not run 'aten::{op}' with arguments from the 'SparseCPU' backend. tracegrad's sparse "
-        "COO layout implements only construction, conversion (to_dense, coalesce), mm/spmm/matmul, "
-        "add, multiplication by a scalar and sum; call .to_dense() first for any other operation.")
+        "COO layout implements only construction, conversion (to_dense, coalesce), mm/spmm/matmul/addmm, "
+        "add, mul, the unary functions that keep zeros, softmax/log_softmax, index_select, sparse_mask "
+        "and sum; call .to_dense() first for any other operation.")
 
 
 def _cast(dtype):
