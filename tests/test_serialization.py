@@ -100,13 +100,18 @@ def test_zero_dim_and_empty_tensors(shape):
     assert_same_tensor(roundtrip(t), t)
 
 
-def test_views_come_back_contiguous_with_their_own_storage():
+def test_views_come_back_with_their_own_storage():
+    """A transposed or permuted view comes back with its strides (as from PyTorch, which
+    saves storage and strides); a view with gaps or repeats comes back contiguous."""
     base = tracegrad.arange(24.0).reshape(4, 6)
-    views = [base.t(), base[:, 1::2], base[1], base.expand(2, 4, 6), base[..., None]]
+    views = [base.t(), base[:, 1::2], base[1], base.expand(2, 4, 6), base[..., None],
+             tracegrad.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1)]
     out = roundtrip([base] + views)
     for got, want in zip(out, [base] + views):
         assert_same_tensor(got, want)
-        assert got.is_contiguous() and got.storage_offset() == 0
+        assert got.storage_offset() == 0
+    assert out[1].stride() == (1, 6) and out[6].stride() == (1, 12, 4)
+    assert all(t.is_contiguous() for t in out[:1] + out[2:6])
     out[0].add_(1)  # storage sharing between different tensors is not kept
     np.testing.assert_array_equal(out[1].numpy(), base.t().numpy())
 

@@ -19,7 +19,8 @@ Saved and restored: ``dict``, ``OrderedDict``, ``list``, ``tuple``, ``tracegrad.
 PyTorch's weights-only loader allows by default (``set``, ``bytes``, ``bytearray``,
 ``collections.Counter``). Any other object is saved by the name of its class and its state
 and rebuilt on loading only from globals the user allowlisted (:mod:`tracegrad._weights_only`). Tensors come back as
-fresh, contiguous leaves, as in PyTorch: the graph and ``.grad`` are not saved. The same
+fresh leaves, as in PyTorch: the graph and ``.grad`` are not saved; a transposed or
+permuted tensor keeps its strides, any other comes back contiguous. The same
 Tensor object saved twice comes back as one object, but storage shared between *different*
 tensors (a view and its base) is not preserved: each is saved as its own copy.
 
@@ -186,16 +187,36 @@ class _Encoder:
                 raise NotImplementedError("vmap: cannot save a Tensor inside vmap: it has one value per "
                                           "sample. Return the Tensor from the function and save the "
                                           "batched result instead.")
-            host = backend.namespace_of(t._data).to_host(t._data)
-            if not host.flags.c_contiguous:
-                host = host.copy(order="C")
+            host, order = _memory_order(backend.namespace_of(t._data).to_host(t._data))
             n = len(self.entries)
             self._tensor_numbers[id(t)] = n
             self.arrays[f"t{n}"] = host
-            self.entries.append({"key": f"t{n}", "dtype": t.dtype.name, "shape": list(host.shape),
-                                 "requires_grad": t.requires_grad, "device": str(t.device),
-                                 "parameter": isinstance(t, self._param)})
+            entry = {"key": f"t{n}", "dtype": t.dtype.name, "shape": list(host.shape),
+                     "requires_grad": t.requires_grad, "device": str(t.device),
+                     "parameter": isinstance(t, self._param)}
+            if order is not None:
+                entry["permute"] = order
+            self.entries.append(entry)
         return n
+
+
+def _in_saved_order(entry, array):
+    """The loaded array with the saved tensor's dim order back (see :func:`_memory_order`)."""
+    return array.transpose(entry["permute"]) if "permute" in entry else array
+
+
+def _memory_order(host):
+    """``(array, order)``: a C-contiguous array to write and the permutation of its dims that
+    gives the tensor back with its strides (a transposed or permuted tensor loads as one, as
+    from PyTorch, which saves storage and strides), or None where the array is written in
+    row-major order (contiguous already, or with gaps or overlaps: then a row-major copy)."""
+    if host.flags.c_contiguous or host.ndim < 2:
+        return (host if host.flags.c_contiguous else host.copy(order="C")), None
+    axes = sorted(range(host.ndim), key=lambda d: -host.strides[d])
+    stored = host.transpose(axes)
+    if not stored.flags.c_contiguous or min(host.strides) <= 0:
+        return host.copy(order="C"), None
+    return stored, [axes.index(d) for d in range(host.ndim)]
 
 
 def _where(path):
@@ -250,7 +271,7 @@ def load(f, map_location=None, *, weights_only=None, mmap=None):
         except Exception as e:  # zip/npy/json parsers on damaged bytes
             raise RuntimeError(f"cannot load {name}: the file is corrupt or truncated "
                                f"({type(e).__name__}: {e})") from e
-    tensors = [_restore(entry, arrays[entry["key"]], map_location) for entry in entries]
+    tensors = [_restore(entry, _in_saved_order(entry, arrays[entry["key"]]), map_location) for entry in entries]
     try:
         return _decode(root, _Loading(tensors, weights_only is not False))
     except (_BadFile, RecursionError) as e:
@@ -534,7 +555,10 @@ def _check_index(index):
               and isinstance(e.get("shape"), list)
               and all(type(s) is int and s >= 0 for s in e["shape"])
               and type(e.get("requires_grad")) is bool and type(e.get("parameter")) is bool
-              and type(e.get("device")) is str)
+              and type(e.get("device")) is str
+              and ("permute" not in e or (isinstance(e["permute"], list)
+                                          and sorted(e["permute"]) == list(range(len(e["shape"])))
+                                          and all(type(d) is int for d in e["permute"]))))
         if ok and e["requires_grad"]:
             d = _DTYPE_BY_NAME[e["dtype"]]
             ok = d.is_floating_point or d.is_complex
