@@ -107,3 +107,43 @@ def test_norm_with_a_string_order_over_two_dims():
                                np.linalg.norm(x, "fro", axis=(1, 2)))
     np.testing.assert_allclose(tg.linalg.norm(tg.tensor(x[0]), "nuc", keepdim=True).numpy(),
                                [[np.linalg.norm(x[0], "nuc")]])
+
+
+def test_logcumsumexp_is_a_running_log_add():
+    """Each prefix exact however far below a later maximum (a shift by the row's max made
+    early prefixes -inf and gradients NaN: the minGRU parallel scan, Cox losses)."""
+    x = tg.tensor([0.0, 1000.0, -5.0])
+    assert x.logcumsumexp(0).tolist() == [0.0, 1000.0, 1000.0]
+    np.testing.assert_allclose(tg.tensor([-200.0, 0.0, 1.0]).logcumsumexp(0).numpy(),
+                               [-200.0, 0.0, np.logaddexp(0.0, 1.0)], rtol=1e-6)
+    got = tg.tensor([1.0, 2.0, float("nan"), 3.0]).logcumsumexp(0).numpy()
+    assert got[0] == 1.0 and np.isnan(got[2:]).all() and abs(got[1] - np.logaddexp(1.0, 2.0)) < 1e-6
+    v = tg.tensor([[17.0, 30.0, -5.0, 50.0], [1.0, 2.0, 3.0, -1000.0]], dtype=tg.float64, requires_grad=True)
+    w = np.array([1.0, -2.0, 3.0, 0.5])
+    (v.logcumsumexp(1) * tg.tensor(w)).sum().backward()
+    a = v.detach().numpy()
+    out = np.logaddexp.accumulate(a, axis=1)
+    expected = np.array([[sum(w[i] * np.exp(a[r, j] - out[r, i]) for i in range(j, 4)) for j in range(4)]
+                         for r in range(2)])
+    np.testing.assert_allclose(v.grad.numpy(), expected, rtol=1e-12, atol=1e-300)
+
+
+def test_logcumsumexp_second_derivative():
+    """The Hessian of sum(logcumsumexp(v)): sum_i (diag(p_i) - p_i p_i^T), p_i the softmax
+    of the prefix v[:i+1] (padded with zeros)."""
+    v = np.array([0.5, -1.0, 2.0])
+    hess = tg.autograd.functional.hessian(lambda t: tg.logcumsumexp(t, 0).sum(), tg.tensor(v, dtype=tg.float64))
+    expected = np.zeros((3, 3))
+    for i in range(3):
+        p = np.zeros(3)
+        p[:i + 1] = np.exp(v[:i + 1] - np.logaddexp.reduce(v[:i + 1]))
+        expected += np.diag(p) - np.outer(p, p)
+    np.testing.assert_allclose(hess.numpy(), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_float32_scans_accumulate_in_float64():
+    """PyTorch's CPU cumsum (and logcumsumexp) of float32 accumulates in double: 1e6 times
+    0.1 sums to 100000, where a float32 running sum drifts ~1%."""
+    assert tg.full((1_000_000,), 0.1).cumsum(0)[-1].item() == pytest.approx(100000.0, rel=1e-6)
+    assert tg.full((1_000_000,), 0.1).cumsum(0).dtype is tg.float32
+    assert tg.tensor([1, 2, 3]).cumsum(0).tolist() == [1, 3, 6]

@@ -163,6 +163,8 @@ SAMPLES = {
     "vector_norm": [S(r(3, 4)), S(r(3, 4), dim=(1,)), S(r(3, 4), ord=1, dim=(0,)), S(r(3, 4), ord=3),
                     S(r(3, 4), ord=float("inf"), dim=(1,)), S(r(3, 4), ord=0.5 + 1.0, keepdim=True),
                     S(zd(), tags="0d"), S(r(0, 3), dim=(0,), tags="empty")],
+    "logcumsumexp": [S(r(3, 4), dim=1), S(r(2, 3, 4) * 30, dim=0), S(zd(), dim=0, tags="0d"),
+                     S(r(0, 3), dim=1, tags="empty")],
     "cumsum": [S(r(3, 4), dim=1), S(r(2, 3, 4), dim=0), S(zd(), dim=0, tags="0d"),
                S(r(0, 3), dim=1, tags="empty")],
     "cumprod": [S(away(3, 4), dim=1), S(np.array([[1.5, 0.0, 2.0, 3.0], [0.0, 2.0, 0.0, 1.0]]), dim=1, smooth=False),

@@ -189,6 +189,7 @@ TORCH.update({
     "logsumexp": lambda x, dim, keepdim=False: torch.logsumexp(x, dim, keepdim),
     "vector_norm": lambda x, ord=2, dim=None, keepdim=False: torch.linalg.vector_norm(x, ord, dim, keepdim),
     "cumsum": lambda x, dim, dtype=None: torch.cumsum(x, dim, dtype=_tdtype(dtype)),
+    "logcumsumexp": lambda x, dim: torch.logcumsumexp(x, dim),
     "cumprod": lambda x, dim, dtype=None: torch.cumprod(x, dim, dtype=_tdtype(dtype)),
     # -- linear algebra
     "addmm": lambda i, x, y, beta=1, alpha=1: torch.addmm(i, x, y, beta=beta, alpha=alpha),

@@ -261,12 +261,9 @@ def dist(self, other, p=2):
 
 
 def logcumsumexp(self, dim):
-    """log(cumsum(exp(x))) along ``dim``, shifted by the (constant) max for stability."""
-    if self.numel() == 0:
-        return self.clone()
-    shift = self.detach().amax(dim, keepdim=True)
-    shift = shift.masked_fill(shift.isinf(), 0)
-    return (self - shift).exp().cumsum(dim).log() + shift
+    """log(cumsum(exp(x))) along ``dim``, as a running log-add (rule ``logcumsumexp``)."""
+    from ..rules.reduce import logcumsumexp as rule
+    return rule(self, dim=dim % max(self.ndim, 1))
 
 
 def _along(index, dim, like):

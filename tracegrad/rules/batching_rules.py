@@ -41,7 +41,7 @@ def _dims(dim, n):
 # -- reductions and scans over `dim` -------------------------------------------------------------
 
 @batch_rule("sum", "mean", "prod", "amax", "amin", "all", "any", "logsumexp", "var", "std", "vector_norm",
-            "cumsum", "cumprod", "softmax", "log_softmax", "argsort", "argpartition", "max_dim", "min_dim",
+            "cumsum", "cumprod", "logcumsumexp", "softmax", "log_softmax", "argsort", "argpartition", "max_dim", "min_dim",
             "cummax", "cummin", "mode")
 def reduce_over_dim(prim, args, batched, params, size):
     x = args[0]

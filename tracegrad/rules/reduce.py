@@ -8,7 +8,7 @@ from .broadcast import broadcast_to, indicator, zeros_like
 from .complex_ import conj_of, real_of
 from .core import FLOAT, KEEP, primitive
 from .shape import flip, permute, reshape
-from .unary import abs, exp, sign
+from .unary import abs, exp, log, sign
 
 
 def kept_shape(shape, dim):
@@ -450,7 +450,21 @@ def norm_slope(out, x, ord, dim, keepdim):
 def cumsum(xp, x, *, dim, dtype=None):
     if x.ndim == 0:  # NumPy would return shape (1,)
         return x.astype(dtype or x.dtype, copy=True)
+    wide = _wide_scan(xp, x, dtype)
+    if wide is not None:  # (a running sum in float32 drifts by n eps: PyTorch's CPU scan is double)
+        return xp.add.accumulate(x, axis=dim, dtype=wide[0]).astype(wide[1])
     return xp.add.accumulate(x, axis=dim, dtype=dtype)
+
+
+def _wide_scan(xp, x, dtype):
+    """``(accumulator, result)`` dtypes for a float32/float16 scan, kept in float64 (or
+    complex128) as PyTorch's CPU scans are; None for the others."""
+    out = xp.dtype(dtype or x.dtype)
+    if out.kind == "f" and out.itemsize < 8:
+        return xp.float64, out
+    if out.kind == "c" and out.itemsize < 16:
+        return xp.complex128, out
+    return None
 
 
 @cumsum.vjp("x")
@@ -505,6 +519,56 @@ def cumprod_jvp(t, out, x, *, dim, dtype=None):
     for k in range(1, len(xs)):
         d.append(d[-1] * xs[k] + outs[k - 1] * ts[k])
     return stack(*d, dim=dim) if d else t
+
+
+@primitive("LogcumsumexpBackward0", dtypes=FLOAT)
+def logcumsumexp(xp, x, *, dim):
+    """``log(cumsum(exp(x)))`` along ``dim`` as a running log-add (``logaddexp.accumulate``):
+    each prefix is exact however far its values are below a later maximum, and a NaN
+    reaches only the positions after it."""
+    if x.ndim == 0:
+        return x.copy()
+    if x.dtype.itemsize < 8:  # (accumulated in float64, as PyTorch's CPU scan)
+        return xp.logaddexp.accumulate(x.astype(xp.float64), axis=dim).astype(x.dtype)
+    return xp.logaddexp.accumulate(x, axis=dim)
+
+
+@logcumsumexp.vjp("x", uses="x out")
+def logcumsumexp_vjp(g, out, x, *, dim):
+    # dL/dx_j = sum_{i>=j} g_i exp(x_j - out_i): the positive and the negative parts of g
+    # summed in log space from the end (PyTorch's and TensorFlow's formula), so that no
+    # exp(-out) overflows. The part a sign does not have is log(tiny), not -inf: a slice
+    # of -inf would make this vjp's own derivative (a second derivative) NaN-masked and
+    # wrong; exp(log(tiny)) adds at most tiny per term
+    if x.ndim == 0:
+        return g
+    positive, negative = _log_parts(g)
+    return exp(_rev_logcumsumexp(positive - out, dim) + x) - exp(_rev_logcumsumexp(negative - out, dim) + x)
+
+
+@logcumsumexp.jvp("x")
+def logcumsumexp_jvp(t, out, x, *, dim):
+    # d out_i = sum_{j<=i} t_j exp(x_j - out_i), the two signs of t again in log space
+    if x.ndim == 0:
+        return t
+    positive, negative = _log_parts(t)
+    return exp(logcumsumexp(positive + x, dim=dim) - out) - exp(logcumsumexp(negative + x, dim=dim) - out)
+
+
+def _log_parts(v):
+    """``(log v+, log v-)``: the logs of the positive and negative parts of ``v``, with
+    log(tiny) (the dtype's smallest normal) where a part is 0."""
+    low = _LOG_TINY[v.dtype.name]
+    log_v = log(where(v == 0, 1.0, abs(v)))
+    return where(v > 0, log_v, low), where(v < 0, log_v, low)
+
+
+_LOG_TINY = {"float16": math.log(6.104e-05), "float32": math.log(1.1754944e-38), "float64": math.log(2.2250738585072014e-308)}
+
+
+def _rev_logcumsumexp(v, dim):
+    """logcumsumexp from each position to the end along ``dim``."""
+    return flip(logcumsumexp(flip(v, dims=(dim,)), dim=dim), dims=(dim,))
 
 
 def _rev_cumsum(v, dim):
