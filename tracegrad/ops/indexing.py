@@ -26,7 +26,11 @@ def split_index(x, index):
     """(structure, arrays, is_basic) for ``x[index]``; checks bounds and steps. The index
     arrays are on ``x``'s device (PyTorch takes CPU indices for a CUDA tensor too)."""
     if not isinstance(index, tuple):
-        index = (index,)
+        index = tuple(index) if _sequence_as_tuple(index) else (index,)
+    if any(isinstance(p, Tensor) and p.dtype.name == "uint8" for p in index):
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                      UserWarning, stacklevel=3)
+        index = tuple(p.bool() if isinstance(p, Tensor) and p.dtype.name == "uint8" else p for p in index)
     xp = backend.namespace_of(x._data)
     parts, arrays = [], []
     dim = 0
@@ -80,6 +84,22 @@ def split_index(x, index):
     return tuple(parts), arrays, not arrays
 
 
+def _sequence_as_tuple(index):
+    """PyTorch's legacy rule: a list (of fewer than 32 items) holding a tensor, a sequence, a
+    slice, ``None`` or ``...`` indexes as the tuple of its items (``adj[[src, dst]] = 1``),
+    with its deprecation warning; any other list is one index array."""
+    if not isinstance(index, list) or len(index) >= 32:
+        return False
+    if not any(isinstance(p, (Tensor, list, tuple, slice)) or p is None or p is Ellipsis
+               or hasattr(p, "__array_interface__") and getattr(p, "ndim", 0) > 0 for p in index):
+        return False
+    warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                  "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+                  "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result",
+                  UserWarning, stacklevel=4)
+    return True
+
+
 def _is_mask(p):
     return (isinstance(p, Tensor) and p.dtype.name == "bool") or (
         hasattr(p, "dtype") and not isinstance(p, Tensor) and getattr(p.dtype, "kind", "") == "b")
@@ -98,7 +118,10 @@ def _index_array(p, x, xp):
                                f"indexed tensor ({x.device})")
         arr = backend.move(p._data, xp)
     else:
-        arr = backend.move(backend.cpu.asarray(p), xp)
+        host = backend.cpu.asarray(p)
+        if host.size == 0 and isinstance(p, (list, tuple)):  # (``x[[]]``: no positions, not floats)
+            host = host.astype(backend.cpu.int64)
+        arr = backend.move(host, xp)
     if arr.dtype.kind not in _INDEX_KINDS:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     return arr
