@@ -147,3 +147,30 @@ def test_float32_scans_accumulate_in_float64():
     assert tg.full((1_000_000,), 0.1).cumsum(0)[-1].item() == pytest.approx(100000.0, rel=1e-6)
     assert tg.full((1_000_000,), 0.1).cumsum(0).dtype is tg.float32
     assert tg.tensor([1, 2, 3]).cumsum(0).tolist() == [1, 3, 6]
+
+
+def test_trunc_division_of_integers_stays_integer():
+    """CenterNet/Deformable-DETR decode ``div(idx, C, rounding_mode='trunc')`` and use it as
+    an index: integers in, integers out, rounded toward zero; ``div_`` takes the mode too."""
+    got = tg.div(tg.tensor([-5, 4, 7, -7, 6]), 3, rounding_mode="trunc")
+    assert got.dtype is tg.int64 and got.tolist() == [-1, 1, 2, -2, 2]
+    assert tg.div(tg.tensor([-5, 4]), tg.tensor([-3, -3]), rounding_mode="trunc").tolist() == [1, -1]
+    assert tg.div(tg.tensor([-5.0, 4.0]), 3, rounding_mode="trunc").tolist() == [-1.0, 1.0]
+    assert tg.tensor([7.0, -7.0]).div_(2, rounding_mode="floor").tolist() == [3.0, -4.0]
+    assert tg.tensor([7, -7]).div_(2, rounding_mode="trunc").tolist() == [3, -3]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        tg.tensor([7, -7]).div_(2)
+
+
+def test_flip_and_tile_take_several_ints():
+    x = tg.arange(8.0).view(1, 2, 2, 2)
+    expected = np.flip(np.arange(8.0).reshape(1, 2, 2, 2), (2, 3))
+    for got in (x.flip(2, 3), x.flip((2, 3)), x.flip(dims=(2, 3))):
+        np.testing.assert_array_equal(got.numpy(), expected)
+    assert tg.arange(2).tile(3, 1, 1).shape == (3, 1, 2) and tg.arange(2).tile((2,)).tolist() == [0, 1, 0, 1]
+
+
+def test_xlogy_of_zero_and_nan_is_nan():
+    assert np.isnan(tg.xlogy(tg.tensor([0.0]), tg.tensor([float("nan")])).item())
+    assert np.isnan(tg.special.xlog1py(tg.tensor([0.0]), tg.tensor([float("nan")])).item())
+    assert tg.xlogy(tg.tensor([0.0]), tg.tensor([0.0])).item() == 0.0

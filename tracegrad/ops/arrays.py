@@ -176,8 +176,10 @@ def trace(input):
     return R.sum(S.diagonal(input, offset=0, dim1=0, dim2=1))
 
 
-def tile(input, dims):
-    dims = tuple(shape_args((dims,) if isinstance(dims, int) else tuple(dims)))
+def tile(input, *given, dims=None):
+    """``x.tile(3, 1, 1)`` or ``x.tile((3, 1, 1))`` (or ``dims=``), as PyTorch's method takes either."""
+    from .shape import _keyword_form
+    dims = tuple(shape_args(_keyword_form(given, dims, "tile", "dims")))
     x = A.unsqueeze_to(input, len(dims))
     return S.repeat(x, repeats=(1,) * (x.ndim - len(dims)) + dims)
 

@@ -30,7 +30,7 @@ _WRITE_BACK = ("addcdiv", "addcmul", "lerp", "eq", "ne", "lt", "le", "gt", "ge",
                "renorm")
 
 
-def _write_back(name):
+def write_back(name):
     """``x.<name>_(...)``: ``x.<name>(...)`` written into ``x`` (on a copy of ``x`` when
     recording, so the op's saved inputs are not the tensor being overwritten)."""
     def op_(self, *args, **kwargs):
@@ -412,7 +412,7 @@ def float_power_(self, exponent):
             else "Double"
         raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.scalar_name} but the "
                            f"operation's result requires dtype {wanted}")
-    return _write_back("float_power")(self, exponent)
+    return write_back("float_power")(self, exponent)
 
 
 def _refuse_per_sample(name, *tensors):
@@ -492,7 +492,7 @@ _COMPOSED.update(bitwise_and=_bitwise("__and__"), bitwise_or=_bitwise("__or__"),
                  prelu=lambda self, weight: _prelu(self, weight))
 
 METHODS = dict(_COMPOSED)
-METHODS.update({n + "_": _write_back(n) for n in _WRITE_BACK})
+METHODS.update({n + "_": write_back(n) for n in _WRITE_BACK})
 _FLAGS = {"is_cpu": lambda self: self.device.type == "cpu", "is_sparse": lambda self: False,
           "is_quantized": lambda self: False, "is_meta": lambda self: self.device.type == "meta",
           "is_nested": lambda self: False, "is_mkldnn": lambda self: False,

@@ -85,6 +85,10 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return A.floor_divide(input, other)
     if rounding_mode == "trunc":
+        if result_type(input, other).category <= 1:  # integers: an integer quotient, rounded to 0
+            floored = A.floor_divide(input, other)
+            inexact = ne(remainder(input, other), 0) & ne(lt(input, 0), lt(other, 0))
+            return where(inexact, floored + 1, floored)
         return U.trunc(A.div(input, other))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
@@ -282,6 +286,15 @@ def _alpha(name):
     return convert
 
 
+def _div_(self, other, rounding_mode):
+    """``x.div_(y, rounding_mode=...)``: ``div``'s result written into ``x`` (an integer
+    ``x`` takes a rounded quotient, as in PyTorch)."""
+    if rounding_mode is None:
+        return apply_inplace(A.div, (self, other), _NO)
+    from .compat_tensor import write_back
+    return write_back("div")(self, other, rounding_mode=rounding_mode)
+
+
 def _clamp_params(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -380,7 +393,8 @@ METHODS = {
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "equal": equal,
     "allclose": allclose, "isclose": isclose,
     "add_": _inplace(A.add, _alpha("add")), "sub_": _inplace(A.sub, _alpha("sub")), "mul_": _inplace(A.mul),
-    "div_": _inplace(A.div), "pow_": _inplace(A.pow), "neg_": _inplace(A.neg),
+    "div_": lambda self, other, *, rounding_mode=None: _div_(self, other, rounding_mode),
+    "pow_": _inplace(A.pow), "neg_": _inplace(A.neg),
     "clamp_": _clamp_, "clip_": _clamp_,
     "clamp_min_": lambda self, min: _clamp_(self, min=min),
     "clamp_max_": lambda self, max: _clamp_(self, max=max),

@@ -315,8 +315,9 @@ def repeat(input, *sizes, repeats=None):
     return S.repeat(input, repeats=sizes)
 
 
-def flip(input, dims):
-    dims = (dims,) if isinstance(dims, int) else dims
+def flip(input, *given, dims=None):
+    """``x.flip(2, 3)`` or ``x.flip((2, 3))`` (or ``dims=``), as PyTorch's method takes either."""
+    dims = shape_args(_keyword_form(given, dims, "flip", "dims"))
     return S.flip(input, dims=tuple(wrap_dim(d, input.ndim) for d in dims))
 
 
