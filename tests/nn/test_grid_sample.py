@@ -97,3 +97,22 @@ def test_errors(call, error, message):
 def test_default_align_corners_warns():
     with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
         F.grid_sample(tg.zeros(1, 1, 2, 2), tg.zeros(1, 2, 2, 2))
+
+
+@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
+@pytest.mark.parametrize("align_corners", [True, False])
+def test_points_on_the_edge_take_no_gradient_from_the_clip(padding_mode, align_corners):
+    """An identity affine grid (a spatial transformer's start) puts points exactly on the
+    input's edge: there the clip's gradient is 0, as PyTorch's clip_coordinates_set_grad
+    has it (clamp's would be 1). Only translation keeps a gradient: sum over the image of
+    the input's finite differences, by hand."""
+    inp = tg.arange(12.0).view(1, 1, 3, 4)
+    theta = tg.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], requires_grad=True)
+    grid = tg.nn.functional.affine_grid(theta, (1, 1, 3, 4), align_corners=align_corners)
+    tg.nn.functional.grid_sample(inp, grid, padding_mode=padding_mode, align_corners=align_corners).sum().backward()
+    # d/dtx = sum over the points strictly inside of dI/dx (1 a column) times dx/dtx (W/2,
+    # or (W-1)/2 with align_corners): 6 inside points x 1.5 = 9, 8 x 1.5 = 12 (points at
+    # x = -0.5 and 3.5 are outside the clip too); d/dty: dI/dy = 4 a row, dy/dty = H/2 or
+    # (H-1)/2: 4 x 4 x 1 = 16, 8 x 4 x 1.5 / 2 = 24
+    expected = [[0.0, 0.0, 9.0], [0.0, 0.0, 16.0]] if align_corners else [[0.0, 0.0, 12.0], [0.0, 0.0, 24.0]]
+    np.testing.assert_allclose(theta.grad.numpy()[0], expected, atol=1e-5)

@@ -94,11 +94,19 @@ def _source_coordinate(coord, n, padding_mode, align_corners):
 def _fold_into_range(coord, n, padding_mode, align_corners):
     """Pixel coordinates brought into the input as the padding mode says (zeros: left as they are)."""
     if padding_mode == "border":
-        return coord.clamp(0, n - 1)
+        return _clip(coord, n)
     if padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (n - 1)) if align_corners else _reflect(coord, -1, 2 * n - 1)
-        return coord.clamp(0, n - 1)
+        return _clip(coord, n)
     return coord
+
+
+def _clip(coord, n):
+    """``coord`` clamped to [0, n - 1], with PyTorch's gradient: 1 strictly inside, 0 on the
+    edges too (``clip_coordinates_set_grad``), where ``clamp``'s would be 1 -- an affine
+    grid's identity theta puts points exactly there."""
+    inside = (coord > 0) & (coord < n - 1)
+    return where(inside, coord, coord.detach().clamp(0, n - 1))
 
 
 def _read(flat, positions, sizes, channels):
