@@ -110,9 +110,9 @@ def test_points_on_the_edge_take_no_gradient_from_the_clip(padding_mode, align_c
     theta = tg.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], requires_grad=True)
     grid = tg.nn.functional.affine_grid(theta, (1, 1, 3, 4), align_corners=align_corners)
     tg.nn.functional.grid_sample(inp, grid, padding_mode=padding_mode, align_corners=align_corners).sum().backward()
-    # d/dtx = sum over the points strictly inside of dI/dx (1 a column) times dx/dtx (W/2,
-    # or (W-1)/2 with align_corners): 6 inside points x 1.5 = 9, 8 x 1.5 = 12 (points at
-    # x = -0.5 and 3.5 are outside the clip too); d/dty: dI/dy = 4 a row, dy/dty = H/2 or
-    # (H-1)/2: 4 x 4 x 1 = 16, 8 x 4 x 1.5 / 2 = 24
+    # The grid points sit on pixel centres 0..3 (x) and 0..2 (y); only those strictly
+    # inside take a gradient. d/dtx: 6 points (columns 1, 2) x dI/dx 1 x dx/dtx ((W-1)/2 =
+    # 1.5 with align_corners, else W/2 = 2) = 9 or 12; d/dty: 4 points (row 1) x dI/dy 4 x
+    # dy/dty (1 or 1.5) = 16 or 24
     expected = [[0.0, 0.0, 9.0], [0.0, 0.0, 16.0]] if align_corners else [[0.0, 0.0, 12.0], [0.0, 0.0, 24.0]]
     np.testing.assert_allclose(theta.grad.numpy()[0], expected, atol=1e-5)
