@@ -174,3 +174,28 @@ def test_xlogy_of_zero_and_nan_is_nan():
     assert np.isnan(tg.xlogy(tg.tensor([0.0]), tg.tensor([float("nan")])).item())
     assert np.isnan(tg.special.xlog1py(tg.tensor([0.0]), tg.tensor([float("nan")])).item())
     assert tg.xlogy(tg.tensor([0.0]), tg.tensor([0.0])).item() == 0.0
+
+
+def test_median_of_all_elements_shares_its_gradient_among_ties():
+    """As PyTorch's ``median()`` (and ``max()``): every element equal to the median gets an
+    equal share, the value being exactly the median."""
+    y = tg.tensor([2.0, 2.0, 1.0, 2.0, 3.0], requires_grad=True)
+    m = y.median()
+    m.backward()
+    assert m.item() == 2.0
+    np.testing.assert_allclose(y.grad.numpy(), [1 / 3, 1 / 3, 0.0, 1 / 3, 0.0], rtol=1e-6)
+    z = tg.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]], requires_grad=True)
+    z.median().backward()
+    assert z.grad.tolist() == [[0.0] * 4, [0.25] * 4]
+    w = tg.tensor([0.1, 0.1, 0.1, 0.5], dtype=tg.float64, requires_grad=True)
+    assert w.median().item() == 0.1  # (exactly the median: no sum of the ties divided back)
+    v = tg.tensor([1.0, float("nan"), 2.0], requires_grad=True)
+    v.nanmedian().backward()
+    assert v.grad.tolist() == [1.0, 0.0, 0.0]
+
+
+def test_sort_keeps_ties_in_order():
+    """A stable sort always (PyTorch's CPU sort is on short rows; NumPy's quicksort is not)."""
+    assert tg.tensor([1.0, 1.0, 0.0, 0.0]).sort().indices.tolist() == [2, 3, 0, 1]
+    assert tg.tensor([1.0, 1.0, 0.0, 0.0]).argsort().tolist() == [2, 3, 0, 1]
+    assert tg.tensor([2, 1, 2, 1, 0]).sort(descending=True).indices.tolist() == [0, 2, 1, 3, 4]

@@ -9,7 +9,7 @@ median is the lower median.
 from ..runtime.creation import tensor
 from ..runtime.tensor import Tensor
 from . import return_types
-from ._args import wrap_dim
+from ._args import per_sample, wrap_dim
 from .sorting import sort
 
 _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -36,7 +36,7 @@ def _median(input, dim, keepdim, skip_nan, name):
         if flat.numel() == 0:
             return tensor(float("nan"), dtype=input.dtype, device=input.device)
         values, _, pos = _positions(flat, 0, skip_nan, lambda c: (c - 1).div(2, rounding_mode="floor"))
-        return values.gather(0, pos).reshape(())
+        return _shared_among_ties(flat, values.gather(0, pos).reshape(()))
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
     x = input.reshape(1) if input.ndim == 0 else input
     if x.shape[d] == 0:
@@ -46,6 +46,20 @@ def _median(input, dim, keepdim, skip_nan, name):
     if not keepdim or input.ndim == 0:
         v, i = v.squeeze(d), i.squeeze(d)
     return result(v, i)
+
+
+def _shared_among_ties(flat, picked):
+    """The median of all elements with PyTorch's gradient: shared equally by every element
+    equal to it (as ``max()`` shares), not sent to the one the sort picked. The value is
+    ``picked``'s exactly (``m + sum(x - m over the ties) / k``, the sum being 0)."""
+    if not flat.requires_grad or per_sample(flat):  # (under vmap: the picked element's gradient)
+        return picked
+    m = picked.detach()
+    ties = flat.detach() == m
+    k = int(ties.sum())
+    if k <= 1:  # (no tie, or NaN)
+        return picked
+    return m + ((flat - m) * ties).sum() / k
 
 
 def median(input, dim=None, keepdim=False):

@@ -20,14 +20,17 @@ from .no_derivative import refusing_backward
 
 
 def sort(input, dim=-1, descending=False, stable=False):
+    """Always a stable sort: PyTorch's CPU sort is stable in practice on short rows (ssd.pytorch's
+    NMS keeps ``idx[-1]`` of an ascending sort among tied scores), and NumPy's default
+    quicksort reverses ties even there; ``stable`` is accepted for the signature."""
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
-    values, indices = A.sort(input, d, descending=descending, stable=bool(stable))
+    values, indices = A.sort(input, d, descending=descending, stable=True)
     return return_types.sort(values, indices)
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
-    return A.argsort(input, dim=d, descending=descending, stable=bool(stable))
+    return A.argsort(input, dim=d, descending=descending, stable=True)
 
 
 def msort(input):
