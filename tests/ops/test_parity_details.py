@@ -199,3 +199,20 @@ def test_sort_keeps_ties_in_order():
     assert tg.tensor([1.0, 1.0, 0.0, 0.0]).sort().indices.tolist() == [2, 3, 0, 1]
     assert tg.tensor([1.0, 1.0, 0.0, 0.0]).argsort().tolist() == [2, 3, 0, 1]
     assert tg.tensor([2, 1, 2, 1, 0]).sort(descending=True).indices.tolist() == [0, 2, 1, 3, 4]
+
+
+def test_small_parity_cases():
+    """Each as PyTorch 2.13 gives it: a size-0 dim chunks into empty pieces and splits into
+    one; nansum of integers stays integer; nonzero of a 0-d tensor is index 0; a bool's
+    sign is itself; in-place re-striding (t_, unsqueeze_, squeeze_) counts as a version."""
+    assert [tuple(t.shape) for t in tg.zeros(0, 3).chunk(2)] == [(0, 3), (0, 3)]
+    assert [tuple(t.shape) for t in tg.zeros(0, 3).split(2)] == [(0, 3)]
+    assert tg.tensor([1, 2]).nansum().dtype is tg.int64 and tg.tensor([1, 2]).nansum().item() == 3
+    assert [t.tolist() for t in tg.nonzero(tg.tensor(5), as_tuple=True)] == [[0]]
+    assert [t.tolist() for t in tg.where(tg.tensor(False))] == [[]]
+    assert tg.tensor([True, False]).sign().tolist() == [True, False]
+    x = tg.zeros(2, 3)
+    x.t_()
+    x.unsqueeze_(0)
+    x.squeeze_(0)
+    assert x._version == 3 and x.shape == (3, 2)

@@ -362,8 +362,9 @@ def nonzero(input, *, as_tuple=False):
     idx = I.nonzero(input)
     if not as_tuple:
         return idx
-    if input.ndim == 0:
-        return (idx.reshape(-1),)
+    if input.ndim == 0:  # (as a one-element vector: index 0 when nonzero, as in PyTorch)
+        from ..runtime.creation import zeros
+        return (zeros(idx.shape[0], dtype=idx.dtype, device=idx.device),)
     return tuple(idx[:, k] for k in range(input.ndim))
 
 

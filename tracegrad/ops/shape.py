@@ -386,7 +386,7 @@ def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
         size = split_size_or_sections
         if size <= 0 and n:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+        sizes = ([size] * (n // size) + ([n % size] if n % size else [])) if size and n else [0]
         return view_op(S.split, tensor, {"sizes": tuple(sizes), "dim": d, "chunked": True})
     sizes = tuple(split_size_or_sections)
     if sum(sizes) != n:
@@ -399,8 +399,9 @@ def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = wrap_dim(dim, input.ndim)
-    size = -(-input.shape[d] // chunks) if input.shape[d] else 1
-    return split(input, size, d)
+    if input.shape[d] == 0:  # (PyTorch: ``chunks`` empty pieces)
+        return split(input, [0] * chunks, d)
+    return split(input, -(-input.shape[d] // chunks), d)
 
 
 def unbind(input, dim=0):
@@ -439,6 +440,7 @@ def _restrides_in_place(view_op, name):
         if per_sample(self):  # under vmap: the whole batch takes the view (_data is one sample)
             self._phys = viewed._phys
         self._data = viewed._data
+        self._bump_version()  # (an in-place op, as PyTorch counts it)
         return self
     method.__name__ = name
     return method
