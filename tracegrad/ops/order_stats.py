@@ -92,7 +92,7 @@ def _quantile(input, q, dim, keepdim, interpolation, skip_nan, name):
     if x.ndim == 0:
         x = x.reshape(1)
     if x.shape[d] == 0:
-        raise IndexError(f"{name}() input tensor cannot be empty")
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
     x = x.movedim(d, -1).unsqueeze(0)  # (1, ..., n): one row of quantiles per q
     values, _ = sort(x, dim=-1)
     n = x.shape[-1]

@@ -64,15 +64,23 @@ def _correction(unbiased, correction):
     return 1 if unbiased is None or unbiased else 0
 
 
+def _floating_only(input):
+    d = getattr(input, "dtype", None)
+    if isinstance(d, _dt.dtype) and not (d.is_floating_point or d.is_complex):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+
+
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):  # legacy var(unbiased)
         dim, unbiased = None, dim
+    _floating_only(input)
     return R.var(input, dim=_dims(input, dim), correction=_correction(unbiased, correction), keepdim=keepdim)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         dim, unbiased = None, dim
+    _floating_only(input)
     return R.std(input, dim=_dims(input, dim), correction=_correction(unbiased, correction), keepdim=keepdim)
 
 

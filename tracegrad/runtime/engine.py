@@ -74,6 +74,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated)."""
     outputs, grad_outputs = _as_tuple(outputs, "outputs"), _seeds(grad_outputs)
     inputs_seq = _as_tuple(inputs, "inputs")
+    if not inputs_seq:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if is_grads_batched:
         return _batched_grad(outputs, inputs_seq, grad_outputs, retain_graph, create_graph, allow_unused,
                              materialize_grads)
