@@ -190,9 +190,23 @@ def test_dropout_gradient_flows_through_the_kept_weights():
     assert np.abs(v.grad.numpy()).sum() > 0
 
 
+def test_a_mask_with_is_causal_is_and_ed_with_the_causal_one():
+    """torch 2.13 takes both (modded-nanogpt passes a block mask and is_causal=True): the
+    result is the mask and the causal triangle together -- a bool mask and-ed, a float
+    mask with -inf above the diagonal."""
+    q, k, v = (tg.tensor(randn(1, 2, 4, 8), requires_grad=True) for _ in range(3))
+    allowed = np.array([[True, True, False, True]] * 4)
+    tril = np.tril(np.ones((4, 4), bool))
+    got = F.scaled_dot_product_attention(q, k, v, attn_mask=tg.tensor(allowed), is_causal=True)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=tg.tensor(allowed & tril))
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    bias = randn(4, 4)
+    got = F.scaled_dot_product_attention(q, k, v, attn_mask=tg.tensor(bias), is_causal=True)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=tg.tensor(np.where(tril, bias, -np.inf)))
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+
+
 @pytest.mark.parametrize("args,kw,error,message", [
-    (((2, 3, 4), (2, 5, 4), (2, 5, 3)), {"attn_mask": np.ones((3, 5), bool), "is_causal": True}, RuntimeError,
-     "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"),
     (((2, 3, 4), (2, 5, 7), (2, 5, 3)), {}, RuntimeError,
      "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 7]."),
     (((2, 3, 4), (2, 5, 4), (2, 6, 3)), {}, RuntimeError,

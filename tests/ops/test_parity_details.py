@@ -216,3 +216,9 @@ def test_small_parity_cases():
     x.unsqueeze_(0)
     x.squeeze_(0)
     assert x._version == 3 and x.shape == (3, 2)
+
+
+def test_topk_indices_are_contiguous():
+    """DeepSeek's MoE router does ``topk(...).indices.view(-1)``."""
+    _, idx = tg.topk(tg.tensor([[0.1, 0.9, 0.5, 0.3], [0.7, 0.2, 0.8, 0.4]]), 2, dim=-1)
+    assert idx.is_contiguous() and idx.view(-1).tolist() == [1, 2, 2, 0]
