@@ -41,8 +41,10 @@ def _ranked(input, dim, k, descending):
     """The first ``k`` positions of a stable sort along ``dim``, and the dim made non-negative."""
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
     order = A.argsort(input, dim=d, descending=descending, stable=True)
-    if input.ndim:  # (a copy: topk's indices are contiguous, as PyTorch's, so .view() works)
-        order = A.slice_along(order, d, 0, k).contiguous()
+    if input.ndim:
+        order = A.slice_along(order, d, 0, k)
+        if isinstance(order, Tensor):  # (a copy: contiguous as PyTorch's, so .view() works)
+            order = order.contiguous()
     return order, d
 
 
