@@ -252,7 +252,7 @@ def sign(xp, x):
     if is_complex(x):
         raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
                            "Please use torch.sgn instead.")
-    if x.dtype.kind == "b":  # (PyTorch: a bool's sign is itself)
+    if getattr(getattr(x, "dtype", None), "kind", None) == "b":  # (PyTorch: a bool's sign is itself)
         return x.copy()
     return xp.sign(x)
 
