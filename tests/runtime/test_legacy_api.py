@@ -207,6 +207,7 @@ def test_generator_state_round_trips():
     assert g.set_state(state) is g
     np.testing.assert_array_equal(torch.randperm(10, generator=g).numpy(), first.numpy())
     other = torch.Generator().set_state(g.get_state())  # another generator continues the stream
+    assert other.initial_seed() == 7  # (the initial seed travels with the state, as in PyTorch)
     twin = g.clone_state()
     a, b, c = (torch.rand(4, generator=x) for x in (g, other, twin))
     np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -297,23 +297,24 @@ class Generator:
         bit_generator = getattr(self.stream(self._xp), "bit_generator", None)
         if not isinstance(getattr(bit_generator, "state", None), dict):
             raise NotImplementedError(f"tracegrad cannot read the random state of a {self.device.type} generator")
-        return state_tensor(bit_generator.state)
+        return state_tensor(dict(bit_generator.state, seed=self._seed))  # (its initial seed travels too)
 
     def set_state(self, new_state):
         """Continue from a state :meth:`get_state` returned (of any CPU generator)."""
         from ..random import state_of
-        state = state_of(new_state, "set_state")
+        state = dict(state_of(new_state, "set_state"))
+        seed = state.pop("seed", None)
         try:
             self.stream(self._xp).bit_generator.state = state
         except (ValueError, TypeError, KeyError) as e:
             raise RuntimeError(f"set_state: not a state returned by get_state ({e})") from None
+        if isinstance(seed, int):
+            self._seed = seed
         return self
 
     def clone_state(self):
         """A new generator on the same device, continuing from this one's state."""
-        g = Generator(self.device)
-        g._seed = self._seed
-        return g.set_state(self.get_state())
+        return Generator(self.device).set_state(self.get_state())
 
     def stream(self, xp):
         """The numpy/cupy random generator to draw from for namespace ``xp``."""
