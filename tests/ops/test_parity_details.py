@@ -222,3 +222,14 @@ def test_topk_indices_are_contiguous():
     """DeepSeek's MoE router does ``topk(...).indices.view(-1)``."""
     _, idx = tg.topk(tg.tensor([[0.1, 0.9, 0.5, 0.3], [0.7, 0.2, 0.8, 0.4]]), 2, dim=-1)
     assert idx.is_contiguous() and idx.view(-1).tolist() == [1, 2, 2, 0]
+
+
+@pytest.mark.parametrize("data, message", [
+    ([[1, 2], [3]], "expected sequence of length 2 at dim 1 (got 1)"),
+    ([[1, 2], [3, 4, 5]], "expected sequence of length 2 at dim 1 (got 3)"),
+    ([[[1], [2]], [[3], [4, 5]]], "expected sequence of length 1 at dim 2 (got 2)"),
+])
+def test_ragged_nested_lists_are_named_as_pytorch_names_them(data, message):
+    with pytest.raises(ValueError) as info:
+        tg.tensor(data)
+    assert str(info.value) == message

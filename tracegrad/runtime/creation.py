@@ -138,8 +138,25 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     try:
         host = backend.cpu.asarray(_unwrap_nested(data), dtype=d.np)
     except ValueError as e:
-        raise ValueError(f"tensor(): could not build a tensor from the data given: {e}") from None
+        ragged = _ragged(data)
+        raise ValueError(ragged or f"tensor(): could not build a tensor from the data given: {e}") from None
     return _finish(xp.asarray(host), requires_grad)
+
+
+def _ragged(data, dim=0):
+    """PyTorch's message for nested lists of unequal lengths ("expected sequence of length
+    2 at dim 1 (got 1)"), found depth first as PyTorch walks them; None where they are not."""
+    if not isinstance(data, (list, tuple)) or not data or not all(isinstance(v, (list, tuple)) for v in data):
+        return None
+    want = len(data[0])
+    for v in data:
+        if len(v) != want:
+            return f"expected sequence of length {want} at dim {dim + 1} (got {len(v)})"
+    for v in data:
+        found = _ragged(v, dim + 1)
+        if found:
+            return found
+    return None
 
 
 def _batched_copy(data, dtype, device, requires_grad):
