@@ -204,7 +204,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if len(dim) != 2:
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     dims = tuple(wrap_dim(d, A.ndim) for d in dim)
     return MF.matrix_norm(A, ord, dims, keepdim)
 

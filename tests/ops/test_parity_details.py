@@ -233,3 +233,15 @@ def test_ragged_nested_lists_are_named_as_pytorch_names_them(data, message):
     with pytest.raises(ValueError) as info:
         tg.tensor(data)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: tg.norm(tg.arange(4)), "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
+    (lambda: tg.norm(tg.arange(8.0).reshape(2, 2, 2), p="fro", dim=(0, 1, 2)),
+     "linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2"),
+])
+def test_torch_norm_refuses_as_pytorch(call, message):
+    with pytest.raises(RuntimeError) as info:
+        call()
+    assert str(info.value) == message
+    assert tg.norm(tg.ones(2, 3)).item() == pytest.approx(6 ** 0.5) and tg.ones(2, 3).norm(p="nuc").item() == pytest.approx(6 ** 0.5)

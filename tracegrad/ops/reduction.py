@@ -154,13 +154,18 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """Vector norms over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
-    if p == "fro" or p is None:
-        p = 2
-    if p == "nuc":  # (a matrix norm: of the last two dims, or of the two in dim)
-        from ..linalg import matrix_norm
-        return matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim, keepdim=keepdim, dtype=dtype)
-    return vector_norm(input, p if isinstance(p, int) else float(p), dim, keepdim, dtype=dtype)
+    """PyTorch's ``torch.norm``: a vector norm over ``dim`` (all elements by default), ``'fro'``
+    the 2-norm over at most two dims; another string order (``'nuc'``), or ``'fro'`` over
+    more dims, is ``linalg.matrix_norm``'s (which refuses what is not a matrix norm)."""
+    from .. import linalg
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return linalg.vector_norm(input, 2, dim, keepdim, dtype=dtype)
+        if p == "nuc" and dim is None:
+            dim = (-2, -1)
+        dims = list(range(input.ndim)) if dim is None else dim
+        return linalg.matrix_norm(input, p, dims, keepdim, dtype=dtype)
+    return linalg.vector_norm(input, 2.0 if p is None else p, dim, keepdim, dtype=dtype)
 
 
 def cumsum(input, dim, *, dtype=None):
