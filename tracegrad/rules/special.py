@@ -347,7 +347,7 @@ def frexp_jvp(t, out, x):
 @primitive("XlogyBackward0", dtypes=FLOAT)
 def xlogy(xp, x, y):
     """x log(y), 0 where x == 0 (even where y is 0), NaN where y is (as in PyTorch)."""
-    zero = (x == 0) & (y == y)
+    zero = (x == 0) & ~xp.isnan(y)
     return xp.where(zero, 0.0, x * xp.log(xp.where(zero, 1.0, y))).astype(
         xp.result_type(x, y, 1.0), copy=False)
 
@@ -392,7 +392,7 @@ def xlogy_jvp_y(t, out, x, y):
 @primitive("SpecialXlog1PyBackward0", dtypes=FLOAT)
 def xlog1py(xp, x, y):
     """x log(1 + y), 0 where x == 0 (even where y is -1), NaN where y is (as in PyTorch)."""
-    zero = (x == 0) & (y == y)
+    zero = (x == 0) & ~xp.isnan(y)
     return xp.where(zero, 0.0, x * xp.log1p(xp.where(zero, 0.0, y))).astype(
         xp.result_type(x, y, 1.0), copy=False)
 
