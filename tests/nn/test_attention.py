@@ -459,3 +459,14 @@ def test_sdpa_kernel_accepts_backends_and_changes_nothing():
                                              "instances, got str"):
         with sdpa_kernel("math"):
             pass
+
+
+def test_mask_with_is_causal_is_refused_where_torch_refuses_it():
+    """torch 2.13 takes both only on its fused path: 4-D inputs without dropout."""
+    q = tg.tensor(randn(2, 3, 4))
+    with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when is_causal=True"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=tg.ones(3, 3, dtype=tg.bool), is_causal=True)
+    q4 = tg.tensor(randn(1, 2, 3, 4))
+    with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when is_causal=True"):
+        F.scaled_dot_product_attention(q4, q4, q4, attn_mask=tg.ones(3, 3, dtype=tg.bool), is_causal=True,
+                                       dropout_p=0.5)

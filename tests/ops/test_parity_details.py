@@ -245,3 +245,47 @@ def test_torch_norm_refuses_as_pytorch(call, message):
         call()
     assert str(info.value) == message
     assert tg.norm(tg.ones(2, 3)).item() == pytest.approx(6 ** 0.5) and tg.ones(2, 3).norm(p="nuc").item() == pytest.approx(6 ** 0.5)
+
+
+def test_review_fixes():
+    """Cases a review of this change found, each as PyTorch gives it."""
+    x = tg.tensor([1.0, 2.0, 2.0, float("inf")], requires_grad=True)
+    assert x.median().item() == 2.0  # (no inf - inf in the shared gradient)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tg.randn(3, 4).logcumsumexp(5)
+    z = tg.tensor([1 + 1j, 2, 3]).logcumsumexp(0).numpy()
+    np.testing.assert_allclose(z, np.log(np.cumsum(np.exp(np.array([1 + 1j, 2, 3])))), rtol=1e-6)
+    assert tg.zeros(0, 4).view(tg.float64).shape == (0, 2)
+    from tracegrad.func import vmap
+    with pytest.raises(NotImplementedError, match="view\\(dtype\\) of a batched tensor"):
+        vmap(lambda r: r.view(tg.int32))(tg.arange(12.0).reshape(3, 4))
+    short = tg.segment_reduce(tg.tensor([1.0, 2, 3, 4, 5, 6]), "sum", lengths=tg.tensor([2, 1]), unsafe=True)
+    assert short.tolist() == [3.0, 3.0]  # (positions past the last end take part in nothing)
+    v = tg.tensor([1.0, 3.0, 3.0, 2.0, 5.0, 1.0], requires_grad=True)
+    tg.segment_reduce(v, "max", lengths=tg.tensor([3, 0, 3]), initial=3.0).sum().backward()
+    assert v.grad.tolist() == [0.0, 0.5, 0.5, 0.0, 1.0, 0.0]  # (a tie with initial stays with the data)
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple. Got 0 1 2"):
+        tg.norm(tg.ones(2, 3, 4), "nuc")
+    grid = tg.arange(12.0).reshape(3, 4)
+    assert quiet_index(grid, [np.array(1), 2]).item() == 6.0
+
+
+def quiet_index(t, index):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return t[index]
+
+
+def test_module_compile_stages_a_forward_set_on_the_instance_and_saves():
+    import io
+    layer = tg.nn.Linear(2, 2)
+    layer.forward = lambda a: a * 100
+    layer.compile()
+    assert layer(tg.ones(1, 2)).tolist() == [[100.0, 100.0]]
+    m = tg.nn.Linear(2, 2)
+    m.compile()
+    buffer = io.BytesIO()
+    tg.save(m, buffer)  # (the staged forward is not saved, as PyTorch drops its compiled call)
+    buffer.seek(0)
+    assert type(tg.load(buffer, weights_only=False)).__name__ == "Linear"

@@ -40,8 +40,12 @@ def test_unary_functions_that_keep_zeros():
     np.testing.assert_array_equal(s.pow(2).to_dense().detach().numpy(), DENSE ** 2)
     np.testing.assert_allclose(s.tanh().to_dense().detach().numpy(), np.tanh(DENSE))
     assert (s.neg() if hasattr(s, "neg") else -s).to_dense().tolist() == (-DENSE).tolist()
+    np.testing.assert_array_equal(s.pow(-1).to_dense().detach().numpy()[DENSE != 0], DENSE[DENSE != 0] ** -1)
     with pytest.raises(NotImplementedError, match="aten::pow"):
-        s.pow(-1)  # (0 ** -1 is not 0)
+        s.pow(0)  # (0 ** 0 is 1: a dense result, which PyTorch refuses too)
+    assert (s * tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64)).to_dense().detach().numpy().tolist() == \
+        (DENSE * [1.0, 2.0, 3.0]).tolist()  # (a dense operand broadcasts)
+    assert s.index_select(1, tg.tensor([-1])).to_dense().detach().numpy().tolist() == DENSE[:, [-1]].tolist()
 
 
 def test_softmax_over_the_stored_entries():

@@ -86,7 +86,8 @@ def compile_in_place(module, *, fullgraph=False, dynamic=None, backend="inductor
     _check_options(backend, mode, options)
     if disable:
         return
-    forward = type(module).forward.__get__(module)
+    own = module.__dict__.get("forward")  # (a forward set on the instance is the one staged)
+    forward = own if own is not None and not isinstance(own, CompiledCallable) else type(module).forward.__get__(module)
     module.forward = CompiledCallable(forward, module=module, fullgraph=fullgraph, name=type(module).__name__,
                                       reads_of=forward)
 

@@ -13,7 +13,7 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor, wrap
-from ._args import per_sample
+from ._args import per_sample, wrap_dim
 from .indexing import _same_dtype
 
 __all__ = ["METHODS", "FUNCTIONS", "CONSTANTS", "layout", "strided", "memory_format"]
@@ -261,9 +261,17 @@ def dist(self, other, p=2):
 
 
 def logcumsumexp(self, dim):
-    """log(cumsum(exp(x))) along ``dim``, as a running log-add (rule ``logcumsumexp``)."""
+    """log(cumsum(exp(x))) along ``dim``, as a running log-add (rule ``logcumsumexp``); a
+    complex ``x`` shifted by its real parts' maximum."""
     from ..rules.reduce import logcumsumexp as rule
-    return rule(self, dim=dim % max(self.ndim, 1))
+    d = wrap_dim(dim, self.ndim) if self.ndim else wrap_dim(dim, 1)
+    if self.dtype.is_complex:
+        if self.numel() == 0:
+            return self.clone()
+        shift = self.detach().real.amax(d, keepdim=True)
+        shift = shift.masked_fill(shift.isinf(), 0)
+        return (self - shift).exp().cumsum(d).log() + shift
+    return rule(self, dim=d)
 
 
 def _along(index, dim, like):

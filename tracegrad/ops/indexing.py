@@ -90,8 +90,8 @@ def _sequence_as_tuple(index):
     with its deprecation warning; any other list is one index array."""
     if not isinstance(index, list) or len(index) >= 32:
         return False
-    if not any(isinstance(p, (Tensor, list, tuple, slice)) or p is None or p is Ellipsis
-               or hasattr(p, "__array_interface__") and getattr(p, "ndim", 0) > 0 for p in index):
+    if not any(isinstance(p, (Tensor, list, tuple, slice, backend.cpu.ndarray)) or p is None or p is Ellipsis
+               for p in index):
         return False
     warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
                   "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "

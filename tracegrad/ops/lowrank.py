@@ -48,6 +48,8 @@ def _times(A, M, X):
     if _is_sparse(A):
         # (imported here: tracegrad.sparse imports this package, so not while it loads)
         from ..sparse import mm as sparse_mm
+        from ..sparse.arith import _no_dense_leaf_grad
+        _no_dense_leaf_grad(A, "svd_lowrank")  # (PyTorch's gradient there is dense, not the leaf's layout)
         AX = sparse_mm(A, X)
     else:
         AX = matmul(A, X)

@@ -55,11 +55,13 @@ def _shared_among_ties(flat, picked):
     if not flat.requires_grad or per_sample(flat):  # (under vmap: the picked element's gradient)
         return picked
     m = picked.detach()
+    if not bool(m.isfinite()):  # (inf - inf would be NaN: the picked element's gradient)
+        return picked
     ties = flat.detach() == m
     k = int(ties.sum())
     if k <= 1:  # (no tie, or NaN)
         return picked
-    return m + ((flat - m) * ties).sum() / k
+    return m + (flat - m).where(ties, 0.0).sum() / k
 
 
 def median(input, dim=None, keepdim=False):

@@ -161,8 +161,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
             return linalg.vector_norm(input, 2, dim, keepdim, dtype=dtype)
-        if p == "nuc" and dim is None:
-            dim = (-2, -1)
         dims = list(range(input.ndim)) if dim is None else dim
         return linalg.matrix_norm(input, p, dims, keepdim, dtype=dtype)
     return linalg.vector_norm(input, 2.0 if p is None else p, dim, keepdim, dtype=dtype)

@@ -225,20 +225,31 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     rows = ends.reshape(-1, ends.shape[-1])
     seg = host.stack([host.searchsorted(r, host.arange(data.shape[d]), side="right") for r in rows])
     seg = seg.reshape(counts.shape[:-1] + (data.shape[d],))
-    seg = host.minimum(seg, counts.shape[-1] - 1)  # (positions past the last end: unsafe lengths)
+    # (positions past the last end -- unsafe lengths summing short -- go to one more
+    # segment, dropped below)
     seg = seg.reshape(seg.shape + (1,) * (data.ndim - d - 1))
     index = tensor(host.broadcast_to(seg, data.shape).copy(), device=data.device)
+    segments = counts.shape[-1]
     shape = list(data.shape)
-    shape[d] = counts.shape[-1]
+    shape[d] = segments + 1
+    def kept(t):  # (the real segments: the extra one dropped)
+        return t.narrow(d, 0, segments)
     if op == "mean":  # (initial + sum) / length: an empty segment is initial, or nan
-        total = scatter_reduce(full(shape, 0.0 if initial is None else initial, dtype=data.dtype, device=data.device),
-                               d, index, data, "sum", include_self=True)
+        total = kept(scatter_reduce(full(shape, 0.0 if initial is None else initial, dtype=data.dtype,
+                                         device=data.device), d, index, data, "sum", include_self=True))
         n = tensor(counts.reshape(counts.shape + (1,) * (data.ndim - d - 1)), dtype=data.dtype, device=data.device)
         empty = _EMPTY["mean"] if initial is None else initial
         return total.div(n.clamp(min=1)).where(n > 0, tensor(empty, dtype=data.dtype, device=data.device))
+    if op in ("amax", "amin") and initial is not None:
+        # the data's extreme, then initial where it wins or the segment is empty: a tie with
+        # initial leaves the gradient with the data (initial is a constant), as in PyTorch
+        best = kept(scatter_reduce(full(shape, _EMPTY[op], dtype=data.dtype, device=data.device), d, index, data, op,
+                                   include_self=False))
+        worse = best < initial if op == "amax" else best > initial
+        return best.where(~worse, tensor(initial, dtype=data.dtype, device=data.device))
     start = _EMPTY[op] if initial is None else initial
-    return scatter_reduce(full(shape, start, dtype=data.dtype, device=data.device), d, index, data, op,
-                          include_self=initial is not None)
+    return kept(scatter_reduce(full(shape, start, dtype=data.dtype, device=data.device), d, index, data, op,
+                               include_self=initial is not None))
 
 
 FUNCTIONS = {"scatter_reduce": scatter_reduce, "index_reduce": index_reduce, "put": put}

@@ -125,9 +125,17 @@ def _view_as_dtype(input, dtype):
     new element size scales the last dim (which must be contiguous). As in PyTorch the
     result shares the version counter but records no gradient: the bits reinterpreted are
     not a differentiable function of the values."""
+    if per_sample(input):
+        raise NotImplementedError("vmap: view(dtype) of a batched tensor is not supported in tracegrad")
     a, old = input._data, input.dtype
     ratio_of = f"to view {old.scalar_name} as {dtype.scalar_name} (different element sizes)"
     small, large = sorted((old.itemsize, dtype.itemsize))
+    if small != large and a.size == 0:  # (an empty array's strides are 0: only the sizes matter)
+        shape = list(a.shape) or [0]
+        if dtype.itemsize > old.itemsize and shape[-1] % (large // small):
+            raise RuntimeError(f"self.size(-1) must be divisible by {large // small} {ratio_of}, but got {shape[-1]}")
+        shape[-1] = shape[-1] * old.itemsize // dtype.itemsize
+        return wrap(a.reshape(-1).view(dtype.np).reshape(shape))
     if small != large:
         ratio = large // small
         if a.ndim == 0:

@@ -53,8 +53,8 @@ def refuse(op):
     return NotImplementedError(
         f"Could not run 'aten::{op}' with arguments from the 'SparseCPU' backend. tracegrad's sparse "
         "COO layout implements only construction, conversion (to_dense, coalesce), mm/spmm/matmul/addmm, "
-        "add, mul, the unary functions that keep zeros, softmax/log_softmax, index_select, sparse_mask "
-        "and sum; call .to_dense() first for any other operation.")
+        "add, mul, the methods of the unary functions that keep zeros (s.abs(), s.sqrt(), s.pow(p)...), "
+        "softmax/log_softmax, index_select, sparse_mask and sum; call .to_dense() first for any other operation.")
 
 
 def _cast(dtype):

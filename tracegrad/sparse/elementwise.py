@@ -41,8 +41,8 @@ def _unary(name):
 
 
 def _pow(self, exponent):
-    if not (isinstance(exponent, numbers.Real) and exponent > 0):
-        raise refuse("pow")  # (0 ** p is not 0: the result would be dense)
+    if not isinstance(exponent, numbers.Real) or exponent == 0:
+        raise refuse("pow")  # (0 ** 0 is 1: the result would be dense; PyTorch refuses it too)
     s = _plain(self, "pow")
     return _make(s._ind, s._val ** exponent, s._size, True)
 
@@ -56,6 +56,8 @@ def mul(input, other):
         input, other = other, input
     if isinstance(other, numbers.Number) or isinstance(other, Tensor) and not _is_sparse(other) and other.ndim == 0:
         return _make(input._ind, input._val * other, input._size, input._coalesced)
+    if not _is_sparse(other) and tuple(other.shape) != tuple(input.shape):
+        other = other.expand(tuple(input.shape))  # (a dense operand broadcasts, as in PyTorch)
     if tuple(other.shape) != tuple(input.shape):
         raise RuntimeError(f"mul: expected sizes of 'self' and 'other' to match, but {list(input.shape)} != "
                            f"{list(other.shape)}")
@@ -140,9 +142,10 @@ def index_select(self, dim, index):
     d = dim % s.ndim
     xp = backend.namespace_of(s._ind._data)
     idx = xp.asarray(index._data if isinstance(index, Tensor) else index).reshape(-1).astype(xp.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= s._size[d]):
-        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+    if idx.size and (idx.min() < -s._size[d] or idx.max() >= s._size[d]):
+        bad = int(idx.min()) if idx.min() < -s._size[d] else int(idx.max())
         raise IndexError(f"index out of range in self (index {bad} for dim {d} of size {s._size[d]})")
+    idx = xp.where(idx < 0, idx + s._size[d], idx)  # (negative positions count from the end)
     coord = s._ind._data[d]
     entry, position = xp.nonzero(coord[:, None] == idx[None, :])  # (entry e, its new coordinate j)
     entry, position = wrap(entry.astype(xp.int64)), position.astype(xp.int64)

@@ -47,6 +47,10 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal):
     if attn_mask is not None and attn_mask.dtype.name not in ("bool", "float32") and attn_mask.dtype != query.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_c_name(attn_mask)} and  query.dtype: {_c_name(query)} instead.")
+    if is_causal and attn_mask is not None and (dropout_p > 0.0 or query.ndim != 4):
+        # (torch 2.13 takes both only where its fused kernel runs: 4-D inputs, no dropout)
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                           "is_causal=True")
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
 

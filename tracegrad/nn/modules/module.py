@@ -284,8 +284,13 @@ class Module:
         d[name] = _Members(self, members)
 
     def __getstate__(self):
-        """The ``__dict__`` as PyTorch has it: mirrored members left out, stores as dicts."""
+        """The ``__dict__`` as PyTorch has it: mirrored members left out, stores as dicts, and
+        the forward ``compile()`` staged dropped (PyTorch drops ``_compiled_call_impl``)."""
         state = self.__dict__.copy()
+        if "forward" in state:
+            from ...compiler.runner import CompiledCallable
+            if isinstance(state["forward"], CompiledCallable):
+                del state["forward"]
         for name in _STORES:
             members = state.get(name)
             if members is not None:
