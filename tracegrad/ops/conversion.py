@@ -74,18 +74,12 @@ def cuda(input, device=None, non_blocking=False, memory_format=None):
 def _new(factory):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **keyword):
         if keyword:  # (``x.new_zeros(size=(2, 3))``, as PyTorch's methods take it)
-            size = _keyword_size(size, keyword)
+            from .shape import _keyword_form, _only
+            name = "new_" + factory.__name__
+            size = _keyword_form(size, _only(keyword, name, "size"), name, "size")
         return _batched_as(self, factory(*size, dtype=dtype or self.dtype, device=device or self.device),
                            requires_grad)
     return method
-
-
-def _keyword_size(size, keyword):
-    if set(keyword) != {"size"}:
-        raise TypeError(f"got an unexpected keyword argument '{(set(keyword) - {'size'}).pop()}'")
-    if size:
-        raise TypeError("got multiple values for argument 'size'")
-    return (keyword["size"],)
 
 
 def _batched_as(self, t, requires_grad):

@@ -325,6 +325,8 @@ def repeat(input, *sizes, repeats=None):
 
 def flip(input, *given, dims=None):
     """``x.flip(2, 3)`` or ``x.flip((2, 3))`` (or ``dims=``), as PyTorch's method takes either."""
+    if not given and dims is None:
+        raise TypeError("flip() missing 1 required positional argument: 'dims'")
     dims = shape_args(_keyword_form(given, dims, "flip", "dims"))
     return S.flip(input, dims=tuple(wrap_dim(d, input.ndim) for d in dims))
 
