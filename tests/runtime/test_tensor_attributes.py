@@ -24,3 +24,13 @@ def test_attributes_survive_deepcopy_and_pickle_and_views_do_not_share_them():
     assert not hasattr(t.view(2), "tag") and not hasattr(t.detach(), "tag")
     p = tg.nn.Parameter(t)
     assert not hasattr(p, "tag")  # (a Parameter aliases the data, not the attributes)
+
+
+def test_a_parameters_attributes_survive_pickle():
+    """As in PyTorch: pickle keeps them; deepcopy (values only, for layers copied into a
+    TransformerEncoder) does not."""
+    p = tg.nn.Parameter(tg.ones(2))
+    p.lr_scale = 0.1
+    back = pickle.loads(pickle.dumps(p))
+    assert type(back) is tg.nn.Parameter and back.lr_scale == 0.1 and back.requires_grad
+    assert not hasattr(copy.deepcopy(p), "lr_scale")

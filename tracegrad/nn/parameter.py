@@ -53,7 +53,9 @@ class Parameter(Tensor):
         return result
 
     def __reduce_ex__(self, protocol):
-        rebuild, args = Tensor.__reduce_ex__(self.detach(), protocol)
+        rebuild, args = Tensor.__reduce_ex__(self.detach(), protocol)[:2]
+        if self.__dict__:  # (attributes set on it come back, as in PyTorch; deepcopy drops them, as there)
+            return (_rebuild_parameter, (rebuild(*args), self._requires_grad), dict(self.__dict__))
         return (_rebuild_parameter, (rebuild(*args), self._requires_grad))
 
 
