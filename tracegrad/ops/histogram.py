@@ -16,7 +16,7 @@ from ..runtime.creation import zeros
 from ..runtime.tensor import Tensor, wrap
 from . import return_types
 from .no_derivative import not_implemented
-from .out import _C_NAMES
+from .linalg import _c as _c_name
 
 
 def bincount(input, weights=None, minlength=0):
@@ -261,13 +261,11 @@ def _dd_linear_edges(points, counts, range):
 
 def _dd_check(input, edges, weight):
     """PyTorch's checks of the edges and the weight, in its order."""
-    def c_name(t):
-        return _C_NAMES.get(t.dtype.name, t.dtype.name)
     for d, e in enumerate(edges):
         if e.dtype != input.dtype:
             raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but "
-                               f"got input with dtype {c_name(input)} and bins for dimension {d} with dtype "
-                               f"{c_name(e)}")
+                               f"got input with dtype {_c_name(input)} and bins for dimension {d} with dtype "
+                               f"{_c_name(e)}")
         if e.ndim != 1:
             raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {e.ndim} "
                                f"dimensions in the bins tensor for dimension {d}")
@@ -277,8 +275,8 @@ def _dd_check(input, edges, weight):
     if weight is not None:
         if weight.dtype != input.dtype:
             raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
-                               f"should have the same dtype, but got input({c_name(input)}), and "
-                               f"weight({c_name(weight)})")
+                               f"should have the same dtype, but got input({_c_name(input)}), and "
+                               f"weight({_c_name(weight)})")
         if tuple(weight.shape) != tuple(input.shape[:-1]):
             raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as "
                                "the input tensor excluding its innermost dimension, but got input with shape "

@@ -3,6 +3,7 @@ the torch-style functions in :mod:`tracegrad.ops.reduction` normalise it. A vjp 
 gives the gradient the kept-dims shape (``keep``), then broadcasts it over the input."""
 import math
 
+from ..backend import cpu as _cpu
 from .arith import isfinite, where
 from .broadcast import broadcast_to, indicator, zeros_like
 from .complex_ import conj_of, real_of
@@ -528,8 +529,9 @@ def logcumsumexp(xp, x, *, dim):
     reaches only the positions after it."""
     if x.ndim == 0:
         return x.copy()
-    if x.dtype.itemsize < 8:  # (accumulated in float64, as PyTorch's CPU scan)
-        return xp.logaddexp.accumulate(x.astype(xp.float64), axis=dim).astype(x.dtype)
+    wide = _wide_scan(xp, x, None)
+    if wide is not None:  # (accumulated in float64, as PyTorch's CPU scan)
+        return xp.logaddexp.accumulate(x.astype(wide[0]), axis=dim).astype(wide[1])
     return xp.logaddexp.accumulate(x, axis=dim)
 
 
@@ -563,7 +565,7 @@ def _log_parts(v):
     return where(v > 0, log_v, low), where(v < 0, log_v, low)
 
 
-_LOG_TINY = {"float16": math.log(6.104e-05), "float32": math.log(1.1754944e-38), "float64": math.log(2.2250738585072014e-308)}
+_LOG_TINY = {name: math.log(float(_cpu.finfo(name).tiny)) for name in ("float16", "float32", "float64")}
 
 
 def _rev_logcumsumexp(v, dim):
