@@ -72,13 +72,15 @@ def cuda(input, device=None, non_blocking=False, memory_format=None):
 
 
 def _new(factory):
-    def method(self, *size, dtype=None, device=None, requires_grad=False, **keyword):
-        if keyword:  # (``x.new_zeros(size=(2, 3))``, as PyTorch's methods take it)
-            from .shape import _keyword_form, _only
-            name = "new_" + factory.__name__
-            size = _keyword_form(size, _only(keyword, name, "size"), name, "size")
-        return _batched_as(self, factory(*size, dtype=dtype or self.dtype, device=device or self.device),
+    name = "new_" + factory.__name__
+
+    def method(self, *given, size=None, dtype=None, device=None, requires_grad=False):
+        if size is not None:  # (``x.new_zeros(size=(2, 3))``, as PyTorch's methods take it)
+            from .shape import _keyword_form
+            given = _keyword_form(given, size, name, "size")
+        return _batched_as(self, factory(*given, dtype=dtype or self.dtype, device=device or self.device),
                            requires_grad)
+    method.__name__ = method.__qualname__ = name  # (Python's argument errors name it)
     return method
 
 

@@ -158,11 +158,11 @@ def _view_as_dtype(input, dtype):
     return t
 
 
-def reshape(input, *shape, **keyword):
+def reshape(input, *given, shape=None):
     """A view when the layout allows one, otherwise a copy (as PyTorch's reshape)."""
-    if keyword:
-        shape = _keyword_form(shape, _only(keyword, "reshape", "shape"), "reshape", "shape")
-    shape = _view_shape(shape, input.numel())
+    if shape is not None:
+        given = _keyword_form(given, shape, "reshape", "shape")
+    shape = _view_shape(given, input.numel())
     if not _viewable(input, shape):
         return S.unsafe_view(M.clone(input), shape=shape)  # a copy, as in PyTorch
     return view_op(S.reshape, input, {"shape": shape})
@@ -247,17 +247,8 @@ def t(input):
     return view_op(S.t, input, {})
 
 
-def _only(keyword, fn, name):
-    """The value of the one keyword argument ``name`` in ``keyword``; a TypeError for others."""
-    other = set(keyword) - {name}
-    if other:
-        raise TypeError(f"{fn}() got an unexpected keyword argument '{other.pop()}'")
-    return keyword[name]
-
-
-def permute(input, *dims, **keyword):
-    if keyword:
-        dims = _keyword_form(dims, _only(keyword, "permute", "dims"), "permute", "dims")
+def permute(input, *given, dims=None):
+    dims = _keyword_form(given, dims, "permute", "dims")
     dims = tuple(wrap_dim(d, input.ndim) for d in shape_args(dims))
     if sorted(dims) != list(range(input.ndim)):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
