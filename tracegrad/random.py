@@ -13,16 +13,20 @@ from .runtime.creation import initial_seed, manual_seed, seed
 from .runtime.tensor import Tensor, wrap
 
 __all__ = ["get_rng_state", "set_rng_state", "fork_rng", "manual_seed", "seed", "initial_seed",
-           "device_rng_state", "set_device_rng_state", "replay_point", "replaying", "state_tensor", "state_of"]
+           "device_rng_state", "rng_state", "set_device_rng_state", "replay_point", "replaying", "state_tensor", "state_of"]
 
 
 def device_rng_state(ns):
-    """The state of namespace ``ns``'s default generator (a plain dict), or an error naming
-    the device when its generator cannot report one (CuPy's cannot)."""
-    bit_generator = getattr(ns.rng(), "bit_generator", None)
-    state = getattr(bit_generator, "state", None)
+    """The state of namespace ``ns``'s default generator (see :func:`rng_state`)."""
+    return rng_state(ns.rng(), ns.name)
+
+
+def rng_state(rng, device_name):
+    """The state of generator ``rng`` (a plain dict), or an error naming the device when the
+    generator cannot report one (CuPy's cannot)."""
+    state = getattr(getattr(rng, "bit_generator", None), "state", None)
     if not isinstance(state, dict):
-        raise NotImplementedError(f"tracegrad cannot read the random state of the {ns.name} "
+        raise NotImplementedError(f"tracegrad cannot read the random state of the {device_name} "
                                   "device's generator")
     return state
 

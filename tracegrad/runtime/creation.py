@@ -310,11 +310,9 @@ class Generator:
     def get_state(self):
         """The generator's state as a uint8 tensor, for :meth:`set_state` (its bit
         generator's state: see :mod:`tracegrad.random`; not PyTorch's byte layout)."""
-        from ..random import state_tensor
-        bit_generator = getattr(self.stream(self._xp), "bit_generator", None)
-        if not isinstance(getattr(bit_generator, "state", None), dict):
-            raise NotImplementedError(f"tracegrad cannot read the random state of a {self.device.type} generator")
-        return state_tensor(dict(bit_generator.state, seed=self._seed))  # (its initial seed travels too)
+        from ..random import rng_state, state_tensor
+        state = rng_state(self.stream(self._xp), self.device.type)
+        return state_tensor(dict(state, seed=self._seed))  # (its initial seed travels too)
 
     def set_state(self, new_state):
         """Continue from a state :meth:`get_state` returned (of any CPU generator)."""
