@@ -9,7 +9,8 @@ import numbers
 
 from .. import backend
 from ..runtime.tensor import Tensor, wrap
-from .coo import SparseCooTensor, _linear, _make, refuse
+from .arith import _is_sparse
+from .coo import _linear, _make, refuse
 
 __all__ = ["ZERO_PRESERVING", "addmm", "index_select", "log_softmax", "mul", "softmax", "sparse_mask"]
 
@@ -18,10 +19,6 @@ __all__ = ["ZERO_PRESERVING", "addmm", "index_select", "log_softmax", "mul", "so
 ZERO_PRESERVING = ("abs", "neg", "sqrt", "square", "sin", "tan", "tanh", "asin", "atan", "sinh", "asinh",
                    "atanh", "expm1", "log1p", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac",
                    "deg2rad", "rad2deg", "erf", "erfinv", "nan_to_num", "signbit", "isnan", "isinf")
-
-
-def _is_sparse(x):
-    return type(x) is SparseCooTensor
 
 
 def _plain(s, op):
