@@ -19,6 +19,7 @@ for small 1-d arrays, to the kernel's compiled entry point, past Numba's dispatc
 """
 import ast
 import threading
+import weakref
 
 from ...backend import cpu as np
 from ..emit import Module, _BINARY, fresh_name, prim_expr
@@ -26,7 +27,7 @@ from .. import jit
 from .fusing import literal, rewrite
 from ..tape.cpu_fusion import BLOCK, KernelWriter, scalar_literal
 
-__all__ = ["FusedRun"]
+__all__ = ["FusedRun", "own"]
 
 _ND = np.ndarray
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -82,7 +83,8 @@ class FusedRun:
         out = _invoke(holder[name], dtypes, args)
         if out is _FAILED:
             return None, None
-        entry = (holder[name], *_guard(sig), dtypes, _flat_entry(holder[name], sig, dtypes))
+        entry = (holder[name], *_guard(sig), dtypes, _flat_entry(holder[name], sig, dtypes),
+                 _reusable(self.run.reuse, sig, dtypes))
         if len(self.fast) < MAX_FAST:
             self.fast.append(entry)
             self._rebind()
@@ -94,8 +96,9 @@ class FusedRun:
         params = [f"a{k}" for k in range(len(self.run.ins))]
         lines = [f"def {self.run.name}({', '.join(params)}):"]
         names = {"_nd": _ND, "_box": _box, "_slow": self, "_f32": np.dtype(np.float32),
-                 "_f64": np.dtype(np.float64), "_fl": float, "_int": int, "_empty": np.empty}
-        for k, (kernel, test, call, first, dtypes, flat) in enumerate(self.fast):
+                 "_f64": np.dtype(np.float64), "_fl": float, "_int": int, "_empty": np.empty,
+                 "_new": _new, "_ours": _ours}
+        for k, (kernel, test, call, first, dtypes, flat, reuse) in enumerate(self.fast):
             names[f"_k{k}"] = kernel
             outs = [f"o{i}" for i in range(len(dtypes))]
             returned = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
@@ -107,7 +110,11 @@ class FusedRun:
                 lines.append(f"        return {returned}")
             lines.append(f"    if {test}:")  # (np.empty of a size: 0.3 us faster than of a shape)
             lines.append(f"        s = a{first}.size if a{first}.ndim == 1 else a{first}.shape")
-            lines += [f"        {o} = _empty(s, _{_FLOATS[d]})" for o, d in zip(outs, dtypes)]
+            make = "_new" if reuse is not None else "_empty"  # (large arrays: registered)
+            over = dict((o, i) for i, o in reuse or ())
+            lines += [f"        {o} = a{over[j]} if _ours(a{over[j]}) else _new(s, _{_FLOATS[d]})"
+                      if j in over else f"        {o} = {make}(s, _{_FLOATS[d]})"
+                      for j, (o, d) in enumerate(zip(outs, dtypes))]
             lines.append(f"        _k{k}({call}, {', '.join(outs)})")
             lines.append(f"        return {returned}")
         lines.append(f"    return _slow({', '.join(params)})")
@@ -130,10 +137,65 @@ def _invoke(kernel, dtypes, args):
     """Call ``kernel`` with a run's arguments and new result arrays (NumPy's allocator,
     the arguments' broadcast shape); the results as the unfused run returns them."""
     shape = np.broadcast_shapes(*[a.shape for a in args if type(a) is _ND])
-    outs = [np.empty(shape, d) for d in dtypes]
+    outs = [_new(shape, d) for d in dtypes]
     if kernel(*[a if type(a) is _ND else _box(a) for a in args], *outs) is _FAILED:
         return _FAILED
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# Arrays of at least PARALLEL_MIN elements that fused runs made (kernel results and own()
+# copies), by id, each with a weak reference that removes it when it dies: a run writes
+# over an argument only if it is one (see _ours, buffer_reuse). (A WeakSet would hash
+# them: arrays are not hashable.)
+_MADE = {}
+
+
+def _forget(ref):
+    key = getattr(ref, "key", None)
+    if _MADE.get(key) is ref:
+        del _MADE[key]
+
+
+class _Ref(weakref.ref):
+    __slots__ = ("key",)
+
+
+def _new(shape, dtype):
+    """A new result array; registered in _MADE when it is large."""
+    out = np.empty(shape, dtype)
+    if out.size >= jit.PARALLEL_MIN:
+        ref = _Ref(out, _forget)
+        ref.key = id(out)
+        _MADE[ref.key] = ref
+    return out
+
+
+def _ours(a):
+    """Whether a run may write over argument ``a`` (which buffer_reuse proved no other name
+    holds): an array a fused run made, C-contiguous and writeable."""
+    ref = _MADE.get(id(a))
+    return ref is not None and ref() is a and a.flags.c_contiguous and a.flags.writeable
+
+
+def own(value):
+    """``value`` as the adjoint's own: a copy where it is an array the runs made (another
+    name may hold it: one returned by an earlier call, say), else ``value`` itself, which
+    no run writes over (:func:`_ours`). What an assignment just above a loop that writes
+    in place hands the loop (see :mod:`.buffer_reuse`): from its second pass on, the
+    loop's runs write over arrays they made in this call."""
+    if type(value) is _ND and _ours(value):
+        out = _new(value.shape, value.dtype)
+        np.copyto(out, value)
+        return out
+    return value
+
+
+def _reusable(reuse, sig, dtypes):
+    """The (input, output) pairs of ``reuse`` a large signature's kernel may write over
+    (the input of the output's dtype and the result shape); None for other signatures."""
+    if sig[-1] != "large":
+        return None
+    return [(i, o) for i, o in reuse if sig[i][0] == "full" and _DTYPES[sig[i][1]] == dtypes[o]]
 
 
 def _flat_entry(kernel, sig, dtypes):
@@ -389,11 +451,15 @@ def fuse(gen):
     env.update(callees)
     shown = []
     for run in runs:
+        if run.own_name:
+            env[run.own_name] = own
         namespace = {}
         exec(compile(run.definition(), f"<unfused {run.name}>", "exec"), env, namespace)
         env[run.name] = FusedRun(run, env, namespace[run.name], run.resolver)
+        over = ", ".join(run.ins[i] for i, _ in run.reuse)
+        over = f"\n# (it may write {over} over the array passed in: no other name holds it)" if over else ""
         shown.append(f"# {run.name}: {len(run.stmts)} line(s), {run.ops} operations: one Numba kernel "
-                     f"per signature of dtypes and shapes (cached in {jit.cache_dir()})\n"
+                     f"per signature of dtypes and shapes (cached in {jit.cache_dir()}){over}\n"
                      f"@cpu_fused\n{run.definition()}")
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     filename = _filename("ast-fused", gen.name)

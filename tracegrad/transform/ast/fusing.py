@@ -15,6 +15,9 @@ run: an elementwise statement is brought above the adjoint's own stack operation
 (``y = stack.pop()``, ``stack.append(y)``), plain copies and comments that neither read
 nor write its names, so that the backward body of a loop is one run.
 
+A run may then write a result over an argument whose array nothing else can see
+(``dy = fused_1(dy, y)`` in a backward loop): see :mod:`.buffer_reuse`.
+
 The rewritten source shows each run as a ``@cpu_fused`` function below the adjoint: the
 generated lines that become that kernel.
 """
@@ -24,6 +27,7 @@ import re
 
 from ...rules.core import TABLE
 from .. import jit
+from . import buffer_reuse
 from ..tape.fusion import MAX_ARGS
 
 __all__ = ["rewrite", "Run"]
@@ -56,6 +60,8 @@ class Run:
     def __init__(self, name, stmts, ins, outs, ops, resolver):
         self.name, self.stmts, self.ins, self.outs, self.ops = name, stmts, ins, outs, ops
         self.resolver = resolver  # (the _Ops that found its operations)
+        self.reuse = []           # (input, output) positions it may write over (buffer_reuse)
+        self.own_name = None      # the adjoint's name of fused_runs.own, where it calls it
 
     def definition(self):
         """The run as a function of its inputs returning its outputs (what runs unfused)."""
@@ -335,6 +341,11 @@ def rewrite(source, env):
     r.apply()
     if not r.runs:
         return source, []
+    own = next(name for name in (f"own{k}" if k else "own" for k in range(len(r.used) + 1))
+               if name not in r.used)
+    if buffer_reuse.plan(fdef, r.runs, own):
+        for run in r.runs:
+            run.own_name = own  # (fused_runs.own, bound under this name)
     return _markers_as_comments(ast.unparse(fdef)) + "\n", r.runs
 
 
