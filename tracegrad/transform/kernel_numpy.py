@@ -34,7 +34,7 @@ formulas (Cephes' ``tanh`` and ``exp``, one division for both paths):
 import numpy as _numpy
 
 from numba import types as _types
-from numba.extending import intrinsic as _intrinsic
+from numba.extending import intrinsic as _intrinsic, overload as _overload
 
 # tanh x = x + x^3 P(x^2) / Q(x^2) on |x| < 0.625 (Cephes tanh.c)
 _P = (-9.64399179425052238628E-1, -9.92877231001918586564E1, -1.61468768441708447952E3)
@@ -120,3 +120,18 @@ def tanh(typingctx, x):
         out = _tanh_ir(builder, value)
         return builder.fptrunc(out, ir.FloatType()) if x == _types.float32 else out
     return x(x), codegen
+
+
+def flat_view(a):
+    """A kernel's array argument as one dimension: a 1-d array as it is (any strides: the
+    loop indexes it), else ``np.ravel(a)``. Numba's ravel of an array whose layout its type
+    does not fix (what the kernels take) makes a new array: ~0.2 us of a 0.35 us kernel
+    call on 16 floats."""
+    return a if _numpy.ndim(a) == 1 else _numpy.ravel(a)
+
+
+@_overload(flat_view)
+def _flat_view(a):
+    if isinstance(a, _types.Array) and a.ndim == 1:
+        return lambda a: a
+    return lambda a: _numpy.ravel(a)

@@ -206,8 +206,9 @@ def _flat_entry(kernel, sig, dtypes):
     entry point only unboxes them. The entry point trusts its caller with the types, so
     it is compiled here for every array the guard lets through to it: inputs of any
     layout, read-only or not, aligned or not (``Array(dtype, 1, "A", readonly=True,
-    aligned=False)``: the kernel's ``np.ravel`` makes them contiguous, copying only
-    strided ones), results as the guard makes them (``np.empty``: C-contiguous). The
+    aligned=False)``: the kernel's loop indexes a 1-d array with its strides, see
+    ``kernel_numpy.flat_view``), results as the guard makes them (``np.empty``:
+    C-contiguous). The
     guard's ``test`` (see :func:`_guard`) checks each array's type, dtype (``is`` the
     native float dtype) and that it is 1-d, the one thing left that the types fix. Only for
     the small class: on larger arrays the dispatch is nothing next to the loop."""

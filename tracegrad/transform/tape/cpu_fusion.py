@@ -234,35 +234,44 @@ class KernelWriter:
         return loop, outs, groups, count, where, scratch
 
     def _def(self, loop, outs, groups, count, where, scratch, into=False):
-        """The kernel function, its blocks in a ``range`` loop."""
+        """The kernel function: its blocks in a ``range`` loop, or for an array of at most
+        one block (:data:`BLOCK` elements), one loop over the elements."""
         n, j, blk, b0, m = loop
         full = [(a, f, v) for a, f, v in self.params if v not in self.broadcast]
         arrays = set(where) | set(outs) | {v for _, _, v in full}
         given = {o: self.fresh(f"{o}_given") for o, _ in outs.values()} if into else {}
+        one_block = self.size <= BLOCK
         body = [f"def {self.name}({', '.join([a for a, _, _ in self.params] + list(given.values()))}):"]
-        for a, f, v in self.params:
-            body.append(f"    {f} = np.ravel({a})" if v not in self.broadcast
-                        else f"    {v} = np.ravel({a})[0]")
-        body.append(f"    {n} = {full[0][1]}.size")
-        body += [f"    {o} = np.ravel({given[o]})" if into else f"    {o} = np.empty({n}, np.{kernel_dtype(dt)})"
+        for a, f, v in self.params:  # (one block: the lines index the flat arrays themselves)
+            body.append(f"    {v if one_block else f} = np.flat_view({a})" if v not in self.broadcast
+                        else f"    {v} = np.flat_view({a})[0]")
+        body.append(f"    {n} = {full[0][2] if one_block else full[0][1]}.size")
+        body += [f"    {o} = np.flat_view({given[o]})" if into else f"    {o} = np.empty({n}, np.{kernel_dtype(dt)})"
                  for o, dt in outs.values()]
-        body.append(f"    for {blk} in range(({n} + {BLOCK - 1}) // {BLOCK}):")
-        body.append(f"        {b0} = {blk} * {BLOCK}")
-        body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
-        body += [f"        {row} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, row in scratch.items()]
-        body += [f"        {v} = {f}[{b0}:{b0} + {m}]" for _, f, v in full]
+        if one_block:
+            body += [f"    {target} = {outs[target][0]}" for target, _, _, _, _ in self.lines if target in outs]
+            body.append(f"    for {j} in range({n}):")
+            indent = "        "
+        else:
+            body.append(f"    for {blk} in range(({n} + {BLOCK - 1}) // {BLOCK}):")
+            body.append(f"        {b0} = {blk} * {BLOCK}")
+            body.append(f"        {m} = min({n} - {b0}, {BLOCK})")
+            body += [f"        {row} = np.empty(({count[dt]}, {m}), np.{dt})" for dt, row in scratch.items()]
+            body += [f"        {v} = {f}[{b0}:{b0} + {m}]" for _, f, v in full]
+            indent = "            "
         for start, stop in groups:
-            for target, _, _, _, _ in self.lines[start:stop]:
-                if target in outs:
-                    body.append(f"        {target} = {outs[target][0]}[{b0}:{b0} + {m}]")
-                elif target in where:
-                    dt, row = where[target]
-                    body.append(f"        {target} = {scratch[dt]}[{row}]")
-            body.append(f"        for {j} in range({m}):")
+            if not one_block:
+                for target, _, _, _, _ in self.lines[start:stop]:
+                    if target in outs:
+                        body.append(f"        {target} = {outs[target][0]}[{b0}:{b0} + {m}]")
+                    elif target in where:
+                        dt, row = where[target]
+                        body.append(f"        {target} = {scratch[dt]}[{row}]")
+                body.append(f"        for {j} in range({m}):")
             for target, _, operands, rhs, _ in self.lines[start:stop]:
                 texts = [f"{o}[{j}]" if o in arrays else o for o in operands]
                 lhs = f"{target}[{j}]" if target in arrays else target
-                body.append(f"            {lhs} = {rhs(texts)}")
+                body.append(f"{indent}{lhs} = {rhs(texts)}")
         shape = f"{full[0][0]}.shape"
         if not into:
             body.append(f"    return {', '.join(f'{o}.reshape({shape})' for o, _ in outs.values())}")
