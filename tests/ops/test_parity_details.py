@@ -7,6 +7,8 @@ import pytest
 
 import tracegrad as tg
 
+NAN_, INF_ = float("nan"), float("inf")
+
 
 def test_diff_of_booleans_is_whether_neighbours_differ():
     t = tg.tensor([True, False, False, True])
@@ -192,6 +194,38 @@ def test_median_of_all_elements_shares_its_gradient_among_ties():
     v = tg.tensor([1.0, float("nan"), 2.0], requires_grad=True)
     v.nanmedian().backward()
     assert v.grad.tolist() == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("values, name, grad", [
+    ([NAN_, 1.0, NAN_], "median", [0.5, 0.0, 0.5]),      # a NaN result: shared by the NaNs
+    ([NAN_, 1.0, NAN_], "max", [0.5, 0.0, 0.5]),
+    ([NAN_, 1.0, 2.0], "min", [1.0, 0.0, 0.0]),
+    ([INF_, INF_, 1.0], "median", [0.5, 0.5, 0.0]),      # inf ties: no inf - inf
+    ([-INF_, -INF_, 5.0], "nanmedian", [0.5, 0.5, 0.0]),
+    ([NAN_, NAN_, 3.0, 3.0, 1.0], "nanmedian", [0.0, 0.0, 0.5, 0.5, 0.0]),
+    ([NAN_, NAN_], "nanmedian", [0.5, 0.5]),             # all NaN: NaN, shared by all
+])
+def test_reductions_of_all_elements_share_their_gradient_as_pytorch(values, name, grad):
+    """PyTorch's ``evenly_distribute_backward``: ``median()``, ``nanmedian()``, ``max()`` and
+    ``min()`` of all elements share the gradient among the elements equal to the result,
+    or among the NaNs where it is NaN -- in eager mode and under vmap, the node named as
+    PyTorch names it."""
+    x = tg.tensor(values, dtype=tg.float64, requires_grad=True)
+    y = getattr(x, name)()
+    assert y.grad_fn.name() == {"median": "MedianBackward0", "nanmedian": "NanmedianBackward0",
+                                "max": "MaxBackward1", "min": "MinBackward1"}[name]
+    g, = tg.autograd.grad(y, x)
+    assert g.tolist() == grad
+    from tracegrad.func import grad as fgrad, vmap
+    rows = tg.tensor([values, values[::-1]], dtype=tg.float64)
+    per_row = vmap(fgrad(lambda r: getattr(r, name)()))(rows)
+    assert per_row.tolist() == [grad, grad[::-1]]
+
+
+def test_amax_of_a_nan_gives_nan_gradients_as_pytorch():
+    x = tg.tensor([NAN_, 1.0, NAN_], requires_grad=True)
+    g, = tg.autograd.grad(x.amax(), x)
+    assert np.isnan(g.numpy()).all()
 
 
 def test_sort_keeps_ties_in_order():

@@ -154,6 +154,9 @@ SAMPLES = {
              S(zd(), tags="0d"), S(r(0, 3), dim=(1,), tags="empty")],
     "max": [S(r(3, 4)), S(np.array([2.0, 5.0, 5.0, 1.0]), smooth=False), S(zd(), tags="0d")],
     "min": [S(r(3, 4)), S(np.array([2.0, -1.0, 3.0, -1.0]), smooth=False), S(zd(), tags="0d")],
+    "median_all": [S(r(3, 4)), S(r(5)), S(np.array([2.0, 5.0, 2.0, 1.0]), smooth=False), S(zd(), tags="0d")],
+    "nanmedian_all": [S(r(3, 4)), S(np.array([[2.0, np.nan], [1.0, 3.0]]), smooth=False),
+                      S(np.array([1.0, 3.0, 3.0, np.nan]), smooth=False), S(zd(), tags="0d")],
     "max_dim": [S(r(3, 4), dim=1), S(r(3, 4), dim=0, keepdim=True), S(r(3), dim=0, tags="0d"),
                 S(r(0, 3), dim=1, tags="empty")],
     "min_dim": [S(r(3, 4), dim=1), S(r(2, 3, 4), dim=2, keepdim=True), S(r(3), dim=0, tags="0d"),
@@ -185,4 +188,6 @@ EXEMPT = {
     "var": {"0d": "the variance of one element divides by zero"},
     "std": {"0d": "the deviation of one element divides by zero"},
     "max": {"empty": "max of no elements is an error"}, "min": {"empty": "min of no elements is an error"},
+    "median_all": {"empty": "the median of no elements is NaN, made without the rule"},
+    "nanmedian_all": {"empty": "the median of no elements is NaN, made without the rule"},
 }

@@ -184,6 +184,8 @@ TORCH.update({
     "amin": lambda x, dim=None, keepdim=False: torch.amin(x, dim=() if dim is None else dim, keepdim=keepdim),
     "max": lambda x: torch.max(x),
     "min": lambda x: torch.min(x),
+    "median_all": lambda x: torch.median(x),
+    "nanmedian_all": lambda x: torch.nanmedian(x),
     "max_dim": lambda x, dim, keepdim=False: tuple(torch.max(x, dim, keepdim)),
     "min_dim": lambda x, dim, keepdim=False: tuple(torch.min(x, dim, keepdim)),
     "logsumexp": lambda x, dim, keepdim=False: torch.logsumexp(x, dim, keepdim),
@@ -399,6 +401,8 @@ EDGES = [
     ("amax", (np.array([[1.0, 1.0], [0.0, 2.0]]),), {"dim": (1,)}), ("min", (_a(1, 1, 3),), {}),
     ("max_dim", (_a(3, 3, 1),), {"dim": 0}), ("min_dim", (_a(1, 1, 3),), {"dim": 0}),
     ("vector_norm", (_a(1, -2, 2),), {"ord": _INF}), ("amax", (_a(-_INF, -_INF),), {}),
+    ("median_all", (_a(2, 1, 2, 3),), {}), ("median_all", (_a(_INF, _INF, 1),), {}),
+    ("nanmedian_all", (_a(3, 1, 3, float("nan")),), {}), ("max", (_a(_INF, 1, _INF),), {}),
     # kinks
     ("relu", (_a(-1, 0, 1),), {}), ("leaky_relu", (_a(-1, 0, 1),), {}), ("abs", (_a(-1, 0, 1),), {}),
     ("sign", (_a(0),), {}), ("round", (_a(0.5, 1.5, 2.5),), {}),

@@ -63,9 +63,10 @@ def split_index(x, index):
             parts.append(slice(scalar(p.start), scalar(p.stop), scalar(p.step)))
             dim += 1
         else:
-            arr = _index_array(p, x, xp)
-            if _per_sample(arr):  # (its bounds are checked by the kernel, sample by sample)
-                dim += arr.ndim if arr._data.dtype.kind == "b" else 1
+            operand = _index_array(p, x, xp)
+            arr = operand._data if isinstance(operand, Tensor) else operand
+            if _per_sample(operand):  # (its bounds are checked by the kernel, sample by sample)
+                dim += arr.ndim if arr.dtype.kind == "b" else 1
             elif arr.dtype.kind == "b":
                 _check_mask(x, arr, dim)
                 dim += arr.ndim
@@ -78,7 +79,7 @@ def split_index(x, index):
                         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
                 dim += 1
             parts.append(I.ARRAY)
-            arrays.append(arr)
+            arrays.append(operand)
     if dim > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     return tuple(parts), arrays, not arrays
@@ -106,7 +107,10 @@ def _is_mask(p):
 
 
 def _index_array(p, x, xp):
-    """Index ``p`` as an array of ``x``'s namespace ``xp``."""
+    """Index ``p`` as an operand of the indexing rule: an index tensor on ``x``'s device
+    as it is (saved for the backward as a tensor, whose version is checked there, as
+    PyTorch checks it: an index changed in place afterwards would scatter the gradient to
+    other positions), else an array of ``x``'s namespace ``xp``."""
     if _per_sample(p):
         if p._data.dtype.kind not in _INDEX_KINDS:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
@@ -116,7 +120,9 @@ def _index_array(p, x, xp):
         if ns is not xp and ns is not backend.cpu:
             raise RuntimeError("indices should be either on cpu or on the same device as the "
                                f"indexed tensor ({x.device})")
-        arr = backend.move(p._data, xp)
+        if p._data.dtype.kind not in _INDEX_KINDS:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return p if ns is xp else backend.move(p._data, xp)  # (moved: a copy of its own)
     else:
         host = backend.cpu.asarray(p)
         if host.size == 0 and isinstance(p, (list, tuple)):  # (``x[[]]``: no positions, not floats)
@@ -140,7 +146,35 @@ def getitem(x, index):
     structure, arrays, basic = split_index(x, index)
     if basic:
         return basic_view(x, structure, whole=not isinstance(index, tuple))
+    selects, structure = _ints_first(structure, arrays)
+    if selects is not None:
+        x = basic_view(x, selects)
     return I.advanced_index(x, *arrays, index=structure)
+
+
+def _ints_first(structure, arrays):
+    """``(selects, rest)``: an index mixing integers with index arrays as PyTorch reads it,
+    the integers first -- each a ``select``, a basic index -- then the arrays on what is
+    left. NumPy counts such integers among the advanced indices instead, which moves the
+    indexed dims to the front when a slice stands between them (``x[1, :, [2, 0, 1]]`` is
+    (3, 3) in both, transposed in NumPy). ``selects`` is None without integers."""
+    if not any(type(part) is int for part in structure):
+        return None, structure
+    selects, rest, found = [], [], iter(arrays)
+    for part in structure:
+        if type(part) is int:
+            selects.append(part)
+        elif part is I.ARRAY:
+            a = next(found)
+            mask = (a._data if isinstance(a, Tensor) else a).dtype.kind == "b"
+            selects += [slice(None)] * (a.ndim if mask else 1)
+            rest.append(part)
+        elif part is None:
+            rest.append(part)
+        else:  # (a slice or the ellipsis: the same in both)
+            selects.append(slice(None) if isinstance(part, slice) else part)
+            rest.append(part)
+    return tuple(selects), tuple(rest)
 
 
 def basic_view(x, structure, whole=False):
@@ -189,7 +223,9 @@ def setitem(x, index, value):
         value = on_device_of(value, x)
         apply_inplace(copy, (basic_view(x, structure, whole=not isinstance(index, tuple)), value), {})
     else:
-        apply_inplace(I.index_put, (x, value) + tuple(arrays), {"index": structure, "accumulate": False})
+        selects, structure = _ints_first(structure, arrays)
+        target = x if selects is None else basic_view(x, selects)
+        apply_inplace(I.index_put, (target, value) + tuple(arrays), {"index": structure, "accumulate": False})
 
 
 def _same_dtype(input, source, message):

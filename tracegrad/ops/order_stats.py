@@ -2,14 +2,17 @@
 
 Each sorts along the reduced dim (NaN sorts last) and picks positions from the sorted
 values, so gradients flow through the sort's rule to the elements picked (interpolated
-quantiles split theirs between two neighbours). PyTorch's NaN rules: median and quantile
+quantiles split theirs between two neighbours). The median of all elements is a rule of
+its own (``median_all``), whose gradient is shared by every element equal to it, as
+PyTorch's. PyTorch's NaN rules: median and quantile
 answer NaN for a slice holding one, the ``nan*`` forms skip NaNs (NaN for all-NaN slices);
 median is the lower median.
 """
+from ..rules import reduce as R
 from ..runtime.creation import tensor
 from ..runtime.tensor import Tensor
 from . import return_types
-from ._args import per_sample, wrap_dim
+from ._args import wrap_dim
 from .sorting import sort
 
 _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -32,11 +35,9 @@ def _positions(input, d, skip_nan, choose):
 def _median(input, dim, keepdim, skip_nan, name):
     result = getattr(return_types, name)
     if dim is None:
-        flat = input.reshape(-1)
-        if flat.numel() == 0:
+        if input.numel() == 0:
             return tensor(float("nan"), dtype=input.dtype, device=input.device)
-        values, _, pos = _positions(flat, 0, skip_nan, lambda c: (c - 1).div(2, rounding_mode="floor"))
-        return _shared_among_ties(flat, values.gather(0, pos).reshape(()))
+        return (R.nanmedian_all if skip_nan else R.median_all)(input)
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
     x = input.reshape(1) if input.ndim == 0 else input
     if x.shape[d] == 0:
@@ -46,22 +47,6 @@ def _median(input, dim, keepdim, skip_nan, name):
     if not keepdim or input.ndim == 0:
         v, i = v.squeeze(d), i.squeeze(d)
     return result(v, i)
-
-
-def _shared_among_ties(flat, picked):
-    """The median of all elements with PyTorch's gradient: shared equally by every element
-    equal to it (as ``max()`` shares), not sent to the one the sort picked. The value is
-    ``picked``'s exactly (``m + sum(x - m over the ties) / k``, the sum being 0)."""
-    if not flat.requires_grad or per_sample(flat):  # (under vmap: the picked element's gradient)
-        return picked
-    m = picked.detach()
-    if not bool(m.isfinite()):  # (inf - inf would be NaN: the picked element's gradient)
-        return picked
-    ties = flat.detach() == m
-    k = int(ties.sum())
-    if k <= 1:  # (no tie, or NaN)
-        return picked
-    return m + (flat - m).where(ties, 0.0).sum() / k
 
 
 def median(input, dim=None, keepdim=False):

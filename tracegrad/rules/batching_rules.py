@@ -67,7 +67,7 @@ def arg_extremum(prim, args, batched, params, size):
     return reduce_over_dim(prim, args, batched, params, size)
 
 
-@batch_rule("max", "min")
+@batch_rule("max", "min", "median_all", "nanmedian_all")
 def full_extremum(prim, args, batched, params, size):
     return per_sample(prim, args, batched, params, size)
 

@@ -4,7 +4,7 @@ gives the gradient the kept-dims shape (``keep``), then broadcasts it over the i
 import math
 
 from ..backend import cpu as _cpu
-from .arith import isfinite, where
+from .arith import isfinite, isnan, logical_and, logical_or, where
 from .broadcast import broadcast_to, indicator, zeros_like
 from .complex_ import conj_of, real_of
 from .core import FLOAT, KEEP, primitive
@@ -236,6 +236,14 @@ def tie_weights(out, x, dim, keepdim):
     return hit / sum(hit, dim=dim, keepdim=True)
 
 
+def shared_by_ties_vjp(g, out, x):
+    """The cotangent of a value read from all of ``x`` (``max()``, ``median()``: not along a
+    dim) shared evenly by the elements equal to it -- by the NaNs where it is NaN, which
+    equal nothing (PyTorch's ``evenly_distribute_backward``; ``amax`` gives NaN there)."""
+    hit = indicator(logical_or(x == out, logical_and(isnan(x), isnan(out))), x)
+    return spread(g, x, None, False) * (hit / sum(hit))
+
+
 # amax/amin select: their derivative (the cotangent shared among the selected entries)
 # holds for complex values too, ordered as NumPy orders them (real part, then imaginary).
 @primitive("AmaxBackward0", dtypes=KEEP, complex=True)
@@ -266,8 +274,39 @@ def extremum_jvp(t, out, x, *, dim=None, keepdim=False):
     return sum(t * tie_weights(out, x, dim, keepdim), dim=dim, keepdim=keepdim)
 
 
-for _p in (amax, amin, max, min):
+for _p in (amax, amin):
     _p.vjp("x", uses="x out")(extremum_vjp)
+for _p in (max, min):
+    _p.vjp("x", uses="x out")(shared_by_ties_vjp)
+for _p in (amax, amin, max, min):
+    _p.jvp("x")(extremum_jvp)  # (a NaN result: a NaN tangent, as PyTorch's)
+
+
+def _lower_median(xp, x, skip_nan):
+    """The lower median of all of ``x`` (NaN where a NaN takes part, or -- ``skip_nan`` --
+    where all are NaN); sorted, NaN sorts last."""
+    flat = xp.sort(xp.reshape(x, (-1,)))
+    count = flat.size - int(xp.isnan(flat).sum()) if skip_nan else flat.size
+    if count == 0 or (not skip_nan and xp.isnan(flat[-1])):
+        return xp.asarray(xp.nan, dtype=x.dtype)
+    return flat[(count - 1) // 2]
+
+
+@primitive("MedianBackward0", dtypes=KEEP)
+def median_all(xp, x):
+    """``median()`` of all elements: the lower median. Its cotangent is shared by every
+    element equal to it (by the NaNs where it is NaN), as PyTorch's."""
+    return _lower_median(xp, x, False)
+
+
+@primitive("NanmedianBackward0", dtypes=KEEP)
+def nanmedian_all(xp, x):
+    """``nanmedian()`` of all elements: the lower median of those that are not NaN."""
+    return _lower_median(xp, x, True)
+
+
+for _p in (median_all, nanmedian_all):
+    _p.vjp("x", uses="x out")(shared_by_ties_vjp)
     _p.jvp("x")(extremum_jvp)
 
 
@@ -588,7 +627,8 @@ from .index import gather, scatter_add, zeros_of  # noqa: E402  (index imports r
 from .shape import stack, unbind  # noqa: E402
 from .nn import constant_pad_nd  # noqa: E402  (nn imports this module's sum first)
 
-__all__ = ["sum", "mean", "prod", "var", "std", "amax", "amin", "max", "min", "max_dim",
+__all__ = ["sum", "mean", "prod", "var", "std", "amax", "amin", "max", "min", "median_all",
+           "nanmedian_all", "max_dim",
            "min_dim", "argmax", "argmin", "all_", "any_", "logsumexp", "vector_norm", "cumsum", "cumprod",
            "kept_shape", "count", "keep", "spread"]
 
