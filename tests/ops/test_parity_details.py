@@ -323,3 +323,59 @@ def test_module_compile_stages_a_forward_set_on_the_instance_and_saves():
     tg.save(m, buffer)  # (the staged forward is not saved, as PyTorch drops its compiled call)
     buffer.seek(0)
     assert type(tg.load(buffer, weights_only=False)).__name__ == "Linear"
+
+
+def test_sgn_of_zero_has_a_zero_gradient():
+    """modReLU's ``relu(|z| + b) * z.sgn()`` on zero-padded spectra: PyTorch's sgn_backward
+    gives 0 where |z| = 0 (``z / 1`` there gave the identity)."""
+    z = tg.tensor([0j, 3 + 4j, 0j], dtype=tg.complex128, requires_grad=True)
+    y = tg.sgn(z)
+    np.testing.assert_allclose(y.detach().numpy(), [0j, 0.6 + 0.8j, 0j], rtol=1e-15)
+    y.real.sum().backward()
+    g = z.grad.numpy()
+    assert g[0] == 0 and g[2] == 0
+    # d Re(z/|z|): at 3+4i the conjugate Wirtinger gradient is (1/|z| - x^2/|z|^3) - i(x y/|z|^3)
+    np.testing.assert_allclose(g[1], (1 / 5 - 9 / 125) - 1j * (12 / 125), rtol=1e-6)
+
+
+def test_vdot_of_complex_vectors_conjugates_the_first():
+    a = tg.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    b = tg.tensor([0.5 - 1j, 2 + 0j], requires_grad=True)
+    v = tg.vdot(a, b)
+    assert v.item() == pytest.approx(np.vdot([1 + 2j, 3 - 1j], [0.5 - 1j, 2 + 0j]))
+    v.real.backward()
+    assert a.grad.tolist() == [0.5 - 1j, 2 + 0j] and b.grad.tolist() == [1 + 2j, 3 - 1j]
+    assert a.vdot(b).item() == v.item()
+
+
+def test_vander_multiplies_its_powers_out_as_linalg_vander_does():
+    x = tg.tensor([0.3, 1.7, 2.9], dtype=tg.float64)
+    assert tg.equal(tg.vander(x, 6, increasing=True), tg.linalg.vander(x, N=6))
+    assert tg.vander(x, 6)[0, 0].item() == 0.3 * 0.3 * 0.3 * 0.3 * 0.3  # (not 0.3 ** 5)
+    assert tg.vander(tg.tensor([1, 2, 3])).tolist() == [[1, 1, 1], [4, 2, 1], [9, 3, 1]]
+    assert tuple(tg.vander(x, 1).shape) == (3, 1) and tuple(tg.vander(x, 0).shape) == (3, 0)
+
+
+def test_the_deprecated_nuclear_and_frobenius_norms():
+    a = tg.tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.warns(UserWarning, match="at::nuclear_norm is deprecated"):
+        assert tg.nuclear_norm(a).item() == pytest.approx(float(np.linalg.norm(a.numpy(), "nuc")))
+    with pytest.warns(UserWarning):
+        assert tuple(tg.nuclear_norm(a, keepdim=True).shape) == (1, 1)
+        assert tg.nuclear_norm(tg.ones(2, 2, 3), dim=(0, 2)).tolist() == pytest.approx([6 ** 0.5] * 2)
+    with pytest.warns(UserWarning, match="at::frobenius_norm is deprecated"):
+        assert tg.frobenius_norm(a, dim=(1,), keepdim=True).flatten().tolist() == pytest.approx([5 ** 0.5, 5.0])
+    with pytest.raises(TypeError):
+        tg.frobenius_norm(a)
+
+
+def test_imag_of_a_real_tensor_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+        tg.zeros(2).imag
+
+
+def test_hessian_strict_gives_pytorchs_whole_message():
+    with pytest.raises(RuntimeError) as info:
+        tg.autograd.functional.hessian(lambda x: x.sum(), tg.ones(3), strict=True)
+    assert str(info.value).endswith("that the jacobian depends on the inputs (this would be violated by a "
+                                    "linear function for example).")

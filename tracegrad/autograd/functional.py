@@ -83,9 +83,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     def gradient(*args):
         g = jacobian(scalar, args, create_graph=True)
         if strict:
-            _require_graph(g, "While computing the hessian, found that the jacobian of the "
-                              "user-provided function with respect to input {i} is independent "
-                              "of the input. This is not allowed in strict mode.")
+            _require_graph(g, _HESSIAN_STRICT)
         return g
 
     h = jacobian(gradient, xs, create_graph=create_graph, strict=strict,
@@ -214,12 +212,15 @@ def _first_gradient(func, inputs, v, create_graph, strict, fn):
     _check_scalar(out_tuple, ys, fn)
     gs = _pull(ys, xs, None, create_graph=True)
     if strict:
-        _require_graph(gs, "While computing the hessian, found that the jacobian of the "
-                           "user-provided function with respect to input {i} is independent of the "
-                           "input. This is not allowed in strict mode. You should ensure that your "
-                           "function is twice differentiable and that the jacobian depends on the "
-                           "inputs (this would be violated by a linear function for example).")
+        _require_graph(gs, _HESSIAN_STRICT)
     return in_tuple, xs, vs, out_tuple, ys, gs
+
+
+_HESSIAN_STRICT = ("While computing the hessian, found that the jacobian of the user-provided function "
+                   "with respect to input {i} is independent of the input. This is not allowed in "
+                   "strict mode. You should ensure that your function is twice differentiable and that "
+                   "the jacobian depends on the inputs (this would be violated by a linear function for "
+                   "example).")
 
 
 def _require_graph(grads, message):

@@ -169,11 +169,11 @@ def vander(x, N=None, increasing=False):
         raise RuntimeError("N must be non-negative.")
     if x.dtype is _dt.bool_ or not (x.is_floating_point() or x.is_complex()):
         x = x.to(_dt.int64)
-    from .shape import stack
-    cols = [x ** k if k else x.new_ones(x.shape) for k in range(n)]
     if n == 0:
         return x.new_zeros((x.shape[0], 0))
-    out = stack(cols, dim=1)
+    from .shape import cat  # (powers by a running product, as PyTorch's: the same bits)
+    ones = x.new_ones((x.shape[0], 1))
+    out = ones if n == 1 else cat([ones, x.unsqueeze(1).expand((x.shape[0], n - 1)).cumprod(1)], dim=1)
     return out if increasing else out.flip(1)
 
 

@@ -60,7 +60,8 @@ def sgn(input):
     if not input.is_complex():
         return U.sign(input)
     a = U.abs(input)
-    return div(input, where(a == 0, 1.0, a))
+    zero = a == 0  # (0 there, with a zero gradient, as PyTorch's sgn_backward: not z / 1's)
+    return where(zero, 0.0, div(input, where(zero, 1.0, a)))
 
 
 def view_as_real(input):

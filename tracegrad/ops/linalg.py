@@ -126,11 +126,12 @@ def dot(input, tensor):
 
 
 def vdot(input, other):
-    """``dot`` that conjugates ``input``; only real dtypes are supported."""
+    """``dot`` that conjugates ``input`` (``<input|other>``, the inner product of quantum
+    states)."""
     _check_dot(input, other, "vdot")
-    if input.dtype.is_complex:
-        raise NotImplementedError("tracegrad's vdot supports real tensors only")
     _no_bool(input, "dot")
+    if input.dtype.is_complex:
+        return L.dot(input.conj(), other)
     return L.vdot(input, other)
 
 

@@ -4,7 +4,7 @@ Householder products (``torch.triangular_solve``, ``torch.lu``, ``torch.lu_unpac
 ``torch.orgqr``, ``torch.ormqr``) and their Tensor methods, over
 :mod:`tracegrad.linalg_solvers` and :mod:`tracegrad.linalg_misc`; and the functions
 PyTorch removed (``torch.lstsq``, ``eig``, ``symeig``, ``matrix_rank``), which raise its
-errors."""
+errors; and ``torch.nuclear_norm``/``frobenius_norm``, deprecated but kept for TorchScript."""
 import warnings
 
 from .. import linalg_misc as _M
@@ -80,7 +80,31 @@ def _deprecated(name, fn, once):
 def geqrf(input):
     return _geqrf_result(*_M.geqrf(input))
 
+def _jit_only(name, replacement):
+    warnings.warn(f"at::{name} is deprecated and it is just left for JIT compatibility. It will be removed "
+                  f"in a future PyTorch release. Please use `{replacement}` instead", UserWarning, stacklevel=3)
+
+
+def nuclear_norm(input, dim=None, keepdim=False):
+    """The nuclear norm of a matrix (of the two ``dim`` of a batch), as the deprecated
+    ``torch.nuclear_norm`` kept for TorchScript; ``torch.nuclear_norm(A, keepdim)`` too."""
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    _jit_only("nuclear_norm", "linalg.matrix_norm(A, 'nuc', dim, keepdim)")
+    from .. import linalg
+    return linalg.matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    """The 2-norm over ``dim``, as the deprecated ``torch.frobenius_norm``."""
+    _jit_only("frobenius_norm", "linalg.vector_norm(A, 2., dim, keepdim)")
+    from .. import linalg
+    return linalg.vector_norm(input, 2.0, dim, keepdim)
+
+
 FUNCTIONS = {
+    "nuclear_norm": nuclear_norm,
+    "frobenius_norm": frobenius_norm,
     "triangular_solve": _deprecated("triangular_solve", _S.triangular_solve, once=True),
     "lu": _deprecated("lu", _S.lu_legacy, once=False),
     "lu_unpack": _S.lu_unpack,

@@ -76,7 +76,7 @@ def real_vjp(g, out, x):
 @primitive("ImagBackward0", dtypes=KEEP, linear=True, complex="real")
 def imag(xp, x):
     if not is_complex(x):
-        raise TypeError("imag is not implemented for tensors with non-complex dtypes.")
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     return xp.imag(x).copy()
 
 
