@@ -23,7 +23,8 @@ __all__ = ["cpu", "device", "namespace_of", "namespace_for", "device_of", "is_ar
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy warns. Silence the floating
 # point warnings raised inside tracegrad's own kernels only (the user's NumPy code keeps
-# its warnings), at no cost per operation.
+# its warnings), at no cost per operation. Where the program made NumPy raise, or made
+# warnings errors in front of this filter, the operations run again quietly: quiet.py.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tracegrad\.")
 
 # Exact type -> namespace. NumPy scalars (what NumPy returns from 0-d reductions) and

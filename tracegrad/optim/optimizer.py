@@ -15,6 +15,7 @@ from collections import OrderedDict, defaultdict
 
 from .. import backend
 from ..backend import dtypes as _dt
+from ..backend.quiet import restore, silence
 from ..runtime import dispatch, grad_mode
 from ..runtime.hooks import RemovableHandle
 from ..runtime.profiler import record_function
@@ -117,9 +118,11 @@ def _bare_step(self, step, args, kwargs):
     if not step.__module__.startswith("tracegrad.optim."):
         return step(self, *args, **kwargs)
     prev = grad_mode.swap(False)
+    quiet = silence()  # (its updates write in place: NumPy's errors ignored, see backend.quiet)
     try:
         return step(self, *args, **kwargs)
     finally:
+        restore(quiet)
         grad_mode.restore(prev)
 
 

@@ -10,6 +10,7 @@ import weakref
 
 from .. import backend
 from ..backend import dtypes as _dt
+from ..backend.quiet import FP_ERRORS, quietly, restore, silence
 from ..rules.core import FLOAT, KEEP, register_handler
 from . import forward as _forward
 from . import grad_mode
@@ -74,6 +75,8 @@ def apply(prim, args, params, *, _observed=False):
         out = prim.impl(xp, *arrays, **params)
     except ValueError as e:
         raise _kernel_error(e, arrays) from None
+    except FP_ERRORS:  # (NumPy set to raise or warnings made errors: PyTorch's value anyway)
+        out = quietly(prim.impl, xp, *arrays, **params)
     node = None
     if rmask and _state.mode == _GRAD and prim.differentiable:
         node = _record(prim, args, params, rmask)
@@ -481,6 +484,7 @@ def _scalar_type_name(np_dtype):
 
 def _write(prim, xp, self, arrays, params):
     dst = self._data
+    quiet = silence()  # (a write cannot run twice: NumPy's errors ignored from the start)
     try:
         if prim.inplace_impl is not None:
             prim.inplace_impl(xp, dst, *arrays[1:], **params)
@@ -490,6 +494,8 @@ def _write(prim, xp, self, arrays, params):
             dst[...] = prim.impl(xp, *arrays, **params)
     except ValueError as e:
         raise _write_error(e, prim, self, arrays) from None
+    finally:
+        restore(quiet)
 
 
 def _write_error(exc, prim, self, arrays):

@@ -9,11 +9,13 @@ higher derivatives fall out. Saved values are freed after the pass unless
 runs, and (for ``autograd.grad``) their gradients are returned instead of accumulated.
 """
 import collections
+import functools
 import sys
 import threading
 import warnings
 
 from .. import backend
+from ..backend.quiet import FP_ERRORS, quietly
 from . import grad_mode
 from . import dispatch
 from .anomaly import checked_apply
@@ -350,7 +352,13 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
             if grads is None or (grads[0] is None and (len(grads) == 1 or all(g is None for g in grads))):
                 in_grads = None
             else:
-                in_grads = node._apply(grads, graph) if apply is None else apply(node, grads, graph)
+                try:
+                    in_grads = node._apply(grads, graph) if apply is None else apply(node, grads, graph)
+                except FP_ERRORS:  # (NumPy set to raise: a rule's vjp, which changed nothing, again)
+                    if getattr(node, "_prim", None) is None:
+                        raise  # (a custom Function's backward: the program's own code)
+                    in_grads = quietly(node._apply if apply is None else functools.partial(apply, node),
+                                       grads, graph)
                 if extra is not None and extra.get("hooks"):
                     in_grads = _run_node_hooks(extra["hooks"], in_grads, grads, graph)
                     opaque = True  # returned by a hook
@@ -602,10 +610,18 @@ def _add_into_grad(var, g, graph, fresh):
             keep = fresh is True or (fresh is VIEW and _sole_view(data))
             var._grad = wrap(_with_layout_of(var._data, data, keep))
         elif current._requires_grad or not _writable_in_place(current._data):
-            var._grad = wrap(current._data + data)
+            var._grad = wrap(quietly(_add, current._data, data))
         else:
-            current._data += data
+            quietly(_add_into, current._data, data)
             current._bump_version()
+
+
+def _add(a, b):
+    return a + b
+
+
+def _add_into(a, b):
+    a += b
 
 
 def _writable_in_place(a):

@@ -9,6 +9,7 @@ each shortcut here keeps ``apply``'s results, nodes and errors.
 
 from .. import backend
 from ..backend import dtypes as _dt
+from ..backend.quiet import FP_ERRORS, quietly
 from ..backend.number_operands import CONSTANTS as _CONSTANTS, REAL as _REAL  # (numbers as 0-d arrays)
 from ..backend.number_operands import constant_of as _constant_of
 from ..rules.core import FLOAT, Meta, meta
@@ -48,48 +49,51 @@ def eager_unary(prim):
     layout = []  # what a node of this rule keeps (see _layout), found on first use
 
     def op(x, *, _observed=False):
-        if _d.observer is not None and not _observed:
-            return _d.observer.call(prim.name, op, (x,), (x,))
-        if _d.batching is not None:
-            return apply(prim, (x,), _NO_PARAMS, _observed=True)
-        data = x._data
-        if x._view is not None:
-            refresh_stale_view(x)
-        if ufunc is not None:
-            dtype = data.dtype
-            if dtype in _REAL and type(data) is _NDARRAY and not _DUAL[0]:
-                # the common case: a real float NumPy array, its rule's ufunc
-                out = ufunc(data)
-                if x._requires_grad and recordable:
-                    mode = _state.mode if _OFF[0] else _GRAD
-                    if mode != _GRAD:
-                        return _untracked(out, mode)
-                    save_x, save_out, saved, _, make = layout[0] if layout else _layout(prim, (x,), layout)
-                    fn = x._grad_fn
-                    edge = (fn, x._output_nr) if fn is not None and x._view is None else edge_of(x)
-                    if save_x:
-                        vers = [None]
-                        sx, vers[0] = _save_operand(x)
-                    else:
-                        shape = data.shape
-                        vers, sx = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
-                    return make(prim.node_cls or _node_class(prim, (x,), _NO_PARAMS), out, (edge,), (sx,),
-                                vers, _POS0, saved, save_out)
-                return _untracked(out, _state.mode)
-            kind = dtype.kind
-            if float_only and kind not in "fc" or _DUAL[0]:
-                return apply(prim, (x,), _NO_PARAMS)
-            out = ufunc(data) if kind == "f" and type(data) is _NDARRAY else impl(_NS_BY_TYPE[type(data)], data)
-        else:
-            if float_only and data.dtype.kind not in "fc" or _DUAL[0]:
-                return apply(prim, (x,), _NO_PARAMS)
-            out = impl(_NS_BY_TYPE[type(data)], data)
-        mode = _state.mode
-        if mode == _GRAD and x._requires_grad:
-            if recordable:
-                return _tracked(prim, out, x, _ABSENT, 1)
-            return _result(out, _record(prim, (x,), _NO_PARAMS, 1))
-        return _untracked(out, mode)
+        try:
+            if _d.observer is not None and not _observed:
+                return _d.observer.call(prim.name, op, (x,), (x,))
+            if _d.batching is not None:
+                return apply(prim, (x,), _NO_PARAMS, _observed=True)
+            data = x._data
+            if x._view is not None:
+                refresh_stale_view(x)
+            if ufunc is not None:
+                dtype = data.dtype
+                if dtype in _REAL and type(data) is _NDARRAY and not _DUAL[0]:
+                    # the common case: a real float NumPy array, its rule's ufunc
+                    out = ufunc(data)
+                    if x._requires_grad and recordable:
+                        mode = _state.mode if _OFF[0] else _GRAD
+                        if mode != _GRAD:
+                            return _untracked(out, mode)
+                        save_x, save_out, saved, _, make = layout[0] if layout else _layout(prim, (x,), layout)
+                        fn = x._grad_fn
+                        edge = (fn, x._output_nr) if fn is not None and x._view is None else edge_of(x)
+                        if save_x:
+                            vers = [None]
+                            sx, vers[0] = _save_operand(x)
+                        else:
+                            shape = data.shape
+                            vers, sx = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
+                        return make(prim.node_cls or _node_class(prim, (x,), _NO_PARAMS), out, (edge,), (sx,),
+                                    vers, _POS0, saved, save_out)
+                    return _untracked(out, _state.mode)
+                kind = dtype.kind
+                if float_only and kind not in "fc" or _DUAL[0]:
+                    return apply(prim, (x,), _NO_PARAMS)
+                out = ufunc(data) if kind == "f" and type(data) is _NDARRAY else impl(_NS_BY_TYPE[type(data)], data)
+            else:
+                if float_only and data.dtype.kind not in "fc" or _DUAL[0]:
+                    return apply(prim, (x,), _NO_PARAMS)
+                out = impl(_NS_BY_TYPE[type(data)], data)
+            mode = _state.mode
+            if mode == _GRAD and x._requires_grad:
+                if recordable:
+                    return _tracked(prim, out, x, _ABSENT, 1)
+                return _result(out, _record(prim, (x,), _NO_PARAMS, 1))
+            return _untracked(out, mode)
+        except FP_ERRORS:  # (NumPy set to raise, or its warnings made errors: see backend.quiet)
+            return quietly(op, x, _observed=_observed)
     op.__name__ = prim.name
     _FAST[prim, 1] = op
     return op
@@ -109,81 +113,84 @@ def eager_binary(prim):
     layout = []  # what a node of a Tensor and a number keeps (see _layout), found on first use
 
     def op(a, b, *, _observed=False):
-        if _d.observer is not None and not _observed:
-            return _d.observer.call(prim.name, op, (a, b), (a, b))
-        if _d.batching is not None:
-            r = _d.batching(prim, (a, b), _NO_PARAMS)
-            if r is not NotImplemented:
-                return r
-        ad = a._data
-        tb = type(b)
-        if a._view is not None:
-            refresh_stale_view(a)
-        dtype = ad.dtype
-        if (tb is float or tb is int) and ufunc is not None and type(ad) is _NDARRAY:
-            consts = _REAL.get(dtype)
-            if consts is not None and not _DUAL[0]:
-                # the common case: a real float NumPy array and a number, its rule's ufunc
-                bd = consts.get(b)
-                if bd is None:
-                    bd = _constant_of(b, dtype)
-                out = ufunc(ad, bd)  # (a 0-d operand broadcasts with anything)
-                if a._requires_grad and recordable:
-                    mode = _state.mode if _OFF[0] else _GRAD
-                    if mode != _GRAD:
-                        return _untracked(out, mode)
-                    save_a, save_out, saved, pos, make = layout[0] if layout else _layout(prim, (a, b), layout)
-                    fn = a._grad_fn
-                    ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
-                    if save_a:
-                        vers = [None, None]
-                        sa, vers[0] = _save_operand(a)
-                    else:
-                        shape = ad.shape
-                        vers, sa = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
-                    return make(prim.node_cls or _node_class(prim, (a, b), _NO_PARAMS), out,
-                                (ea, _NO_EDGE) if pos is _POS01 else (ea,), (sa, b), vers, pos, saved, save_out)
-                return _untracked(out, _state.mode)
-        if tb is Tensor or tb in _PLAIN:
-            bd = b._data
-            if bd.dtype != dtype or type(bd) is not type(ad):  # (or on another device)
-                return apply(prim, (a, b), _NO_PARAMS)
-            if b._view is not None:
-                refresh_stale_view(b)
-            rmask = a._requires_grad | (b._requires_grad << 1)
-            kind = dtype.kind
-        elif tb is float or tb is int:
-            kind = dtype.kind
-            if kind == "b" or (tb is float and kind not in "fc") or (
-                    kind in "iu" and not _dt.fits(b, dtype)):
-                return apply(prim, (a, b), _NO_PARAMS)
-            bd = b
-            if scalar and kind in "fc" and type(ad) is _NDARRAY:
-                consts = _CONSTANTS.get(dtype)
-                if consts is not None:
+        try:
+            if _d.observer is not None and not _observed:
+                return _d.observer.call(prim.name, op, (a, b), (a, b))
+            if _d.batching is not None:
+                r = _d.batching(prim, (a, b), _NO_PARAMS)
+                if r is not NotImplemented:
+                    return r
+            ad = a._data
+            tb = type(b)
+            if a._view is not None:
+                refresh_stale_view(a)
+            dtype = ad.dtype
+            if (tb is float or tb is int) and ufunc is not None and type(ad) is _NDARRAY:
+                consts = _REAL.get(dtype)
+                if consts is not None and not _DUAL[0]:
+                    # the common case: a real float NumPy array and a number, its rule's ufunc
                     bd = consts.get(b)
                     if bd is None:
                         bd = _constant_of(b, dtype)
-            rmask = a._requires_grad
-        elif isinstance(b, Tensor) or type(b) in _NUMBER_RANK or hasattr(b, "__array_interface__"):
-            return apply(prim, (a, b), _NO_PARAMS)
-        else:
-            return NotImplemented
-        if float_only and kind not in "fc" or _DUAL[0]:
-            return apply(prim, (a, b), _NO_PARAMS)
-        try:
-            if ufunc is not None and kind == "f" and type(ad) is _NDARRAY:
-                out = ufunc(ad, bd)
+                    out = ufunc(ad, bd)  # (a 0-d operand broadcasts with anything)
+                    if a._requires_grad and recordable:
+                        mode = _state.mode if _OFF[0] else _GRAD
+                        if mode != _GRAD:
+                            return _untracked(out, mode)
+                        save_a, save_out, saved, pos, make = layout[0] if layout else _layout(prim, (a, b), layout)
+                        fn = a._grad_fn
+                        ea = (fn, a._output_nr) if fn is not None and a._view is None else edge_of(a)
+                        if save_a:
+                            vers = [None, None]
+                            sa, vers[0] = _save_operand(a)
+                        else:
+                            shape = ad.shape
+                            vers, sa = None, _SHAPES[dtype].get(shape) or _shape_of(shape, dtype)
+                        return make(prim.node_cls or _node_class(prim, (a, b), _NO_PARAMS), out,
+                                    (ea, _NO_EDGE) if pos is _POS01 else (ea,), (sa, b), vers, pos, saved, save_out)
+                    return _untracked(out, _state.mode)
+            if tb is Tensor or tb in _PLAIN:
+                bd = b._data
+                if bd.dtype != dtype or type(bd) is not type(ad):  # (or on another device)
+                    return apply(prim, (a, b), _NO_PARAMS)
+                if b._view is not None:
+                    refresh_stale_view(b)
+                rmask = a._requires_grad | (b._requires_grad << 1)
+                kind = dtype.kind
+            elif tb is float or tb is int:
+                kind = dtype.kind
+                if kind == "b" or (tb is float and kind not in "fc") or (
+                        kind in "iu" and not _dt.fits(b, dtype)):
+                    return apply(prim, (a, b), _NO_PARAMS)
+                bd = b
+                if scalar and kind in "fc" and type(ad) is _NDARRAY:
+                    consts = _CONSTANTS.get(dtype)
+                    if consts is not None:
+                        bd = consts.get(b)
+                        if bd is None:
+                            bd = _constant_of(b, dtype)
+                rmask = a._requires_grad
+            elif isinstance(b, Tensor) or type(b) in _NUMBER_RANK or hasattr(b, "__array_interface__"):
+                return apply(prim, (a, b), _NO_PARAMS)
             else:
-                out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
-        except ValueError as e:
-            raise _kernel_error(e, (ad, bd)) from None
-        mode = _state.mode
-        if rmask and mode == _GRAD:
-            if recordable:
-                return _tracked(prim, out, a, b, rmask)
-            return _result(out, _record(prim, (a, b), _NO_PARAMS, rmask))
-        return _untracked(out, mode)
+                return NotImplemented
+            if float_only and kind not in "fc" or _DUAL[0]:
+                return apply(prim, (a, b), _NO_PARAMS)
+            try:
+                if ufunc is not None and kind == "f" and type(ad) is _NDARRAY:
+                    out = ufunc(ad, bd)
+                else:
+                    out = impl(_NS_BY_TYPE[type(ad)], ad, bd)
+            except ValueError as e:
+                raise _kernel_error(e, (ad, bd)) from None
+            mode = _state.mode
+            if rmask and mode == _GRAD:
+                if recordable:
+                    return _tracked(prim, out, a, b, rmask)
+                return _result(out, _record(prim, (a, b), _NO_PARAMS, rmask))
+            return _untracked(out, mode)
+        except FP_ERRORS:  # (NumPy set to raise, or its warnings made errors: see backend.quiet)
+            return quietly(op, a, b, _observed=_observed)
     op.__name__ = prim.name
     _FAST[prim, 2] = op
     return op
