@@ -160,3 +160,23 @@ def test_state_dict_as_torch():
     ours, theirs = dicts
     assert ours["param_groups"] == theirs["param_groups"]
     assert {k: list(v) for k, v in ours["state"].items()} == {k: list(v) for k, v in theirs["state"].items()}
+
+
+def test_a_step_count_saved_as_a_one_element_tensor_counts_on():
+    """pytorch-a3c's SharedAdam makes ``state['step'] = torch.zeros(1)`` before any step."""
+    w = tg.tensor([1.0, 2.0], requires_grad=True)
+    opt = tg.optim.Adam([w], lr=0.1)
+    opt.state[w].update(step=tg.zeros(1), exp_avg=tg.zeros(2), exp_avg_sq=tg.zeros(2))
+    w.sum().backward()
+    opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), [0.9, 1.9], rtol=1e-6)  # (Adam's first step: lr * sign)
+    assert opt.state[w]["step"].tolist() == [1.0]
+
+
+def test_share_memory_marks_parameters_buffers_and_adagrads_sums():
+    m = tg.nn.BatchNorm1d(3)
+    assert m.share_memory() is m
+    assert all(t.is_shared() for t in [*m.parameters(), *m.buffers()])
+    opt = tg.optim.Adagrad(m.parameters())
+    assert opt.share_memory() is None
+    assert all(opt.state[p]["sum"].is_shared() for p in m.parameters())

@@ -33,11 +33,13 @@ def scalar_state(param, value, on_param_device=False, fused=False):
 
 
 def advance(step_t):
-    """``step_t += 1`` in place (its version moves on); returns the new count as a float."""
+    """``step_t += 1`` in place (its version moves on); returns the new count as a float.
+    The count is read as ``.item()`` reads it: a state saved as ``torch.zeros(1)`` (the
+    pytorch-a3c SharedAdam's) counts too."""
     data = step_t._data
     data += 1
     bump(step_t)
-    return float(data)
+    return float(data) if data.ndim == 0 else step_t.item()
 
 
 def zeros_state(param):

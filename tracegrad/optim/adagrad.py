@@ -41,6 +41,13 @@ class Adagrad(Optimizer):
         st["sum"] = wrap(xp.full_like(data, complex(value, value) if data.dtype.kind == "c" else value))
         return st
 
+    def share_memory(self):
+        """Mark each parameter's ``sum`` state shared (``Tensor.share_memory_``), as
+        PyTorch's Adagrad does for Hogwild training."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
+
     def step(self, closure=None):
         """Perform a single optimization step (``closure`` re-evaluates the loss)."""
         loss = closure_loss(closure)

@@ -468,6 +468,10 @@ class Module:
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def share_memory(self):
+        """Mark every parameter's and buffer's memory shared (``Tensor.share_memory_``), as
+        ``torch.multiprocessing`` programs (A3C's shared model) do before forking."""
+        for t in [*self.parameters(), *self.buffers()]:
+            t.share_memory_()
         return self
 
     # -- state dict --------------------------------------------------------------------------
