@@ -1,6 +1,7 @@
 """resize_/resize_as_ (PyTorch's storage semantics where tracegrad can keep them, a clear
-refusal where it cannot) and share_memory_/is_shared (a mark: see tracegrad/ops/storage.py),
-by hand and against real PyTorch."""
+refusal where it cannot) and share_memory_/is_shared (memory shared with forked processes
+where the tensor alone holds its memory, else a mark: see tracegrad/ops/storage.py), by
+hand and against real PyTorch."""
 import gc
 
 import numpy as np
@@ -118,6 +119,41 @@ def test_share_memory_marks_the_memory():
     s = tg.zeros(4).share_memory_()
     s.resize_(2)
     assert s.is_shared()  # (shrunk: the same memory)
+
+
+def _hogwild_worker(t, model, state):
+    t.add_(1.0)
+    with tg.no_grad():
+        model.weight.mul_(0.0)
+    state.add_(5)
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_forked_processes_write_into_shared_tensors():
+    """Hogwild / A3C: a model and an optimizer's state shared before the workers fork."""
+    import multiprocessing
+    t = tg.zeros(3).share_memory_()
+    model = tg.nn.Linear(2, 2, bias=False).share_memory()
+    state = tg.zeros(1).share_memory_()
+    f = tg.zeros(3, 2).t()  # (F-ordered: keeps its strides)
+    f.share_memory_()
+    assert f.stride() == (1, 2) and f.is_shared()
+    worker = multiprocessing.get_context("fork").Process(target=_hogwild_worker, args=(t, model, state))
+    worker.start()
+    worker.join()
+    assert worker.exitcode == 0
+    assert t.tolist() == [1.0, 1.0, 1.0] and state.tolist() == [5.0]
+    assert model.weight.abs().sum().item() == 0 and isinstance(model.weight, tg.nn.Parameter)
+
+
+def test_a_tensor_something_else_holds_is_only_marked():
+    v = tg.zeros(4)
+    w = v[1:]
+    a = v.numpy()
+    v.share_memory_()
+    assert v.is_shared() and w.is_shared()
+    v.add_(1.0)  # (still the same memory as its view and its NumPy array)
+    assert w.tolist() == [1.0] * 3 and a.tolist() == [1.0] * 4
 
 
 def test_meta_tensors_are_not_shared():

@@ -16,12 +16,16 @@ a graph that saved it -- since NumPy cannot grow memory in place: PyTorch grows 
 storage (or, for ``from_numpy``, refuses too). ``resize_`` to the same shape changes
 nothing; any other bumps the version counter, as in PyTorch.
 
-``share_memory_``: tracegrad's tensors do not cross processes through shared memory --
-:mod:`tracegrad.multiprocessing` runs on MPI and has no tensor-sharing reductions, so a
-tensor sent to another process (a queue, a DataLoader worker, ``spawn``'s args) arrives
-as a pickled copy. ``share_memory_()`` therefore only marks the tensor's memory (views of
-it included) so that ``is_shared()`` answers True and programs that call it run
-unchanged; writes made in another process are not seen here. A CUDA tensor counts as
+``share_memory_``: a CPU tensor that owns its memory, C- or F-contiguous, that nothing
+else refers to (no view, no ``numpy()`` array: the case of a module's parameters and an
+optimizer's state, which Hogwild and A3C programs share) moves into an anonymous shared
+mapping (``mmap``), so that processes forked afterwards -- ``multiprocessing.Process``
+with the ``fork`` start method, Linux's default before Python 3.14 -- write into this
+process's elements, as with PyTorch's shared storage. Any other tensor is only marked.
+tracegrad has no tensor-sharing reductions (:mod:`tracegrad.multiprocessing` runs on
+MPI), so a tensor sent to another process (a queue, a DataLoader worker, a ``spawn``ed
+process's args) arrives as a pickled copy whose writes are not seen here. Either way
+``is_shared()`` answers True (views of the memory included). A CUDA tensor counts as
 shared, a meta tensor cannot be, as in PyTorch.
 """
 import math
@@ -125,10 +129,13 @@ _SHARED = {}  # id(root array of marked memory) -> what forgets the mark when th
 
 
 def share_memory_(self):
-    """Mark the tensor's memory as shared (see the module docstring); returns ``self``."""
+    """Move the tensor into memory shared with processes forked afterwards, where it can
+    (else mark its memory shared: see the module docstring); returns ``self``."""
     kind = self.device.type
     if kind == "meta":
         raise RuntimeError("_share_fd_: only available on CPU")
+    if kind == "cpu" and not is_shared(self):
+        _move_to_shared_memory(self)
     root = backend.memory_root(self._data)
     key = id(root)
     if kind == "cpu" and key not in _SHARED:
@@ -137,6 +144,26 @@ def share_memory_(self):
         except TypeError:  # (memory from an object without weak references: kept alive with its mark)
             _SHARED[key] = root
     return self
+
+
+def _move_to_shared_memory(t):
+    """Put ``t``'s elements into an anonymous shared mapping, where ``t`` alone holds its
+    memory and it is one C- or F-ordered block; else leave it where it is."""
+    owns, refs = _owner_refs(t)
+    a = t._data
+    if not owns or refs != _FRESH[True] or type(a) is not backend.cpu.ndarray or a.size == 0:
+        return
+    if a.flags.c_contiguous:
+        order = a.shape
+    elif a.flags.f_contiguous:
+        order = a.shape[::-1]
+    else:
+        return
+    import mmap
+    flat = backend.cpu.frombuffer(mmap.mmap(-1, a.nbytes), dtype=a.dtype, count=a.size)
+    moved = flat.reshape(order) if a.flags.c_contiguous else flat.reshape(order).T
+    moved[...] = a
+    t._data = moved
 
 
 def is_shared(self):
