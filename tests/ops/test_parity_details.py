@@ -379,3 +379,27 @@ def test_hessian_strict_gives_pytorchs_whole_message():
         tg.autograd.functional.hessian(lambda x: x.sum(), tg.ones(3), strict=True)
     assert str(info.value).endswith("that the jacobian depends on the inputs (this would be violated by a "
                                     "linear function for example).")
+
+
+@pytest.mark.parametrize("call, two", [
+    (lambda b: 1 - b, False), (lambda b: b - 1, False), (lambda b: b - tg.tensor([1.0, 2.0]), False),
+    (lambda b: tg.tensor([1, 2]) - b, False), (lambda b: b.sub(1), False), (lambda b: tg.rsub(b, 1), False),
+    (lambda b: tg.tensor(1) - True, False), (lambda b: b - b, True), (lambda b: b - True, True),
+    (lambda b: b.clone().sub_(True), True), (lambda b: tg.tensor([1.0, 2.0]).sub_(b), False),
+])
+def test_subtracting_a_bool_is_refused_as_pytorch_refuses_it(call, two):
+    """RL code's ``1 - dones`` with boolean ``dones``: PyTorch asks for ``~`` instead."""
+    message = "with two bool tensors is not supported" if two else "with a bool tensor is not supported. If you"
+    with pytest.raises(RuntimeError, match=message):
+        call(tg.tensor([True, False]))
+
+
+def test_python_conversions_of_several_elements_are_value_errors():
+    for convert in (float, int, complex):
+        with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+            convert(tg.tensor([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+        tg.tensor([1.0, 2.0]).item()
+    with pytest.raises(RuntimeError, match="Boolean value of Tensor with no values is ambiguous"):
+        bool(tg.tensor([]))
+    assert float(tg.tensor([[2.5]])) == 2.5 and int(tg.tensor(3)) == 3

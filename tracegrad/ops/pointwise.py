@@ -19,9 +19,19 @@ _NO = {}
 
 
 def _bool_check(x, y):
-    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype.name == "bool" and y.dtype.name == "bool":
+    """PyTorch's refusals of a subtraction with a bool operand (a Python bool counts, as
+    ``1 - dones`` with boolean ``dones`` meets them)."""
+    bx, by = _is_bool(x), _is_bool(y)
+    if bx and by:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
+    if bx or by:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _is_bool(v):
+    return type(v) is bool or (isinstance(v, Tensor) and v.dtype.name == "bool")
 
 
 # -- PyTorch's deprecated overloads: the scale first (``p.data.add_(-lr, grad)``) -------------
@@ -282,6 +292,8 @@ def _alpha(name):
     def convert(self, other, *deprecated, alpha=None):
         if deprecated:
             alpha, (other,) = _scale_first(name, other, deprecated, alpha, 1)
+        if name == "sub":
+            _bool_check(self, other)
         return ((A.mul(other, scalar(alpha)) if alpha is not None and alpha != 1 else other),), {}
     return convert
 
@@ -321,6 +333,7 @@ def _clamp_(self, min=None, max=None):
 
 
 def _rsub(self, other):
+    _bool_check(other, self)
     return apply(A.sub, (other, self), _NO)
 
 

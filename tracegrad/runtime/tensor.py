@@ -431,14 +431,21 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError(f"Boolean value of Tensor with {'no values' if self._data.size == 0 else 'more than one value'} "
+                               "is ambiguous")
         return bool(self.item())
 
     def __float__(self):
-        return float(self.item())
+        return float(self._one_element())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._one_element())
+
+    def _one_element(self):
+        """``item()`` for Python's conversions, which PyTorch refuses with a ValueError."""
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self):
         data = self._data
@@ -447,7 +454,7 @@ class Tensor:
         return int(data.item() if type(data) is _NDARRAY else self.item())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._one_element())
 
     __hash__ = object.__hash__
 
