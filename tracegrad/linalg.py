@@ -5,11 +5,16 @@ The lu family, triangular solves, lstsq and the ``_ex`` variants are in
 all are re-exported here, and take ``out=`` through :mod:`tracegrad.ops.out`. Singular or
 indefinite operands raise :class:`LinAlgError` (a RuntimeError) with PyTorch's messages.
 
-Gradients of the functions that read one triangle of a symmetric operand (``eigh``,
-``eigvalsh``, ``cholesky``, ``pinv(hermitian=True)``) are the derivatives of what they
-compute, so they live on that triangle; PyTorch returns their symmetrised form instead.
-The two agree for every symmetric parametrisation of the operand (``A = B @ B.mT``,
-``(X + X.mT) / 2``). Gradients through eigenvectors or singular vectors are undefined at
+The functions that read one triangle of a symmetric operand give PyTorch's gradient:
+``eigh`` and ``eigvalsh`` the Hermitian one, ``cholesky`` and ``cholesky_ex`` of a real
+matrix the symmetric one -- ``(G + G^H) / 2`` of the rules' own ``G``, which is the
+derivative of what they compute and so lives on that triangle (see
+:func:`_hermitian_gradient`). A symmetric matrix that is itself a parameter -- a learned
+covariance -- stays symmetric under gradient descent, as in PyTorch. ``pinv(hermitian=
+True)`` and a complex ``cholesky`` keep the rules' gradient (PyTorch's is not Hermitian
+there either). The two agree for every symmetric parametrisation of the operand (``A = B
+@ B.mT``); the tape and AST modes, which differentiate NumPy's functions, keep the
+triangle's. Gradients through eigenvectors or singular vectors are undefined at
 repeated eigen/singular values (nan there, as PyTorch gives inf/nan); eigen/singular
 values alone keep finite gradients.
 """
@@ -117,8 +122,28 @@ def solve(A, B, *, left=True):
     return D.solve(A, B) if left else D.solve_right(B, A)
 
 
+def _symmetric_gradient(A):
+    """:func:`_hermitian_gradient` for a real ``A`` (``cholesky``'s: PyTorch's gradient of a
+    complex Cholesky factorisation is not Hermitian, and stays the rule's)."""
+    return A if A.is_complex() else _hermitian_gradient(A)
+
+
+def _hermitian_gradient(A):
+    """``A`` (the same values) whose gradient is the Hermitian part ``(G + G^H) / 2`` of
+    the gradient ``G`` it receives: what PyTorch returns for the functions that read one
+    triangle of a Hermitian operand, whose own derivative lives on that triangle. Where
+    ``A`` does not require grad, ``A`` itself. An entry whose symmetric part is not finite
+    (garbage in the triangle the function does not read) keeps its value and passes no
+    gradient."""
+    if not A.requires_grad:
+        return A
+    sym = (A + A.mH) * 0.5
+    change = sym - sym.detach()  # (0, with sym's gradient)
+    return A.detach() + change.where(sym.isfinite(), 0.0)
+
+
 def cholesky(A, *, upper=False):
-    return D.cholesky(_check(A, "linalg.cholesky"), upper=upper)
+    return D.cholesky(_symmetric_gradient(_check(A, "linalg.cholesky")), upper=upper)
 
 
 def _uplo(UPLO):
@@ -128,11 +153,13 @@ def _uplo(UPLO):
 
 
 def eigh(A, UPLO="L"):
-    return linalg_eigh(*SP.eigh_as_lapack(_check(A, "linalg.eigh"), upper=_uplo(UPLO)))
+    upper = _uplo(UPLO)
+    return linalg_eigh(*SP.eigh_as_lapack(_hermitian_gradient(_check(A, "linalg.eigh")), upper=upper))
 
 
 def eigvalsh(A, UPLO="L"):
-    return SP.eigh(_check(A, "linalg.eigvalsh"), upper=_uplo(UPLO))[0]
+    upper = _uplo(UPLO)
+    return SP.eigh(_hermitian_gradient(_check(A, "linalg.eigvalsh")), upper=upper)[0]
 
 
 def eig(A):

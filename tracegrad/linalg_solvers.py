@@ -258,7 +258,8 @@ def inv_ex(A, *, check_errors=False):
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
     _float_matrix(A, "linalg.cholesky", square=True)
-    L, info = _guarded(A, lambda a: D.cholesky(a, upper=upper),
+    from .linalg import _symmetric_gradient
+    L, info = _guarded(_symmetric_gradient(A), lambda a: D.cholesky(a, upper=upper),
                        lambda a: lapack.cholesky_info(namespace_of(a), a, upper),
                        "linalg.cholesky_ex", lapack.NOT_PD, check_errors)
     return linalg_cholesky_ex(L, info)

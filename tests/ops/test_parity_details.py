@@ -403,3 +403,74 @@ def test_python_conversions_of_several_elements_are_value_errors():
     with pytest.raises(RuntimeError, match="Boolean value of Tensor with no values is ambiguous"):
         bool(tg.tensor([]))
     assert float(tg.tensor([[2.5]])) == 2.5 and int(tg.tensor(3)) == 3
+
+
+def test_eigvalsh_of_a_symmetric_leaf_has_the_symmetric_gradient():
+    """d lambda_k / dA = v_k v_k^T, as PyTorch returns it (not folded onto one triangle)."""
+    a = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.3], [0.1, 0.3, 3.0]])
+    for uplo in ("L", "U"):
+        x = tg.tensor(a, requires_grad=True)
+        tg.linalg.eigvalsh(x, UPLO=uplo)[1].backward()
+        v = np.linalg.eigh(a)[1][:, 1]
+        np.testing.assert_allclose(x.grad.numpy(), np.outer(v, v), atol=1e-12)
+
+
+def test_a_learned_covariance_stays_symmetric_and_positive_definite():
+    """lin_covlearn: a covariance matrix that is itself the parameter of a Gaussian."""
+    sigma = tg.nn.Parameter(tg.eye(2, dtype=tg.float64))
+    opt = tg.optim.SGD([sigma], lr=0.05)
+    data = tg.tensor([[1.0, 0.8], [-0.5, -0.6], [0.3, 0.1]], dtype=tg.float64)
+    for _ in range(5):
+        opt.zero_grad()
+        mvn = tg.distributions.MultivariateNormal(tg.zeros(2, dtype=tg.float64), covariance_matrix=sigma)
+        (-mvn.log_prob(data).mean()).backward()
+        assert np.allclose(sigma.grad.numpy(), sigma.grad.numpy().T)
+        opt.step()
+    s = sigma.detach().numpy()
+    assert np.array_equal(s, s.T) and np.all(np.linalg.eigvalsh(s) > 0)
+
+
+def test_cholesky_gradient_is_symmetric_and_right_along_symmetric_directions():
+    rng = np.random.default_rng(2)
+    b = rng.standard_normal((3, 3))
+    a, w = b @ b.T + 3 * np.eye(3), rng.standard_normal((3, 3))
+    for fn in (lambda m: tg.linalg.cholesky(m), lambda m: tg.linalg.cholesky_ex(m).L,
+               lambda m: tg.linalg.cholesky(m, upper=True).mT):
+        x = tg.tensor(a, requires_grad=True)
+        (fn(x) * tg.tensor(w)).sum().backward()
+        g = x.grad.numpy()
+        np.testing.assert_allclose(g, g.T, atol=1e-14)
+        d = rng.standard_normal((3, 3))
+        d = d + d.T
+        eps = 1e-6
+        f = lambda m: float((np.linalg.cholesky(m) * w).sum())
+        numeric = (f(a + eps * d) - f(a - eps * d)) / (2 * eps)
+        assert (g * d).sum() == pytest.approx(numeric, rel=1e-6)
+    with pytest.raises(AssertionError):  # (a complex factor keeps the rule's own gradient)
+        z = tg.tensor(a + 0j, requires_grad=True)
+        (tg.linalg.cholesky(z) * tg.tensor(w + 1j * w)).sum().real.backward()
+        np.testing.assert_allclose(z.grad.numpy(), z.grad.numpy().conj().T, atol=1e-12)
+
+
+@pytest.mark.torch
+def test_symmetric_gradients_equal_pytorchs():
+    import torch
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.complex128):
+        b = rng.standard_normal((4, 4)) + (1j * rng.standard_normal((4, 4)) if dtype is np.complex128 else 0)
+        a = (b @ b.conj().T + 4 * np.eye(4)).astype(dtype)
+        w = rng.standard_normal((4, 4)).astype(dtype)
+        calls = [lambda L, m: (L.linalg.eigh(m, UPLO="U").eigenvectors.abs() ** 2 * L.tensor(w.real)).sum()
+                 + L.linalg.eigvalsh(m).sum() ** 2]
+        if dtype is np.float64:
+            calls += [lambda L, m: (L.linalg.cholesky(m) * L.tensor(w)).sum(),
+                      lambda L, m: (L.linalg.cholesky_ex(m, upper=True).L * L.tensor(w)).sum()]
+        for call in calls:
+            grads = []
+            for lib in (tg, torch):
+                m = lib.tensor(a, requires_grad=True)
+                g, = lib.autograd.grad(call(lib, m), m, create_graph=True)
+                gg, = lib.autograd.grad((g.abs() ** 2).sum(), m)
+                grads.append((g.detach().numpy(), gg.numpy()))
+            np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-6, atol=1e-8)
