@@ -30,6 +30,7 @@ def _close(a, b):
 
 # -- building tensors from a batched one ------------------------------------------------------
 
+@pytest.mark.filterwarnings("ignore:To copy construct")
 def test_tensor_of_a_batched_tensor_copies_every_sample():
     x = _x()
     _close(vmap(lambda v: tg.tensor(v) * 2)(x), _loop(lambda v: tg.tensor(v) * 2, x))

@@ -474,3 +474,25 @@ def test_symmetric_gradients_equal_pytorchs():
                 grads.append((g.detach().numpy(), gg.numpy()))
             np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-8, atol=1e-10)
             np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-6, atol=1e-8)
+
+
+def test_bit_operations_on_floats_are_refused_as_pytorch_refuses_them():
+    x = tg.tensor([1.0])
+    with pytest.raises(TypeError, match=r"~ \(operator.invert\) is only implemented on integer and Boolean-type"):
+        ~x
+    for call, kernel in [(lambda: x & x, "bitwise_and"), (lambda: x | 1, "bitwise_or"),
+                         (lambda: x ^ x, "bitwise_xor"), (lambda: x.bitwise_not(), "bitwise_not")]:
+        with pytest.raises(NotImplementedError, match=f'"{kernel}_cpu" not implemented for \'Float\''):
+            call()
+    assert (~tg.tensor([True, False])).tolist() == [False, True] and (tg.tensor([6]) & 3).tolist() == [2]
+
+
+def test_masked_fill_and_repeat_interleave_refuse_as_pytorch():
+    x = tg.ones(4)
+    with pytest.raises(RuntimeError, match=r"only supports a 0-dimensional value tensor, but got tensor with 1 dimension"):
+        x.masked_fill(x > 0, tg.tensor([1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks, but got mask with dtype long int"):
+        x.masked_fill(tg.tensor([1, 0, 1, 0]), 0.0)
+    with pytest.raises(RuntimeError, match="repeats can not be negative"):
+        tg.repeat_interleave(tg.tensor([1, -1]))
+    assert x.masked_fill(x > 0, tg.tensor(2.0)).tolist() == [2.0] * 4

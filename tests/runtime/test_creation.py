@@ -117,7 +117,9 @@ def test_tensor_from_numpy_scalar_keeps_dtype():
 
 def test_tensor_from_tensor_copies():
     src = tg.tensor([1.0, 2.0])
-    t = tg.tensor(src)
+    with pytest.warns(UserWarning, match="To copy construct from a tensor, it is recommended to use "
+                                         r"sourceTensor.detach\(\).clone\(\)"):
+        t = tg.tensor(src)
     t[0] = 5.0
     assert src.tolist() == [1.0, 2.0]
 

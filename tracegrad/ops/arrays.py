@@ -187,6 +187,8 @@ def tile(input, *given, dims=None):
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if repeats is None:  # repeat_interleave(counts): each position, count times
         counts = input.tolist()
+        if any(c < 0 for c in counts):
+            raise RuntimeError("repeats can not be negative")
         positions = host.repeat(host.arange(len(counts)), counts)
         from ..runtime.creation import tensor
         return tensor(positions, dtype=input.dtype, device=input.device)

@@ -366,20 +366,26 @@ def scatter_add_(input, dim, index, src):
     return apply_inplace(I.scatter_add, (input, index, src), {"dim": d})
 
 
-def _mask_check(mask):
+def _mask_check(mask, value=None):
+    """PyTorch's refusals: a mask that is not boolean (named by its C type, as PyTorch
+    does), a value tensor of more than zero dims."""
     tensor = isinstance(mask, Tensor) or getattr(mask, "is_traced_tensor", False)  # (a tracer)
     if not tensor or mask.dtype.name != "bool":
-        kind = mask.dtype.scalar_name.lower() if tensor else type(mask).__name__
+        from .out import _C_NAMES
+        kind = _C_NAMES.get(mask.dtype.name, mask.dtype.name) if tensor else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
 
 
 def masked_fill(input, mask, value):
-    _mask_check(mask)
+    _mask_check(mask, value)
     return I.masked_fill(input, mask, value)
 
 
 def masked_fill_(input, mask, value):
-    _mask_check(mask)
+    _mask_check(mask, value)
     return apply_inplace(I.masked_fill, (input, mask, value), {})
 
 

@@ -367,8 +367,17 @@ def _copy_(self, src, non_blocking=False):
     return apply_inplace(copy, (self, on_device_of(src, self)), _NO)
 
 
+def _invert(self):
+    if self.dtype.is_floating_point or self.dtype.is_complex:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return _INVERT(self)
+
+
 def _unary_method(prim):
     return eager_unary(prim)
+
+
+_INVERT = _unary_method(A.bitwise_not)
 
 
 METHODS = {
@@ -385,7 +394,7 @@ METHODS = {
     "__and__": _binary(A.bitwise_and), "__rand__": _binary(A.bitwise_and, True),
     "__or__": _binary(A.bitwise_or), "__ror__": _binary(A.bitwise_or, True),
     "__xor__": _binary(A.bitwise_xor), "__rxor__": _binary(A.bitwise_xor, True),
-    "__invert__": _unary_method(A.bitwise_not),
+    "__invert__": _invert,
     "__iadd__": _inplace(A.add, _alpha("add")), "__isub__": _inplace(A.sub, _alpha("sub")),
     "__imul__": _inplace(A.mul), "__itruediv__": _inplace(A.div),
     "__ipow__": _inplace(A.pow), "__ifloordiv__": _inplace(A.floor_divide),

@@ -489,22 +489,32 @@ def logical_xor(xp, x, y):
 
 @primitive()
 def bitwise_and(xp, x, y):
-    return x & y
+    return _bits("bitwise_and", x, y) & y
 
 
 @primitive()
 def bitwise_or(xp, x, y):
-    return x | y
+    return _bits("bitwise_or", x, y) | y
 
 
 @primitive()
 def bitwise_xor(xp, x, y):
-    return x ^ y
+    return _bits("bitwise_xor", x, y) ^ y
 
 
 @primitive(dtypes=KEEP)
 def bitwise_not(xp, x):
-    return ~x
+    return ~_bits("bitwise_not", x)
+
+
+def _bits(name, x, *others):
+    """``x``, after PyTorch's refusal of bit operations on floating point operands."""
+    for a in (x, *others):
+        dtype = getattr(a, "dtype", None)
+        if dtype is not None and dtype.kind in "fc":
+            from ..backend.dtypes import from_numpy_dtype
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{from_numpy_dtype(dtype).scalar_name}\'')
+    return x
 
 
 @primitive(dtypes=KEEP)

@@ -125,6 +125,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if is_vmapped(data):  # inside vmap: a copy of every sample
         return _batched_copy(data, dtype, device, requires_grad)
     xp = backend.namespace_for(device)
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                      "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
     if isinstance(data, Tensor) or backend.is_array(data):  # stays on its device unless told
         arr = data._data if isinstance(data, Tensor) else backend.namespace_of(data).asarray(data)
         d = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(arr.dtype)
