@@ -344,3 +344,37 @@ def test_a_users_step_runs_in_the_callers_grad_mode():
     probe = Probe([w], lr=0.1)
     probe.step(closure)
     assert seen == {"user step": True, "override": True}
+
+
+def test_the_private_helpers_optimizers_copied_from_pytorch_import():
+    """timm's ADOPT and forks of torch's Adam import these from torch.optim.optimizer."""
+    from tracegrad.optim.adamw import AdamW
+    from tracegrad.optim.optimizer import (_default_to_fused_or_foreach, _get_scalar_dtype, _get_value,
+                                           _use_grad_for_differentiable, _view_as_real)
+    assert AdamW is tg.optim.AdamW
+    assert _default_to_fused_or_foreach([tg.zeros(1)], False) == (False, False)
+    assert _get_scalar_dtype() is tg.float32 and _get_scalar_dtype(is_fused=True) is tg.float32
+    assert _get_value(tg.tensor(2.5)) == 2.5 and _get_value(3) == 3
+
+    class Sign(tg.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, {"lr": lr, "differentiable": False})
+
+        @_use_grad_for_differentiable
+        def step(self, closure=None):
+            self._cuda_graph_capture_health_check()
+            assert not tg.is_grad_enabled()
+            for group in self.param_groups:
+                params = [p for p in group["params"] if p.grad is not None]
+                grads = [p.grad for p in params]
+                _view_as_real(params, grads)
+                for p, g in zip(params, grads):
+                    p.add_(g.sign(), alpha=-group["lr"])
+
+    w = tg.tensor([1.0, -2.0], requires_grad=True)
+    opt = Sign([w])
+    (w * tg.tensor([3.0, -1.0])).sum().backward()
+    opt.step()
+    assert w.tolist() == pytest.approx([0.9, -1.9])
+    with pytest.raises(NotImplementedError, match="view_as_real is a copy"):
+        _view_as_real([tg.zeros(1, dtype=tg.complex64)], [tg.zeros(1, dtype=tg.complex64)])

@@ -488,3 +488,88 @@ def _copy_state(param, value, key=None, step_on_device=False):
     if isinstance(value, (list, tuple)):
         return type(value)(_copy_state(param, v, step_on_device=step_on_device) for v in value)
     return copy.deepcopy(value)
+
+
+# -- the private helpers optimizers written after PyTorch's own import (timm's, forks of Adam) --
+
+OptimizerPreHook = OptimizerPostHook = object  # (type aliases in PyTorch: names only here)
+
+
+def _get_value(x):
+    """A 0-d (or one-element) tensor's number, anything else as it is."""
+    from ..runtime.tensor import Tensor
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _get_scalar_dtype(is_fused=None):
+    """The dtype of a step counter: float32, or float64 where that is the default."""
+    if is_fused:
+        return _dt.float32
+    return _dt.float64 if _dt.get_default_dtype() is _dt.float64 else _dt.float32
+
+
+def _default_to_fused_or_foreach(params, differentiable, use_fused=False):
+    """``(fused, foreach)``: tracegrad has no separate fused or foreach kernels on the CPU,
+    so both False there (PyTorch picks foreach for CUDA tensors)."""
+    if differentiable:
+        return False, False
+    cuda = all(p is None or p.device.type == "cuda" for p in params) and bool(params)
+    fused = bool(use_fused) and cuda and all(p is None or p.is_floating_point() for p in params)
+    return fused, cuda and not fused
+
+
+def _use_grad_for_differentiable(func):
+    """PyTorch's decorator: the step runs with grad mode as ``defaults['differentiable']``
+    says (off unless differentiable)."""
+    @functools.wraps(func)
+    def _use_grad(self, *args, **kwargs):
+        prev = grad_mode.swap(bool(self.defaults.get("differentiable", False)))
+        try:
+            return func(self, *args, **kwargs)
+        finally:
+            grad_mode.restore(prev)
+    return _use_grad
+
+
+def _view_as_real(params, *state_and_grads):
+    """PyTorch rewrites complex entries as ``view_as_real`` views so that real arithmetic
+    updates them in place; tracegrad's ``view_as_real`` is a copy, so an update through it
+    would be lost: refused for complex parameters (tracegrad's own optimizers take them)."""
+    from ..runtime.tensor import Tensor
+    if any(isinstance(p, Tensor) and p.is_complex() for p in params):
+        raise NotImplementedError("_view_as_real: tracegrad's view_as_real is a copy, not a view, so an "
+                                  "optimizer that updates complex parameters through it would lose the "
+                                  "update; use tracegrad's built-in optimizers for complex parameters")
+
+
+def _stack_if_compiling(x):
+    return x
+
+
+def _get_capturable_supported_devices(supports_xla=True):
+    return ["cuda", "xpu", "hpu", "privateuseone"] + (["xla"] if supports_xla else [])
+
+
+def _cuda_graph_capture_health_check(self):
+    """(PyTorch checks CUDA-graph capture here; tracegrad captures none.)"""
+
+
+def _accelerator_graph_capture_health_check(self):
+    """(PyTorch checks accelerator-graph capture here; tracegrad captures none.)"""
+
+
+def _patch_step_function(self):
+    """(PyTorch wraps ``step`` for the profiler here; tracegrad's ``step`` is wrapped when the
+    class is made.)"""
+
+
+def profile_hook_step(func):
+    """PyTorch's decorator of a step: runs the global and the optimizer's step hooks and
+    records a profiler event (tracegrad's own steps do so already)."""
+    return _hooked(func)
+
+
+Optimizer._cuda_graph_capture_health_check = _cuda_graph_capture_health_check
+Optimizer._accelerator_graph_capture_health_check = _accelerator_graph_capture_health_check
+Optimizer._patch_step_function = _patch_step_function
+Optimizer.profile_hook_step = staticmethod(profile_hook_step)
