@@ -496,3 +496,27 @@ def test_masked_fill_and_repeat_interleave_refuse_as_pytorch():
     with pytest.raises(RuntimeError, match="repeats can not be negative"):
         tg.repeat_interleave(tg.tensor([1, -1]))
     assert x.masked_fill(x > 0, tg.tensor(2.0)).tolist() == [2.0] * 4
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tg.zeros(4).__setitem__(tg.tensor([0, 1]), tg.ones(3)), RuntimeError,
+     r"shape mismatch: value tensor of shape \[3\] cannot be broadcast to indexing result of shape \[2\]"),
+    (lambda: tg.zeros(3, 4).__setitem__((slice(None), tg.tensor([0, 1])), tg.ones(3, 3)), RuntimeError,
+     r"shape mismatch: value tensor of shape \[3, 3\] cannot be broadcast to indexing result of shape \[3, 2\]"),
+    (lambda: tg.zeros(3).index_add_(0, tg.tensor([3]), tg.ones(1)), IndexError, "index out of range in self"),
+    (lambda: tg.zeros(3).index_copy(0, tg.tensor([-1]), tg.ones(1)), IndexError,
+     r"index_copy_\(\): index -1 is out of bounds for dimension 0 with size 3"),
+    (lambda: tg.zeros(2, 3).index_fill(1, tg.tensor([5]), 1.0), IndexError,
+     "index 5 is out of bounds for dimension 1 with size 3"),
+])
+def test_index_writes_refuse_as_pytorch(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_index_writes_that_fit():
+    x = tg.zeros(3, 4)
+    x[:, [0, 1]] = tg.ones(1, 3, 2)  # (leading 1s of the value dropped, as PyTorch does)
+    assert x.sum().item() == 6
+    assert tg.zeros(3).index_fill(0, tg.tensor([-1]), 1.0).tolist() == [0.0, 0.0, 1.0]
+    assert tg.zeros(3).index_add(0, tg.tensor([2, 0, 2]), tg.ones(3)).tolist() == [1.0, 0.0, 2.0]

@@ -225,7 +225,29 @@ def setitem(x, index, value):
     else:
         selects, structure = _ints_first(structure, arrays)
         target = x if selects is None else basic_view(x, selects)
+        if isinstance(value, Tensor):
+            _check_broadcasts_to_picked(target, value, structure, arrays)
         apply_inplace(I.index_put, (target, value) + tuple(arrays), {"index": structure, "accumulate": False})
+
+
+def _check_broadcasts_to_picked(target, value, structure, arrays):
+    """PyTorch's message for a value that does not broadcast to what ``target[index]``
+    picks (the shape found on a stand-in of no memory)."""
+    host = [a._data if isinstance(a, Tensor) else a for a in arrays]
+    if any(_per_sample(a) or not isinstance(h, backend.cpu.ndarray) for a, h in zip(arrays, host)):
+        return
+    stand_in = backend.cpu.broadcast_to(backend.cpu.zeros((), backend.cpu.int8), tuple(target.shape))
+    picked = stand_in[I.fill_index(structure, host)].shape
+    shape = list(value.shape)
+    while len(shape) > len(picked) and shape[0] == 1:  # (leading 1s dropped, as PyTorch does)
+        shape.pop(0)
+    try:
+        ok = len(shape) <= len(picked) and broadcast_shapes(tuple(shape), picked) == tuple(picked)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(picked)}")
 
 
 def _same_dtype(input, source, message):
