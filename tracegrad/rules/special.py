@@ -11,8 +11,9 @@ Conventions where the derivative is not defined, chosen once and documented here
 * ``fmax``/``fmin``: the gradient goes to the operand chosen; a NaN operand is never
   chosen (unless both are NaN: then the first); ties split it evenly, as ``maximum``
   does (PyTorch's ``fmax`` gives a tie to its first operand).
-* ``xlogy(x, y)``/``xlog1py``: d/dx is ``log(y)`` (the true derivative; PyTorch takes 0 at
-  ``x == 0``), 0 where ``x == y == 0``; d/dy is ``x / y``, 0 where ``x == 0``.
+* ``xlogy(x, y)``/``xlog1py``: d/dx is ``log(y)``, 0 where ``x == y == 0`` (as PyTorch);
+  d/dy is ``x / y``, 0 where ``x == 0`` -- also at ``x == y == 0``, where PyTorch's is NaN
+  (0/0).
 * ``copysign``: d/dx is ``sign(x) * sign(result)`` (0 at ``x == 0``), d/dy is 0, as in
   PyTorch.
 * ``nextafter(x, y)``: d/dx is 1 where ``x != y`` (the result is ``x`` moved by one
