@@ -227,3 +227,33 @@ def test_oracle_load_state_dict_errors_and_results():
     a.load_state_dict(sd)
     for k, v in a.state_dict().items():
         np.testing.assert_array_equal(v.numpy(), b.state_dict()[k].numpy())
+
+
+def test_moving_onto_or_off_the_meta_device_makes_new_parameters_and_unties_them():
+    """As PyTorch: a meta tensor's storage cannot be swapped in place, so each module gets
+    a Parameter of its own (HF models re-tie after to_empty); other moves keep ties."""
+    with tg.device("meta"):
+        m = tg.nn.Sequential(tg.nn.Linear(2, 2, bias=False), tg.nn.Linear(2, 2, bias=False))
+    m[1].weight = m[0].weight
+    old = m[0].weight
+    m.to_empty(device="cpu")
+    assert m[0].weight is not m[1].weight and m[0].weight is not old
+    assert isinstance(m[0].weight, tg.nn.Parameter) and m[0].weight.device.type == "cpu"
+    assert len(list(m.parameters())) == 2
+    assert m[0].weight.data_ptr() != m[1].weight.data_ptr()  # (memory of its own each)
+    n = tg.nn.Sequential(tg.nn.Linear(2, 2, bias=False), tg.nn.Linear(2, 2, bias=False))
+    n[1].weight = n[0].weight
+    n.double()
+    n.to("cpu")
+    assert n[0].weight is n[1].weight  # (a dtype or same-device move keeps the tie)
+    n.to("meta")
+    assert n[0].weight is not n[1].weight and n[0].weight.device.type == "meta"
+
+
+def test_consume_prefix_in_state_dict_if_present():
+    outer = tg.nn.Module()
+    outer.module = tg.nn.Sequential(tg.nn.Linear(2, 2))
+    sd = outer.state_dict()
+    assert tg.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.") is None
+    assert list(sd.keys()) == ["0.weight", "0.bias"] and list(sd._metadata.keys()) == ["", "0"]
+    tg.nn.Sequential(tg.nn.Linear(2, 2)).load_state_dict(sd)

@@ -295,11 +295,19 @@ def _swap(module, fn, cache, recurse):
             return hit[1]
         with no_grad():
             return fn(t)
-    for key, param in module._parameters.items():
+    for key, param in list(module._parameters.items()):
         if param is None:
             continue
         grad = param._grad
         new = applied(param)
+        if new is not param and (new.device.type == "meta") != (param.device.type == "meta"):
+            # onto or off the meta device: a new Parameter here, from a tensor of its own, as
+            # PyTorch makes (its storage cannot be swapped in place): tied weights come
+            # apart, and a model re-ties them after to_empty() (tie_weights)
+            with no_grad():
+                fresh = fn(param)
+            module._parameters[key] = _parameter_class()(fresh, requires_grad=param.requires_grad)
+            continue
         if new is not param:
             param.data = new
         if grad is not None:
@@ -310,6 +318,11 @@ def _swap(module, fn, cache, recurse):
         if buf is not None:
             module._buffers[key] = applied(buf)
     return module
+
+
+def _parameter_class():
+    from ..parameter import Parameter
+    return Parameter
 
 
 def module_to(module, args, kwargs):

@@ -23,3 +23,18 @@ _triple = _ntuple(3, "_triple")
 def _reverse_repeat_tuple(t, n):
     """Each element of ``t`` repeated ``n`` times, last first: ``F.pad``'s order of sizes."""
     return tuple(x for x in reversed(t) for _ in range(n))
+
+
+def consume_prefix_in_state_dict_if_present(state_dict, prefix):
+    """Strip ``prefix`` from the keys of ``state_dict`` that start with it, in place (a
+    checkpoint saved from a ``DataParallel``/DDP model has ``module.`` in front of every
+    key), and from its ``_metadata``'s keys too -- ``"module"`` itself becoming the root
+    ``""``-less entry, as PyTorch renames it."""
+    for key in list(state_dict.keys()):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    metadata = getattr(state_dict, "_metadata", None)
+    if metadata is not None:
+        for key in list(metadata.keys()):
+            if key and (key == prefix.replace(".", "") or key.startswith(prefix)):
+                metadata[key[len(prefix):]] = metadata.pop(key)
