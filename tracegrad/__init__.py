@@ -91,7 +91,7 @@ def numel(input):
     return input.numel()
 
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402 (2.13.0+tracegrad.<release>: see version.py)
 
 
 # Submodules imported at their first use (``tracegrad.distributions.Normal``), to keep

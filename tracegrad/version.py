@@ -1,10 +1,16 @@
-"""``tracegrad.version``: what programs read from ``torch.version``. tracegrad's own
-version is ``__version__``; ``torch_api`` is the PyTorch release whose API it follows;
-``cuda`` is the CUDA runtime version CuPy was built for, or None without CuPy."""
+"""``tracegrad.version``: what programs read from ``torch.version``. ``torch_api`` is the
+PyTorch release whose API tracegrad follows and ``tracegrad`` its own release;
+``__version__`` (also ``tracegrad.__version__``) is ``2.13.0+tracegrad.<release>``, a
+:class:`~tracegrad.torch_version.TorchVersion`, so that programs that branch on
+``torch.__version__`` take the branch for the API they get; ``cuda`` is the CUDA runtime
+version CuPy was built for, or None without CuPy."""
 import importlib.util
 
-__version__ = "0.1.0"
+from .torch_version import TorchVersion
+
+tracegrad = "0.1.0"
 torch_api = "2.13"
+__version__ = TorchVersion(f"{torch_api}.0+tracegrad.{tracegrad}")
 debug = False
 hip = None
 rocm = None

@@ -220,3 +220,13 @@ def test_generator_state_round_trips():
         g.set_state(torch.zeros(3))
     with pytest.raises(RuntimeError, match="set_state: not a state"):
         g.set_state(torch.zeros(3, dtype=torch.uint8))
+
+
+def test_the_version_is_the_pytorch_api_followed_and_compares_as_a_version():
+    """Time-Series-Library's ``padding = 1 if torch.__version__ >= '1.5.0' else 2``."""
+    import tracegrad as torch
+    v = torch.__version__
+    assert v.startswith("2.13.0+tracegrad.") and v.split("+")[1] == "tracegrad." + torch.version.tracegrad
+    assert v >= "1.5.0" and v >= "2.9" and v > "2.13.0" and v < "2.14" and v >= (2, 0) and v < (3,)
+    assert not v < "2.13" and v != "2.12.1" and int(v.split(".")[0]) == 2
+    assert isinstance(v, str) and hash(v) == hash(str(v))
