@@ -545,3 +545,45 @@ def test_standardising_a_large_float32_table_centres_it():
                   .astype(np.float32))
     z = (t - t.mean(0)) / t.std(0)
     assert (z.mean(0).abs() < 1e-4).all()
+
+
+def test_numpy_scalars_count_as_python_numbers():
+    """NumPy 2 keeps a NumPy scalar's float64 in a kernel; PyTorch reads it as a number."""
+    x = tg.tensor([0.1, 0.5, 0.9])
+    assert x.clamp(min=np.log(1e-8)).dtype is tg.float32 and x.clamp(np.int64(0)).dtype is tg.float32
+    assert tg.nn.functional.leaky_relu(x, np.float64(0.2)).dtype is tg.float32
+    assert tg.full((2,), np.float64(0.5)).dtype is tg.float32 and tg.full((2,), np.int32(1)).dtype is tg.int64
+    assert tg.result_type(x, np.float64(1.0)) is tg.float32
+
+
+def test_linspace_takes_tensor_and_complex_ends():
+    x = tg.tensor([0.1, 0.5, 0.9])
+    assert tg.linspace(x.min(), x.max(), 3).tolist() == pytest.approx([0.1, 0.5, 0.9])
+    z = tg.linspace(1 - 2j, 1 + 2j, 3)
+    assert z.dtype is tg.complex64 and z.tolist() == [1 - 2j, 1 + 0j, 1 + 2j]
+    assert tg.logspace(0, 1j, 2).dtype is tg.complex64
+    assert tg.linspace(0, 1, 3, dtype=tg.float64).dtype is tg.float64
+
+
+def test_complex_to_bool_is_nonzero():
+    assert tg.tensor([2j, 0j, 1 + 0j]).bool().tolist() == [True, False, True]
+    assert tg.tensor([2j, 0j]).to(tg.bool).tolist() == [True, False]
+
+
+def test_batch_norm_updates_its_running_stats_without_a_version():
+    """QAT's folded BatchNorm reads running_var into a graph, then refreshes it: PyTorch's
+    update does not count as an in-place change, so the backward sees the new values."""
+    bn = tg.nn.BatchNorm1d(3)
+    w = tg.ones(3, requires_grad=True)
+    reg = (bn.running_var * w).sum()
+    before = bn.running_mean._version, bn.running_var._version
+    bn(tg.arange(12.0).view(4, 3))
+    reg.backward()
+    np.testing.assert_allclose(w.grad.numpy(), [2.4] * 3, rtol=1e-6)
+    assert (bn.running_mean._version, bn.running_var._version) == before
+
+
+def test_a_spatial_target_must_be_long():
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Byte"):
+        tg.nn.functional.cross_entropy(tg.zeros(1, 3, 2), tg.tensor([[0, 1]], dtype=tg.uint8))
+    assert tg.nn.functional.cross_entropy(tg.zeros(2, 3), tg.tensor([0, 1], dtype=tg.uint8)).item() == pytest.approx(np.log(3))

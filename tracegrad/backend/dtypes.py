@@ -162,8 +162,17 @@ def category_default(category):
 
 
 def _scalar_dtype(value):
-    """The dtype PyTorch gives a bare Python number when it takes part in promotion."""
-    return category_default(NUMBER_CATEGORY[type(value)])
+    """The dtype PyTorch gives a bare Python number (or a NumPy scalar, read as the number
+    it stands for) when it takes part in promotion."""
+    category = NUMBER_CATEGORY.get(type(value))
+    if category is None:
+        kind = getattr(getattr(value, "dtype", None), "kind", None)
+        category = _KIND_CATEGORY.get(kind) if kind else next(
+            c for t, c in ((bool, BOOL), (int, INT), (float, FLOAT), (complex, COMPLEX)) if isinstance(value, t))
+    return category_default(category)
+
+
+_KIND_CATEGORY = {"b": BOOL, "i": INT, "u": INT, "f": FLOAT, "c": COMPLEX}
 
 
 def _combine(higher, lower):

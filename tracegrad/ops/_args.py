@@ -58,5 +58,6 @@ def result_type(*operands):
 
 
 def scalar(x):
-    """A Python number from a number or a one-element tensor (for scalar arguments)."""
-    return x.item() if isinstance(x, Tensor) else x
+    """A Python number from a number, a NumPy scalar (``np.log(1e-8)``: NumPy 2 would keep
+    its float64 in the kernels) or a one-element tensor (for scalar arguments)."""
+    return x.item() if isinstance(x, Tensor) or type(x).__module__ == "numpy" else x

@@ -133,6 +133,7 @@ def clamp(input, min=None, max=None):
             out = A.minimum(out, max)
         return out
     # The bounds take part in type promotion: int_tensor.clamp(min=0.5) is float.
+    min, max = (None if b is None else scalar(b) for b in (min, max))  # (NumPy scalars as numbers)
     target = result_type(input, *(b for b in (min, max) if b is not None))
     if isinstance(input, Tensor) and target != input.dtype:
         input = input.to(target)

@@ -19,9 +19,10 @@ def clone_vjp(g, out, x):
 def cast(xp, x, *, dtype, src_dtype):
     """``x`` converted to ``dtype``; ``src_dtype`` is kept so the gradient converts back.
     Complex to real keeps the real part (whose transpose, real to complex, is the cast
-    back), without NumPy's warning about the discarded imaginary part."""
+    back), without NumPy's warning about the discarded imaginary part; complex to bool is
+    ``x != 0``, as PyTorch (NumPy's would read the real part alone)."""
     if x.dtype.kind == "c" and xp.dtype(dtype).kind != "c":
-        x = xp.real(x)
+        x = x != 0 if xp.dtype(dtype).kind == "b" else xp.real(x)
     return x.astype(dtype)
 
 

@@ -246,8 +246,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 @_recorded
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
+    if isinstance(fill_value, Tensor) or type(fill_value).__module__ == "numpy":
+        fill_value = fill_value.item()  # (a NumPy scalar fills as a Python number, as in PyTorch)
     d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(fill_value)
     return _into(out, _finish(xp.full(parse_size((size,)), fill_value, dtype=d.np), requires_grad))
 
@@ -271,16 +271,27 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     return _into(out, _finish(xp.arange(*values).astype(d.np), requires_grad))
 
 
+def _space_args(start, end, dtype):
+    """The endpoints as Python numbers (0-d tensors too: ``linspace(x.min(), x.max(), n)``)
+    and the dtype: the default float one, or the default complex one for complex ends."""
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if dtype is None and (isinstance(start, complex) or isinstance(end, complex)):
+        return start, end, _dt.complex128 if _dt.get_default_dtype() is _dt.float64 else _dt.complex64
+    return start, end, _float_dtype(dtype)
+
+
 @_recorded
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
-    return _into(out, _finish(xp.linspace(start, end, steps).astype(_float_dtype(dtype).np), requires_grad))
+    start, end, d = _space_args(start, end, dtype)
+    return _into(out, _finish(xp.linspace(start, end, steps).astype(d.np), requires_grad))
 
 
 @_recorded
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     xp = backend.namespace_for(device)
-    return _finish(xp.logspace(start, end, steps, base=base).astype(_float_dtype(dtype).np), requires_grad)
+    start, end, d = _space_args(start, end, dtype)
+    return _finish(xp.logspace(start, end, steps, base=base).astype(d.np), requires_grad)
 
 
 # -- randomness ----------------------------------------------------------------------------------

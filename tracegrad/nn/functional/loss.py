@@ -209,8 +209,10 @@ def _nll(input, target, weight, reduction, ignore_index):
 
 
 def _nll2d(input, target, weight, reduction, ignore_index):
-    """PyTorch's nll_loss2d (4-d input: N, C, H, W) with its checks."""
-    _check_target_dtype(target)
+    """PyTorch's nll_loss2d (4-d input: N, C, H, W) with its checks (a spatial target must
+    be Long: the uint8 mask a program forgot to ``.long()`` is refused, as in PyTorch)."""
+    if target.dtype.name != "int64":
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_name}")
     if target.ndim != 3:
         raise RuntimeError("only batches of spatial targets supported (3D tensors) but got targets of "
                            f"dimension: {target.ndim}")

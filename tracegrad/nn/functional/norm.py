@@ -120,8 +120,7 @@ def _update_running_stats(input, running_mean, running_var, mean, invstd, moment
     if running_mean is not None:
         rm = running_mean._data
         rm *= 1 - momentum
-        rm += (momentum * mean).astype(rm.dtype, copy=False)
-        running_mean._bump_version()
+        rm += (momentum * mean).astype(rm.dtype, copy=False)  # (no version bump, as in PyTorch)
     if running_var is not None:
         rv = running_var._data
         xp = backend.namespace_of(rv)
@@ -129,7 +128,6 @@ def _update_running_stats(input, running_mean, running_var, mean, invstd, moment
         unbiased = (1.0 / (inv * inv) - eps) * (n / (n - 1) if n > 1 else float("inf"))
         rv *= 1 - momentum
         rv += (momentum * unbiased).astype(rv.dtype, copy=False)
-        running_var._bump_version()
 
 
 def _shape_tuple(normalized_shape, fn, arg, pos):
