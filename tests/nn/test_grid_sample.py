@@ -116,3 +116,21 @@ def test_points_on_the_edge_take_no_gradient_from_the_clip(padding_mode, align_c
     # dy/dty (1 or 1.5) = 16 or 24
     expected = [[0.0, 0.0, 9.0], [0.0, 0.0, 16.0]] if align_corners else [[0.0, 0.0, 12.0], [0.0, 0.0, 24.0]]
     np.testing.assert_allclose(theta.grad.numpy()[0], expected, atol=1e-5)
+
+
+def test_nan_and_inf_coordinates_sample_as_pytorch():
+    """NaN-marked flow (optical-flow evaluation): the clip puts NaN at 0, zeros padding reads
+    nothing there (bilinear: NaN weights), reflection of inf is NaN, then 0; no crash."""
+    x = tg.arange(20.0).view(1, 1, 4, 5)
+    nan, inf = float("nan"), float("inf")
+
+    def sample(point, mode, pad):
+        return F.grid_sample(x, tg.tensor([[[point]]]), mode=mode, padding_mode=pad, align_corners=False).item()
+    assert np.isnan(sample([nan, 0.0], "bilinear", "zeros"))
+    assert sample([nan, 0.0], "bilinear", "border") == 7.5    # (x at 0, y at 1.5)
+    assert sample([nan, 0.0], "nearest", "zeros") == 0.0
+    assert sample([nan, 0.0], "nearest", "border") == 10.0
+    assert sample([nan, nan], "bilinear", "reflection") == 0.0
+    assert sample([inf, 0.2], "bilinear", "border") == pytest.approx(13.5)
+    assert sample([inf, 0.2], "bilinear", "reflection") == pytest.approx(9.5)
+    assert sample([inf, 0.2], "nearest", "zeros") == 0.0

@@ -105,8 +105,8 @@ def _clip(coord, n):
     """``coord`` clamped to [0, n - 1], with PyTorch's gradient: 1 strictly inside, 0 on the
     edges too (``clip_coordinates_set_grad``), where ``clamp``'s would be 1 -- an affine
     grid's identity theta puts points exactly there."""
-    inside = (coord > 0) & (coord < n - 1)
-    return where(inside, coord, coord.detach().clamp(0, n - 1))
+    inside = (coord > 0) & (coord < n - 1)  # (NaN is put at 0, as PyTorch's clip puts it)
+    return where(inside, coord, coord.detach().nan_to_num(nan=0.0).clamp(0, n - 1))
 
 
 def _read(flat, positions, sizes, channels):
@@ -116,7 +116,7 @@ def _read(flat, positions, sizes, channels):
     for pos, n in zip(positions, sizes):
         ok = (pos >= 0) & (pos <= n - 1)
         inside = ok if inside is None else inside & ok
-        clamped = pos.clamp(0, n - 1).long()
+        clamped = pos.nan_to_num(nan=0.0).clamp(0, n - 1).long()  # (NaN: outside, any index)
         index = clamped if index is None else index * n + clamped
     picked = flat.gather(2, index.unsqueeze(1).expand(-1, channels, -1))
     return picked * inside.unsqueeze(1).to(flat.dtype)
@@ -154,7 +154,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         nearest = [x.round() for x in coords]
         out = _read(flat, [x.detach() for x in nearest], sizes, c)
         # a factor of one whose gradient is round's zero: the grid gets PyTorch's zero gradient, not None
-        unit = sum(x - x.detach() for x in nearest) + 1
+        unit = sum(where(x.isfinite(), x - x.detach(), 0.0) for x in nearest) + 1  # (1 at NaN/inf too)
         return (out * unit.unsqueeze(1)).view(n, c, *out_shape)
     if mode == "bicubic":
         return _bicubic(flat, points, sizes, padding_mode, align_corners).view(n, c, *out_shape)
