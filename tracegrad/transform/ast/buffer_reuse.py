@@ -10,9 +10,9 @@ array, which this pass proves from the code, name by name:
 - the name is *private*: the function reads it only as an argument of fused runs and in
   ``return`` (no other name, list, call or closure ever gets its array);
 - at the run, its value is *owned* on every path: the last assignment to it, in this
-  call of the function, was a fused run's result or the adjoint's own copy
-  (:func:`tracegrad.transform.ast.fused_runs.own`), never another value (a parameter, a
-  broadcast, something a helper handed back). A forward "must" analysis over the blocks,
+  call of the function, was a fused run's result or a value passed through ``own``
+  (:func:`tracegrad.transform.ast.fused_runs.own`, below), never another value (a
+  parameter, a broadcast, something a helper handed back). A forward "must" analysis over the blocks,
   branches and loops: a loop's state is what holds on entry and after every pass.
 
 Where a loop would reuse a name whose value on entry is not owned (``dy = spread(...)``
@@ -25,7 +25,7 @@ writes over, and the loop writes in place from its second pass on.
 
 A run's kernel reads an argument only up to the first line assigning its name, which
 comes at or before the line writing the result: writing over it is safe inside the
-kernel too (:meth:`tracegrad.transform.tape.cpu_fusion.KernelWriter`'s lines run in
+kernel too (:class:`tracegrad.transform.tape.cpu_fusion.KernelWriter`'s lines run in
 order for each element).
 """
 import ast
