@@ -246,7 +246,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 @_recorded
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = backend.namespace_for(device)
-    if isinstance(fill_value, Tensor) or type(fill_value).__module__ == "numpy":
+    if isinstance(fill_value, (Tensor, backend.cpu.generic)):
         fill_value = fill_value.item()  # (a NumPy scalar fills as a Python number, as in PyTorch)
     d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(fill_value)
     return _into(out, _finish(xp.full(parse_size((size,)), fill_value, dtype=d.np), requires_grad))
