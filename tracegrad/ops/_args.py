@@ -1,6 +1,5 @@
 """Argument normalisation shared by the torch-style functions: dims, shapes, scalars."""
-import numpy as _np
-
+from ..backend import cpu as _cpu
 from ..runtime.shapes import shape_args
 from ..runtime.tensor import Tensor, wrap_dim
 from ..runtime.vmapped import is_vmapped
@@ -62,4 +61,4 @@ def result_type(*operands):
 def scalar(x):
     """A Python number from a number, a NumPy scalar (``np.log(1e-8)``: NumPy 2 would keep
     its float64 in the kernels) or a one-element tensor (for scalar arguments)."""
-    return x.item() if isinstance(x, (Tensor, _np.generic)) else x
+    return x.item() if isinstance(x, (Tensor, _cpu.generic)) else x
