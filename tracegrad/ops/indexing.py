@@ -225,9 +225,12 @@ def setitem(x, index, value):
     else:
         selects, structure = _ints_first(structure, arrays)
         target = x if selects is None else basic_view(x, selects)
-        if isinstance(value, Tensor):
-            _check_broadcasts_to_picked(target, value, structure, arrays)
-        apply_inplace(I.index_put, (target, value) + tuple(arrays), {"index": structure, "accumulate": False})
+        try:
+            apply_inplace(I.index_put, (target, value) + tuple(arrays), {"index": structure, "accumulate": False})
+        except (RuntimeError, ValueError):
+            if isinstance(value, Tensor):  # (PyTorch's message where the value is the trouble)
+                _check_broadcasts_to_picked(target, value, structure, arrays)
+            raise
 
 
 def _check_broadcasts_to_picked(target, value, structure, arrays):

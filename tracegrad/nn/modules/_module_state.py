@@ -306,7 +306,10 @@ def _swap(module, fn, cache, recurse):
             # apart, and a model re-ties them after to_empty() (tie_weights)
             with no_grad():
                 fresh = fn(param)
-            module._parameters[key] = _parameter_class()(fresh, requires_grad=param.requires_grad)
+                moved = _parameter_class()(fresh, requires_grad=param.requires_grad)
+                if grad is not None:
+                    moved.grad = fn(grad)
+            module._parameters[key] = moved
             continue
         if new is not param:
             param.data = new
