@@ -246,8 +246,10 @@ def test_moving_onto_or_off_the_meta_device_makes_new_parameters_and_unties_them
     n.double()
     n.to("cpu")
     assert n[0].weight is n[1].weight  # (a dtype or same-device move keeps the tie)
+    n(tg.ones(1, 2, dtype=tg.float64)).sum().backward()
     n.to("meta")
     assert n[0].weight is not n[1].weight and n[0].weight.device.type == "meta"
+    assert n[0].weight.grad is not None and n[0].weight.grad.device.type == "meta"  # (moved too)
 
 
 def test_consume_prefix_in_state_dict_if_present():
