@@ -5,7 +5,7 @@ from ..runtime.tensor import Tensor, wrap_dim
 from ..runtime.vmapped import is_vmapped
 
 __all__ = ["wrap_dim", "wrap_dims", "shape_args", "scalar", "is_number", "result_type", "per_sample",
-           "every_sample", "on_samples"]
+           "every_sample", "out_of_range", "on_samples"]
 
 
 def per_sample(t):
@@ -22,6 +22,17 @@ def every_sample(t):
     while is_vmapped(t):
         t = t._phys
     return t
+
+
+def out_of_range(index, size, negatives=False):
+    """The first bound an index tensor (every sample's, under vmap) passes: its least value
+    below 0 (below ``-size`` with ``negatives``) or its greatest at ``size`` or above; None
+    where all are in range."""
+    if not index.numel():
+        return None
+    every = every_sample(index)
+    lo, hi = int(every.min()), int(every.max())
+    return lo if lo < (-size if negatives else 0) else (hi if hi >= size else None)
 
 
 def on_samples(fn, *args, leading=False):

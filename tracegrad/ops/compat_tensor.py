@@ -13,7 +13,7 @@ from .. import backend
 from ..backend import dtypes as _dt
 from ..runtime import grad_mode
 from ..runtime.tensor import Tensor, wrap
-from ._args import per_sample, wrap_dim
+from ._args import out_of_range, per_sample, wrap_dim
 from .indexing import _same_dtype
 
 __all__ = ["METHODS", "FUNCTIONS", "CONSTANTS", "layout", "strided", "memory_format"]
@@ -281,19 +281,10 @@ def _along(index, dim, like):
     return index.reshape(shape).expand(like.shape)
 
 
-def _out_of_bounds(index, size, negatives=False):
-    """The first index outside ``[0, size)`` (``[-size, size)`` with ``negatives``), or None."""
-    values = index._data if isinstance(index, Tensor) else backend.cpu.asarray(index)
-    if values.size == 0:
-        return None
-    low, lo, hi = (-size if negatives else 0), int(values.min()), int(values.max())
-    return lo if lo < low else hi if hi >= size else None
-
-
 def index_add(self, dim, index, source, *, alpha=1):
     _same_dtype(self, source, "index_add_(): self ({d}) and source ({s}) must have the same scalar type")
     dim = dim % max(self.ndim, 1)
-    if self.ndim <= 1 and _out_of_bounds(index, self.numel()) is not None:
+    if self.ndim <= 1 and out_of_range(index, self.numel()) is not None:
         raise IndexError("index out of range in self")
     src = source * alpha if alpha != 1 else source
     return self.scatter_add(dim, _along(index, dim, src), src)
@@ -303,7 +294,7 @@ def index_copy(self, dim, index, source):
     _same_dtype(self, source, "index_copy_(): self and source expected to have the same dtype, but got "
                               "(self) {d} and (source) {s}")
     dim = dim % max(self.ndim, 1)
-    bad = _out_of_bounds(index, self.shape[dim] if self.ndim else 1)
+    bad = out_of_range(index, self.shape[dim] if self.ndim else 1)
     if bad is not None:
         raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {dim} with size "
                          f"{self.shape[dim] if self.ndim else 1}")
@@ -313,7 +304,7 @@ def index_copy(self, dim, index, source):
 def index_fill(self, dim, index, value):
     dim = dim % max(self.ndim, 1)
     size = self.shape[dim] if self.ndim else 1
-    bad = _out_of_bounds(index, size, negatives=True)
+    bad = out_of_range(index, size, negatives=True)
     if bad is not None:
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
     hit = self.new_zeros(self.shape[dim], dtype=_dt.bool_)

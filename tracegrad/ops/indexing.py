@@ -15,7 +15,7 @@ from ..runtime import grad_mode
 from ..runtime.dispatch import apply_inplace
 from ..runtime.shapes import broadcast_shapes
 from ..runtime.tensor import Tensor
-from ._args import every_sample, scalar, wrap_dim
+from ._args import out_of_range, scalar, wrap_dim
 from ._args import per_sample as _per_sample
 from .devices import on_device_of
 
@@ -287,15 +287,12 @@ def _check_index(input, dim, index, what):
     if not isinstance(index, Tensor) or index.dtype.category != 1:
         raise RuntimeError(f"{what}(): Expected dtype {_INDEX_DTYPES[what]} for index")
     d = wrap_dim(dim, input.ndim)
-    if index.numel():
-        size = input.shape[d] if input.ndim else 1
-        every = every_sample(index)  # (under vmap: every sample's indices)
-        lo, hi = int(every.min()), int(every.max())
-        bad = lo if lo < 0 else (hi if hi >= size else None)
-        if bad is not None:
-            if what == "index_select":
-                raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
-            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    size = input.shape[d] if input.ndim else 1
+    bad = out_of_range(index, size)
+    if bad is not None:
+        if what == "index_select":
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
     return d
 
 

@@ -10,7 +10,7 @@ in beta.
 from ..rules import scatter_reduce as SR
 from ..runtime.dispatch import apply_inplace
 from ..runtime.tensor import Tensor
-from ._args import every_sample, wrap_dim
+from ._args import every_sample, out_of_range, wrap_dim
 
 
 def _not_implemented(kernel, dtype):
@@ -68,10 +68,8 @@ def _scatter_args(input, dim, index, src, reduce, include_self):
             raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
                                f"{list(target.shape)} apart from dimension {d} and to be no larger size "
                                f"than src {list(src.shape)}")
-        every = every_sample(index)  # (under vmap: every sample's indices)
         size = target.shape[d]
-        lo, hi = int(every.min()), int(every.max())
-        bad = lo if lo < 0 else (hi if hi >= size else None)
+        bad = out_of_range(index, size)
         if bad is not None:
             raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
     return target, index, src, d

@@ -547,7 +547,7 @@ def _stack_if_compiling(x):
 
 
 def _get_capturable_supported_devices(supports_xla=True):
-    return ["cuda", "xpu", "hpu", "privateuseone"] + (["xla"] if supports_xla else [])
+    return _CAPTURABLE_DEVICES + (["xla"] if supports_xla else [])
 
 
 def _cuda_graph_capture_health_check(self):
