@@ -5,6 +5,7 @@ version, not by text ("2.13" is after "2.9"). tracegrad follows PyTorch 2.13's A
 ``__version__`` is ``2.13.0+tracegrad.<its own release>``: branches choose the 2.13 code,
 and the local label names tracegrad's release (:mod:`tracegrad.version`).
 """
+import operator
 import re
 
 __all__ = ["TorchVersion"]
@@ -37,19 +38,19 @@ class TorchVersion(str):
         return op(a, b)
 
     def __lt__(self, other):
-        return self._compare(other, lambda a, b: a < b)
+        return self._compare(other, operator.lt)
 
     def __le__(self, other):
-        return self._compare(other, lambda a, b: a <= b)
+        return self._compare(other, operator.le)
 
     def __gt__(self, other):
-        return self._compare(other, lambda a, b: a > b)
+        return self._compare(other, operator.gt)
 
     def __ge__(self, other):
-        return self._compare(other, lambda a, b: a >= b)
+        return self._compare(other, operator.ge)
 
     def __eq__(self, other):
-        result = self._compare(other, lambda a, b: a == b)
+        result = self._compare(other, operator.eq)
         return str.__eq__(self, other) if result is NotImplemented else result
 
     def __ne__(self, other):

@@ -167,8 +167,8 @@ def _scalar_dtype(value):
     category = NUMBER_CATEGORY.get(type(value))
     if category is None:
         kind = getattr(getattr(value, "dtype", None), "kind", None)
-        category = _KIND_CATEGORY.get(kind) if kind else next(
-            c for t, c in ((bool, BOOL), (int, INT), (float, FLOAT), (complex, COMPLEX)) if isinstance(value, t))
+        category = _KIND_CATEGORY[kind] if kind else next(
+            c for t, c in NUMBER_CATEGORY.items() if isinstance(value, t))  # (a subclass of one)
     return category_default(category)
 
 

@@ -266,18 +266,22 @@ def std_jvp(t, out, x, *, dim=None, correction=1, keepdim=False):
 
 # -- extrema: ties share the gradient evenly, as PyTorch's max()/amax() do ---------------------
 
-def tie_weights(out, x, dim, keepdim):
-    """1/(number of ties) where ``x`` attains the extremum ``out``, 0 elsewhere."""
-    hit = indicator(x == keep(out, x.shape, dim, keepdim), x)
+def tie_weights(out, x, dim, keepdim, nan_ties=False):
+    """1/(number of ties) where ``x`` attains the extremum ``out``, 0 elsewhere; with
+    ``nan_ties`` a NaN result is attained by the NaNs (which equal nothing)."""
+    kept = keep(out, x.shape, dim, keepdim)
+    same = x == kept
+    if nan_ties:
+        same = logical_or(same, logical_and(isnan(x), isnan(kept)))
+    hit = indicator(same, x)
     return hit / sum(hit, dim=dim, keepdim=True)
 
 
 def shared_by_ties_vjp(g, out, x):
     """The cotangent of a value read from all of ``x`` (``max()``, ``median()``: not along a
-    dim) shared evenly by the elements equal to it -- by the NaNs where it is NaN, which
-    equal nothing (PyTorch's ``evenly_distribute_backward``; ``amax`` gives NaN there)."""
-    hit = indicator(logical_or(x == out, logical_and(isnan(x), isnan(out))), x)
-    return spread(g, x, None, False) * (hit / sum(hit))
+    dim) shared evenly by the elements equal to it -- by the NaNs where it is NaN (PyTorch's
+    ``evenly_distribute_backward``; ``amax`` gives NaN there)."""
+    return spread(g, x, None, False) * tie_weights(out, x, None, False, nan_ties=True)
 
 
 # amax/amin select: their derivative (the cotangent shared among the selected entries)
@@ -322,10 +326,10 @@ def _lower_median(xp, x, skip_nan):
     """The lower median of all of ``x`` (NaN where a NaN takes part, or -- ``skip_nan`` --
     where all are NaN); sorted, NaN sorts last."""
     flat = xp.sort(xp.reshape(x, (-1,)))
-    count = flat.size - int(xp.isnan(flat).sum()) if skip_nan else flat.size
-    if count == 0 or (not skip_nan and xp.isnan(flat[-1])):
+    n = flat.size - int(xp.isnan(flat).sum()) if skip_nan else flat.size
+    if n == 0 or (not skip_nan and xp.isnan(flat[-1])):
         return xp.asarray(xp.nan, dtype=x.dtype)
-    return flat[(count - 1) // 2]
+    return flat[(n - 1) // 2]
 
 
 @primitive("MedianBackward0", dtypes=KEEP)

@@ -431,8 +431,8 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {'no values' if self._data.size == 0 else 'more than one value'} "
-                               "is ambiguous")
+            values = "no values" if self._data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {values} is ambiguous")
         return bool(self.item())
 
     def __float__(self):

@@ -27,6 +27,7 @@ import re
 
 from ...rules.core import TABLE
 from .. import jit
+from ..emit import fresh_name
 from . import buffer_reuse
 from ..tape.fusion import MAX_ARGS
 
@@ -341,8 +342,7 @@ def rewrite(source, env):
     r.apply()
     if not r.runs:
         return source, []
-    own = next(name for name in (f"own{k}" if k else "own" for k in range(len(r.used) + 1))
-               if name not in r.used)
+    own = fresh_name(r.used, "own")
     if buffer_reuse.plan(fdef, r.runs, own):
         for run in r.runs:
             run.own_name = own  # (fused_runs.own, bound under this name)
