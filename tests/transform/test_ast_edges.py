@@ -49,12 +49,33 @@ def modulo(x):
     return np.sum(x % 2.0 + x * x)
 
 
+def slice_written_then_rebound(x):
+    # the adjoint restores w[1:]; the loop's w (another shape) must be restored first
+    w = x + 0.0
+    w[1:] = np.sum(x[1:] ** 2)
+    v = w * 2.0
+    for i in range(3):
+        w = np.tanh(np.outer(w, x[:2])).ravel()
+    return np.sum(v * v)
+
+
+def slice_written_then_rebound_and_used(x):
+    w = x + 0.0
+    w[1:] = np.sum(x[1:] ** 2)
+    v = w * 2.0
+    for i in range(2):
+        w = np.tanh(np.outer(w, x[:2])).ravel()
+    return np.sum(v * v) + np.sum(w)
+
+
 @pytest.mark.parametrize("f, x", [
     (newton_sqrt, np.array([1.0, 2.0])),
     (swap_constant, np.array([0.5, -1.0, 2.0, 0.3])),
     (delay_line, np.array([0.7, 0.2])),
     (pop_one, np.array([0.3, 1.7, 2.2, 3.1])),
     (modulo, np.array([0.3, 1.7, 2.2, 3.1])),
+    (slice_written_then_rebound, np.array([0.3, -0.7, 0.4])),
+    (slice_written_then_rebound_and_used, np.array([0.3, -0.7, 0.4])),
 ])
 def test_gradients_agree_with_the_tape_and_finite_differences(f, x):
     got = tg.grad(f, mode="ast")(x)

@@ -26,6 +26,17 @@ class _Saves:
         for site in rev.sites.values():
             counts[site.name] = counts.get(site.name, 0) + 1
         self.saved = {k for k, site in rev.sites.items() if self._save(site, counts[site.name])}
+        # A restored element write `a[i] = stack.pop()` reads the binding `a` has there, so
+        # `a` must be restored too where a later statement (a loop, say) rebinds it; that
+        # can make more sites saved, hence the loop to a fixed point.
+        restored = _restore_keys(adjoint)
+        while True:
+            writes = {rev.sites[k].name for k in self.saved & restored
+                      if isinstance(rev.sites[k].node.targets[0], ast.Subscript)}
+            if writes <= self.needed:
+                break
+            self.needed |= writes
+            self.saved = {k for k, site in rev.sites.items() if self._save(site, counts[site.name])}
         self.uses_stack = False
         self.init = set()   # saved names pushed before any assignment: start as None
         self.checked = set()  # names an in-place check reads through locals()
@@ -147,6 +158,12 @@ class _Saves:
             if s is not None:
                 out.append(ast.fix_missing_locations(s))
         return out
+
+
+def _restore_keys(stmts):
+    """The site keys of the ``__restore__`` markers in ``stmts``."""
+    return {n.args[0].value for s in stmts for n in ast.walk(s)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "__restore__"}
 
 
 def _stores(stmts):
