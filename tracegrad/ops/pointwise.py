@@ -10,6 +10,7 @@ import warnings
 from ..rules import arith as A
 from ..rules import unary as U
 from ..runtime.dispatch import apply, apply_inplace, eager_binary, eager_unary
+from ..runtime.int_fit import fit_int
 from ..runtime.tensor import Tensor
 from ._args import is_number, result_type, scalar
 from .devices import on_device_of
@@ -137,6 +138,8 @@ def clamp(input, min=None, max=None):
     target = result_type(input, *(b for b in (min, max) if b is not None))
     if isinstance(input, Tensor) and target != input.dtype:
         input = input.to(target)
+    if target.np.kind in "iu":  # int bounds take the dtype first, as in PyTorch (u8 min=-1 is 255)
+        min, max = (fit_int(b, target.np) if type(b) is int else b for b in (min, max))
     return A.clamp(input, min=min, max=max)
 
 

@@ -12,6 +12,7 @@ import warnings
 from .. import backend
 from ..backend import dtypes as _dt
 from . import dispatch, grad_mode
+from .int_fit import fit_array, fit_int
 from .shapes import shape_args
 from .tensor import Size, Tensor, mark_inference, wrap
 from .vmapped import is_vmapped
@@ -141,6 +142,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
     try:
         host = backend.cpu.asarray(_unwrap_nested(data), dtype=d.np)
+    except OverflowError:  # a Python int beyond d: PyTorch wraps a negative one or refuses
+        if d.np.kind not in "iu":
+            raise
+        host = fit_array(_unwrap_nested(data), d.np)
     except ValueError as e:
         ragged = _ragged(data)
         raise ValueError(ragged or f"tensor(): could not build a tensor from the data given: {e}") from None
@@ -249,6 +254,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if isinstance(fill_value, (Tensor, backend.cpu.generic)):
         fill_value = fill_value.item()  # (a NumPy scalar fills as a Python number, as in PyTorch)
     d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(fill_value)
+    if type(fill_value) is int and d.np.kind in "iu":  # (PyTorch's range and wrap, not NumPy's)
+        fill_value = fit_int(fill_value, d.np)
     return _into(out, _finish(xp.full(parse_size((size,)), fill_value, dtype=d.np), requires_grad))
 
 

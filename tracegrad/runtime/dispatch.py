@@ -15,6 +15,7 @@ from ..rules.core import FLOAT, KEEP, register_handler
 from . import forward as _forward
 from . import grad_mode
 from .inplace_checks import check_inplace, forward_name
+from .int_fit import fit_numbers
 from .node import NOTHING_SAVED, PACKED, SAVED, AccumulateGrad, meta, node_class
 from .saved_hooks import Packed, pack_hooks
 from .saved_hooks import _active as _PACKING
@@ -77,6 +78,9 @@ def apply(prim, args, params, *, _observed=False):
         raise _kernel_error(e, arrays) from None
     except FP_ERRORS:  # (NumPy set to raise or warnings made errors: PyTorch's value anyway)
         out = quietly(prim.impl, xp, *arrays, **params)
+    except OverflowError:  # a Python int beyond the operands' integer dtype
+        fitted, fitted_params = _numbers_fitted(arrays, params)
+        out = prim.impl(xp, *fitted, **fitted_params)
     node = None
     if rmask and _state.mode == _GRAD and prim.differentiable:
         node = _record(prim, args, params, rmask)
@@ -86,6 +90,16 @@ def apply(prim, args, params, *, _observed=False):
     if _DUAL[0]:  # forward AD: tangents from the rule's jvp
         _forward.attach(prim, args, params, result)
     return result
+
+
+def _numbers_fitted(arrays, params):
+    """(arrays, params) with their Python ints fitted, as PyTorch does, into the dtype of
+    the first integer array operand (``masked_fill(u8, m, -1)``, ``where(c, u8, -1)``)."""
+    dtype = next((a.dtype for a in arrays if getattr(a, "dtype", None) is not None
+                  and a.dtype.kind in "iu"), None)
+    if dtype is None:
+        raise RuntimeError("a Python integer operand is out of range for the operation's dtype")
+    return fit_numbers(arrays, params, dtype)
 
 
 def _remember_dtypes(node, args):
@@ -483,6 +497,14 @@ def _scalar_type_name(np_dtype):
 
 
 def _write(prim, xp, self, arrays, params):
+    try:
+        _write_once(prim, xp, self, arrays, params)
+    except OverflowError:  # a Python int beyond the dtype: PyTorch wraps or refuses it
+        arrays, params = fit_numbers(arrays, params, self._data.dtype)  # (nothing written yet)
+        _write_once(prim, xp, self, arrays, params)
+
+
+def _write_once(prim, xp, self, arrays, params):
     dst = self._data
     quiet = silence()  # (a write cannot run twice: NumPy's errors ignored from the start)
     try:
