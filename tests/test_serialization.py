@@ -123,6 +123,49 @@ def test_same_tensor_twice_loads_as_one_object_and_is_stored_once():
     assert len(saved_bytes([t, t])) < len(saved_bytes([t, t.clone()])) - 300
 
 
+def test_tied_weights_load_sharing_memory_and_are_stored_once():
+    """A state_dict of tied weights holds one tensor per name over the same elements:
+    saved once, loaded as two objects over one memory (PyTorch keeps the storage shared)."""
+    wte = nn.Embedding(10, 4)
+    head = nn.Linear(4, 10, bias=False)
+    head.weight = wte.weight
+    sd = nn.ModuleDict({"wte": wte, "head": head}).state_dict()
+    assert sd["wte.weight"] is not sd["head.weight"]
+    data = saved_bytes(sd)
+    out = tracegrad.load(io.BytesIO(data))
+    assert out["wte.weight"] is not out["head.weight"]
+    assert out["wte.weight"].data_ptr() == out["head.weight"].data_ptr()
+    assert_same_tensor(out["head.weight"], sd["head.weight"])
+    out["wte.weight"][0, 0] = 99.0
+    assert out["head.weight"][0, 0].item() == 99.0
+    assert index_of(data)["version"] == 2 and len(index_of(data)["tensors"]) == 1
+    assert len(data) < len(saved_bytes({k: v.clone() for k, v in sd.items()})) - 100
+
+
+def test_aliases_keep_their_own_kind_and_requires_grad():
+    p = nn.Parameter(tracegrad.ones(3))
+    out = roundtrip([p, p.detach(), nn.Parameter(p.data, requires_grad=False), p[:2], p.detach().t()])
+    assert [type(t).__name__ for t in out] == ["Parameter", "Tensor", "Parameter", "Tensor", "Tensor"]
+    assert [t.requires_grad for t in out] == [True, False, False, True, False]
+    assert out[0].data_ptr() == out[1].data_ptr() == out[2].data_ptr()
+    out[1].add_(1)  # (p[:2] is another shape: its own copy)
+    assert out[3].tolist() == [1.0, 1.0] and out[2].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_file_without_aliases_keeps_format_1():
+    t = tracegrad.ones(3)
+    assert index_of(saved_bytes({"a": t, "b": t, "c": t.clone()}))["version"] == 1
+
+
+@pytest.mark.parametrize("alias", [[5, False, False], [0, "no", False], [0, False], [0, True, False]])
+def test_a_malformed_alias_is_refused(alias):
+    data = saved_bytes([tracegrad.arange(3), tracegrad.arange(3)])
+    index = index_of(data)
+    index["version"], index["root"]["list"][1] = 2, {"alias": alias}
+    with pytest.raises(RuntimeError, match="unexpected entry"):
+        tracegrad.load(io.BytesIO(rewrite(data, index)))
+
+
 def test_loaded_tensors_are_fresh():
     t = tracegrad.arange(4.0)
     a, b = roundtrip(t), roundtrip(t)
@@ -387,7 +430,7 @@ def test_rewrite_helper_keeps_a_loadable_file():
 
 @pytest.mark.parametrize("change, message", [
     (lambda ix: ix.update(format="numpy"), "its index has no 'format': 'tracegrad.save'"),
-    (lambda ix: ix.update(version=2), r"written by a newer tracegrad \(format version 2\)"),
+    (lambda ix: ix.update(version=3), r"written by a newer tracegrad \(format version 3\)"),
     (lambda ix: ix.update(version="1"), "its index is wrong: 'version' is '1'"),
     (lambda ix: ix.pop("root"), "'tensors' or 'root' is missing"),
     (lambda ix: ix["tensors"][0].update(dtype="float128"), "tensor entry 0 is malformed"),

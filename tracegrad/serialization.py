@@ -21,8 +21,11 @@ PyTorch's weights-only loader allows by default (``set``, ``bytes``, ``bytearray
 and rebuilt on loading only from globals the user allowlisted (:mod:`tracegrad._weights_only`). Tensors come back as
 fresh leaves, as in PyTorch: the graph and ``.grad`` are not saved; a transposed or
 permuted tensor keeps its strides, any other comes back contiguous. The same
-Tensor object saved twice comes back as one object, but storage shared between *different*
-tensors (a view and its base) is not preserved: each is saved as its own copy.
+Tensor object saved twice comes back as one object; different Tensor objects over the very
+same elements (a ``state_dict()`` of tied weights has one per name) are saved once and come
+back sharing memory, as with PyTorch (index format 2, written only where this happens).
+Other storage shared between tensors (a view and its base, overlapping slices) is not
+preserved: each is saved as its own copy.
 
 ``load`` also reads checkpoints PyTorch's ``torch.save`` wrote (its zip format, with the
 same ``weights_only`` rules: see :mod:`tracegrad._torch_files`).
@@ -62,7 +65,7 @@ _npy = backend.cpu.lib.format  # NumPy's .npy file format: arrays in a file are 
 
 INDEX = "__tracegrad_index__"
 FORMAT = "tracegrad.save"
-VERSION = 1
+VERSION = 2  # (2: tensors saved as aliases of others, {"alias": ...})
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # an archive with entries / an empty one
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same object gives the same bytes
 _LOCAL = struct.Struct("<4s2B4HL2L2H")  # a zip entry's local header (as zipfile's structFileHeader)
@@ -88,7 +91,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     tracegrad's own (no pickle)."""
     enc = _Encoder()
     root = enc.encode(obj, "")
-    index = {"format": FORMAT, "version": VERSION, "tensors": enc.entries, "root": root}
+    # (format 1 where no tensor is an alias: such a file stays readable by older releases)
+    index = {"format": FORMAT, "version": VERSION if enc.aliased else 1, "tensors": enc.entries,
+             "root": root}
     text = json.dumps(index, separators=(",", ":"), allow_nan=True).encode()
     arrays = {INDEX: backend.cpu.frombuffer(text, dtype=backend.cpu.uint8), **enc.arrays}
     with _opened(f, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -127,6 +132,8 @@ class _Encoder:
     def __init__(self):
         self.entries, self.arrays = [], {}
         self._tensor_numbers = {}  # id(tensor) -> entry number: one object, one entry
+        self._by_memory = {}  # (address, shape, strides, dtype, device) -> entry number
+        self.aliased = False  # whether a tensor was saved as another's alias (format 2)
         self._open = set()  # ids of the containers being encoded, to refuse cycles
         param = _parameter_class()
         self._param = param if param is not None else ()
@@ -146,7 +153,8 @@ class _Encoder:
         if t in (bytes, bytearray):
             return {t.__name__: b64encode(obj).decode()}
         if isinstance(obj, Tensor) and not key:
-            return {"tensor": self._tensor(obj)}
+            alias = self._alias(obj)
+            return {"tensor": self._tensor(obj)} if alias is None else {"alias": alias}
         if t in _CONTAINER_TAGS and (t is tuple or not key):
             return {_CONTAINER_TAGS[t]: self._items(obj, path, key)}
         if not key:
@@ -180,6 +188,19 @@ class _Encoder:
         finally:
             self._open.discard(id(obj))
 
+    def _alias(self, t):
+        """``[entry, requires_grad, parameter]`` for a tensor that is another object over the
+        very same elements as a tensor saved before (``state_dict()`` of tied weights gives
+        one per name), so that it loads sharing that tensor's memory, as with PyTorch; None
+        for any other (partial overlaps are saved as copies)."""
+        if id(t) in self._tensor_numbers or is_vmapped(t):
+            return None
+        n = self._by_memory.get(_memory_key(t))
+        if n is None:
+            return None
+        self.aliased = True
+        return [n, t.requires_grad, isinstance(t, self._param)]
+
     def _tensor(self, t):
         n = self._tensor_numbers.get(id(t))
         if n is None:
@@ -190,6 +211,7 @@ class _Encoder:
             host, order = _memory_order(backend.namespace_of(t._data).to_host(t._data))
             n = len(self.entries)
             self._tensor_numbers[id(t)] = n
+            self._by_memory.setdefault(_memory_key(t), n)
             self.arrays[f"t{n}"] = host
             entry = {"key": f"t{n}", "dtype": t.dtype.name, "shape": list(host.shape),
                      "requires_grad": t.requires_grad, "device": str(t.device),
@@ -198,6 +220,12 @@ class _Encoder:
                 entry["permute"] = order
             self.entries.append(entry)
         return n
+
+
+def _memory_key(t):
+    """What makes two tensors views of the same elements in the same order."""
+    a = t._data
+    return (t.data_ptr(), a.shape, a.strides, str(a.dtype), str(t.device))
 
 
 def _in_saved_order(entry, array):
@@ -623,6 +651,20 @@ def _tensor_ref(value, tensors):
     return tensors.tensors[value]
 
 
+def _alias_ref(value, tensors):
+    """A new tensor over the memory of a loaded one (see ``_Encoder._alias``)."""
+    if type(value) is not list or len(value) != 3 or type(value[1]) is not bool or type(value[2]) is not bool:
+        raise TypeError(value)
+    base = _tensor_ref(value[0], tensors)
+    if value[1] and not (base.dtype.is_floating_point or base.dtype.is_complex):
+        raise TypeError(value)
+    t = base.detach()
+    param = _parameter_class()
+    if value[2] and param is not None:
+        return param(t, requires_grad=value[1])
+    return t.requires_grad_(value[1])
+
+
 def _decode_bytes(value, kind):
     if type(value) is not str:
         raise TypeError(value)
@@ -631,6 +673,7 @@ def _decode_bytes(value, kind):
 
 _DECODERS = {
     "tensor": lambda v, ts, p: _tensor_ref(v, ts),
+    "alias": lambda v, ts, p: _alias_ref(v, ts),
     "list": _decode_items,
     "tuple": lambda v, ts, p: tuple(_decode_items(v, ts, p)),
     "dict": lambda v, ts, p: _decode_pairs(v, ts, p, dict),
