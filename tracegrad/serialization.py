@@ -195,7 +195,8 @@ class _Encoder:
         for any other (partial overlaps are saved as copies)."""
         if id(t) in self._tensor_numbers or is_vmapped(t):
             return None
-        n = self._by_memory.get(_memory_key(t))
+        key = _memory_key(t)
+        n = None if key is None else self._by_memory.get(key)
         if n is None:
             return None
         self.aliased = True
@@ -211,7 +212,9 @@ class _Encoder:
             host, order = _memory_order(backend.namespace_of(t._data).to_host(t._data))
             n = len(self.entries)
             self._tensor_numbers[id(t)] = n
-            self._by_memory.setdefault(_memory_key(t), n)
+            key = _memory_key(t)
+            if key is not None:
+                self._by_memory.setdefault(key, n)
             self.arrays[f"t{n}"] = host
             entry = {"key": f"t{n}", "dtype": t.dtype.name, "shape": list(host.shape),
                      "requires_grad": t.requires_grad, "device": str(t.device),
@@ -223,9 +226,13 @@ class _Encoder:
 
 
 def _memory_key(t):
-    """What makes two tensors views of the same elements in the same order."""
+    """What makes two tensors views of the same elements in the same order (None for an
+    array that tells no address: a meta or stand-in device's)."""
     a = t._data
-    return (t.data_ptr(), a.shape, a.strides, str(a.dtype), str(t.device))
+    iface = getattr(a, "__array_interface__", None) or getattr(a, "__cuda_array_interface__", None)
+    if iface is None:
+        return None
+    return (iface["data"][0], a.shape, a.strides, str(a.dtype), str(t.device))
 
 
 def _in_saved_order(entry, array):

@@ -60,12 +60,14 @@ def slice_written_then_rebound(x):
 
 
 def slice_written_then_rebound_and_used(x):
-    w = x + 0.0
-    w[1:] = np.sum(x[1:] ** 2)
-    v = w * 2.0
-    for i in range(2):
+    w = x * 1.0
+    w[:2] = x[1:] * x[0]
+    total = np.sum(w ** 2)
+    k = 0
+    while k < 2:
         w = np.tanh(np.outer(w, x[:2])).ravel()
-    return np.sum(v * v) + np.sum(w)
+        k += 1
+    return total + np.sum(w)
 
 
 @pytest.mark.parametrize("f, x", [
