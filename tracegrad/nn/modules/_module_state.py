@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from ...ops.conversion import _parse_to
 from ...runtime.grad_mode import no_grad
 from ...runtime.tensor import Tensor
+from ..parameter import Parameter
 
 __all__ = ["EXTRA_STATE_KEY_SUFFIX", "apply_to_tensors", "load_own_state", "load_state_dict",
            "module_to", "state_dict"]
@@ -191,7 +192,6 @@ def _queue(action):
 
 
 def _commit(module, copies, assign):
-    from ..parameter import Parameter
     with no_grad():
         for name, param, value in copies:
             if name is None:
@@ -303,12 +303,14 @@ def _swap(module, fn, cache, recurse):
         if new is not param and (new.device.type == "meta") != (param.device.type == "meta"):
             # onto or off the meta device: a new Parameter here, from a tensor of its own, as
             # PyTorch makes (its storage cannot be swapped in place): tied weights come
-            # apart, and a model re-ties them after to_empty() (tie_weights)
+            # apart, and a model re-ties them after to_empty() (tie_weights). The converted
+            # tensors leave the cache, so that a tied parameter met later converts afresh.
+            cache.pop(id(param), None)
             with no_grad():
-                fresh = fn(param)
-                moved = _parameter_class()(fresh, requires_grad=param.requires_grad)
+                moved = Parameter(new, requires_grad=param.requires_grad)
                 if grad is not None:
-                    moved.grad = fn(grad)
+                    moved.grad = applied(grad)
+                    cache.pop(id(grad), None)
             module._parameters[key] = moved
             continue
         if new is not param:
@@ -321,11 +323,6 @@ def _swap(module, fn, cache, recurse):
         if buf is not None:
             module._buffers[key] = applied(buf)
     return module
-
-
-def _parameter_class():
-    from ..parameter import Parameter
-    return Parameter
 
 
 def module_to(module, args, kwargs):
