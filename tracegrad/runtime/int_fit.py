@@ -20,9 +20,8 @@ def _limits(dtype):
     return int(info.min), int(info.max)
 
 
-def _allowed(value, dtype):
-    lo, hi = _limits(dtype)
-    return (-hi <= value <= hi) if lo == 0 else (lo <= value <= hi)
+def _overflow(dtype, names=_WRITE_NAMES):
+    return RuntimeError(f"value cannot be converted to type {names.get(dtype.name, dtype.name)} without overflow")
 
 
 def fit_int(value, dtype, *, creation=False):
@@ -31,11 +30,11 @@ def fit_int(value, dtype, *, creation=False):
     does not fit (``creation``: the message of ``tensor()``, else of a write)."""
     if not -2 ** 63 <= value < 2 ** 63:
         raise ValueError("Overflow when unpacking long long")
-    if not _allowed(value, dtype):
-        name = (_TENSOR_NAMES if creation else _WRITE_NAMES).get(dtype.name, dtype.name)
-        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
     lo, hi = _limits(dtype)
-    return value + hi + 1 if value < 0 and lo == 0 else value
+    unsigned = lo == 0
+    if not (-hi if unsigned else lo) <= value <= hi:
+        raise _overflow(dtype, _TENSOR_NAMES if creation else _WRITE_NAMES)
+    return value + hi + 1 if value < 0 and unsigned else value
 
 
 def fit_float(value, dtype):
@@ -43,8 +42,7 @@ def fit_float(value, dtype):
     zero; PyTorch's error where it is not finite or lies outside the dtype's range."""
     lo, hi = _limits(dtype)
     if not lo <= value <= hi:  # (NaN fails too)
-        raise RuntimeError(f"value cannot be converted to type {_WRITE_NAMES.get(dtype.name, dtype.name)} "
-                           "without overflow")
+        raise _overflow(dtype)
     return int(value)
 
 
