@@ -153,8 +153,7 @@ class _Encoder:
         if t in (bytes, bytearray):
             return {t.__name__: b64encode(obj).decode()}
         if isinstance(obj, Tensor) and not key:
-            alias = self._alias(obj)
-            return {"tensor": self._tensor(obj)} if alias is None else {"alias": alias}
+            return self._tensor(obj)
         if t in _CONTAINER_TAGS and (t is tuple or not key):
             return {_CONTAINER_TAGS[t]: self._items(obj, path, key)}
         if not key:
@@ -188,41 +187,37 @@ class _Encoder:
         finally:
             self._open.discard(id(obj))
 
-    def _alias(self, t):
-        """``[entry, requires_grad, parameter]`` for a tensor that is another object over the
-        very same elements as a tensor saved before (``state_dict()`` of tied weights gives
-        one per name), so that it loads sharing that tensor's memory, as with PyTorch; None
-        for any other (partial overlaps are saved as copies)."""
-        if id(t) in self._tensor_numbers or is_vmapped(t):
-            return None
-        key = _memory_key(t)
-        n = None if key is None else self._by_memory.get(key)
-        if n is None:
-            return None
-        self.aliased = True
-        return [n, t.requires_grad, isinstance(t, self._param)]
-
     def _tensor(self, t):
+        """The index node of tensor ``t``: ``{"tensor": n}``, entry ``n`` holding its values
+        (one entry per object), or ``{"alias": [n, requires_grad, parameter]}`` for another
+        object over the very same elements as entry ``n``'s tensor (``state_dict()`` of tied
+        weights gives one per name), which loads sharing that tensor's memory, as with
+        PyTorch (partial overlaps are saved as copies)."""
         n = self._tensor_numbers.get(id(t))
-        if n is None:
-            if is_vmapped(t):  # (its _data is sample 0 only)
-                raise NotImplementedError("vmap: cannot save a Tensor inside vmap: it has one value per "
-                                          "sample. Return the Tensor from the function and save the "
-                                          "batched result instead.")
-            host, order = _memory_order(backend.namespace_of(t._data).to_host(t._data))
-            n = len(self.entries)
-            self._tensor_numbers[id(t)] = n
-            key = _memory_key(t)
-            if key is not None:
-                self._by_memory.setdefault(key, n)
-            self.arrays[f"t{n}"] = host
-            entry = {"key": f"t{n}", "dtype": t.dtype.name, "shape": list(host.shape),
-                     "requires_grad": t.requires_grad, "device": str(t.device),
-                     "parameter": isinstance(t, self._param)}
-            if order is not None:
-                entry["permute"] = order
-            self.entries.append(entry)
-        return n
+        if n is not None:
+            return {"tensor": n}
+        if is_vmapped(t):  # (its _data is sample 0 only)
+            raise NotImplementedError("vmap: cannot save a Tensor inside vmap: it has one value per "
+                                      "sample. Return the Tensor from the function and save the "
+                                      "batched result instead.")
+        key = _memory_key(t)
+        same = None if key is None else self._by_memory.get(key)
+        if same is not None:
+            self.aliased = True
+            return {"alias": [same, t.requires_grad, isinstance(t, self._param)]}
+        host, order = _memory_order(backend.namespace_of(t._data).to_host(t._data))
+        n = len(self.entries)
+        self._tensor_numbers[id(t)] = n
+        if key is not None:
+            self._by_memory[key] = n
+        self.arrays[f"t{n}"] = host
+        entry = {"key": f"t{n}", "dtype": t.dtype.name, "shape": list(host.shape),
+                 "requires_grad": t.requires_grad, "device": str(t.device),
+                 "parameter": isinstance(t, self._param)}
+        if order is not None:
+            entry["permute"] = order
+        self.entries.append(entry)
+        return {"tensor": n}
 
 
 def _memory_key(t):
@@ -659,7 +654,7 @@ def _tensor_ref(value, tensors):
 
 
 def _alias_ref(value, tensors):
-    """A new tensor over the memory of a loaded one (see ``_Encoder._alias``)."""
+    """A new tensor over the memory of a loaded one (see ``_Encoder._tensor``)."""
     if type(value) is not list or len(value) != 3 or type(value[1]) is not bool or type(value[2]) is not bool:
         raise TypeError(value)
     base = _tensor_ref(value[0], tensors)
