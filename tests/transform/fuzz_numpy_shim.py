@@ -64,6 +64,10 @@ def _iop(a, b, op):
     inplace, plain = _IOPS[op]
     if isinstance(a, Tensor) and not _is_array(a):
         return plain(a, b)
+    if isinstance(a, _np.ndarray) and isinstance(b, Tensor):
+        # NumPy writes into ``a`` (and every name aliasing it); a Tensor operand would make
+        # a new Tensor and rebind ``a`` alone, leaving the aliases behind
+        raise ShimUnsupported(f"'{op}' of a Tensor into a NumPy array")
     return inplace(a, b)
 
 
