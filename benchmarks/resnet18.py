@@ -15,6 +15,12 @@ names ``OPENBLAS_CORETYPE`` where the environment pins OpenBLAS's kernels (a mac
 whose environment pins ``Haswell`` runs NumPy's products without AVX-512 while torch's
 oneDNN uses it).
 
+Steady state: tracegrad's optional compiled kernels (batch norm, the ReLU backward; Numba,
+the ``jit`` extra) load once the time they would have saved pays for loading them
+(tracegrad/rules/compiled.py), a few hundred steps into a run. Before timing, tracegrad's
+step therefore runs until no kernel is pending (at most ``--warm-up`` seconds, 60 by
+default; ``--warm-up 0`` times the NumPy kernels alone); the header says what loaded.
+
 The contenders run in alternating blocks (torch's OpenMP threads keep spinning after each
 call and would slow whatever ran right after it inside a block), each block the best of
 its steps; the ratio is printed per block pair and for the best of all blocks. CPU time
@@ -40,6 +46,7 @@ import numpy as np  # noqa: E402
 
 import tracegrad as tg  # noqa: E402
 from tracegrad.models import resnet18  # noqa: E402
+from tracegrad.rules import compiled  # noqa: E402
 
 BATCH, SIZE = 8, 64
 
@@ -100,6 +107,18 @@ def profile_tracegrad(step):
     pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
 
 
+def warm_up(step, seconds):
+    """Run ``step`` until tracegrad's compiled kernels that it would use have loaded (none
+    pending after a step that counted some), at most ``seconds``: (steps, seconds taken)."""
+    start, steps = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        step()
+        steps += 1
+        if not compiled.pending() and (compiled.loaded() or steps >= 3):
+            break
+    return steps, time.perf_counter() - start
+
+
 def timed_block(fn, repeats):
     """(best wall, best CPU) seconds of ``repeats`` calls after a warm-up call."""
     fn()
@@ -121,6 +140,9 @@ def main():
                         help="tracegrad's intra-op threads (default: --threads, else tracegrad's default)")
     parser.add_argument("--blocks", type=int, default=3, help="alternating blocks per contender")
     parser.add_argument("--profile", action="store_true", help="profile tracegrad's step")
+    parser.add_argument("--warm-up", type=float, default=60.0,
+                        help="at most this many seconds of tracegrad steps before timing, until its "
+                             "compiled kernels have loaded (0: none, the NumPy kernels alone)")
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
     if args.intra_op or args.threads:
@@ -140,7 +162,15 @@ def main():
         ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
         step_theirs = train_step(theirs, torch.tensor(x))
 
+    if args.warm_up > 0:
+        steps, took = warm_up(step_ours, args.warm_up)
+        warmed = (f"warm-up {steps} steps ({took:.1f} s); compiled kernels: "
+                  f"{', '.join(compiled.loaded()) or 'none'}"
+                  + (f"; still pending: {', '.join(compiled.pending())}" if compiled.pending() else ""))
+    else:
+        warmed = "no warm-up: NumPy kernels"
     print(f"resnet18 forward+backward, train mode, batch {BATCH}x3x{SIZE}x{SIZE}, float32")
+    print(f"  {warmed}")
     print(f"  {os.cpu_count()} cores; threads per side: {args.threads or 'defaults'} "
           f"(NumPy BLAS: {blas_threads()}; tracegrad intra-op: {tg.get_num_threads()}"
           + (f"; torch: {torch.get_num_threads()})" if has_torch else ")")

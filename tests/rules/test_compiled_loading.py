@@ -117,6 +117,28 @@ def test_a_staged_kernel_makes_the_next_load_cheap(loads, monkeypatch):
     assert loads == ["gelu_forward"]
 
 
+def test_pending_and_loaded_name_the_kernels(loads, monkeypatch):
+    """What a benchmark of a long run's steady state waits for (benchmarks/resnet18.py):
+    a kernel is pending from its first counted call until it loads, or fails to."""
+    monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", 64)
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    per_call = x.size * gelu_kernels.SAVING_S["forward"]
+    monkeypatch.setattr(compiled, "FIRST_LOAD_S", 2.5 * per_call)
+    monkeypatch.setattr(compiled, "LOAD_S", 0.5 * per_call)
+    assert compiled.pending() == compiled.loaded() == []
+    gelu_kernels.gelu_forward(cpu, np.ones(63, np.float32), "none")  # (too small: counts nothing)
+    assert compiled.pending() == []
+    gelu_kernels.gelu_forward(cpu, x, "none")
+    assert compiled.pending() == ["gelu_forward"] and compiled.loaded() == []
+    for _ in range(2):
+        gelu_kernels.gelu_forward(cpu, x, "none")
+    assert compiled.pending() == [] and compiled.loaded() == ["gelu_forward"] == loads
+    monkeypatch.setattr(compiled, "_load", lambda *a: False)  # a failed load is not pending
+    for _ in range(2):
+        gelu_kernels.gelu_backward(cpu, x, x.copy(), "none")
+    assert compiled.pending() == [] and compiled.loaded() == ["gelu_forward"]
+
+
 def test_a_failed_load_is_not_retried(monkeypatch):
     compiled.forget()
     tries = []

@@ -24,7 +24,7 @@ few float32 ulps).
 """
 import warnings
 
-__all__ = ["FIRST_LOAD_S", "LOAD_S", "forget", "kernel"]
+__all__ = ["FIRST_LOAD_S", "LOAD_S", "forget", "kernel", "loaded", "operand", "pending", "sized"]
 
 # Estimated seconds to load a process's first compiled kernel (Numba's import and the
 # start of its compiler) and a further one (measured on the 2-core development VM:
@@ -50,6 +50,21 @@ def kernel(name, source, signature, saving=None):
     return k or None
 
 
+def sized(name, size, minimum, per_element, source, signature):
+    """:func:`kernel` for an operand of ``size`` elements: None below ``minimum`` (None:
+    never compiled, as the tests of a NumPy path set it), else the kernel once worth
+    loading, each call counting ``size * per_element`` seconds of savings."""
+    if minimum is None or size < minimum:
+        return None
+    return kernel(name, source, signature, saving=size * per_element)
+
+
+def operand(xp, a, n):
+    """An optional vector operand (a weight, a bias) as a flat C array of ``n`` values, or
+    a one-value float32 placeholder for None (the kernel takes a flag beside it)."""
+    return xp.empty(1, dtype=xp.float32) if a is None else xp.ascontiguousarray(a.reshape(n))
+
+
 def _worth_loading(name, saving):
     """Count ``saving``; whether kernel ``name`` is now worth loading: its own savings pay
     for its load (:data:`LOAD_S`) and, before Numba runs in this process, all kernels'
@@ -59,6 +74,18 @@ def _worth_loading(name, saving):
     if saved < LOAD_S:  # (most calls: no further lookups)
         return False
     return total >= FIRST_LOAD_S or _numba_started()
+
+
+def loaded():
+    """The names of the kernels loaded in this process, sorted."""
+    return sorted(name for name, k in _KERNELS.items() if k)
+
+
+def pending():
+    """The names of the kernels whose savings are being counted but which have not loaded
+    (nor failed to) yet, sorted: a benchmark of a long run's steady state warms up until
+    there are none."""
+    return sorted(name for name in _SAVED if name and name not in _KERNELS)
 
 
 def forget():

@@ -13,9 +13,10 @@ taken through one strided view. The padded copy puts the batch dim last, so the 
 ordered (position, image) and a stride-1 window row is one contiguous run of memory however
 small the images (ResNet's last stages are 4x4 and 2x2). A transposed convolution (a
 convolution's input gradient) is one product with the weights as a transposed view, then
-a fold: one strided add per kernel offset, batch dim innermost again. With stride 1 and
-weights smaller than the unfolded input it is instead the convolution with the flipped,
-transposed kernel (:func:`folds_cheaper`).
+a fold: one strided add per kernel offset, batch dim innermost again (for 2-d convolutions
+with Numba, one compiled loop that also crops and puts the batch first: :mod:`.conv_kernels`).
+With stride 1 and weights smaller than the unfolded input it is instead the convolution
+with the flipped, transposed kernel (:func:`folds_cheaper`).
 
 Those copies grow with the batch (a ``vmap(jacrev(net))`` over 20000 samples, or a batched
 weight folded into the groups, asks for gigabytes), so each kernel runs over blocks of
@@ -25,6 +26,7 @@ images and of groups whenever its matrices would exceed :data:`WORKSPACE_BYTES`
 import itertools
 import math
 
+from . import conv_kernels
 from .broadcast import broadcast_to
 from .core import KEEP, Primitive, primitive
 from .index import basic_index
@@ -365,6 +367,9 @@ def _scatter(xp, x, w, stride, padding, dilation, output_padding, groups):
            zip(sizes, kernel, stride, padding, dilation, output_padding)]
     extent = [max(transposed_output_size(m, k, s, 0, d, 0), p + o)
               for m, k, s, d, p, o in zip(sizes, kernel, stride, dilation, padding, out)]
+    folded = conv_kernels.fold_2d(xp, cols, stride, dilation, padding, out) if len(kernel) == 2 else None
+    if folded is not None:
+        return folded
     y = scratch(xp, "padded", (cout,) + tuple(extent) + (n,), cols.dtype)
     adds = [(index + (slice(None),), (slice(None),) + k) for k, index in taps(kernel, stride, dilation, sizes)]
 

@@ -320,10 +320,8 @@ def _tanh_backward(xp, g, x):
 def _compiled(x, which):
     """The compiled kernel for a float32 ``x`` large enough, once worth loading; else None
     (NumPy then)."""
-    if NUMBA_MIN is None or x.size < NUMBA_MIN:
-        return None
-    return compiled.kernel(f"gelu_{which}", lambda: _source(which), _SIGNATURES[which],
-                           saving=x.size * SAVING_S[which])
+    return compiled.sized(f"gelu_{which}", x.size, NUMBA_MIN, SAVING_S[which], lambda: _source(which),
+                          _SIGNATURES[which])
 
 
 def _exp_half_square(xp, flat):

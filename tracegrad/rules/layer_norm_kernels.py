@@ -64,7 +64,7 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
         x2 = xp.ascontiguousarray(x2)
         m = x2.shape[0]
         out, mean, invstd = xp.empty_like(x2), xp.empty(m, dtype=x.dtype), xp.empty(m, dtype=x.dtype)
-        fused(x2, _flat(xp, weight, k), _flat(xp, bias, k), weight is not None, bias is not None, float(eps),
+        fused(x2, compiled.operand(xp, weight, k), compiled.operand(xp, bias, k), weight is not None, bias is not None, float(eps),
               out, mean, invstd)
         if stat_shape is None:
             return out.reshape(x.shape)
@@ -183,16 +183,11 @@ def layer_norm_backward(xp, g, gm, gi, x, weight, mean, invstd, axes, bias_shape
 
 # -- the compiled float32 form -----------------------------------------------------------------------
 
-def _flat(xp, a, k):
-    """A weight or bias as a flat C float32 array (an unused placeholder for None)."""
-    return xp.empty(1, dtype=xp.float32) if a is None else xp.ascontiguousarray(a.reshape(k))
-
-
 def _compiled(x, which):
-    if NUMBA_MIN is None or x.dtype.char != "f" or x.size < NUMBA_MIN:
+    if x.dtype.char != "f":
         return None
-    return compiled.kernel(f"layer_norm_{which}", lambda: _source(which), _SIGNATURES[which],
-                           saving=x.size * SAVING_S[which])
+    return compiled.sized(f"layer_norm_{which}", x.size, NUMBA_MIN, SAVING_S[which], lambda: _source(which),
+                          _SIGNATURES[which])
 
 
 def _source(which):
