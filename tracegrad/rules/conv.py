@@ -145,6 +145,10 @@ def unfold(xp, x, kernel, stride, dilation, lo, hi, count=None):
     out = positions(x.shape[2:], kernel, stride, dilation, lo, hi)
     count = out if count is None else tuple(count)
     shape = (c,) + tuple(kernel) + count + (n,)
+    if all(k == 1 for k in kernel) and not any(lo) and not any(hi) and any(st > 1 for st in stride):
+        # 1x1, strided, unpadded: the batch-last copy of the positions taken is the columns
+        taken = x[(slice(None), slice(None)) + tuple(slice(0, m * st, st) for m, st in zip(count, stride))]
+        return _batch_last(xp, taken, "padded").reshape(shape), out
     step = stride[-1] if kernel[-1] > 1 else 1  # (one tap reads one phase: no gain)
     buf = _batch_last(xp, x, "padded", lo, hi, step)
     if all(k == 1 for k in kernel) and all(st == 1 for st in stride) and count == out:
