@@ -64,8 +64,8 @@ def layer_norm_forward(xp, x, weight, bias, eps, k, stat_shape):
         x2 = xp.ascontiguousarray(x2)
         m = x2.shape[0]
         out, mean, invstd = xp.empty_like(x2), xp.empty(m, dtype=x.dtype), xp.empty(m, dtype=x.dtype)
-        fused(x2, compiled.operand(xp, weight, k), compiled.operand(xp, bias, k), weight is not None, bias is not None, float(eps),
-              out, mean, invstd)
+        fused(x2, compiled.operand(xp, weight, k), compiled.operand(xp, bias, k), weight is not None,
+              bias is not None, float(eps), out, mean, invstd)
         if stat_shape is None:
             return out.reshape(x.shape)
         return out.reshape(x.shape), mean.reshape(stat_shape), invstd.reshape(stat_shape)
