@@ -9,7 +9,7 @@ shrinks ``p *= 1 - lr * wd`` first (AdamW).
 from ..runtime.tensor import Tensor
 from ._inplace import advance, bump, directed_grad, lerp_, operands, real_view, step_counter, zeros_state
 from .optimizer import (Optimizer, as_float, check_betas, check_capturable, check_impl_flags, check_lr,
-                        check_non_negative, closure_loss)
+                        check_non_negative, closure_loss, functional_grads)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -46,14 +46,7 @@ class Adam(Optimizer):
         loss = closure_loss(closure)
         state = self.state
         for group in self.param_groups:
-            beta1, beta2 = (as_float(b) for b in group["betas"])
-            lr, weight_decay, amsgrad = as_float(group["lr"]), group["weight_decay"], group["amsgrad"]
-            small = abs(1 - beta1) < 0.5  # which of lerp's two formulas PyTorch takes
-            w1 = 1 - float(beta1)  # torch moves a Tensor beta1 to the param's dtype for the lerp only
-            values = (w1 if small else float(beta1), beta2, 1 - beta2, group["eps"], weight_decay,
-                      1 - lr * weight_decay)
-            flags = (small, weight_decay != 0, group["decoupled_weight_decay"], amsgrad, group["maximize"])
-            ops = dtype = kind = last_step = None
+            params, grads, states = [], [], []
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -63,18 +56,15 @@ class Adam(Optimizer):
                     st["step"] = step_counter(p, group["capturable"] or group["fused"], group["fused"])
                     st["exp_avg"] = zeros_state(p)
                     st["exp_avg_sq"] = zeros_state(p)
-                    if amsgrad:
+                    if group["amsgrad"]:
                         st["max_exp_avg_sq"] = zeros_state(p)
-                data = p._data
                 check_capturable(group, p)
-                step = advance(st["step"])
-                if data.dtype != dtype or type(data) is not kind:
-                    dtype, kind, last_step = data.dtype, type(data), None
-                    ops = operands(data, *values)
-                if step != last_step:  # the bias corrections, shared by parameters stepped alike
-                    last_step = step
-                    per_step = operands(data, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5)[1:]
-                _update(p, data, grad._data, st, ops, per_step, *flags)
+                params.append(p)
+                grads.append(grad._data)
+                states.append(st)
+            beta1, beta2 = group["betas"]
+            _update_all(params, grads, states, group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                        group["amsgrad"], group["decoupled_weight_decay"], group["maximize"])
         return loss
 
 
@@ -92,6 +82,67 @@ class AdamW(Adam):
         super().__setstate__(state)
         for group in self.param_groups:  # an AdamW always decouples, whatever was loaded
             group["decoupled_weight_decay"] = True
+
+
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+         differentiable=False, fused=None, grad_scale=None, found_inf=None, has_complex=False,
+         decoupled_weight_decay=False, *, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
+    """``torch.optim.adam.adam``, the functional form that custom optimizers call with their
+    own state: one Adam step of each of ``params`` along ``grads``, the moments in
+    ``exp_avgs``/``exp_avg_sqs`` (and ``max_exp_avg_sqs`` under AMSGrad) and the counts in
+    ``state_steps`` (one-element tensors) updated in place, as :class:`Adam` does. Not
+    listed in ``__all__``: ``tracegrad.optim.adam`` stays the module."""
+    if not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
+    lists = {"grads": grads, "exp_avgs": exp_avgs, "exp_avg_sqs": exp_avg_sqs, "state_steps": state_steps}
+    if amsgrad:
+        lists["max_exp_avg_sqs"] = max_exp_avg_sqs
+    name = "adamw" if decoupled_weight_decay else "adam"
+    arrays = functional_grads(name, params, lists, differentiable=differentiable, fused=fused, foreach=foreach,
+                              grad_scale=grad_scale, found_inf=found_inf)
+    group = {"capturable": capturable, "fused": fused, "foreach": foreach}
+    states = []
+    for i, p in enumerate(params):
+        check_capturable(group, p)
+        st = {"step": state_steps[i], "exp_avg": exp_avgs[i], "exp_avg_sq": exp_avg_sqs[i]}
+        if amsgrad:
+            st["max_exp_avg_sq"] = max_exp_avg_sqs[i]
+        states.append(st)
+    _update_all(params, arrays, states, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled_weight_decay,
+                maximize)
+
+
+def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+          differentiable=False, fused=None, grad_scale=None, found_inf=None, has_complex=False, *, amsgrad, beta1,
+          beta2, lr, weight_decay, eps, maximize):
+    """``torch.optim.adamw.adamw``: :func:`adam` with decoupled weight decay."""
+    adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach, capturable, differentiable,
+         fused, grad_scale, found_inf, has_complex, True, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr,
+         weight_decay=weight_decay, eps=eps, maximize=maximize)
+
+
+def _update_all(params, grads, states, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled, maximize):
+    """One Adam step of each of ``params`` along its gradient array in ``grads``, with its
+    state (``step``, ``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq`` under AMSGrad) in
+    ``states``: what :meth:`Adam.step` does for a parameter group, and the functional
+    :func:`adam` for its lists."""
+    beta1, beta2 = as_float(beta1), as_float(beta2)
+    lr = as_float(lr)
+    small = abs(1 - beta1) < 0.5  # which of lerp's two formulas PyTorch takes
+    w1 = 1 - float(beta1)  # torch moves a Tensor beta1 to the param's dtype for the lerp only
+    values = (w1 if small else float(beta1), beta2, 1 - beta2, eps, weight_decay, 1 - lr * weight_decay)
+    flags = (small, weight_decay != 0, decoupled, amsgrad, maximize)
+    ops = dtype = kind = last_step = None
+    for p, grad, st in zip(params, grads, states):
+        data = p._data
+        step = advance(st["step"])
+        if data.dtype != dtype or type(data) is not kind:
+            dtype, kind, last_step = data.dtype, type(data), None
+            ops = operands(data, *values)
+        if step != last_step:  # the bias corrections, shared by parameters stepped alike
+            last_step = step
+            per_step = operands(data, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5)[1:]
+        _update(p, data, grad, st, ops, per_step, *flags)
 
 
 def _update(p, param, grad, st, ops, per_step, small, decayed, decoupled, amsgrad, maximize):

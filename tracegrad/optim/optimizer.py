@@ -201,6 +201,37 @@ def check_impl_flags(differentiable, fused=None, foreach=None):
                                   "update parameters in place outside autograd")
 
 
+def functional_grads(name, params, lists, *, differentiable=False, fused=None, foreach=None, grad_scale=None,
+                     found_inf=None):
+    """The checks of a functional optimizer (``torch.optim.adam.adam(params, grads, ...)``,
+    which custom optimizers call with their own state lists): the flags as the classes
+    take them, no gradient scaler's tensors, Tensors in every list of ``lists`` (name ->
+    list, the gradients first) at least as long as ``params``, and no parameter that
+    autograd would refuse to see updated in place (PyTorch's functions update with
+    in-place ops: outside ``no_grad`` a leaf that requires grad raises there). Returns the
+    gradients' arrays."""
+    check_impl_flags(differentiable, fused, foreach)
+    if grad_scale is not None or found_inf is not None:
+        raise NotImplementedError(f"{name}: grad_scale and found_inf (a fused optimizer's gradient scaling) "
+                                  "are not supported; unscale the gradients before the step")
+    for what, values in (("params", params),) + tuple(lists.items()):
+        if len(values) < len(params):
+            raise IndexError(f"{name}: {what} has {len(values)} entries for {len(params)} params")
+        for i, t in enumerate(values[:len(params)]):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{name}: {what}[{i}] must be a Tensor, not {type(t).__name__}")
+    if grad_mode.is_grad_enabled():
+        for p in params:
+            if p.requires_grad:
+                if p.is_leaf:
+                    raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+                raise NotImplementedError(f"{name}: tracegrad updates parameters outside autograd; a parameter "
+                                          "that requires grad and is not a leaf needs the update recorded "
+                                          "(call it under torch.no_grad() on leaves, or on detached tensors)")
+    grads = next(iter(lists.values()))
+    return [g._data for g in grads[:len(params)]]
+
+
 _CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone"]
 
 

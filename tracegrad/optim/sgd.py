@@ -6,7 +6,8 @@ The update is PyTorch's single-tensor SGD, run on the backend arrays in place:
 """
 from ..runtime.tensor import wrap
 from ._inplace import bump, directed_grad, operands, zero_d_view
-from .optimizer import Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss
+from .optimizer import (Optimizer, as_float, check_impl_flags, check_lr, check_non_negative, closure_loss,
+                        functional_grads)
 
 __all__ = ["SGD"]
 
@@ -32,21 +33,57 @@ class SGD(Optimizer):
         loss = closure_loss(closure)
         state = self.state
         for group in self.param_groups:
-            momentum, dampening = group["momentum"], group["dampening"]
-            weight_decay = as_float(group["weight_decay"])
-            values = (as_float(group["lr"]), momentum, 1 - dampening, weight_decay)
-            flags = (momentum != 0, dampening != 0, weight_decay != 0, group["nesterov"], group["maximize"])
-            ops = dtype = kind = None
+            momentum = group["momentum"]
+            params, grads, states = [], [], []
             for p in group["params"]:
                 grad = p.grad
-                if grad is None:
-                    continue
-                data = p._data
-                if data.dtype != dtype or type(data) is not kind:
-                    dtype, kind = data.dtype, type(data)
-                    ops = operands(data, *values, real=False)
-                _update(p, data, grad._data, state[p] if momentum != 0 else None, ops, *flags)
+                if grad is not None:
+                    params.append(p)
+                    grads.append(grad._data)
+                    states.append(state[p] if momentum != 0 else None)
+            _update_all(params, grads, states, group["lr"], momentum, group["dampening"], group["weight_decay"],
+                        group["nesterov"], group["maximize"])
         return loss
+
+
+def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None, grad_scale=None,
+        found_inf=None, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+    """``torch.optim.sgd.sgd`` (also ``torch.optim._functional.sgd``), the functional form
+    that custom optimizers and federated clients call with their own state: one SGD step of
+    each of ``params`` along ``d_p_list``; with momentum, a None in
+    ``momentum_buffer_list`` gets the buffer made at this step, as :class:`SGD` keeps it.
+    Not listed in ``__all__``: ``tracegrad.optim.sgd`` stays the module."""
+    lists = {"d_p_list": d_p_list}
+    arrays = functional_grads("sgd", params, lists, fused=fused, foreach=foreach, grad_scale=grad_scale,
+                              found_inf=found_inf)
+    if momentum != 0:
+        if len(momentum_buffer_list) < len(params):
+            raise IndexError(f"sgd: momentum_buffer_list has {len(momentum_buffer_list)} entries for "
+                             f"{len(params)} params")
+        states = [{} if b is None else {"momentum_buffer": b} for b in momentum_buffer_list[:len(params)]]
+    else:
+        states = [None] * len(params)
+    _update_all(params, arrays, states, lr, momentum, dampening, weight_decay, nesterov, maximize)
+    if momentum != 0:
+        for i, st in enumerate(states):
+            momentum_buffer_list[i] = st["momentum_buffer"]
+
+
+def _update_all(params, grads, states, lr, momentum, dampening, weight_decay, nesterov, maximize):
+    """One SGD step of each of ``params`` along its gradient array in ``grads``, with its
+    state in ``states`` (a dict that keeps ``momentum_buffer``, made at the first step;
+    None without momentum): what :meth:`SGD.step` does for a parameter group, and the
+    functional :func:`sgd` for its lists."""
+    weight_decay = as_float(weight_decay)
+    values = (as_float(lr), momentum, 1 - dampening, weight_decay)
+    flags = (momentum != 0, dampening != 0, weight_decay != 0, nesterov, maximize)
+    ops = dtype = kind = None
+    for p, grad, st in zip(params, grads, states):
+        data = p._data
+        if data.dtype != dtype or type(data) is not kind:
+            dtype, kind = data.dtype, type(data)
+            ops = operands(data, *values, real=False)
+        _update(p, data, grad, st, ops, *flags)
 
 
 def _update(p, param, grad, state, ops, use_momentum, dampened, decayed, nesterov, maximize):
