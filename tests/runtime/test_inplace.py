@@ -309,6 +309,25 @@ def test_saved_tensor_modified_raises_with_type_and_versions():
     assert "is at version 1; expected version 0 instead" in msg
 
 
+def test_saved_bool_and_complex_tensors_are_named_by_dispatch_key():
+    """PyTorch names a saved bool, bfloat16 or complex tensor in the version error by its
+    dispatch key and scalar type, the others by their legacy type."""
+    p = tg.ones(4, requires_grad=True)
+    keep = tg.tensor([True, True, False, False])
+    y = p[keep] * tg.tensor([1.0, 10.0])
+    keep.logical_not_()  # (a mask reused as a buffer)
+    with pytest.raises(RuntimeError, match=VERSION_ERROR) as info:
+        y.sum().backward()
+    assert "[CPUBoolType [4]] is at version 1; expected version 0 instead" in str(info.value)
+    z = tg.ones(2, dtype=tg.complex64, requires_grad=True)
+    m = tg.ones(2, dtype=tg.complex64)
+    w = z * m
+    m.add_(1)
+    with pytest.raises(RuntimeError, match=VERSION_ERROR) as info:
+        w.abs().sum().backward()
+    assert "[CPUComplexFloatType [2]] is at version 1" in str(info.value)
+
+
 def test_saved_leaf_input_modified_raises():
     a = tg.ones(2, 3, requires_grad=True)
     c = tg.ones(2, 3)

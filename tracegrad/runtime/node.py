@@ -454,5 +454,17 @@ def version_message(t, current, expected, which=""):
             "enable anomaly detection to find the operation that failed to compute its gradient, "
             "with tracegrad.autograd.set_detect_anomaly(True, check_nan=False).")
     return ("one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{t.type()} {list(t.shape)}]{which} is at version {current}; "
+            f"inplace operation: [{_type_in_message(t)} {list(t.shape)}]{which} is at version {current}; "
             f"expected version {expected} instead. Hint: {hint}")
+
+
+# dtypes PyTorch names in that message by dispatch key and scalar type (``CPUBoolType``), the
+# others by their legacy tensor type (``torch.FloatTensor``)
+_KEYED_IN_MESSAGE = frozenset(("bool", "bfloat16", "complex32", "complex64", "complex128"))
+
+
+def _type_in_message(t):
+    dtype = t.dtype
+    if dtype.name in _KEYED_IN_MESSAGE:
+        return f"{'CUDA' if t.is_cuda else 'CPU'}{dtype.scalar_name}Type"
+    return t.type()
