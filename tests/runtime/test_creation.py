@@ -124,6 +124,29 @@ def test_tensor_from_tensor_copies():
     assert src.tolist() == [1.0, 2.0]
 
 
+def test_tensor_from_a_list_of_arrays_warns_once(monkeypatch):
+    """PyTorch warns once per process that a tensor built from a list of arrays (a rollout's
+    observations) is slow; lists of numbers or of NumPy scalars do not warn."""
+    if tg.__name__ == "tracegrad":  # (a fresh process's state)
+        from tracegrad.runtime import creation
+        monkeypatch.setattr(creation, "_ndarrays_in_list", [False, False])
+    import warnings
+    rows = [np.arange(3.0), np.arange(3.0) + 1]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert tg.tensor([np.float64(1.0), 2.0]).tolist() == [1.0, 2.0]
+        assert tg.tensor([[1.0, 2.0], [3.0, 4.0]]).shape == (2, 2)
+        assert seen == []
+        t = tg.tensor(rows)
+        assert t.tolist() == [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]] and t.dtype == tg.float64
+        tg.tensor([[1.0, 2.0, 3.0], rows[0]])  # (an array anywhere in the lists)
+    assert len(seen) == 1 and seen[0].category is UserWarning
+    assert str(seen[0].message).startswith(
+        "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting the list "
+        "to a single numpy.ndarray with numpy.array() before converting to a tensor.")
+    assert seen[0].filename == __file__
+
+
 def test_tensor_requires_grad():
     t = tg.tensor([1.0, 2.0], requires_grad=True)
     assert t.requires_grad and t.is_leaf and t.grad_fn is None

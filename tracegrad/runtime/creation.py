@@ -84,7 +84,23 @@ def _unwrap_nested(data):
         return backend.namespace_of(data._data).to_host(data._data)
     if isinstance(data, (list, tuple)) or _other_sequence(data):
         return [_unwrap_nested(x) for x in data]
+    if type(data) is _NDARRAY and data.ndim and not _ndarrays_in_list[0]:
+        _ndarrays_in_list[0] = True  # (tensor() warns, once per process)
     return data
+
+
+_NDARRAY = backend.cpu.ndarray
+# [met an array of at least one dim inside nested lists, warned]: PyTorch warns once per
+# process that building a tensor from a list of arrays is slow (a rollout's observations)
+_ndarrays_in_list = [False, False]
+_LIST_OF_ARRAYS = ("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
+                   "the list to a single numpy.ndarray with numpy.array() before converting to a tensor.")
+
+
+def _warn_list_of_arrays():
+    if _ndarrays_in_list[0] and not _ndarrays_in_list[1]:
+        _ndarrays_in_list[1] = True
+        warnings.warn(_LIST_OF_ARRAYS, UserWarning, stacklevel=4)
 
 
 # While a vmap runs (tracegrad/func/_vmap.py): what a random draw does under it, called
@@ -140,6 +156,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         d = _dt.as_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(host.dtype)
         return _finish(xp.asarray(host, dtype=d.np).copy(), requires_grad)
     d = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+    if not _ndarrays_in_list[1]:
+        _ndarrays_in_list[0] = False
     try:
         host = backend.cpu.asarray(_unwrap_nested(data), dtype=d.np)
     except OverflowError:  # a Python int beyond d: PyTorch wraps a negative one or refuses
@@ -149,6 +167,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     except ValueError as e:
         ragged = _ragged(data)
         raise ValueError(ragged or f"tensor(): could not build a tensor from the data given: {e}") from None
+    _warn_list_of_arrays()
     return _finish(xp.asarray(host), requires_grad)
 
 
