@@ -458,13 +458,16 @@ def version_message(t, current, expected, which=""):
             f"expected version {expected} instead. Hint: {hint}")
 
 
-# dtypes PyTorch names in that message by dispatch key and scalar type (``CPUBoolType``), the
-# others by their legacy tensor type (``torch.FloatTensor``)
-_KEYED_IN_MESSAGE = frozenset(("bool", "bfloat16", "complex32", "complex64", "complex128"))
+# scalar types PyTorch names in that message by dispatch key (``CPUBoolType``), the others
+# by their legacy tensor type (``torch.FloatTensor``)
+_KEYED_IN_MESSAGE = frozenset(("Bool", "BFloat16", "ComplexHalf", "ComplexFloat", "ComplexDouble"))
 
 
 def _type_in_message(t):
-    dtype = t.dtype
-    if dtype.name in _KEYED_IN_MESSAGE:
-        return f"{'CUDA' if t.is_cuda else 'CPU'}{dtype.scalar_name}Type"
-    return t.type()
+    """``t.type()`` (a Tensor, or a compiled node's description of one), or the dispatch
+    key's name PyTorch gives the saved bool and complex tensors there."""
+    name = t.type()
+    scalar = name.rsplit(".", 1)[-1][:-len("Tensor")]
+    if scalar in _KEYED_IN_MESSAGE:
+        return f"{'CUDA' if '.cuda.' in name else 'CPU'}{scalar}Type"
+    return name
