@@ -47,17 +47,10 @@ def _adam_run(lib, kwargs, decoupled, steps=15):
 
 
 def _adam_class_run(kwargs, decoupled, steps=15):
-    params, loss = _problem.make(tg)
     cls = tg.optim.AdamW if decoupled else tg.optim.Adam
-    opt = cls(params, lr=kwargs["lr"], betas=(kwargs["beta1"], kwargs["beta2"]), eps=kwargs["eps"],
-              weight_decay=kwargs["weight_decay"], amsgrad=kwargs["amsgrad"], maximize=kwargs["maximize"])
-    track = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss().backward()
-        opt.step()
-        track.append([p.detach().numpy().copy() for p in params])
-    return track
+    return _problem.train(tg, lambda params: cls(
+        params, lr=kwargs["lr"], betas=(kwargs["beta1"], kwargs["beta2"]), eps=kwargs["eps"],
+        weight_decay=kwargs["weight_decay"], amsgrad=kwargs["amsgrad"], maximize=kwargs["maximize"]), steps)[0]
 
 
 def _sgd_run(lib, kwargs, steps=15, functional_module="sgd"):
@@ -87,14 +80,10 @@ def test_functional_adam_is_the_optimizer_step(kwargs, decoupled):
 @pytest.mark.parametrize("kwargs", SGD)
 def test_functional_sgd_is_the_optimizer_step(kwargs):
     track, bufs = _sgd_run(tg, kwargs)
-    params, loss = _problem.make(tg)
-    opt = tg.optim.SGD(params, **{k: v for k, v in kwargs.items()})
-    for mine in track:
-        opt.zero_grad()
-        loss().backward()
-        opt.step()
-        for a, p in zip(mine, params):
-            np.testing.assert_array_equal(a, p.detach().numpy())
+    theirs, opt, params = _problem.train(tg, lambda params: tg.optim.SGD(params, **kwargs), 15)
+    for mine, other in zip(track, theirs):
+        for a, b in zip(mine, other):
+            np.testing.assert_array_equal(a, b)
     if kwargs["momentum"]:  # the buffers made at the first step, in the caller's list
         for buf, p in zip(bufs, params):
             assert isinstance(buf, tg.Tensor)
