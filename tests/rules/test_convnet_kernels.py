@@ -19,6 +19,14 @@ MODULES = (batch_norm_kernels, relu_kernels, conv_kernels)
 RNG = np.random.default_rng(7)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _unloaded_after():
+    """The kernels this module loads are forgotten after it: later tests meet the loading
+    rule of a fresh process, not kernels that serve from the first call."""
+    yield
+    compiled.forget()
+
+
 @pytest.fixture
 def numba_at_once(monkeypatch, tmp_path_factory):
     """The kernels compiled from the first element and call on; ``off()`` turns them off
