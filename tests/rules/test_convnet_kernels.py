@@ -12,6 +12,8 @@ from tracegrad.backend import cpu
 from tracegrad.rules import batch_norm_kernels, compiled, conv, conv_kernels, relu_kernels
 from tracegrad.rules import nn as nn_rules
 
+from .compiled_at_once import load_at_once
+
 pytest.importorskip("numba")
 
 F = tg.nn.functional
@@ -32,14 +34,11 @@ def numba_at_once(monkeypatch, tmp_path_factory):
     """The kernels compiled from the first element and call on; ``off()`` turns them off
     (the NumPy forms), ``on()`` back on."""
     monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
-    monkeypatch.setattr(compiled, "FIRST_LOAD_S", 0.0)
-    monkeypatch.setattr(compiled, "LOAD_S", 0.0)
 
     class Switch:
         @staticmethod
         def on():
-            for m in MODULES:
-                monkeypatch.setattr(m, "NUMBA_MIN", 1)
+            load_at_once(monkeypatch, *MODULES)
 
         @staticmethod
         def off():

@@ -16,6 +16,7 @@ from tracegrad.rules.attention import attention, attention_vjp
 from tracegrad.rules.linalg import addmm
 from tracegrad.transform import jit
 
+from .compiled_at_once import load_at_once
 from .torch_gelu_avx2 import torch_gelu
 
 F = tg.nn.functional
@@ -38,18 +39,10 @@ def _kernel_path(module, request, monkeypatch, tmp_path_factory):
     if request.param == "numba":
         pytest.importorskip("numba")
         monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
-        _numba_at_once(monkeypatch, module)
+        load_at_once(monkeypatch, module)
     else:
         monkeypatch.setattr(module, "NUMBA_MIN", None)
     return request.param
-
-
-def _numba_at_once(monkeypatch, module):
-    """``module``'s compiled kernels from the first element and the first call on (not
-    once their savings would pay for loading them, see tracegrad.rules.compiled)."""
-    monkeypatch.setattr(module, "NUMBA_MIN", 1)
-    monkeypatch.setattr(compiled, "FIRST_LOAD_S", 0.0)
-    monkeypatch.setattr(compiled, "LOAD_S", 0.0)
 
 
 def _gelu_both(lib, x, g, approximate, dtype):
@@ -130,7 +123,7 @@ def test_numba_gelu_is_bit_identical_to_numpy(monkeypatch, tmp_path):
     g = np.random.default_rng(3).standard_normal(x.shape).astype(np.float32)
     x2 = x[:x.size // 13 * 13].reshape(-1, 13)[:, ::2]  # a strided view: through a contiguous copy
     out = {}
-    _numba_at_once(monkeypatch, gelu_kernels)
+    load_at_once(monkeypatch, gelu_kernels)
     for path, n in (("numpy", None), ("numba", 1)):
         monkeypatch.setattr(gelu_kernels, "NUMBA_MIN", n)
         monkeypatch.setattr(gelu_kernels, "_KEPT", {})
@@ -152,7 +145,7 @@ def test_gelu_without_numba_runs_numpy(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
     jit.forget()
     compiled.forget()
-    _numba_at_once(monkeypatch, gelu_kernels)
+    load_at_once(monkeypatch, gelu_kernels)
     try:
         x = _points("float32", 100)
         y = gelu_kernels.gelu_forward(cpu, x, "none")
@@ -172,7 +165,7 @@ def test_a_numba_failure_warns_and_runs_numpy(monkeypatch):
         raise OSError("read-only cache directory")
     monkeypatch.setattr(jit, "load_kernel", refuse)
     compiled.forget()
-    _numba_at_once(monkeypatch, gelu_kernels)
+    load_at_once(monkeypatch, gelu_kernels)
     try:
         x = _points("float32", 100)
         with pytest.warns(RuntimeWarning, match="compiled kernel gelu_forward is unavailable .OSError"):
@@ -268,7 +261,7 @@ def test_numba_layer_norm_is_within_ulps_of_numpy(monkeypatch, tmp_path):
     for x_shape, shape, w, b in LN_CASES + [((16, 300), (300,), True, True)]:
         x, W, B, g = _ln_inputs(x_shape, shape, w, b, "float32", seed=len(x_shape))
         got = {}
-        _numba_at_once(monkeypatch, layer_norm_kernels)
+        load_at_once(monkeypatch, layer_norm_kernels)
         for path, n in (("numpy", None), ("numba", 1)):
             monkeypatch.setattr(layer_norm_kernels, "NUMBA_MIN", n)
             got[path] = _layer_norm_both(tg, x, shape, W, B, g)
