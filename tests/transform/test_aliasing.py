@@ -233,6 +233,43 @@ def test_a_helper_writing_an_argument_is_refused_even_when_its_result_is_unused(
         np.testing.assert_allclose(grad, numeric(f, X), rtol=1e-6, atol=1e-8)
 
 
+def scales_through_a_nested_view(p0, p1):
+    u = np.expand_dims(p0[:, None], 0).squeeze(0)  # a view of p0 through nested calls
+    u *= p1[-1]
+    return np.sum(u * p1[:, None])
+
+
+def scales_through_np_reshape(p0, p1):
+    u = np.reshape(p0, (3,))  # a NumPy function returning a view
+    u *= p1[-1]
+    return np.sum(u * p1)
+
+
+def scales_through_np_asarray(p0, p1):
+    u = np.asarray(p0)  # the very same array
+    u *= p1[-1]
+    return np.sum(u * p1)
+
+
+@pytest.mark.parametrize("helper", [scales_through_a_nested_view, scales_through_np_reshape,
+                                    scales_through_np_asarray])
+def test_a_helper_writing_an_argument_through_a_view_is_refused(helper):
+    """Found by the long fuzz (seed 91): AST mode missed the write into the caller's ``y``
+    made through a view (the analysis read the helper's body after the transformation had
+    folded its one-operation lines back into nested calls, and knew no NumPy function
+    returning a view), so the adjoint recomputed the helper from the changed ``y``: a
+    wrong gradient in AST and auto mode, without an error."""
+    def f(x, y):
+        return helper(y, x)
+    y = np.array([-0.9, 0.07, 0.5])
+    with pytest.raises(tg.TransformError, match=f"{helper.__name__}, called from the function being "
+                                                "differentiated, changes an argument in place"):
+        tg.grad(f, mode="ast")(X.copy(), y.copy())
+    want = numeric(lambda a: f(a, y.copy()), X)
+    for mode in ("tape", "auto"):
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy(), y.copy()), want, rtol=1e-6, atol=1e-8)
+
+
 def identity(a):
     return a
 

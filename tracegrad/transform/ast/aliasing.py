@@ -216,6 +216,13 @@ def _shares(target, other, depth):
 
 _VIEW_METHODS = {"reshape", "ravel", "view", "transpose", "swapaxes", "squeeze", "diagonal"}
 _VIEW_ATTRS = {"T", "mT", "real", "imag", "flat"}
+# NumPy functions whose result may be their first argument or a view of it (``np.reshape(p,
+# 2)``, ``np.expand_dims(p, 0)``, ``np.asarray(p)``), or hold views of it (``np.split``)
+_VIEW_FUNCTIONS = _VIEW_METHODS - {"view"} | {
+    "expand_dims", "moveaxis", "rollaxis", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray",
+    "require", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_to", "broadcast_arrays", "real", "imag",
+    "flip", "fliplr", "flipud", "rot90", "matrix_transpose", "permute_dims", "as_strided",
+    "sliding_window_view", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack"}
 
 
 def in_place_facts(body, params):
@@ -240,20 +247,8 @@ def in_place_facts(body, params):
             mutated.add(m)
             writes.append((s, m))
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
-            t, v = s.targets[0].id, s.value
-            if isinstance(v, ast.Name):
-                link(t, v.id)
-            elif isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
-                link(t, v.value.id)
-            elif isinstance(v, ast.Attribute) and v.attr in _VIEW_ATTRS and isinstance(v.value, ast.Name):
-                link(t, v.value.id)
-            elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and \
-                    v.func.attr in _VIEW_METHODS and isinstance(v.func.value, ast.Name):
-                link(t, v.func.value.id)
-            elif isinstance(v, (ast.List, ast.Tuple, ast.Dict)):
-                for e in v.values if isinstance(v, ast.Dict) else v.elts:
-                    if isinstance(e, ast.Name):
-                        link(t, e.id)
+            for other in _shared_with(s.value):
+                link(s.targets[0].id, other)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
                 isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "append" and \
                 isinstance(s.value.func.value, ast.Name):  # lst.append(y): lst holds y
@@ -279,9 +274,15 @@ def _shared_with(v):
         return {v.value.id}
     if isinstance(v, ast.Attribute) and v.attr in _VIEW_ATTRS and isinstance(v.value, ast.Name):
         return {v.value.id}
-    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in _VIEW_METHODS and \
-            isinstance(v.func.value, ast.Name):
-        return {v.func.value.id}
+    if isinstance(v, ast.Call):
+        f = v.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        shared = set()
+        if name in _VIEW_METHODS and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            shared.add(f.value.id)  # p.reshape(2)
+        if name in _VIEW_FUNCTIONS and v.args and isinstance(v.args[0], ast.Name):
+            shared.add(v.args[0].id)  # np.reshape(p, 2), np.expand_dims(p, 0)
+        return shared
     if isinstance(v, (ast.List, ast.Tuple, ast.Dict)):
         return {e.id for e in (v.values if isinstance(v, ast.Dict) else v.elts) if isinstance(e, ast.Name)}
     return set()

@@ -223,11 +223,17 @@ def _refuse_left_over_local_calls(body, functions, located):
                                    "comparison chain), where it cannot be inlined", "local function call in a condition")
 
 
-def _note_in_place_facts(gen, body, params):
+def _in_place_facts(body, params):
     """What the callers of a generated function ask about its in-place changes (see
-    :mod:`.aliasing`): visible sharing, writes into parameters, ``y += v`` lines."""
-    gen.visible_aliasing, gen.writes_params = in_place_facts(body, params)
-    gen.rebinds_in_place = rebinds_in_place(body)
+    :mod:`.aliasing`): visible sharing, writes into parameters, ``y += v`` lines. Read from
+    the function's ANF body before it is transformed: the analysis follows names through
+    ANF's one-operation right-hand sides (``t = p[:, None]``, ``u = np.expand_dims(t, 0)``),
+    which the transformation folds back into nested expressions."""
+    return in_place_facts(body, params) + (rebinds_in_place(body),)
+
+
+def _note_in_place_facts(gen, facts):
+    gen.visible_aliasing, gen.writes_params, gen.rebinds_in_place = facts
 
 
 def _refuse_callees_writing_arguments(body, resolver, located):
@@ -321,6 +327,7 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
     node, located, unit, resolver, sig, body = prepare(fn, on_tape)
     unit.namer.used.add(name)  # (a callee's adjoint may not take the name: dlambda in dlambda)
     params = sig.names()
+    facts = _in_place_facts(body, params)
     positions = sig.positions(positions)
     wrt = sig.wrt(positions)
     callees = []
@@ -377,7 +384,7 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         gen = _compile(fdef, unit, name, fn, per, key, callees)
         gen.written_for = structure(resolver)
         gen.seed = dout
-        _note_in_place_facts(gen, body, params)
+        _note_in_place_facts(gen, facts)
         _remember(fn, key, gen, unit, resolver, user_defaults=True)
         return gen
     finally:
@@ -509,6 +516,7 @@ def _build_tangents(fn, name, per, key, positions=None, on_tape=frozenset()):
     from ...runtime.grad_mode import no_grad
     node, located, unit, resolver, sig, body = prepare(fn, on_tape)
     unit.namer.used.add(name)
+    facts = _in_place_facts(body, sig.names())
     params = sig.params + ([sig.vararg] if sig.vararg else [])
     if positions is not None:
         params = [sig.params[p] for p in positions]  # (IndexError: *args are not chosen so)
@@ -538,7 +546,7 @@ def _build_tangents(fn, name, per, key, positions=None, on_tape=frozenset()):
         gen.tangent_names = targs  # (by keyword where *args takes the positional arguments)
         gen.keyword_tangents = bool(sig.vararg) and positions is None
         gen.nparams = len(sig.params)
-        _note_in_place_facts(gen, body, sig.names())
+        _note_in_place_facts(gen, facts)
         _remember(fn, key, gen, unit, resolver, user_defaults=False)
         return gen
     finally:
