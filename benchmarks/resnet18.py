@@ -15,8 +15,8 @@ names ``OPENBLAS_CORETYPE`` where the environment pins OpenBLAS's kernels (a mac
 whose environment pins ``Haswell`` runs NumPy's products without AVX-512 while torch's
 oneDNN uses it).
 
-Steady state: tracegrad's optional compiled kernels (batch norm, the ReLU backward, the
-convolution's fold; Numba, the ``jit`` extra) load once the time they would have saved pays for loading them
+Steady state: tracegrad's optional compiled kernels (batch norm, the convolution's fold;
+Numba, the ``jit`` extra) load once the time they would have saved pays for loading them
 (tracegrad/rules/compiled.py), a few hundred steps into a run. Before timing, tracegrad's
 step therefore runs until no kernel is pending (at most ``--warm-up`` seconds, 60 by
 default; ``--warm-up 0`` times the NumPy kernels alone); the header says what loaded.

@@ -1,5 +1,5 @@
 """The compiled (Numba) loops behind a convolutional network's layers: batch norm's
-forward and first-order backward, ReLU's first-order backward and the convolution's fold.
+forward and first-order backward and the convolution's fold.
 Each runs here from the first element and call on (not once worth loading, see
 tracegrad.rules.compiled) and is checked against its NumPy form: within a few float32 ulps
 and against float64 for batch norm (it sums in float64), bit for bit for the others; and
@@ -9,7 +9,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.backend import cpu
-from tracegrad.rules import batch_norm_kernels, compiled, conv, conv_kernels, relu_kernels
+from tracegrad.rules import batch_norm_kernels, compiled, conv, conv_kernels
 from tracegrad.rules import nn as nn_rules
 
 from .compiled_at_once import load_at_once
@@ -17,7 +17,7 @@ from .compiled_at_once import load_at_once
 pytest.importorskip("numba")
 
 F = tg.nn.functional
-MODULES = (batch_norm_kernels, relu_kernels, conv_kernels)
+MODULES = (batch_norm_kernels, conv_kernels)
 RNG = np.random.default_rng(7)
 
 
@@ -175,43 +175,6 @@ def test_batch_norm_compiled_in_a_module_against_pytorch(numba_at_once):
     assert "batch_norm_backward" in compiled.loaded()
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-5)
-
-
-# -- ReLU's backward ----------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_relu_backward_compiled_is_the_select_bit_for_bit(numba_at_once, dtype):
-    """NaN passes the gradient (as in PyTorch), 0 and -0.0 stop it, -0.0 gradients come out
-    0.0, inf and NaN gradients pass where the input is positive."""
-    x = RNG.standard_normal(4096).astype(dtype)
-    x[:8] = [np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, 2.0, -1.0]
-    g = RNG.standard_normal(4096).astype(dtype)
-    g[:8] = [1.0, 2.0, 3.0, 4.0, 5.0, -0.0, np.nan, np.inf]
-    g[8:16] = -0.0
-
-    def run():
-        t = tg.tensor(x.reshape(16, 256), requires_grad=True)
-        F.relu(t).backward(tg.tensor(g.reshape(16, 256)))
-        return t.grad.numpy()
-    fast, slow = _both(numba_at_once, run)
-    assert fast.dtype == np.dtype(dtype) and f"relu_backward_{dtype}" in compiled.loaded()
-    np.testing.assert_array_equal(fast.view(np.uint8), slow.view(np.uint8))
-    np.testing.assert_array_equal(fast[0, :8], np.array([1.0, 0, 0, 4.0, 0, 0.0, np.nan, 0], dtype))
-    assert not np.signbit(fast[fast == 0]).any()  # (no -0.0)
-
-
-def test_relu_backward_leaves_other_operands_to_numpy(numba_at_once):
-    y = np.maximum(RNG.standard_normal((8, 8)), 0).astype(np.float32)
-    g = RNG.standard_normal((8, 8)).astype(np.float32)
-    assert relu_kernels.relu_backward(cpu, g, y) is not None
-    assert relu_kernels.relu_backward(cpu, g.T, y) is None  # not C-contiguous
-    assert relu_kernels.relu_backward(cpu, g.astype(np.float64), y) is None
-    assert relu_kernels.relu_backward(cpu, g[:1], y) is None  # (a broadcast cotangent)
-    assert relu_kernels.relu_backward(cpu, g.astype(np.float16), y.astype(np.float16)) is None
-    # through autograd: a cotangent that is a broadcast view still gives the right gradient
-    t = tg.tensor(RNG.standard_normal((4, 5)).astype(np.float32), requires_grad=True)
-    F.relu(t).sum().backward()
-    np.testing.assert_array_equal(t.grad.numpy(), (t.detach().numpy() > 0).astype(np.float32))
 
 
 # -- the convolution's fold -----------------------------------------------------------------------------

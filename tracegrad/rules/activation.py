@@ -11,7 +11,7 @@ the rule of their function.
 import math
 
 from .. import backend
-from . import gelu_kernels, layer_norm_kernels, relu_kernels
+from . import gelu_kernels, layer_norm_kernels
 from .arith import clamp, where
 from .core import FLOAT, KEEP, Primitive, primitive
 from .reduce import sum as _sum
@@ -129,10 +129,6 @@ def relu_write(xp, dst):
 
 @relu.vjp("x", uses="out")
 def relu_vjp(g, out, x):
-    fast = relu_kernels.relu_backward(backend.namespace_of(out), g, out) if isinstance(
-        out, backend.ARRAY_TYPES) else None  # (plain arrays: a first-order backward)
-    if fast is not None:
-        return fast
     return where(out <= 0, 0.0, g)  # relu'(0) = 0; a NaN passes g through, as in PyTorch
 
 
