@@ -447,6 +447,25 @@ def test_gradient_through_view_write_hand_derived():
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 36.0, 54.0, 8.0])
 
 
+@pytest.mark.parametrize("view", [lambda p: p.reshape(-1), lambda p: p[None], lambda p: p.view(1),
+                                  lambda p: p.unsqueeze(0).unsqueeze(0)], ids=["reshape", "none_index", "view", "unsqueeze2"])
+def test_gradient_through_a_write_into_a_view_of_a_0d_tensor_hand_derived(view):
+    """Found by the fuzzer's eager check: the base's gradient there is a 0-d result of NumPy
+    arithmetic, a NumPy scalar; CopySlices copied it with ``.copy()`` (a scalar again),
+    so the view it wrote the in-place op's gradient into was a new array, and the
+    gradient was lost: 4.2 instead of 12.6, without an error."""
+    x = tg.tensor(0.7, dtype=tg.float64, requires_grad=True)
+    p = x.clone()
+    view(p).mul_(3.0)          # p = 3x
+    (p * p).sum().backward()   # 9x^2
+    assert float(x.grad) == pytest.approx(18 * 0.7)
+    x.grad = None
+    p = x.clone()
+    view(p).mul_(p + 1.97)     # p = x (x + 1.97): the operand reads the old p
+    (p * p).backward()
+    assert float(x.grad) == pytest.approx(2 * 0.7 * (0.7 + 1.97) * (2 * 0.7 + 1.97))
+
+
 @pytest.mark.parametrize("op,deriv", [
     (lambda y: y.exp_(), lambda x: np.exp(x)),
     (lambda y: y.tanh_(), lambda x: 1 - np.tanh(x) ** 2),

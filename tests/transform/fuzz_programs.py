@@ -90,6 +90,7 @@ class _Writer:
         self.indent = indent
         self.counter = 0
         self.helpers = []               # helper source blocks (module level)
+        self.passed = []                # helpers f takes as default parameter values
 
     # -- names and values -------------------------------------------------------
     def fresh(self, stem=None):
@@ -282,7 +283,7 @@ class _Writer:
         kinds = ["assign", "assign", "assign", "aug", "copy_write", "copy_write_aug", "pyfloat"]
         if allow_blocks:
             kinds += ["for", "while", "if_data", "if_py", "helper", "helper_tuple", "recursive",
-                      "list_append", "math"]
+                      "list_append", "math", "helper_value", "box"]
         if allow_hazards:
             kinds += ["alias_aug", "alias_view_write", "alias_view_then_base", "out_arg",
                       "fill", "sort", "copyto", "add_at", "float", "int", "item",
@@ -441,6 +442,43 @@ class _Writer:
         self._define(src)
         a, b = self.fresh(), self.fresh()
         self.try_stmts([f"{a}, {b} = {hname}({', '.join(args)})"])
+
+    def st_helper_value(self):
+        """A helper passed as a value (``def f(x, y, h3=h3)``): a call the AST path cannot
+        read, differentiated by tracing it. Its body may write into its first argument, one
+        of f's own (directly or through a view): the adjoint's trace of the call would
+        then start from the values the forward's run had changed."""
+        self.features.add("helper_value")
+        hname = self.fresh("h")
+        first = self.pick([n for n in ("x", "y") if isinstance(self.env[n], np.ndarray)])
+        args = [first] + ([self._target_like()] if self.draw(st.booleans()) else [])
+        params = [f"p{j}" for j in range(len(args))]
+        sub = _Writer(self.draw, {p: copy.deepcopy(self.env[a]) for p, a in zip(params, args)},
+                      self.ns, self.features, prefix="u")
+        view = self.draw(st.sampled_from([None, "p0", "p0[None]", "np.asarray(p0)", "np.reshape(p0, -1)",
+                                          "p0[..., ::-1]", "p0[1:]", "np.expand_dims(p0, 0)"]))
+        if view is not None:
+            self.features.add("helper_value_writes")
+            op = self.draw(st.sampled_from(["*=", "+=", "-="]))
+            sub.try_stmts([f"u0 = {view}", f"u0 {op} {sub.expr(1)}"])
+        if self.draw(st.booleans()):
+            sub.st_assign()
+        src = f"def {hname}({', '.join(params)}):\n" + "\n".join(sub.lines + [f"    return {sub.expr()}"]) + "\n"
+        self._define(src)
+        name = self.fresh()
+        self.try_stmts([f"{name} = {hname}({', '.join(args)})"])
+        self.passed.append(hname)
+
+    def st_box(self):
+        """An object of a class holding a value being differentiated (the AST path refuses
+        it; auto takes the tape)."""
+        self.features.add("box")
+        if "Box" not in self.ns:
+            self._define("class Box:\n    def __init__(self, w):\n        self.w = w\n\n"
+                         "    def scaled(self, p):\n        return self.w * p\n")
+        t, e = self._target_like(), self.expr(1)
+        use = self.draw(st.sampled_from(["Box({t}).scaled({e})", "Box({t}).w * {e}", "Box({t} * {e}).w"]))
+        self.try_stmts([f"{self.fresh()} = {use.format(t=t, e=e)}"])
 
     def st_recursive(self):
         self.features.add("recursive")
@@ -662,7 +700,7 @@ def grad_programs(draw, hazards=True):
         ret_lines = [f"    s, t = np.sum({last}), np.sum(np.sin(x))", "    return " + " + ".join(["s + t * 0.5"] + terms)]
     else:
         ret_lines = ["    return " + " + ".join([ret.format(e=last)] + terms)]
-    params = "x, y, k" if with_k else "x, y"
+    params = ("x, y, k" if with_k else "x, y") + "".join(f", {h}={h}" for h in w.passed)
     args = (x, y, k) if with_k else (x, y)
     header = "import math\nimport numpy as np\n\n\n" + "".join(h + "\n\n" for h in w.helpers)
     src = header + f"def f({params}):\n" + "\n".join(w.lines + ret_lines) + "\n"

@@ -270,6 +270,172 @@ def test_a_helper_writing_an_argument_through_a_view_is_refused(helper):
         np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy(), y.copy()), want, rtol=1e-6, atol=1e-8)
 
 
+def scales_a_column_view(p0, p1):
+    u = p0[:, None]
+    u *= p1[-1]
+    return np.sum(u * p1)
+
+
+def scales_an_element(p0, p1):
+    p0[0] = p0[0] * p1[1]
+    return np.sum(p0 * p1)
+
+
+def scales_in_place(p0, p1):
+    p0 += p1
+    return np.sum(p0 * p1)
+
+
+def scales_a_dict_item(d, p):
+    d["a"] = d["a"] * p
+    return np.sum(d["a"] * p)
+
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+    def scale(self, p):
+        self.w = self.w * p
+        return np.sum(self.w * p)
+
+    def weighted(self, p):
+        return np.sum(self.w * p * p)
+
+
+def scales_an_attribute(o, p):
+    o.w = o.w * p
+    return np.sum(o.w * p)
+
+
+def through_a_value(x, y, h=scales_a_column_view):
+    return h(y, x)
+
+
+def element_through_a_value(x, y, h=scales_an_element):
+    return h(y, x)
+
+
+def temporary_through_a_value(x, y, h=scales_in_place):
+    return h(y * 1.0, x)
+
+
+def dict_through_a_value(x, y, h=scales_a_dict_item):
+    return h({"a": y}, x)
+
+
+def attribute_through_a_value(x, y, h=scales_an_attribute):
+    return h(Holder(y), x)
+
+
+def attribute_through_a_method(x, y):
+    o = Holder(y)
+    return o.scale(x)
+
+
+@pytest.mark.parametrize("f", [through_a_value, element_through_a_value, temporary_through_a_value],
+                         ids=lambda f: f.__name__)
+def test_a_callee_the_ast_path_cannot_read_runs_with_its_arrays_read_only(f):
+    """A function passed as a value is a call the AST path cannot read: the adjoint ran it
+    in the forward, then traced it for its derivative from the arrays that run had
+    changed in place -- a wrong gradient in AST and auto mode without an error. Now its
+    forward line is ``read_only_call(h, y, x)``: NumPy refuses the write, nothing is
+    changed, AST mode says so and auto runs the tape."""
+    y = np.array([-0.9, 0.07, 0.5])
+    want = numeric(lambda a: f(a, y.copy()), X)
+    assert "read_only_call(h, " in tg.grad(f, mode="ast").source
+    y_in = y.copy()
+    with pytest.raises(tg.TransformError, match="called from the function being differentiated, writes into "
+                                                "an array passed to it") as info:
+        tg.grad(f, mode="ast")(X.copy(), y_in)
+    assert info.value.construct == "in-place change of an argument"
+    np.testing.assert_array_equal(y_in, y)  # (the write was stopped)
+    assert y_in.flags.writeable
+    for mode in ("tape", "auto"):
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy(), y.copy()), want, rtol=1e-6, atol=1e-8)
+
+
+def untransformable_writer(p0):
+    u = p0[1:]  # (a view of the argument)
+    u *= 2.0
+    try:  # (a construct the AST path does not transform: the call is traced instead)
+        pass
+    except ValueError:
+        pass
+    return np.sum(p0)
+
+
+def passes_on_its_argument(p0):
+    doubles_in_place(p0)
+    return np.sum(p0)
+
+
+def reads_then_a_helper_writes(x, y, h=None):
+    v = x * 1.0
+    a = np.sum(v * y)  # (the adjoint reads v for dy, after the helper ran)
+    b = (h or untransformable_writer)(v)
+    return a + b
+
+
+@pytest.mark.parametrize("h", [untransformable_writer, passes_on_its_argument], ids=lambda h: h.__name__)
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_a_write_into_an_array_the_adjoint_reads_later_is_refused(h, argnums):
+    """Found by the fuzzer (helpers passed as values): a call whose result is not even
+    differentiated (``argnums=1``) wrote into ``v`` after ``v * y`` had read it; the
+    adjoint read ``v`` as the write left it. A user function whose source shows the write
+    -- through a view, or by passing the array on to one that writes -- is refused
+    before anything runs; passed as a value, it runs read-only."""
+    def by_name(x, y):
+        v = x * 1.0
+        a = np.sum(v * y)
+        b = h(v)
+        return a + b
+
+    y = np.array([-0.9, 0.07, 0.5])
+    for f, rest, says in ((by_name, (), "changes an argument in place"),
+                          (reads_then_a_helper_writes, (h,), "writes into an array passed to it")):
+        args = (X.copy(), y.copy())
+        want = numeric(lambda a: f(*(a if n == argnums else c.copy() for n, c in enumerate(args)), *rest),
+                       args[argnums])
+        with pytest.raises(tg.TransformError, match=says):
+            tg.grad(f, argnums=argnums, mode="ast")(X.copy(), y.copy(), *rest)
+        for mode in ("tape", "auto"):
+            got = tg.grad(f, argnums=argnums, mode=mode)(X.copy(), y.copy(), *rest)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f", [dict_through_a_value, attribute_through_a_value, attribute_through_a_method],
+                         ids=lambda f: f.__name__)
+def test_a_callee_changing_an_item_or_attribute_is_refused_when_traced(f):
+    """What read-only arrays do not stop -- a dict's item, an object's attribute -- the
+    trace of the callee's derivative sees (its arguments compared before and after).
+    The forward's run already changed them, so auto refuses too rather than run the
+    function again on the tape from there."""
+    y = np.array([-0.9, 0.07, 0.5])
+    want = numeric(lambda a: f(a, y.copy()), X)
+    np.testing.assert_allclose(tg.grad(f, mode="tape")(X.copy(), y.copy()), want, rtol=1e-6, atol=1e-8)
+    for mode in ("ast", "auto"):
+        with pytest.raises(tg.TransformError, match="called from the function being differentiated, "
+                                                    "changed an argument in place") as info:
+            tg.grad(f, mode=mode)(X.copy(), y.copy())
+        assert info.value.construct == "in-place change of an argument"
+
+
+def test_a_callee_seen_only_when_it_runs_may_read_its_arguments():
+    """The refusal above compares the arguments' structure, values and attributes before
+    and after the trace: reading them (a view, an object's attribute) is not a write."""
+    def reads(p0, p1):
+        u = p0[:, None]
+        return np.sum(u * p1 + p0 * p0)
+
+    def f(x, y, h=reads):
+        return h(y, x) + Holder(y).weighted(x)
+    y = np.array([-0.9, 0.07, 0.5])
+    want = numeric(lambda a: f(a, y.copy()), X)
+    for mode in ("tape", "ast", "auto"):
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy(), y.copy()), want, rtol=1e-6, atol=1e-8)
+
+
 def identity(a):
     return a
 

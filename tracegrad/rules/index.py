@@ -4,7 +4,7 @@ arrays, which are passed as operands. Basic indexing is a view; advanced indexin
 and its vjp scatter-adds, so repeated indices accumulate their gradients."""
 from .broadcast import expand_to, unbroadcast, zeros_like, zeros_of
 from .core import KEEP, primitive
-from .views import copy_slices
+from .views import copy_slices, writable_copy
 
 
 def indices_below(idx, n):
@@ -254,7 +254,7 @@ def gather_vjp(g, out, x, index, *, dim):
 @primitive("ScatterAddBackward0", dtypes=KEEP, linear=True, complex=True)
 def scatter_add(xp, x, index, src, *, dim):
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats summed)."""
-    out = x.copy()
+    out = writable_copy(xp, x)
     scatter_add_into(xp, out, index, src, dim=dim)
     return out
 
@@ -288,7 +288,7 @@ def _fit(v, like):
 @primitive("ScatterBackward0", dtypes=KEEP, complex=True)
 def scatter(xp, x, index, src, *, dim):
     """A copy of ``x`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``."""
-    out = x.copy()
+    out = writable_copy(xp, x)
     scatter_into(xp, out, index, src, dim=dim)
     return out
 

@@ -31,6 +31,7 @@ from .broadcast import broadcast_to, indicator, zeros_like, zeros_of
 from .core import KEEP, primitive
 from .index import ARRAY, _fit, _mesh, basic_index, gather, kept_writes, scatter, scatter_add
 from .shape import reshape
+from .views import writable_copy
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 _UFUNCS = {"prod": "multiply", "amax": "maximum", "amin": "minimum"}
@@ -85,7 +86,7 @@ def reduce_into(xp, dst, index, src, dim, reduce, include_self):
 @primitive("ScatterReduceBackward0", dtypes=KEEP)
 def scatter_reduce(xp, x, index, src, *, dim, reduce, include_self=True):
     """A copy of ``x`` with ``src`` reduced into the positions ``index`` names along ``dim``."""
-    out = x.copy()
+    out = writable_copy(xp, x)
     reduce_into(xp, out, index, src, dim, reduce, include_self)
     return out
 
@@ -211,7 +212,7 @@ def spread_index(index, src, dim):
 def index_reduce(xp, x, index, src, *, dim, reduce, include_self=True):
     """A copy of ``x`` with slice ``k`` of ``src`` along ``dim`` reduced into slice
     ``index[k]`` of ``x`` (``reduce``: prod, mean, amax or amin)."""
-    out = x.copy()
+    out = writable_copy(xp, x)
     reduce_into(xp, out, spread_index(index, src, dim), src, dim, reduce, include_self)
     return out
 

@@ -4,6 +4,7 @@ rule applied to the tangent; each vjp undoes the rearrangement."""
 from ..backend import cpu as _cpu
 from .broadcast import sum_to, zeros_of
 from .core import KEEP, primitive
+from .views import writable_copy
 
 
 # -- views that only reinterpret the shape ------------------------------------------------------
@@ -291,7 +292,7 @@ def diagonal_vjp(g, out, x, *, offset=0, dim1=0, dim2=1):
 @primitive("DiagonalScatterBackward0", dtypes=KEEP, linear=True, complex=True)
 def diagonal_scatter(xp, x, src, *, offset=0, dim1=0, dim2=1):
     """``x`` with the chosen diagonal replaced by ``src``."""
-    out = x.copy()
+    out = writable_copy(xp, x)
     diagonal.impl(xp, out, offset=offset, dim1=dim1, dim2=dim2)[...] = src
     return out
 

@@ -14,9 +14,16 @@ def replay_view(chain, x):
     return x
 
 
+def writable_copy(xp, x):
+    """A copy of array ``x`` to write into. ``x.copy()`` of a NumPy scalar (what NumPy's
+    arithmetic gives for 0-d arrays, a gradient among them) is a scalar again: a view of it
+    is a new array, and a write into that view would be lost, silently."""
+    return xp.array(x, copy=True)
+
+
 @primitive("CopySlices", dtypes=KEEP, complex=True)
 def copy_slices(xp, base, value, *, chain):
-    out = base.copy()
+    out = writable_copy(xp, base)
     replay_view(chain, out)[...] = value
     return out
 

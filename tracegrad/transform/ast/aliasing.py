@@ -18,8 +18,7 @@ from .anf import _const, _name, index_expr
 from .source import TransformError
 
 __all__ = ["AliasError", "mutated_name", "live_after", "check_statement", "check_unaliased",
-           "in_place_facts", "rebinds_in_place", "refuse_zero_d_arguments", "with_checks",
-           "writes_its_arguments"]
+           "in_place_facts", "rebinds_in_place", "refuse_zero_d_arguments", "with_checks"]
 
 
 class AliasError(TransformError):
@@ -334,46 +333,3 @@ def rebinds_in_place(body):
     """Whether some line is ``y += v`` on a name (written ``y = y + v``)."""
     return any(isinstance(s, ast.Assign) and getattr(s, "_in_place", False)
                for s in ast.walk(ast.Module(body=body, type_ignores=[])))
-
-
-def writes_its_arguments(fn):
-    """Whether user function ``fn`` (read from its source) writes into a parameter or a
-    name bound to one (``p[i] = v``, ``p += v``, ``p.append(v)``...): a conservative,
-    flow-insensitive reading (a parameter rebound first still counts)."""
-    from .source import ByCode
-    global _WRITES
-    code = getattr(fn, "__code__", None)
-    _WRITES = _WRITES or ByCode()
-    out = _WRITES.get(code) if code is not None else None
-    if out is None:
-        out = _writes_its_arguments(fn)
-        if code is not None:
-            _WRITES[code] = out
-    return out
-
-
-_WRITES = None   # code object -> writes_its_arguments (a source.ByCode)
-
-
-def _writes_its_arguments(fn):
-    from .source import function_tree
-    try:
-        node, _ = function_tree(fn)
-    except TransformError:
-        return False  # (its own transformation will say why)
-    a = node.args
-    names = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
-    for n in ast.walk(node):
-        if isinstance(n, ast.AugAssign):
-            t = n.target.value if isinstance(n.target, ast.Subscript) else n.target
-            if isinstance(t, ast.Name) and t.id in names:
-                return True
-        elif isinstance(n, ast.Assign):
-            for t in n.targets:
-                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names:
-                    return True
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
-                isinstance(n.func.value, ast.Name) and n.func.value.id in names and \
-                n.func.attr in ("append", "extend", "insert", "pop", "remove", "clear", "fill", "sort"):
-            return True
-    return False

@@ -12,12 +12,14 @@ import weakref
 
 from . import support
 from ..emit import registered
-from .aliasing import in_place_facts, live_after, rebinds_in_place, with_checks, writes_its_arguments
+from .aliasing import in_place_facts, live_after, rebinds_in_place, with_checks
+from .argument_writes import writes_its_arguments
 from .anf import ANF, Namer, _assign, _const, _name, lower_jumps
 from . import reuse
 from .lower import local_functions, scope_names
 from .signature import ALL, Signature
 from .on_tape import put_on_tape, retrying
+from .opaque_calls import guard_opaque_calls
 from .optimize import optimize
 from .resolve import Resolver, User, on_device, still_written_for, structure
 from .reverse import HELPERS, Reverse, comment
@@ -245,8 +247,9 @@ def _refuse_callees_writing_arguments(body, resolver, located):
         callee = resolver.callee(call)
         if isinstance(callee, User) and writes_its_arguments(callee.fn):
             raise located.error(s, f"{callee.fn.__qualname__}, called from the function being "
-                                   "differentiated, changes an argument in place (a write into it, "
-                                   "or +=); the caller's names for that array would not follow",
+                                   "differentiated, changes an argument in place (a write into it "
+                                   "or a view of it, +=, or a function it passes it to); the caller's "
+                                   "names for that array would not follow",
                                 "in-place change of an argument")
 
 
@@ -353,6 +356,7 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         rev = Reverse(unit, resolver, located, user_adjoint, is_nograd, grad_of_target)
         dout = unit.namer.fresh("dout")
         forward, adj, wrt_grads = rev.run(body, params, wrt, _name(dout), has_aux)
+        guard_opaque_calls(forward, resolver)
         grads = sig.results(positions, lambda p: copy.deepcopy(wrt_grads[wrt.index(p)]))
         stack = unit.namer.fresh("stack")
         forward, adj = finish(rev, forward, adj, stack)

@@ -400,7 +400,8 @@ class AutoFunction:
         try:
             out = chosen(*args, **kwargs)
         except RETRY_ON_TAPE as e:
-            if not getattr(e, "before_run", False) and chosen.generated().writes_params:
+            if getattr(e, "arguments_changed", False) or \
+                    (not getattr(e, "before_run", False) and chosen.generated().writes_params):
                 raise  # (the caller's arrays were written: running again would differ)
             if draws is not None:
                 draws.undo()
@@ -540,7 +541,7 @@ def ast_vjp(f, primals, has_aux=False, auto=False, positions=None):
         except RETRY_ON_TAPE as e:
             if isinstance(e, AliasError):  # (an argument written in place: the tape would differ)
                 e.before_run = e.before_run or not gen.writes_params
-            if not auto or gen.writes_params:
+            if not auto or gen.writes_params or getattr(e, "arguments_changed", False):
                 raise
             from ..traced_vjp import traced_vjp  # (mode="auto": the tape's pullback instead)
             return traced_vjp(f, primals, positions, has_aux)[1](cotangent)

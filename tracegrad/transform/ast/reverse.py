@@ -40,7 +40,7 @@ HELPERS = {"add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at", "
            "call_vjp", "call_vjp_at", "call_jvp", "method", "attribute", "GradList", "zero_tangent",
            "scalar_output",
            "check_unaliased", "unstar", "per_item", "star_jvp", "old_entry", "restore_entry", "vjp_of",
-           "jvp_at", "any_sequence", "binop_grads", "binop_tangent", "by_keyword"}
+           "jvp_at", "any_sequence", "binop_grads", "binop_tangent", "by_keyword", "read_only_call"}
 
 
 def _call(func, *args, keywords=()):

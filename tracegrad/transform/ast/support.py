@@ -30,6 +30,9 @@ from ..tape.tracer import split_index
 from ..tape.tracing import active_tape
 from ..tree import flatten, unflatten
 from .resolve import host_function
+from .callee_checks import (argument_state, float_leaf, read_only_call,  # noqa: F401  (read_only_call:
+                            refuse_objects_holding_values, refuse_written_arguments,  # generated code)
+                            with_tangents)
 from .adapters import by_keyword, numbers_bound, without_zero_tangents  # noqa: F401  (by_keyword: generated code)
 from .sequences import GradDict, GradList, add, any_sequence, as_grad, binop_grads, binop_tangent
 from ...rules import TABLE
@@ -37,7 +40,7 @@ from ...rules import TABLE
 __all__ = ["GradList", "GradDict", "add", "part", "add_at", "take_at", "zero_at", "set_at", "copy_at",
            "old_entry", "restore_entry", "pop_grad", "push_grad", "call_vjp", "call_vjp_at", "call_jvp", "method",
            "attribute", "zero_tangent", "scalar_output", "unstar", "per_item", "star_jvp", "keys_of", "vjp_of",
-           "jvp_at", "any_sequence", "binop_grads", "binop_tangent"]
+           "jvp_at", "any_sequence", "binop_grads", "binop_tangent", "read_only_call"]
 
 _broadcast_to = TABLE["broadcast_to"]
 _kept_writes = TABLE["kept_writes"]
@@ -270,16 +273,6 @@ def attribute(name):
 _METHODS, _ATTRS = {}, {}
 
 
-def _float_leaf(x):
-    """A leaf this call is differentiated with respect to: floating point, traced or not
-    (nested in another transform, the arguments are that transform's constants while the
-    cotangent is its tracer: the derivative still depends on the cotangent)."""
-    value = x.value if isinstance(x, Var) else x
-    if type(value) in (float, complex):
-        return True
-    return getattr(getattr(value, "dtype", None), "kind", None) in ("f", "c") and hasattr(value, "shape")
-
-
 def _mark_float_leaves(tape, args, positions=None):
     """``(args, wrt, where)``: each floating-point leaf of ``args`` (of the arguments at
     ``positions``; all by default) replaced by a fresh alias (what this call is
@@ -292,7 +285,7 @@ def _mark_float_leaves(tape, args, positions=None):
             continue
         leaves, spec = flatten(a)
         for k, x in enumerate(leaves):
-            if _float_leaf(x):
+            if float_leaf(x):
                 leaves[k] = mark_leaf(tape, x)
                 wrt.append(leaves[k])
                 where.append((n, k))
@@ -307,10 +300,13 @@ def _pullback_builder(fn, positions=None):
         marked, wrt, where = _mark_float_leaves(tape, args, positions)
         start = len(tape.eqns)
         ids = [v.id for v in wrt]
+        before = argument_state(fn, marked)
         out = _not_lazy(fn, fn(*marked, **tkwargs))
+        refuse_written_arguments(fn, before, argument_state(fn, marked))  # (first: see ArgumentsChanged)
         wrt = [tape.current(v, i) for v, i in zip(wrt, ids)]
         outs, _ = flatten(out)
         gs = aligned_cotangent(out, g)
+        refuse_objects_holding_values(fn, args, positions, outs, gs)
         keep = [(o, c) for o, c in zip(outs, gs) if isinstance(o, Var) and c is not None]
         cts = _with_phase(tape, "g", reverse, tape.eqns[start:], wrt,  # (defer: see undefined.py)
                           [o for o, _ in keep], [c for _, c in keep], positions is None)
@@ -500,7 +496,7 @@ def _push_builder(fn):
                 raise TransformError(f"the tangent of argument {n} of {getattr(fn, '__name__', fn)} "
                                      "does not have the argument's structure", construct="tangent")
             for k, (x, t) in enumerate(zip(leaves, tl)):  # (only floating-point leaves move)
-                if t is not None and (type(x) in (float, complex) or _float_leaf(x)):
+                if t is not None and (type(x) in (float, complex) or float_leaf(x)):
                     slots.append((n, k))
                     diff.append(x)
                     tans.append(t)
@@ -509,7 +505,8 @@ def _push_builder(fn):
             new = [list(leaves) for leaves, _ in flat]
             for (n, k), v in zip(slots, values):
                 new[n][k] = v
-            return fn(*[unflatten(spec, leaves) for leaves, (_, spec) in zip(new, flat)], **tkwargs)
+            return with_tangents(fn, fn(*[unflatten(spec, leaves) for leaves, (_, spec) in zip(new, flat)],
+                                         **tkwargs))
         out, tout = _push(partial, tuple(diff) + tuple(tans), tuple(range(len(diff)))) if diff else \
             (fn(*args, **tkwargs), None)
         _not_lazy(fn, out)

@@ -1,0 +1,159 @@
+"""Objects of the user's (class instances, dataclasses) holding values being differentiated.
+
+The AST path's gradients are arrays, numbers and the lists, tuples and dicts of them: an
+object is one leaf of ``tree.flatten`` with nothing in it to mark. ``Box(x).loss(y)``,
+``t = Box(x); t.w`` and ``Box(x) * y`` (through ``__array__``) gave a zero gradient for
+``x`` in AST and auto mode, without an error. Now the staged call that the gradient
+passes through refuses the object (after the forward ran, but before any gradient
+is returned), and ``mode="auto"`` runs the tape, which follows the values inside."""
+from collections import namedtuple
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+from .numeric import numeric
+
+X = np.array([1.0, 2.0, 3.0])
+Y = np.array([-0.9, 0.07, 0.5])
+
+
+class Box:
+    def __init__(self, w):
+        self.w = w
+
+    def weighted(self, p):
+        return np.sum(self.w * p * p)
+
+
+class Scaled:
+    """A value type with its own operators (a user's dual number, a unit-carrying array)."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def __mul__(self, other):
+        return Scaled(self.w * other)
+
+    def total(self):
+        return np.sum(self.w)
+
+
+class Nested:
+    def __init__(self, w):
+        self.inner = {"box": Box(w)}
+
+
+@dataclass
+class Record:
+    w: np.ndarray
+
+
+Pair = namedtuple("Pair", "w")
+
+
+def read_w(h, p):
+    return np.sum(h.w * p)
+
+
+def method_of_a_new_object(x, y):
+    return Box(x).weighted(y)
+
+
+def attribute_of_a_new_object(x, y):
+    t = Box(x)
+    return np.sum(t.w * y)
+
+
+def object_passed_to_a_helper(x, y):
+    return read_w(Box(x), y)
+
+
+def object_passed_to_a_value(x, y, h=read_w):
+    return h(Box(x), y)
+
+
+def dataclass_attribute(x, y):
+    t = Record(x * 2)
+    return np.sum(t.w ** 2 * y)
+
+
+def operators_of_an_object(x, y):
+    t = Scaled(x)
+    return (t * y).total()
+
+
+def made_by_a_helper(x, y):
+    return np.sum(Box(x * 2).w * y)
+
+
+def nested_in_an_attribute(x, y):
+    return np.sum(Nested(x).inner["box"].w * y)
+
+
+CASES = [method_of_a_new_object, attribute_of_a_new_object, object_passed_to_a_helper,
+         object_passed_to_a_value, dataclass_attribute, operators_of_an_object, made_by_a_helper,
+         nested_in_an_attribute]
+
+
+@pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
+def test_an_object_holding_a_value_being_differentiated_is_refused(f):
+    want = numeric(lambda a: f(a, Y), X)
+    assert np.abs(want).max() > 0.05  # (a zero gradient would show)
+    with pytest.raises(tg.TransformError, match="whose attributes hold a value being differentiated") as info:
+        tg.grad(f, mode="ast")(X.copy(), Y.copy())
+    assert info.value.construct == "object holding a value being differentiated"
+    for mode in ("tape", "auto"):
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy(), Y.copy()), want, rtol=1e-6, atol=1e-8)
+
+
+class Arrayish:
+    def __init__(self, w):
+        self.w = w
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.w)
+
+
+def test_a_result_object_a_gradient_reached_is_refused():
+    """``Arrayish(x) * y``: NumPy converts the object through ``__array__``; the gradient of
+    the product reaches the object, whose constructor's pullback has nothing to mark."""
+    def f(x, y):
+        return np.sum(Arrayish(x) * y)
+    with pytest.raises(tg.TransformError, match=r"the result of Arrayish, which a gradient reached, is an "
+                                                r"object of class Arrayish"):
+        tg.grad(f, mode="ast")(X.copy(), Y.copy())
+
+
+def constant_object(x, y):
+    return Box(y).weighted(x) + read_w(Record(y), x)
+
+
+def named_tuple(x, y):
+    return np.sum(Pair(x * 2).w * y)
+
+
+@pytest.mark.parametrize("f", [constant_object, named_tuple], ids=lambda f: f.__name__)
+def test_objects_the_gradient_does_not_pass_through_and_named_tuples_are_differentiated(f):
+    """An object built from constants only, and a named tuple (a tuple: its fields are
+    leaves), are not refused."""
+    want = numeric(lambda a: f(a, Y), X)
+    for mode in ("tape", "ast", "auto"):
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy(), Y.copy()), want, rtol=1e-6, atol=1e-8)
+    assert tg.grad(f, mode="auto").mode == "ast"
+
+
+def test_forward_mode_refuses_an_object_as_a_result_carrying_a_tangent():
+    """A constructor in forward-mode code written from the source failed with a TypeError
+    from deep inside (NumPy asked for the dtype of the object); now a TransformError names
+    it, and auto takes the tape."""
+    t = np.array([0.3, -1.1, 0.4])
+    args, tangents = (X.copy(), Y.copy()), (t, np.zeros(3))
+    with pytest.raises(tg.TransformError, match="Box returns an object of class Box, which carries no tangent"):
+        tg.jvp(method_of_a_new_object, args, tangents, mode="ast")
+    _, want = tg.jvp(method_of_a_new_object, args, tangents, mode="tape")
+    _, got = tg.jvp(method_of_a_new_object, args, tangents, mode="auto")
+    np.testing.assert_allclose(got, want)
+    assert want == pytest.approx(np.sum(t * Y * Y))

@@ -1,0 +1,197 @@
+"""Whether a user function writes into its arguments, read from its source.
+
+A function the AST path calls writes into the caller's arrays if it changes a parameter
+in place: ``p[i] = v``, ``p += v``, ``p.append(v)``, or the same through a name bound to
+a parameter or to a view of one (``u = np.expand_dims(p[:, None], 0); u *= v``). The
+caller's generated code would not follow such a write (see driver.py, which refuses
+these callees). The reading is flow-insensitive and conservative (a parameter rebound
+first still counts), and follows the parameters into the functions they are passed to:
+
+* ``WRITES``: a write, here or in a user function called with a parameter;
+* ``NO_WRITES``: none -- every call given a parameter is NumPy's, tracegrad's, Python's,
+  or a user function that writes none either;
+* ``UNKNOWN``: a parameter is passed to a call that cannot be read (a function passed as
+  a value, an object's method): the caller runs it with its arrays read-only
+  (opaque_calls.py).
+"""
+import ast
+import builtins
+import types
+
+from ...backend import cpu as np  # (host-side type checks only)
+from .aliasing import _VIEW_ATTRS, _VIEW_FUNCTIONS, _VIEW_METHODS
+from .source import ByCode, TransformError, function_tree
+
+__all__ = ["WRITES", "NO_WRITES", "UNKNOWN", "KNOWN_TYPES", "argument_writes", "writes_its_arguments",
+           "known_callable"]
+
+WRITES, NO_WRITES, UNKNOWN = "writes", "no writes", "unknown"
+
+# methods that change their object in place (arrays', lists', dicts', sets')
+_IN_PLACE_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "fill", "sort", "put",
+                     "itemset", "resize", "partition", "setfield", "update", "setdefault", "popitem",
+                     "add", "discard", "reverse"}
+
+# types whose methods are known (a method named like one of theirs is taken for theirs)
+KNOWN_TYPES = (np.ndarray, np.generic, list, tuple, dict, set, str, bytes, int, float, complex)
+
+_FOUND = ByCode()   # code object -> argument_writes
+
+
+def writes_its_arguments(fn):
+    """Whether user function ``fn`` surely writes into one of its arguments."""
+    return argument_writes(fn) == WRITES
+
+
+def argument_writes(fn):
+    """``WRITES``, ``NO_WRITES`` or ``UNKNOWN`` for user function ``fn`` (see the module
+    docstring); cached per code object."""
+    code = getattr(fn, "__code__", None)
+    found = _FOUND.get(code) if code is not None else None
+    if found is None:
+        if code is not None:
+            _FOUND[code] = NO_WRITES  # (while it is read: a recursive call adds nothing)
+        found = _read(fn)
+        if code is not None:
+            _FOUND[code] = found
+    return found
+
+
+def _read(fn):
+    try:
+        node, _ = function_tree(fn)
+    except TransformError:
+        return UNKNOWN  # (no source to read: run read-only; its transformation will say why)
+    a = node.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    for extra in (a.vararg, a.kwarg):
+        if extra is not None:
+            params.add(extra.arg)
+    names = _bound_to_views(params, node)
+    found = NO_WRITES
+    for n in ast.walk(node):
+        if isinstance(n, ast.AugAssign):
+            t = n.target.value if isinstance(n.target, ast.Subscript) else n.target
+            if isinstance(t, ast.Name) and t.id in names:
+                return WRITES
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names:
+                    return WRITES
+        elif isinstance(n, ast.Call):
+            passed = _passed(n, names)
+            if passed is None:
+                continue
+            if passed == "receiver" and n.func.attr in _IN_PLACE_METHODS:
+                return WRITES
+            called = _callee_writes(fn, n, passed)
+            if called == WRITES:
+                return WRITES
+            if called == UNKNOWN:
+                found = UNKNOWN
+    return found
+
+
+def _passed(call, names):
+    """How ``call`` is given a name of ``names``: ``"receiver"`` (``p.fill(0)``),
+    ``"argument"`` (``g(p)``, ``g(x=p[1:])``), or None."""
+    f = call.func
+    if isinstance(f, ast.Attribute) and _may_share(f.value, names):
+        return "receiver"
+    values = list(call.args) + [k.value for k in call.keywords]
+    return "argument" if any(_may_share(v, names) for v in values) else None
+
+
+def _callee_writes(fn, call, passed):
+    """What a call given one of ``fn``'s parameters may do to it."""
+    f = call.func
+    if passed == "receiver":  # a method of a parameter: an array's, a list's... or an object's
+        return NO_WRITES if _known_method(f.attr) else UNKNOWN
+    obj = _resolved(fn, f)
+    if obj is None:
+        return UNKNOWN  # (a local value, a parameter holding a function, a method's result)
+    if isinstance(obj, types.FunctionType) and not known_callable(obj):
+        return argument_writes(obj)
+    if known_callable(obj):
+        return NO_WRITES  # (NumPy's in-place functions -- np.copyto... -- are refused by name elsewhere)
+    return UNKNOWN  # (a callable object, a functools.partial, a class)
+
+
+def _known_method(attr):
+    """Whether ``attr`` names a method of an array or a built-in type (``p.reshape``,
+    ``p.dot``): those write only into their object, which _IN_PLACE_METHODS names."""
+    return any(hasattr(t, attr) for t in KNOWN_TYPES)
+
+
+def _resolved(fn, f):
+    """The object a Name or a module's dotted attribute refers to in ``fn``'s scope, or None."""
+    if isinstance(f, ast.Name):
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        if f.id in cells:
+            try:
+                return cells[f.id].cell_contents
+            except ValueError:
+                return None
+        if f.id in fn.__globals__:
+            return fn.__globals__[f.id]
+        return getattr(builtins, f.id, None)
+    if isinstance(f, ast.Attribute):
+        base = _resolved(fn, f.value)
+        if isinstance(base, (types.ModuleType, type)):
+            return getattr(base, f.attr, None)
+    return None
+
+
+def known_callable(obj):
+    """Whether ``obj`` is a function known not to write into its arguments: NumPy's,
+    SciPy's, tracegrad's, CuPy's, Python's own (builtins, math, operator...)."""
+    if isinstance(obj, types.ModuleType):
+        return True
+    name = getattr(obj, "__name__", None)
+    if name is not None and getattr(builtins, name, None) is obj:
+        return True
+    mod = getattr(obj, "__module__", None) or ""
+    return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy", "math", "cmath", "builtins",
+                                 "operator", "itertools", "functools")
+
+
+def _bound_to_views(names, node):
+    """``names`` and every name of ``node`` bound (anywhere: flow-insensitive) to one of
+    them or to a view of one, through nested expressions (``u = np.expand_dims(p[:, None],
+    0)``, ``a, b = p, q``, ``for row in p``)."""
+    names = set(names)
+    while True:
+        grown = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Assign):
+                value, targets = n.value, n.targets
+            elif isinstance(n, (ast.For, ast.comprehension)):
+                value, targets = n.iter, [n.target]
+            elif isinstance(n, ast.withitem) and n.optional_vars is not None:
+                value, targets = n.context_expr, [n.optional_vars]
+            else:
+                continue
+            if _may_share(value, names):
+                grown |= {t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name)}
+        if grown <= names:
+            return names
+        names |= grown
+
+
+def _may_share(v, names):
+    """Whether expression ``v``'s value may be, or share memory with, one of ``names``."""
+    if isinstance(v, ast.Name):
+        return v.id in names
+    if isinstance(v, (ast.Subscript, ast.Starred)) or (isinstance(v, ast.Attribute) and v.attr in _VIEW_ATTRS):
+        return _may_share(v.value, names)
+    if isinstance(v, (ast.Tuple, ast.List)):
+        return any(_may_share(e, names) for e in v.elts)
+    if isinstance(v, ast.IfExp):
+        return _may_share(v.body, names) or _may_share(v.orelse, names)
+    if isinstance(v, ast.Call):
+        f = v.func
+        if isinstance(f, ast.Attribute) and f.attr in _VIEW_METHODS and _may_share(f.value, names):
+            return True  # p.reshape(2)
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        return name in _VIEW_FUNCTIONS and bool(v.args) and _may_share(v.args[0], names)
+    return False
