@@ -95,6 +95,7 @@ def _zeros(v):
 
 
 def _with_phase(tape, phase, fn, *args):
+    tape.freeze_written_captures()  # (what the function wrote into, its sweep reads as it read it)
     prev = tape.phase
     tape.phase = phase
     try:

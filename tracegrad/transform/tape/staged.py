@@ -273,7 +273,8 @@ class Staged:
         passthrough = [_TAPE if isinstance(v, Var) else v for v in opt_leaves]
         kinds_flat = flatten(out_kinds)[0] if out_kinds is not None else ["array"] * len(out_leaves)
         variant = _Variant(fn, source, tape, out_spec, kinds_flat, passthrough, self._name, hints)
-        if draws.happened():  # random numbers drawn: this trace is for this call only
+        if draws.happened() or tape.writes_captures:  # (random numbers drawn, or an array it read
+            # by reference written into: this trace is for this call only)
             self._last = variant
         else:
             with self._lock:

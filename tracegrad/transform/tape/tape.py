@@ -7,6 +7,7 @@ conversion to a Python value can be recorded as a guard). An :class:`Eqn` applie
 op -- a rule-table primitive, a guard, or a user's custom rule -- to Vars and literals.
 """
 from ...backend import cpu as _np  # dtypes (host metadata)
+from ...backend import namespace_of
 
 __all__ = ["Tape", "Var", "Eqn", "Guard", "TracerError", "shape_of"]
 
@@ -189,6 +190,7 @@ class Tape:
         self.outputs = None      # a pytree of Vars / literals (see transform.tree)
         self._count = 0
         self._consts = {}        # id(array) -> (array, Var): captured constants
+        self.writes_captures = False  # the function wrote into an array it read by reference
         self.phase = "t"         # what Vars made now are: t values, g cotangents, j tangents
         self.var_cls = Var       # TensorVar when the function was called with Tensors
         self.renamed = {}        # id -> Var: values that ``x[i] = v`` moved to a new Var
@@ -228,6 +230,7 @@ class Tape:
             if earlier.id in self.live:  # (its uses saw the contents it had then)
                 earlier.value = hit[2]
                 self.live.discard(earlier.id)
+            self.writes_captures = True  # (a replay would read it as it is then: see freeze_written_captures)
             v = self.new_var(array.copy(), "const")
             self._consts[id(array)] = (array, v, v.value)
             return v
@@ -247,6 +250,18 @@ class Tape:
         out = cls(self, values, "op")
         self.eqns.append(Eqn(op, tuple(ins), params or _NO_PARAMS, (out,), False))
         return out
+
+    def freeze_written_captures(self):
+        """Before a sweep: a constant captured by reference that the traced function wrote
+        into after reading it (``a = np.sum(x * G); G[0] = 5.0``, a plain NumPy write the
+        tape does not see) becomes the contents its uses read -- else the sweep would read
+        the written ones, a wrong derivative. Such a trace is for this call only
+        (``writes_captures``): a replay would not make the write again."""
+        for array, v, snapshot in list(self._consts.values()):
+            if v.id in self.live and snapshot is not array and not _unchanged(snapshot, array):
+                v.value = snapshot
+                self.live.discard(v.id)
+                self.writes_captures = True
 
     def current(self, var, vid):
         """The Var that had id ``vid`` when ``var`` was taken (``x[i] = v`` gives the name
@@ -317,6 +332,17 @@ class Tape:
 
 def _same_values(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all())
+
+
+def _unchanged(snapshot, array):
+    """Whether captured ``array`` still holds ``snapshot``'s values (NaN equal to NaN)."""
+    if not hasattr(array, "shape"):
+        return True
+    try:
+        return snapshot.shape == array.shape and snapshot.dtype == array.dtype and bool(
+            namespace_of(array).array_equal(snapshot, array, equal_nan=array.dtype.kind in "fc"))
+    except TypeError:  # (an object array)
+        return _same_values(snapshot, array)
 
 
 def _small(value):
