@@ -157,3 +157,25 @@ def test_forward_mode_refuses_an_object_as_a_result_carrying_a_tangent():
     _, got = tg.jvp(method_of_a_new_object, args, tangents, mode="auto")
     np.testing.assert_allclose(got, want)
     assert want == pytest.approx(np.sum(t * Y * Y))
+
+
+class Bag:
+    """A container of the user's: ``__getitem__`` over a list it holds."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def test_an_index_into_an_object_is_refused_by_name():
+    """``Bag([x, y])[0]`` failed in AST mode with "TypeError: no array backend for values
+    of type Bag" from inside the gradient of the index; now a TransformError names it."""
+    def f(x, y):
+        c = Bag([x, y])
+        return np.sum(c[0] * c[1])
+    with pytest.raises(tg.TransformError, match="indexed out of an object of class Bag") as info:
+        tg.grad(f, mode="ast")(X.copy(), Y.copy())
+    assert info.value.construct == "index of an object"
+    np.testing.assert_allclose(tg.grad(f, mode="auto")(X.copy(), Y.copy()), Y)

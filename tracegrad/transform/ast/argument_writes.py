@@ -19,6 +19,7 @@ import builtins
 import types
 
 from ...backend import cpu as np  # (host-side type checks only)
+from ...runtime.tensor import Tensor
 from .aliasing import _VIEW_ATTRS, _VIEW_FUNCTIONS, _VIEW_METHODS
 from .source import ByCode, TransformError, function_tree
 
@@ -32,8 +33,11 @@ _IN_PLACE_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "fi
                      "itemset", "resize", "partition", "setfield", "update", "setdefault", "popitem",
                      "add", "discard", "reverse"}
 
-# types whose methods are known (a method named like one of theirs is taken for theirs)
-KNOWN_TYPES = (np.ndarray, np.generic, list, tuple, dict, set, str, bytes, int, float, complex)
+# types whose methods are known (a method named like one of theirs is taken for theirs;
+# the in-place ones -- x.fill, lst.append, rng.shuffle, t.add_ -- are refused by name or
+# as a call whose result is not used)
+KNOWN_TYPES = (np.ndarray, np.generic, np.random.Generator, np.random.RandomState, Tensor, list, tuple,
+               dict, set, str, bytes, int, float, complex)
 
 _FOUND = ByCode()   # code object -> argument_writes
 

@@ -116,6 +116,11 @@ def add_at(dx, x, index, g):
         else:
             out[index] = add(out[index], g)
         return out
+    if not (is_array(x) or isinstance(x, (Var, int, float, complex)) or hasattr(x, "dtype")):
+        from .source import TransformError  # (an object's __getitem__: Bag([x, y])[0])
+        raise TransformError(f"a value being differentiated is indexed out of an object of class "
+                             f"{type(x).__name__}; the code written from the source carries gradients "
+                             "through arrays, lists, tuples and dicts", construct="index of an object")
     base = _zeros_like(x) if dx is None else dx
     structure, arrays = split_index(x, index)
     return _index_put(base, g, *arrays, index=structure, accumulate=True)
