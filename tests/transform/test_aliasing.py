@@ -814,3 +814,45 @@ def test_a_global_array_written_after_it_was_read(f, mode):
         want = numeric(lambda a: (G.__setitem__(slice(None), before), f(a))[1], X)
         np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-8)
         G[:] = after  # (as the call left it: the next call starts from there)
+
+
+def writes_its_first_argument(x, y):
+    x[0] = 5.0
+    return np.sum(x * y)
+
+
+def writes_its_second_argument(x, y):
+    y *= 2.0
+    return np.sum(x * y)
+
+
+def writes_only_a_copy(x, y):
+    w = x * 1.0
+    w[0] = 5.0
+    return np.sum(w * y)
+
+
+@pytest.mark.parametrize("f", [writes_its_first_argument, writes_its_second_argument], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_arguments_sharing_memory_with_a_write_into_one_are_refused_on_the_tape(f, mode):
+    """``f(a, a)``: NumPy's write into ``x`` changes ``y`` too; the tape took them for two
+    values and returned value 18 and gradient [0, 2, 3] where NumPy computes 38 -- in tape
+    and auto mode (auto takes the tape for a function writing its arguments), without an
+    error. Now the tape refuses, on the first call and on a cached one alike."""
+    g = tg.grad(f, argnums=(0, 1), mode=mode)
+    g(X.copy(), X.copy())  # (distinct arrays: fine, and the trace is cached)
+    for y_of in (lambda b: b, lambda b: b[::-1], lambda b: b.reshape(3)):
+        b = X.copy()
+        with pytest.raises(tg.TracerError, match="share memory, and the function writes into one of them"):
+            tg.grad(f, argnums=(0, 1), mode=mode)(b, y_of(b))
+        with pytest.raises(tg.TracerError, match="share memory"):
+            g(b, y_of(b))
+
+
+def test_arguments_sharing_memory_are_fine_without_a_write_into_them():
+    b = X.copy()
+    for f in (lambda x, y: np.sum(x * y), writes_only_a_copy):
+        want = tg.grad(f, argnums=(0, 1), mode="tape")(X.copy(), X.copy())
+        got = tg.grad(f, argnums=(0, 1), mode="tape")(b, b)
+        for w, v in zip(want, got):
+            np.testing.assert_allclose(v, w)

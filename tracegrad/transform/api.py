@@ -73,6 +73,7 @@ def mark_leaf(tape, x):
         x = np.asarray(x, dtype=np.float64 if type(x) is float else np.complex128)
     v = alias(tape, x)
     tape.marked.add(v.id)
+    tape.argument_ids.add(v.id)
     if number:
         tape.immutable.add(v.id)
     if python:

@@ -13,7 +13,7 @@ import functools
 import gc
 import threading
 
-from ...backend import ARRAY_TYPE_SET
+from ...backend import ARRAY_TYPE_SET, namespace_of
 from ...backend import cpu as np  # host-side type checks only
 
 from ...runtime.tensor import Tensor, wrap
@@ -24,7 +24,7 @@ from .interpret import INTERPRET_OVER, Interpreted
 from .optimize import optimize
 from ..reads import Reads
 from .randomness import Draws
-from .tape import Tape, Var
+from .tape import Tape, TracerError, Var
 from .tracing import (active_tape, input_value, is_traceable, nested_transform, recording,
                       trace_arguments)
 from ..tree import flatten, unflatten
@@ -216,6 +216,8 @@ class Staged:
     def _replay(self, variants, inputs):
         """The result of the first variant whose guards hold (moved to the front), or _MISS."""
         for j, variant in enumerate(list(variants) if len(variants) > 1 else variants):
+            if variant.tape.writes_inputs:
+                refuse_shared(inputs)
             try:
                 flat = variant.fn(*inputs)
             except GuardFailed:
@@ -257,6 +259,8 @@ class Staged:
         # (a counter it appends to), made again by the next trace, not a stale value.
         self._reads = Reads(self.f)
         self._reads.watch_contents()
+        if tape.writes_inputs:
+            refuse_shared([input_value(x) for x in leaves if is_traceable(x)])
         tape.outputs = out
         out_leaves, out_spec = flatten(out)
         values = [v.value if isinstance(v, Var) else v for v in out_leaves]
@@ -302,6 +306,21 @@ class Staged:
 _ND = np.ndarray
 _MISS = object()
 _TAPE = object()  # a result leaf computed by the compiled tape (the others are constants)
+
+
+def refuse_shared(inputs):
+    """Refuse arguments that share memory (``f(a, a)``, ``f(a, a[1:])``) for a function that
+    writes into one of them in place: NumPy's write changes the other too, while the tape
+    takes each argument for a value of its own -- a wrong result, silently. (AST mode
+    checks the same at run time: aliasing.check_unaliased.)"""
+    arrays = [(k, a) for k, a in enumerate(inputs) if hasattr(a, "shape") and getattr(a, "size", 0)]
+    for n, (i, a) in enumerate(arrays):
+        for j, b in arrays[n + 1:]:
+            if type(a) is type(b) and namespace_of(a).may_share_memory(a, b):
+                raise TracerError(f"arguments {i} and {j} (counting the arrays passed, in order) share "
+                                  "memory, and the function writes into one of them in place: NumPy's "
+                                  "write changes the other too, which the tape, following values, "
+                                  "would not; pass copies")
 
 
 def _F64(x):

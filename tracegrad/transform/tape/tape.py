@@ -191,6 +191,8 @@ class Tape:
         self._count = 0
         self._consts = {}        # id(array) -> (array, Var): captured constants
         self.writes_captures = False  # the function wrote into an array it read by reference
+        self.writes_inputs = False    # the function wrote into an argument (see staged.refuse_shared)
+        self.argument_ids = set()     # ids of the aliases standing for arguments (api.mark_leaf)
         self.phase = "t"         # what Vars made now are: t values, g cotangents, j tangents
         self.var_cls = Var       # TensorVar when the function was called with Tensors
         self.renamed = {}        # id -> Var: values that ``x[i] = v`` moved to a new Var

@@ -280,6 +280,8 @@ def take_over(var, new):
             e.outs = tuple(old if o is var else o for o in e.outs)
     if var.kind == "input":
         tape.inputs = [old if v is var else v for v in tape.inputs]
+    if var.kind == "input" or var.id in tape.argument_ids:
+        tape.writes_inputs = True
     if var.kind == "const":  # the capture cache hands out the old value from now on
         for k, (arr, v, snapshot) in list(tape._consts.items()):
             if v is var:
