@@ -856,3 +856,28 @@ def test_arguments_sharing_memory_are_fine_without_a_write_into_them():
         got = tg.grad(f, argnums=(0, 1), mode="tape")(b, b)
         for w, v in zip(want, got):
             np.testing.assert_allclose(v, w)
+
+
+def writes_its_argument_and_reads_g(x):
+    x[0] = 5.0
+    return np.sum(x * G)
+
+
+@pytest.mark.parametrize("mode", ["tape", "ast", "auto"])
+def test_an_argument_sharing_memory_with_a_global_it_reads_is_refused(mode):
+    """``f(G)`` for a function that writes its argument and reads the global ``G``: NumPy's
+    write changes ``G`` too. The tape took them for two values (value 18 where NumPy
+    computes 38); AST mode got the value but not the gradient ([0, 2, 3]; the derivative
+    of sum(x * x) after the write is [0, 4, 6]): both without an error. The AST path
+    left globals out of its run-time check ("globals hold none of these arrays")."""
+    G[:] = [1.0, 2.0, 3.0]
+    error = AliasError if mode == "ast" else tg.TracerError
+    with pytest.raises(error, match="shares memory|shares its memory"):
+        tg.value_and_grad(writes_its_argument_and_reads_g, mode=mode)(G)
+    G[:] = [1.0, 2.0, 3.0]
+    for b in (G[::-1], G.reshape(3)):
+        with pytest.raises(error, match="shares memory|shares its memory"):
+            tg.grad(writes_its_argument_and_reads_g, mode=mode)(b)
+    value, grad = tg.value_and_grad(writes_its_argument_and_reads_g, mode=mode)(X.copy())
+    assert value == pytest.approx(writes_its_argument_and_reads_g(X.copy()))
+    np.testing.assert_allclose(grad, [0.0, G[1], G[2]])  # (x[0] is overwritten)

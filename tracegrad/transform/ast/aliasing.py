@@ -12,6 +12,7 @@ run time, when one of them shares memory with the changed value. A change with n
 name is exact, and costs one cheap check.
 """
 import ast
+import sys
 
 from ...backend import cpu as np  # host-side memory checks only
 from .anf import _const, _name, index_expr
@@ -128,8 +129,8 @@ def with_checks(stmts, live, located, helper, checked=None):
 
 def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=False, element=None):
     """Refuse the in-place change ``what`` of ``value`` (named ``name``) when another of
-    the names ``others`` (looked up in ``scope``, the generated function's locals) holds
-    memory it shares. A ``rebinds`` change (``y += v``, written ``y = y + v``) of a 0-d
+    the names ``others`` (looked up in ``scope``, the generated function's locals, then in
+    its globals: the user's global arrays it reads) holds memory it shares. A ``rebinds`` change (``y += v``, written ``y = y + v``) of a 0-d
     array is refused too: NumPy keeps it an array that later names can share, the
     rewritten line makes a NumPy scalar of it. ``lst[k] += v`` (``element`` k) on an array
     held in a list or dict is refused: NumPy changes that array in place, wherever else it
@@ -145,10 +146,15 @@ def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=
     target = _memory(value)
     if target is None:
         return
+    outer = sys._getframe(1).f_globals  # (a global the function reads: ``x[0] = 5`` with f(G))
     for other in others:
-        if other not in scope:
+        if other in scope:
+            held = scope[other]
+        elif other in outer:
+            held = outer[other]
+        else:
             continue
-        if _shares(target, scope[other], 0):
+        if _shares(target, held, 0):
             raise AliasError(
                 f"`{what}` changes {name} in place while {other} shares its memory and is used "
                 "afterwards: the AST path follows values, not memory (copy one of them first, "

@@ -6,6 +6,7 @@ counter (and, when read, their target) saved the same way."""
 import ast
 import copy
 
+from ...backend import is_array
 from .anf import _assign, _const, _name
 from .activity import all_names, loaded_names
 from .aliasing import check_statement, live_after, mutated_name
@@ -67,13 +68,24 @@ class _Saves:
         if writes_memory and id(s) not in self.saved:  # the adjoint reads values as left
             later |= self.needed | {self.stack}
         later.discard(name)
-        later &= self.locals  # (globals, helpers and gradients hold none of these arrays yet)
+        later &= self.locals | self._outer_arrays(later)  # (helpers and gradients hold none of
+        # these arrays yet; a global array may: f(G) for a function reading G)
         if not later and writes_memory:
             return None
         helper = _name("check_unaliased")
         helper._helper = True
         self.checked |= later  # (names the clean-up must keep: the check reads them by name)
         return check_statement(s, name, later, self.rev.located, helper)
+
+    def _outer_arrays(self, names):
+        """The free names among ``names`` that hold an array now (a global, a closure's
+        variable): an argument may be one of them, or a view of one."""
+        out = set()
+        for n in names - self.locals:
+            found, value = self.rev.resolver.lookup(n)
+            if found and is_array(value):
+                out.add(n)
+        return out
 
     def forward(self, stmts, depth=0):
         out = []

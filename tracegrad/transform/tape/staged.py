@@ -217,7 +217,7 @@ class Staged:
         """The result of the first variant whose guards hold (moved to the front), or _MISS."""
         for j, variant in enumerate(list(variants) if len(variants) > 1 else variants):
             if variant.tape.writes_inputs:
-                refuse_shared(inputs)
+                refuse_shared(inputs, variant.tape.captured_by_reference())
             try:
                 flat = variant.fn(*inputs)
             except GuardFailed:
@@ -260,7 +260,7 @@ class Staged:
         self._reads = Reads(self.f)
         self._reads.watch_contents()
         if tape.writes_inputs:
-            refuse_shared([input_value(x) for x in leaves if is_traceable(x)])
+            refuse_shared([input_value(x) for x in leaves if is_traceable(x)], tape.captured_by_reference())
         tape.outputs = out
         out_leaves, out_spec = flatten(out)
         values = [v.value if isinstance(v, Var) else v for v in out_leaves]
@@ -308,11 +308,12 @@ _MISS = object()
 _TAPE = object()  # a result leaf computed by the compiled tape (the others are constants)
 
 
-def refuse_shared(inputs):
-    """Refuse arguments that share memory (``f(a, a)``, ``f(a, a[1:])``) for a function that
-    writes into one of them in place: NumPy's write changes the other too, while the tape
-    takes each argument for a value of its own -- a wrong result, silently. (AST mode
-    checks the same at run time: aliasing.check_unaliased.)"""
+def refuse_shared(inputs, captured=()):
+    """Refuse arguments that share memory with each other (``f(a, a)``, ``f(a, a[1:])``) or
+    with an array the function reads from outside (``f(G)`` for a global ``G`` it reads)
+    for a function that writes into an argument in place: NumPy's write changes the other
+    too, while the tape takes each for a value of its own -- a wrong result, silently. (AST
+    mode checks the same at run time: aliasing.check_unaliased.)"""
     arrays = [(k, a) for k, a in enumerate(inputs) if hasattr(a, "shape") and getattr(a, "size", 0)]
     for n, (i, a) in enumerate(arrays):
         for j, b in arrays[n + 1:]:
@@ -321,6 +322,13 @@ def refuse_shared(inputs):
                                   "memory, and the function writes into one of them in place: NumPy's "
                                   "write changes the other too, which the tape, following values, "
                                   "would not; pass copies")
+        for b in captured:
+            if type(a) is type(b) and namespace_of(a).may_share_memory(a, b):
+                raise TracerError(f"argument {i} (counting the arrays passed, in order) shares memory with "
+                                  f"an array of shape {tuple(b.shape)} the function reads from outside (a "
+                                  "global, a closure's variable, an attribute), and the function writes "
+                                  "into its arguments in place: NumPy's write changes that array too, "
+                                  "which the tape, following values, would not; pass a copy")
 
 
 def _F64(x):

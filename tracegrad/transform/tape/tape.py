@@ -253,6 +253,11 @@ class Tape:
         self.eqns.append(Eqn(op, tuple(ins), params or _NO_PARAMS, (out,), False))
         return out
 
+    def captured_by_reference(self):
+        """The arrays the traced function reads from outside that the compiled code reads
+        itself at each call (see :meth:`capture`)."""
+        return [array for array, v, _ in self._consts.values() if v.id in self.live and hasattr(array, "shape")]
+
     def freeze_written_captures(self):
         """Before a sweep: a constant captured by reference that the traced function wrote
         into after reading it (``a = np.sum(x * G); G[0] = 5.0``, a plain NumPy write the
