@@ -130,7 +130,8 @@ def with_checks(stmts, live, located, helper, checked=None):
 def check_unaliased(value, name, others, scope, filename, lineno, what, rebinds=False, element=None):
     """Refuse the in-place change ``what`` of ``value`` (named ``name``) when another of
     the names ``others`` (looked up in ``scope``, the generated function's locals, then in
-    its globals: the user's global arrays it reads) holds memory it shares. A ``rebinds`` change (``y += v``, written ``y = y + v``) of a 0-d
+    its globals: the user's global arrays it reads) holds memory it shares. A ``rebinds``
+    change (``y += v``, written ``y = y + v``) of a 0-d
     array is refused too: NumPy keeps it an array that later names can share, the
     rewritten line makes a NumPy scalar of it. ``lst[k] += v`` (``element`` k) on an array
     held in a list or dict is refused: NumPy changes that array in place, wherever else it

@@ -39,6 +39,9 @@ _IN_PLACE_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "fi
 KNOWN_TYPES = (np.ndarray, np.generic, np.random.Generator, np.random.RandomState, Tensor, list, tuple,
                dict, set, str, bytes, int, float, complex)
 
+# NumPy's functions that write into their first argument
+_NUMPY_WRITES = ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
+
 _FOUND = ByCode()   # code object -> argument_writes
 
 
@@ -88,12 +91,28 @@ def _read(fn):
                 continue
             if passed == "receiver" and n.func.attr in _IN_PLACE_METHODS:
                 return WRITES
+            if _writes_first_or_out(fn, n, names):
+                return WRITES
             called = _callee_writes(fn, n, passed)
             if called == WRITES:
                 return WRITES
             if called == UNKNOWN:
                 found = UNKNOWN
     return found
+
+
+def _writes_first_or_out(fn, call, names):
+    """``np.copyto(p, v)``, ``np.add.at(p, i, v)``, ``np.add(a, b, out=p)``: a NumPy call
+    writing into its first argument, or into ``out``, given one of ``names``."""
+    if any(k.arg == "out" and _may_share(k.value, names) for k in call.keywords):
+        return True
+    if not (call.args and _may_share(call.args[0], names)):
+        return False
+    f = call.func
+    if isinstance(f, ast.Attribute) and f.attr == "at":  # (a ufunc's unbuffered in-place form)
+        return True
+    obj = _resolved(fn, f)
+    return any(obj is getattr(np, name, None) for name in _NUMPY_WRITES)
 
 
 def _passed(call, names):
@@ -147,16 +166,16 @@ def _resolved(fn, f):
 
 
 def known_callable(obj):
-    """Whether ``obj`` is a function known not to write into its arguments: NumPy's,
-    SciPy's, tracegrad's, CuPy's, Python's own (builtins, math, operator...)."""
+    """Whether ``obj`` is a function known not to write into its arguments (but for
+    NumPy's few named in _NUMPY_WRITES and ``out=``, which the reading looks for): NumPy's,
+    SciPy's, tracegrad's, CuPy's, Python's builtins and math."""
     if isinstance(obj, types.ModuleType):
         return True
     name = getattr(obj, "__name__", None)
     if name is not None and getattr(builtins, name, None) is obj:
         return True
     mod = getattr(obj, "__module__", None) or ""
-    return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy", "math", "cmath", "builtins",
-                                 "operator", "itertools", "functools")
+    return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy", "math", "cmath", "builtins")
 
 
 def _bound_to_views(names, node):

@@ -32,8 +32,9 @@ class TransformError(Exception):
 
 class ArgumentsChanged(TransformError):
     """A callee the adjoint could only trace when it ran (a function passed as a value, a
-    method) changed an argument in place (see support.call_vjp_at): a list's or dict's
-    item, an object's attribute, or an array that ran writeable (see opaque_calls.py).
+    method) changed an argument in place (see callee_checks.refuse_written_arguments): a
+    list's or dict's item, an object's attribute, or an array that ran writeable (see
+    opaque_calls.py).
     Raised after the forward ran it, so what it wrote is changed: mode="auto" says so
     (``arguments_changed``) rather than run the function again on the tape from there."""
 
@@ -44,17 +45,16 @@ class ArgumentsChanged(TransformError):
         self.construct = "in-place change of an argument"
         Exception.__init__(self, f"{name}, called from the function being differentiated, changed an "
                            "argument in place (a write into it or a view of it, +=, or a new item or "
-                           "attribute); the adjoint "
-                           "written from the source differentiates that call from the changed values, "
-                           "which would give a wrong gradient, and the arrays passed to the call are "
-                           "already changed, so it is not run again; use mode=\"tape\" (tracing) for "
-                           "this function, which follows the write")
+                           "attribute); the adjoint written from the source differentiates that call "
+                           "from the changed values, which would give a wrong gradient, and what was "
+                           "passed to the call is already changed, so it is not run again; use "
+                           "mode=\"tape\" (tracing) for this function, which follows the write")
 
 
 class WritesIntoArgument(TransformError):
     """A callee the adjoint runs as it is, unread (a function passed as a value, an
     object's method, a callable object), tried to write into an array passed to it:
-    during the call those arrays are read-only (see support.read_only_call), so NumPy
+    during the call those arrays are read-only (see callee_checks.read_only_call), so NumPy
     refused the write and nothing was changed -- mode="auto" runs the tape instead."""
 
     def __init__(self, name, why):

@@ -1,0 +1,105 @@
+"""argument_writes: whether a user function writes into its arguments, read from its source
+(what AST mode refuses before running, or runs read-only when it cannot tell)."""
+import numpy as np
+import pytest
+
+from tracegrad.transform.ast.argument_writes import NO_WRITES, UNKNOWN, WRITES, argument_writes
+
+
+def element(p):
+    p[0] = 1.0
+    return p
+
+
+def through_a_view(p):
+    u = p[:, None]
+    u *= 2.0
+    return 0.0
+
+
+def through_nested_views(p):
+    u = np.expand_dims(p[1:], 0).squeeze(0)
+    u += 1.0
+    return 0.0
+
+
+def through_rows(p):
+    for row in p:
+        row *= 2.0
+    return 0.0
+
+
+def through_unpacking(p, q):
+    a, b = p, q
+    b[0] = 0.0
+    return a
+
+
+def passes_it_to_a_writer(p):
+    element(p)
+    return 0.0
+
+
+def copyto(p):
+    np.copyto(p, p * 2.0)
+    return 0.0
+
+
+def out_argument(p):
+    np.multiply(p, 2.0, out=p)
+    return 0.0
+
+
+def ufunc_at(p):
+    np.add.at(p, [0, 0], 1.0)
+    return 0.0
+
+
+def list_append(p):
+    p.append(1.0)
+    return 0.0
+
+
+def reads(p):
+    u = p[:, None] * 2.0
+    v = np.reshape(p, -1)
+    return np.sum(u) + np.sum(v * v) + p.sum()
+
+
+def passes_it_to_a_reader(p):
+    return reads(p) + np.sum(np.tanh(p))
+
+
+def rebinds_a_copy(p):
+    w = p * 1.0
+    w[0] = 0.0
+    return w
+
+
+def recursive(p, n):
+    return p if n == 0 else recursive(p * 0.5, n - 1)
+
+
+def calls_a_function_it_is_given(p, fn):
+    return fn(p)
+
+
+def calls_a_method(p, model):
+    return model.loss(p)
+
+
+@pytest.mark.parametrize("fn,want", [
+    (element, WRITES), (through_a_view, WRITES), (through_nested_views, WRITES), (through_rows, WRITES),
+    (through_unpacking, WRITES), (passes_it_to_a_writer, WRITES), (copyto, WRITES), (out_argument, WRITES),
+    (ufunc_at, WRITES), (list_append, WRITES),
+    (reads, NO_WRITES), (passes_it_to_a_reader, NO_WRITES), (rebinds_a_copy, NO_WRITES), (recursive, NO_WRITES),
+    (calls_a_function_it_is_given, UNKNOWN), (calls_a_method, UNKNOWN),
+], ids=lambda v: getattr(v, "__name__", v))
+def test_argument_writes(fn, want):
+    assert argument_writes(fn) == want
+
+
+def test_a_function_without_source_is_unknown():
+    ns = {}
+    exec("def made(p):\n    return p\n", ns)
+    assert argument_writes(ns["made"]) == UNKNOWN
