@@ -849,6 +849,19 @@ def test_arguments_sharing_memory_with_a_write_into_one_are_refused_on_the_tape(
             g(b, y_of(b))
 
 
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_vjp_of_arguments_sharing_memory_with_a_write_is_refused_on_the_tape(mode):
+    """tracegrad.vjp traces the function once, outside the staged cache: it returned the
+    gradients of two separate values, without an error."""
+    b = X.copy()
+    with pytest.raises(tg.TracerError, match="share memory"):
+        tg.vjp(writes_its_first_argument, b, b, mode=mode)
+    _, pull = tg.vjp(writes_its_first_argument, X.copy(), X.copy(), mode=mode)
+    gx, gy = pull(1.0)
+    np.testing.assert_allclose(gx, [0.0, X[1], X[2]])
+    np.testing.assert_allclose(gy, [5.0, X[1], X[2]])
+
+
 def test_arguments_sharing_memory_are_fine_without_a_write_into_them():
     b = X.copy()
     for f in (lambda x, y: np.sum(x * y), writes_only_a_copy):

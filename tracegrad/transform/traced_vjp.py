@@ -13,11 +13,12 @@ from .api import _mark, _regroup, _with_phase, _zeros, check_cotangent
 from .checks import split_aux
 from .tape.aliasing import current_tree
 from .tape.numpy_map.construct import recording_form
-from .tape.staged import as_kind, kind_of
+from .tape.staged import as_kind, kind_of, refuse_shared
 from .tape.sweeps import reverse
 from .tape.randomness import Draws
 from .tape.tape import Tape, TracerError, Var
-from .tape.tracing import active_tape, as_operand, input_value, nested_transform, recording, trace_arguments
+from .tape.tracing import (active_tape, as_operand, input_value, is_traceable, nested_transform, recording,
+                           trace_arguments)
 from .tree import flatten, unflatten
 
 __all__ = ["traced_vjp"]
@@ -43,6 +44,8 @@ def traced_vjp(f, args, nums, has_aux):
         with recording(tape):
             traced, _ = trace_arguments(tape, f, leaves, spec)
             out, pull, aux = _record(tape, f, traced, nums, has_aux)
+        if tape.writes_inputs:  # (f(a, a) writing into one: see staged.refuse_shared)
+            refuse_shared([input_value(x) for x in leaves if is_traceable(x)], tape.captured_by_reference())
         drew = draws.happened()
         result = "tensor" if "tensor" in flatten(kinds)[0] else "array"  # (as f's own result)
         out, aux = _values(out, result), _values(aux, result)
