@@ -1,0 +1,51 @@
+"""read_only_call: how AST mode runs a callee it cannot read (see opaque_calls.py)."""
+import numpy as np
+import pytest
+
+from tracegrad.transform.ast.callee_checks import read_only_call
+from tracegrad.transform.ast.source import TransformError, WritesIntoArgument
+
+
+def test_a_write_into_an_argument_is_stopped_and_everything_is_writeable_again():
+    base = np.arange(6.0)
+    view = base[1:]
+    held = [base[:2]]
+
+    def writes(p, q, lst=None):
+        q[0] = -1.0
+
+    for args, kwargs in (((view, base, held), {}), ((base, view, held), {}), ((base,), {"q": view, "lst": held}),
+                         ((base, held[0]), {})):
+        with pytest.raises(WritesIntoArgument, match="writes, called from the function being differentiated, "
+                                                     "writes into an array passed to it") as info:
+            read_only_call(writes, *args, **kwargs)
+        assert isinstance(info.value, TransformError)
+        assert info.value.construct == "in-place change of an argument"
+        np.testing.assert_array_equal(base, np.arange(6.0))
+        assert base.flags.writeable and view.flags.writeable and held[0].flags.writeable
+
+
+def test_reading_runs_as_written_and_returns_the_result():
+    a, b = np.arange(3.0), np.ones(3)
+    assert read_only_call(np.dot, a, b) == 3.0
+    assert a.flags.writeable and b.flags.writeable
+    out = read_only_call(lambda p: p * 2.0, a)
+    out[0] = 7.0  # (a new array: writeable)
+    np.testing.assert_array_equal(a, np.arange(3.0))
+
+
+def test_an_array_that_was_read_only_stays_read_only():
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    assert read_only_call(np.sum, a) == 3.0
+    assert not a.flags.writeable
+
+
+def test_other_errors_pass_through_unchanged():
+    a = np.arange(3.0)
+
+    def fails(p):
+        raise ValueError("its own error")
+    with pytest.raises(ValueError, match="its own error"):
+        read_only_call(fails, a)
+    assert a.flags.writeable
