@@ -894,3 +894,57 @@ def test_an_argument_sharing_memory_with_a_global_it_reads_is_refused(mode):
     value, grad = tg.value_and_grad(writes_its_argument_and_reads_g, mode=mode)(X.copy())
     assert value == pytest.approx(writes_its_argument_and_reads_g(X.copy()))
     np.testing.assert_allclose(grad, [0.0, G[1], G[2]])  # (x[0] is overwritten)
+
+
+def bumps_g():
+    G[0] = 5.0
+    return 0.0
+
+
+def reads_g_then_a_helper_writes_it(x):
+    a = np.sum(x * G)
+    t = bumps_g()
+    return a + t
+
+
+class Refreshes:
+    def __init__(self):
+        self.buf = np.array([1.0, 2.0, 3.0])
+
+    def refresh(self):
+        self.buf *= 2.0
+        return 0.0
+
+
+REFRESHES = Refreshes()
+
+
+def reads_an_attribute_then_its_object_writes_it(x):
+    b = REFRESHES.buf
+    a = np.sum(x * b)
+    t = REFRESHES.refresh()
+    return a + t
+
+
+@pytest.mark.parametrize("f,says", [
+    (reads_g_then_a_helper_writes_it, r"bumps_g, called from the function being differentiated, changes an "
+                                      r"argument in place \(or a global array"),
+    (reads_an_attribute_then_its_object_writes_it, "Refreshes.refresh, called from the function being "
+                                                   "differentiated, writes into an array passed to it or held "
+                                                   "by its object"),
+], ids=["global_written_by_a_helper", "attribute_written_by_its_method"])
+def test_an_array_read_then_written_by_a_callee_without_arguments_is_refused(f, says):
+    """A helper writing a global array, and a method writing its object's array, after the
+    function read them: the adjoint read the written array ([2, 4, 6] for [1, 2, 3]), in
+    AST and auto mode, without an error. The helper is refused from its source; the
+    method runs with its object's arrays read-only."""
+    G[:] = [1.0, 2.0, 3.0]
+    REFRESHES.buf[:] = [1.0, 2.0, 3.0]
+    with pytest.raises(tg.TransformError, match=says):
+        tg.grad(f, mode="ast")(X.copy())
+    np.testing.assert_array_equal(REFRESHES.buf, [1.0, 2.0, 3.0])
+    assert REFRESHES.buf.flags.writeable
+    for mode in ("tape", "auto"):
+        G[:] = [1.0, 2.0, 3.0]
+        REFRESHES.buf[:] = [1.0, 2.0, 3.0]
+        np.testing.assert_allclose(tg.grad(f, mode=mode)(X.copy()), [1.0, 2.0, 3.0])

@@ -103,3 +103,26 @@ def test_a_function_without_source_is_unknown():
     ns = {}
     exec("def made(p):\n    return p\n", ns)
     assert argument_writes(ns["made"]) == UNKNOWN
+
+
+G = np.array([1.0, 2.0, 3.0])
+
+
+def writes_a_global():
+    G[0] = 5.0
+    return 0.0
+
+
+def reads_a_global(p):
+    return np.sum(G * p)
+
+
+def shuffles(p):
+    np.random.shuffle(p)
+    return 0.0
+
+
+@pytest.mark.parametrize("fn,want", [(writes_a_global, WRITES), (reads_a_global, NO_WRITES), (shuffles, WRITES)],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_globals_and_shuffles(fn, want):
+    assert argument_writes(fn) == want

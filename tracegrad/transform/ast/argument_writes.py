@@ -2,7 +2,8 @@
 
 A function the AST path calls writes into the caller's arrays if it changes a parameter
 in place: ``p[i] = v``, ``p += v``, ``p.append(v)``, or the same through a name bound to
-a parameter or to a view of one (``u = np.expand_dims(p[:, None], 0); u *= v``). The
+a parameter or to a view of one (``u = np.expand_dims(p[:, None], 0); u *= v``) -- or
+into a global or closure variable's array (``G[0] = 5``), which the caller may have read. The
 caller's generated code would not follow such a write (see driver.py, which refuses
 these callees). The reading is flow-insensitive and conservative (a parameter rebound
 first still counts), and follows the parameters into the functions they are passed to:
@@ -74,7 +75,7 @@ def _read(fn):
     for extra in (a.vararg, a.kwarg):
         if extra is not None:
             params.add(extra.arg)
-    names = _bound_to_views(params, node)
+    names = _bound_to_views(params | _outside_values(fn, node, params), node)
     found = NO_WRITES
     for n in ast.walk(node):
         if isinstance(n, ast.AugAssign):
@@ -101,6 +102,21 @@ def _read(fn):
     return found
 
 
+def _outside_values(fn, node, params):
+    """The free names of ``fn`` (globals, closure variables) that hold values, not modules,
+    functions or classes: a write into one (``G[0] = 5``) changes what its caller may have
+    read, as a write into an argument does."""
+    stored = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    free = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    out = set()
+    for name in free - stored - params:
+        value = _resolved(fn, ast.Name(id=name, ctx=ast.Load()))
+        if value is not None and not isinstance(value, (types.ModuleType, types.FunctionType, type,
+                                                        types.BuiltinFunctionType)):
+            out.add(name)
+    return out
+
+
 def _writes_first_or_out(fn, call, names):
     """``np.copyto(p, v)``, ``np.add.at(p, i, v)``, ``np.add(a, b, out=p)``: a NumPy call
     writing into its first argument, or into ``out``, given one of ``names``."""
@@ -109,8 +125,8 @@ def _writes_first_or_out(fn, call, names):
     if not (call.args and _may_share(call.args[0], names)):
         return False
     f = call.func
-    if isinstance(f, ast.Attribute) and f.attr == "at":  # (a ufunc's unbuffered in-place form)
-        return True
+    if isinstance(f, ast.Attribute) and f.attr in ("at", "shuffle"):  # (a ufunc's unbuffered in-place
+        return True  # form; np.random.shuffle, rng.shuffle)
     obj = _resolved(fn, f)
     return any(obj is getattr(np, name, None) for name in _NUMPY_WRITES)
 

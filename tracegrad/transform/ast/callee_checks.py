@@ -38,14 +38,16 @@ def float_leaf(x):
 
 
 def read_only_call(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` with the NumPy arrays among the arguments read-only while it
-    runs. The forward lines run a callee they cannot read (see opaque_calls.py) as it is:
+    """``fn(*args, **kwargs)`` with the NumPy arrays among the arguments (and, for a bound
+    method, among its object's attributes) read-only while it runs. The forward lines run a callee they cannot read (see opaque_calls.py) as it is:
     a write into an argument there would change an array that the adjoint reads later as
     it was before (a saved operand), or that the callee's own derivative is traced from
     -- a wrong gradient, silently. NumPy refuses the write instead, and nothing changes.
     (CuPy's arrays have no such flag: there only refuse_written_arguments sees the write,
     when the call's derivative is traced.)"""
-    frozen = [a for a in flatten((args, kwargs))[0] if type(a) is _np.ndarray and a.flags.writeable]
+    frozen = [a for a in flatten((args, kwargs))[0] + _held_by(getattr(fn, "__self__", None))
+              if type(a) is _np.ndarray and a.flags.writeable]
+    frozen = list({id(a): a for a in frozen}.values())
     for a in frozen:
         a.flags.writeable = False
     try:
@@ -56,6 +58,14 @@ def read_only_call(fn, *args, **kwargs):
         raise
     finally:
         _writable_again(frozen)
+
+
+def _held_by(obj):
+    """The arrays a method's object holds in its attributes (and their lists, tuples and
+    dicts): ``self.buf *= 2`` writes into what the caller read as ``o.buf``."""
+    if not _has_attributes(obj) or isinstance(obj, Var):
+        return []
+    return flatten(list(vars(obj).values()))[0]
 
 
 def _writable_again(arrays):

@@ -247,9 +247,9 @@ def _refuse_callees_writing_arguments(body, resolver, located):
         callee = resolver.callee(call)
         if isinstance(callee, User) and writes_its_arguments(callee.fn):
             raise located.error(s, f"{callee.fn.__qualname__}, called from the function being "
-                                   "differentiated, changes an argument in place (a write into it "
-                                   "or a view of it, +=, or a function it passes it to); the caller's "
-                                   "names for that array would not follow",
+                                   "differentiated, changes an argument in place (or a global array; "
+                                   "a write into it or a view of it, +=, or a function it passes it "
+                                   "to); the caller's names for that array would not follow",
                                 "in-place change of an argument")
 
 

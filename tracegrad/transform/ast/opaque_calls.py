@@ -42,15 +42,15 @@ def guard_opaque_calls(stmts, resolver):
 
 def _opaque(call, resolver, made):
     f = call.func
-    if not (call.args or call.keywords):
-        return False  # (no argument to write into)
     if isinstance(f, ast.Name) and f.id in made:
         return False  # (a function NumPy's or tracegrad's made: tracegrad.grad(h))
     ok, obj = resolver.value(f)
     if not ok:
-        if isinstance(f, ast.Attribute):  # a method of a local value
+        if isinstance(f, ast.Attribute):  # a method of a local value (its object's arrays too)
             return not any(hasattr(t, f.attr) for t in KNOWN_TYPES)
-        return True  # a local name or a parameter holding a function; a call's result
+        return bool(call.args or call.keywords)  # a local name or a parameter holding a function
+    if not (call.args or call.keywords):
+        return False  # (no argument to write into; a global it writes: argument_writes)
     callee = resolver.callee(call)
     if callee is CONSTANT or isinstance(callee, Direct):
         return False

@@ -61,7 +61,8 @@ class WritesIntoArgument(TransformError):
         self.filename = self.lineno = None
         self.construct = "in-place change of an argument"
         Exception.__init__(self, f"{name}, called from the function being differentiated, writes into an "
-                           f"array passed to it ({why}); the code written from the source reads its "
+                           f"array passed to it or held by its object ({why}); the code written from the "
+                           "source reads its "
                            "arrays as they were where they were read, which such a write would change "
                            "under it (the write was stopped: the array is unchanged); use mode=\"tape\" "
                            "(tracing) for this function, or mode=\"auto\" to fall back to it")
