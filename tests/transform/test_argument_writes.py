@@ -126,3 +126,17 @@ def shuffles(p):
                          ids=lambda v: getattr(v, "__name__", v))
 def test_globals_and_shuffles(fn, want):
     assert argument_writes(fn) == want
+
+
+LOG = []
+
+
+def logs_to_a_global_list(p):
+    LOG.append(float(np.sum(p)))
+    return np.sum(p * p)
+
+
+def test_a_global_list_a_helper_appends_to_is_not_a_write():
+    """A log kept in a global list: the caller's adjoint holds the arrays it read, not the
+    list, so the helper stays transformable."""
+    assert argument_writes(logs_to_a_global_list) == NO_WRITES

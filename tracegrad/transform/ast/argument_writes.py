@@ -20,6 +20,7 @@ import builtins
 import types
 
 from ...backend import cpu as np  # (host-side type checks only)
+from ...backend import is_array
 from ...runtime.tensor import Tensor
 from .aliasing import _VIEW_ATTRS, _VIEW_FUNCTIONS, _VIEW_METHODS
 from .source import ByCode, TransformError, function_tree
@@ -103,18 +104,14 @@ def _read(fn):
 
 
 def _outside_values(fn, node, params):
-    """The free names of ``fn`` (globals, closure variables) that hold values, not modules,
-    functions or classes: a write into one (``G[0] = 5``) changes what its caller may have
-    read, as a write into an argument does."""
+    """The free names of ``fn`` (globals, closure variables) that hold arrays: a write into
+    one (``G[0] = 5``) changes what its caller may have read, as a write into an argument
+    does. (A global list a helper appends to -- a log -- is not one: the caller's adjoint
+    holds the arrays it read, not the list.)"""
     stored = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     free = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    out = set()
-    for name in free - stored - params:
-        value = _resolved(fn, ast.Name(id=name, ctx=ast.Load()))
-        if value is not None and not isinstance(value, (types.ModuleType, types.FunctionType, type,
-                                                        types.BuiltinFunctionType)):
-            out.add(name)
-    return out
+    return {name for name in free - stored - params
+            if is_array(_resolved(fn, ast.Name(id=name, ctx=ast.Load())))}
 
 
 def _writes_first_or_out(fn, call, names):
