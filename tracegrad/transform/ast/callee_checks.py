@@ -39,10 +39,11 @@ def float_leaf(x):
 
 def read_only_call(fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` with the NumPy arrays among the arguments (and, for a bound
-    method, among its object's attributes) read-only while it runs. The forward lines run a callee they cannot read (see opaque_calls.py) as it is:
-    a write into an argument there would change an array that the adjoint reads later as
-    it was before (a saved operand), or that the callee's own derivative is traced from
-    -- a wrong gradient, silently. NumPy refuses the write instead, and nothing changes.
+    method, among its object's attributes) read-only while it runs. The forward lines run
+    a callee they cannot read (see opaque_calls.py) as it is: a write into an argument
+    there would change an array that the adjoint reads later as it was before (a saved
+    operand), or that the callee's own derivative is traced from -- a wrong gradient,
+    silently. NumPy refuses the write instead, and nothing changes.
     (CuPy's arrays have no such flag: there only refuse_written_arguments sees the write,
     when the call's derivative is traced.)"""
     frozen = [a for a in flatten((args, kwargs))[0] + _held_by(getattr(fn, "__self__", None))
