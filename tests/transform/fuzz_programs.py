@@ -450,7 +450,10 @@ class _Writer:
         then start from the values the forward's run had changed."""
         self.features.add("helper_value")
         hname = self.fresh("h")
-        first = self.pick([n for n in ("x", "y") if isinstance(self.env[n], np.ndarray)])
+        own = [n for n in ("x", "y") if isinstance(self.env.get(n), np.ndarray)]
+        if not own:
+            raise _Reject("x and y are not arrays here")
+        first = self.pick(own)
         args = [first] + ([self._target_like()] if self.draw(st.booleans()) else [])
         params = [f"p{j}" for j in range(len(args))]
         sub = _Writer(self.draw, {p: copy.deepcopy(self.env[a]) for p, a in zip(params, args)},
