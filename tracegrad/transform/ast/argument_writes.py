@@ -23,10 +23,11 @@ from ...backend import cpu as np  # (host-side type checks only)
 from ...backend import is_array
 from ...runtime.tensor import Tensor
 from .aliasing import _VIEW_ATTRS, _VIEW_FUNCTIONS, _VIEW_METHODS
+from .resolve import _library
 from .source import ByCode, TransformError, function_tree
 
-__all__ = ["WRITES", "NO_WRITES", "UNKNOWN", "KNOWN_TYPES", "argument_writes", "writes_its_arguments",
-           "known_callable"]
+__all__ = ["WRITES", "NO_WRITES", "UNKNOWN", "argument_writes", "writes_its_arguments", "known_callable",
+           "known_method"]
 
 WRITES, NO_WRITES, UNKNOWN = "writes", "no writes", "unknown"
 
@@ -142,7 +143,7 @@ def _callee_writes(fn, call, passed):
     """What a call given one of ``fn``'s parameters may do to it."""
     f = call.func
     if passed == "receiver":  # a method of a parameter: an array's, a list's... or an object's
-        return NO_WRITES if _known_method(f.attr) else UNKNOWN
+        return NO_WRITES if known_method(f.attr) else UNKNOWN
     obj = _resolved(fn, f)
     if obj is None:
         return UNKNOWN  # (a local value, a parameter holding a function, a method's result)
@@ -153,7 +154,7 @@ def _callee_writes(fn, call, passed):
     return UNKNOWN  # (a callable object, a functools.partial, a class)
 
 
-def _known_method(attr):
+def known_method(attr):
     """Whether ``attr`` names a method of an array or a built-in type (``p.reshape``,
     ``p.dot``): those write only into their object, which _IN_PLACE_METHODS names."""
     return any(hasattr(t, attr) for t in KNOWN_TYPES)
@@ -181,14 +182,13 @@ def _resolved(fn, f):
 def known_callable(obj):
     """Whether ``obj`` is a function known not to write into its arguments (but for
     NumPy's few named in _NUMPY_WRITES and ``out=``, which the reading looks for): NumPy's,
-    SciPy's, tracegrad's, CuPy's, Python's builtins and math."""
-    if isinstance(obj, types.ModuleType):
+    SciPy's, tracegrad's, CuPy's (resolve._library), Python's builtins and math."""
+    if isinstance(obj, types.ModuleType) or _library(obj):
         return True
     name = getattr(obj, "__name__", None)
     if name is not None and getattr(builtins, name, None) is obj:
         return True
-    mod = getattr(obj, "__module__", None) or ""
-    return mod.split(".")[0] in ("numpy", "tracegrad", "cupy", "scipy", "math", "cmath", "builtins")
+    return getattr(obj, "__module__", None) in ("math", "cmath", "builtins")
 
 
 def _bound_to_views(names, node):

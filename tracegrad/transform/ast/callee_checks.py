@@ -23,7 +23,7 @@ from ..tape.tape import Var
 from ..tree import flatten
 from .source import ArgumentsChanged, TransformError, WritesIntoArgument
 
-__all__ = ["read_only_call", "float_leaf", "argument_state", "refuse_written_arguments",
+__all__ = ["read_only_call", "float_leaf", "value_leaf", "argument_state", "refuse_written_arguments",
            "refuse_objects_holding_values", "with_tangents"]
 
 
@@ -113,10 +113,16 @@ def _object_error(what, x):
                           "attributes", construct="object holding a value being differentiated")
 
 
+def value_leaf(x):
+    """Whether leaf ``x`` is a value a gradient or tangent can follow: an array (NumPy's,
+    CuPy's, a Tensor), a tracer or a number -- not an object of the user's."""
+    return isinstance(x, (Var, int, float, complex)) or hasattr(x, "dtype")
+
+
 def _holds_values(x, depth):
     """Whether ``x`` is an object (not an array, a number or a container) whose attributes,
     a few levels deep, hold a floating-point array, number or tracer."""
-    if isinstance(x, Var) or hasattr(x, "dtype") or not _has_attributes(x) or depth > 3:
+    if value_leaf(x) or not _has_attributes(x) or depth > 3:
         return False
     return any(isinstance(v, Var) or float_leaf(v) or _holds_values(v, depth + 1)
                for v in flatten(list(vars(x).values()))[0])
@@ -172,7 +178,7 @@ def with_tangents(fn, out):
     """``out``, a callee's result in forward mode, if each of its leaves can carry a tangent
     (an array, a number, None); an object (a class's instance: ``o = Model(w)``) cannot."""
     for o in flatten(out)[0]:
-        if not (o is None or isinstance(o, (Var, int, float, complex)) or hasattr(o, "dtype")):
+        if not (o is None or value_leaf(o)):
             raise TransformError(f"{_callee_name(fn)} returns an object of class {type(o).__name__}, which "
                                  "carries no tangent in the forward-mode code written from the source",
                                  construct="object result")

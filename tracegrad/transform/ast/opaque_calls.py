@@ -20,7 +20,7 @@ elsewhere) and run as written.
 """
 import ast
 
-from .argument_writes import KNOWN_TYPES, UNKNOWN, argument_writes, known_callable
+from .argument_writes import UNKNOWN, argument_writes, known_callable, known_method
 from .nograd import _made_by_library, _walk
 from .resolve import CONSTANT, Direct, User
 
@@ -47,7 +47,7 @@ def _opaque(call, resolver, made):
     ok, obj = resolver.value(f)
     if not ok:
         if isinstance(f, ast.Attribute):  # a method of a local value (its object's arrays too)
-            return not any(hasattr(t, f.attr) for t in KNOWN_TYPES)
+            return not known_method(f.attr)
         return bool(call.args or call.keywords)  # a local name or a parameter holding a function
     if not (call.args or call.keywords):
         return False  # (no argument to write into; a global it writes: argument_writes)

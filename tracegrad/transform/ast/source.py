@@ -23,11 +23,12 @@ class TransformError(Exception):
     """The AST path cannot transform this function. The message names the file, the line
     and the construct, and the alternative (``mode="tape"``)."""
 
-    def __init__(self, message, filename=None, lineno=None, construct=None):
+    ADVICE = "use mode=\"tape\" (tracing) for this function, or mode=\"auto\" to fall back to it"
+
+    def __init__(self, message, filename=None, lineno=None, construct=None, advice=ADVICE):
         self.filename, self.lineno, self.construct = filename, lineno, construct
         where = f"{filename}, line {lineno}: " if filename else ""
-        super().__init__(f"{where}{message}; use mode=\"tape\" (tracing) for this function, "
-                         "or mode=\"auto\" to fall back to it")
+        super().__init__(f"{where}{message}; {advice}")
 
 
 class ArgumentsChanged(TransformError):
@@ -41,14 +42,12 @@ class ArgumentsChanged(TransformError):
     arguments_changed = True
 
     def __init__(self, name):
-        self.filename = self.lineno = None
-        self.construct = "in-place change of an argument"
-        Exception.__init__(self, f"{name}, called from the function being differentiated, changed an "
-                           "argument in place (a write into it or a view of it, +=, or a new item or "
-                           "attribute); the adjoint written from the source differentiates that call "
-                           "from the changed values, which would give a wrong gradient, and what was "
-                           "passed to the call is already changed, so it is not run again; use "
-                           "mode=\"tape\" (tracing) for this function, which follows the write")
+        super().__init__(f"{name}, called from the function being differentiated, changed an argument in "
+                         "place (a write into it or a view of it, +=, or a new item or attribute); the "
+                         "adjoint written from the source differentiates that call from the changed "
+                         "values, which would give a wrong gradient, and what was passed to the call is "
+                         "already changed, so it is not run again", construct="in-place change of an argument",
+                         advice="use mode=\"tape\" (tracing) for this function, which follows the write")
 
 
 class WritesIntoArgument(TransformError):
@@ -58,14 +57,11 @@ class WritesIntoArgument(TransformError):
     refused the write and nothing was changed -- mode="auto" runs the tape instead."""
 
     def __init__(self, name, why):
-        self.filename = self.lineno = None
-        self.construct = "in-place change of an argument"
-        Exception.__init__(self, f"{name}, called from the function being differentiated, writes into an "
-                           f"array passed to it or held by its object ({why}); the code written from the "
-                           "source reads its "
-                           "arrays as they were where they were read, which such a write would change "
-                           "under it (the write was stopped: the array is unchanged); use mode=\"tape\" "
-                           "(tracing) for this function, or mode=\"auto\" to fall back to it")
+        super().__init__(f"{name}, called from the function being differentiated, writes into an array "
+                         f"passed to it or held by its object ({why}); the code written from the source "
+                         "reads its arrays as they were where they were read, which such a write would "
+                         "change under it (the write was stopped: the array is unchanged)",
+                         construct="in-place change of an argument")
 
 
 class Untransformable(TransformError):

@@ -32,7 +32,7 @@ from ..tree import flatten, unflatten
 from .resolve import host_function
 from .callee_checks import (argument_state, float_leaf, read_only_call,  # noqa: F401  (read_only_call:
                             refuse_objects_holding_values, refuse_written_arguments,  # generated code)
-                            with_tangents)
+                            value_leaf, with_tangents)
 from .adapters import by_keyword, numbers_bound, without_zero_tangents  # noqa: F401  (by_keyword: generated code)
 from .sequences import GradDict, GradList, add, any_sequence, as_grad, binop_grads, binop_tangent
 from ...rules import TABLE
@@ -116,7 +116,7 @@ def add_at(dx, x, index, g):
         else:
             out[index] = add(out[index], g)
         return out
-    if not (is_array(x) or isinstance(x, (Var, int, float, complex)) or hasattr(x, "dtype")):
+    if not value_leaf(x):
         from .source import TransformError  # (an object's __getitem__: Bag([x, y])[0])
         raise TransformError(f"a value being differentiated is indexed out of an object of class "
                              f"{type(x).__name__}; the code written from the source carries gradients "
