@@ -1,5 +1,6 @@
 """The compiled (Numba) loops behind a convolutional network's layers: batch norm's
-forward and first-order backward and the convolution's fold.
+forward and first-order backward, the convolution's fold, max pooling's indices and
+ReLU's first-order backward.
 Each runs here from the first element and call on (not once worth loading, see
 tracegrad.rules.compiled) and is checked against its NumPy form: within a few float32 ulps
 and against float64 for batch norm (it sums in float64), bit for bit for the others; and
@@ -9,7 +10,8 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.backend import cpu
-from tracegrad.rules import batch_norm_kernels, compiled, conv, conv_kernels
+from tracegrad.rules import (activation, arith, batch_norm_kernels, compiled, conv, conv_kernels, pool,
+                             pool_kernels, relu_kernels)
 from tracegrad.rules import nn as nn_rules
 
 from .compiled_at_once import load_at_once
@@ -17,7 +19,7 @@ from .compiled_at_once import load_at_once
 pytest.importorskip("numba")
 
 F = tg.nn.functional
-MODULES = (batch_norm_kernels, conv_kernels)
+MODULES = (batch_norm_kernels, conv_kernels, pool_kernels, relu_kernels)
 RNG = np.random.default_rng(7)
 
 
@@ -241,3 +243,142 @@ def test_fold_leaves_other_operands_to_numpy(numba_at_once):
     w = RNG.standard_normal((2, 2, 2, 2, 2)).astype(np.float32)
     fast, slow = _both(numba_at_once, lambda: F.conv_transpose3d(tg.tensor(x), tg.tensor(w), stride=2).numpy())
     np.testing.assert_array_equal(fast, slow)
+
+
+# -- max pooling's indices --------------------------------------------------------------------------------
+
+
+def _pooling_cases(count, seed):
+    """(x, params) of random geometry (kernel, stride, dilation, padding up to half the
+    kernel, ceil mode) and values: small integers (ties), with NaN, with -inf, or all -inf."""
+    rng = np.random.default_rng(seed)
+    made = 0
+    while made < count:
+        h, w = (int(n) for n in rng.integers(1, 9, 2))
+        kernel, stride, dilation = (tuple(int(n) for n in rng.integers(1, m, 2)) for m in (4, 4, 3))
+        padding = tuple(int(rng.integers(0, k // 2 + 1)) for k in kernel)
+        if any(n + 2 * p - d * (k - 1) - 1 < 0 for n, p, d, k in zip((h, w), padding, dilation, kernel)):
+            continue
+        x = rng.integers(-2, 3, (2, 3, h, w)).astype(["float32", "float64"][made % 2])
+        kind = made % 4
+        if kind == 1:
+            x[rng.random(x.shape) < 0.2] = np.nan
+        elif kind == 2:
+            x[rng.random(x.shape) < 0.5] = -np.inf
+        elif kind == 3:
+            x[...] = -np.inf
+        made += 1
+        yield x, dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                      ceil_mode=bool(rng.integers(2)))
+
+
+def test_max_pool_indices_compiled_equal_the_numpy_form(numba_at_once):
+    """Ties go to the first tap, the last NaN wins, a window with nothing above -inf points
+    at its first tap inside the input: the loop and the NumPy form agree on all of it."""
+    for x, params in _pooling_cases(240, seed=3):
+        fast, slow = _both(numba_at_once, lambda: pool.max_pool2d_indices.impl(cpu, x, **params))
+        assert fast.dtype == np.int64 and fast.shape == slow.shape
+        np.testing.assert_array_equal(fast, slow, err_msg=str(params))
+    assert any(name.startswith("max_pool2d_indices_float64_") for name in compiled.loaded())
+
+
+@pytest.mark.torch
+def test_max_pool_indices_against_pytorch(numba_at_once):
+    import torch
+    for x, params in _pooling_cases(120, seed=4):
+        ours = pool.max_pool2d_indices.impl(cpu, x, **params)
+        _, theirs = torch.nn.functional.max_pool2d(torch.tensor(x), return_indices=True, **params)
+        np.testing.assert_array_equal(ours, theirs.numpy(), err_msg=str(params))
+
+
+def test_max_pool_empty_window_with_dilation_points_inside_it(numba_at_once):
+    """A window starting in the padding, taps 2 apart: with nothing above -inf it points at
+    its first tap inside the input (row 1, column 1 of 5x5: 6 for every window here, as
+    PyTorch gives), not at (0, 0), which is no tap of it. Both forms."""
+    x = np.full((1, 1, 5, 5), -np.inf, dtype=np.float32)
+    params = dict(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), dilation=(2, 2), ceil_mode=False)
+    for where in _both(numba_at_once, lambda: pool.max_pool2d_indices.impl(cpu, x, **params)):
+        np.testing.assert_array_equal(where, np.full((1, 1, 2, 2), 6))
+
+
+def test_max_pool_compiled_in_a_network_step_and_over_threads(numba_at_once):
+    """max_pool2d forward and backward through the compiled indices equal the NumPy form's;
+    the planes split over two intra-op threads give the same indices."""
+    x = RNG.standard_normal((4, 8, 17, 16)).astype(np.float32)
+
+    def run():
+        t = tg.tensor(x, requires_grad=True)
+        y = F.max_pool2d(t, 3, stride=2, padding=1)
+        y.backward(tg.tensor(np.cos(np.arange(y.numel())).reshape(y.shape).astype(np.float32)))
+        return y.detach().numpy(), t.grad.numpy()
+    fast, slow = _both(numba_at_once, run)
+    assert "max_pool2d_indices_float32_3x3" in compiled.loaded()
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+    numba_at_once.on()
+    params = dict(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), ceil_mode=True)
+    one = pool.max_pool2d_indices.impl(cpu, x, **params)
+    before = tg.get_num_threads()
+    tg.set_num_threads(2)
+    try:
+        two = pool.max_pool2d_indices.impl(cpu, np.repeat(x, 16, axis=1), **params)
+    finally:
+        tg.set_num_threads(before)
+    np.testing.assert_array_equal(two, np.repeat(one, 16, axis=1))
+
+
+def test_max_pool_leaves_other_operands_to_numpy(numba_at_once):
+    x = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    args = ((2, 2), (2, 2), (0, 0), (1, 1), (3, 3), (0, 0))
+    assert pool_kernels.max_pool2d_indices(cpu, x, *args) is not None
+    for other in (x.astype(np.float16), x.astype(np.int32), x[..., ::-1], x[0, 0]):
+        assert pool_kernels.max_pool2d_indices(cpu, other, *args) is None
+
+
+# -- ReLU's backward ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_backward_compiled_is_bit_for_bit(numba_at_once, dtype):
+    """Against the composite ``where(out <= 0, 0.0, g)``, at NaN, infinities and signed
+    zeros in both operands: g + 0.0 where the result is above zero or NaN, else 0.0."""
+    g = RNG.standard_normal((6, 5, 7)).astype(dtype)
+    out = RNG.standard_normal(g.shape).astype(dtype)
+    flat_g, flat_out = g.reshape(-1), out.reshape(-1)
+    flat_g[:20], flat_g[20:40], flat_g[40:60], flat_g[60:80] = np.nan, np.inf, -np.inf, -0.0
+    flat_out[::7], flat_out[::11], flat_out[::13], flat_out[::17] = np.nan, 0.0, -0.0, np.inf
+    fast, slow = _both(numba_at_once, lambda: activation.relu_vjp(g, out, None))
+    assert f"relu_backward_{dtype}" in compiled.loaded()
+    assert fast.dtype == np.dtype(dtype) and fast.tobytes() == slow.tobytes()
+    assert slow.tobytes() == arith.where.impl(cpu, out <= 0, 0.0, g).tobytes()
+    assert not np.signbit(fast[fast == 0]).any()  # (no -0.0)
+
+
+def test_relu_backward_compiled_in_a_network_step(numba_at_once):
+    """relu and relu_ in a step: the gradients equal the composite's; with create_graph the
+    composite runs (a graph recorded), its double backward the same either way."""
+    x = RNG.standard_normal((4, 6, 8, 8)).astype(np.float32)
+
+    def run():
+        t = tg.tensor(x, requires_grad=True)
+        y = F.relu(t * 2.0)
+        z = F.relu(y - 0.5, inplace=True)
+        (z * z).sum().backward()
+        s = tg.tensor(x, requires_grad=True)
+        dx, = tg.autograd.grad((F.relu(s) ** 3).sum(), s, create_graph=True)
+        assert dx.grad_fn is not None
+        dx.sum().backward()
+        return t.grad.numpy(), s.grad.numpy()
+    fast, slow = _both(numba_at_once, run)
+    assert "relu_backward_float32" in compiled.loaded()
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(slow[0], np.where(x * 2 - 0.5 > 0, 4 * (x * 2 - 0.5), 0.0), rtol=1e-6)
+
+
+def test_relu_backward_leaves_other_operands_to_the_composite(numba_at_once):
+    g = RNG.standard_normal((4, 5)).astype(np.float32)
+    out = RNG.standard_normal((4, 5)).astype(np.float32)
+    assert relu_kernels.relu_backward(cpu, g, out) is not None
+    for a, b in ((g.T, out.T), (g, out.astype(np.float64)), (g.astype(np.float16), out.astype(np.float16)),
+                 (np.broadcast_to(g[:1], g.shape), out), (g[0, 0], out[0, 0]), (1.0, out)):
+        assert relu_kernels.relu_backward(cpu, a, b) is None

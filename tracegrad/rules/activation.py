@@ -11,7 +11,7 @@ the rule of their function.
 import math
 
 from .. import backend
-from . import gelu_kernels, layer_norm_kernels
+from . import gelu_kernels, layer_norm_kernels, relu_kernels
 from .arith import clamp, where
 from .core import FLOAT, KEEP, Primitive, primitive
 from .reduce import sum as _sum
@@ -129,6 +129,10 @@ def relu_write(xp, dst):
 
 @relu.vjp("x", uses="out")
 def relu_vjp(g, out, x):
+    if isinstance(out, backend.ARRAY_TYPES):  # a first-order backward (plain arrays): the loop's
+        dx = relu_kernels.relu_backward(backend.namespace_of(out), g, out)
+        if dx is not None:
+            return dx
     return where(out <= 0, 0.0, g)  # relu'(0) = 0; a NaN passes g through, as in PyTorch
 
 

@@ -14,6 +14,7 @@ import math
 
 from ..backend import threads
 from .broadcast import zeros_of
+from . import pool_kernels
 from .conv import fold, padded, taps
 from .core import KEEP, primitive
 
@@ -56,13 +57,17 @@ def max_pool2d_indices(xp, x, *, kernel_size, stride, padding, dilation, ceil_mo
     """Where each window's maximum is, as a flat index into its input plane (H * W).
     Ties go to the first tap in scan order and a NaN wins, as in PyTorch; a window with
     nothing above the padding value points at its first element inside the input. On the
-    CPU the planes are shared out among the intra-op threads."""
+    CPU: the compiled loop of :mod:`.pool_kernels` where it serves, else the planes shared
+    out among the intra-op threads."""
     params = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
                   ceil_mode=ceil_mode)
+    steps, out, hi = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    where = pool_kernels.max_pool2d_indices(xp, x, kernel_size, steps, padding, dilation, out, hi)
+    if where is not None:
+        return where
     if xp.name != "cpu" or x.ndim < 3 or threads.parts(math.prod(x.shape[:-2]), 4 * x.nbytes) == 1:
         return _window_maxima(xp, x, **params)
     planes = x.reshape((-1,) + x.shape[-2:])
-    out = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)[1]
     where = xp.empty((planes.shape[0],) + out, dtype=xp.int64)
 
     def part(lo, hi):
@@ -101,9 +106,16 @@ def _window_maxima(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
     if any(padding) or any(hi):
         empty = best == low
         if empty.any():
-            first = xp.maximum(rows, 0)[:, None] * width + xp.maximum(cols, 0)
+            first = _first_inside(xp, rows, dilation[0])[:, None] * width + _first_inside(xp, cols, dilation[1])
             where = xp.where(empty, first, where)
     return where
+
+
+def _first_inside(xp, starts, dilation):
+    """The first tap at or after 0 of windows starting at ``starts`` (in the padding when
+    negative), taps ``dilation`` apart: where a window with nothing above the padding value
+    points, as in PyTorch."""
+    return starts + xp.maximum(-(starts // dilation), 0) * dilation
 
 
 def _flat_indices(xp, indices, lead, plane):
