@@ -926,18 +926,51 @@ def reads_an_attribute_then_its_object_writes_it(x):
     return a + t
 
 
+HELD_G = [G]
+
+
+def doubles_the_held_g():
+    HELD_G[0] *= 2.0
+    return 0.0
+
+
+def reads_g_then_a_helper_writes_it_through_a_list(x):
+    a = np.sum(x * G)
+    t = doubles_the_held_g()
+    return a + t
+
+
+def doubles_its_arguments_buffer(o):
+    o.buf *= 2.0
+    return 0.0
+
+
+def reads_an_attribute_then_a_helper_writes_it(x):
+    a = np.sum(x * REFRESHES.buf)
+    t = doubles_its_arguments_buffer(REFRESHES)
+    return a + t
+
+
 @pytest.mark.parametrize("f,says", [
     (reads_g_then_a_helper_writes_it, r"bumps_g, called from the function being differentiated, changes an "
                                       r"argument in place \(or a global array"),
     (reads_an_attribute_then_its_object_writes_it, "Refreshes.refresh, called from the function being "
                                                    "differentiated, writes into an array passed to it or held "
                                                    "by its object"),
-], ids=["global_written_by_a_helper", "attribute_written_by_its_method"])
+    (reads_g_then_a_helper_writes_it_through_a_list, r"doubles_the_held_g, called from the function being "
+                                                     r"differentiated, changes an argument in place"),
+    (reads_an_attribute_then_a_helper_writes_it, "doubles_its_arguments_buffer, called from the function being "
+                                                 "differentiated, writes into an array passed to it or held by "
+                                                 "its object or an object passed to it"),
+], ids=["global_written_by_a_helper", "attribute_written_by_its_method", "global_list_item_written_by_a_helper",
+        "argument_attribute_written_by_a_helper"])
 def test_an_array_read_then_written_by_a_callee_without_arguments_is_refused(f, says):
-    """A helper writing a global array, and a method writing its object's array, after the
-    function read them: the adjoint read the written array ([2, 4, 6] for [1, 2, 3]), in
-    AST and auto mode, without an error. The helper is refused from its source; the
-    method runs with its object's arrays read-only."""
+    """A helper writing a global array (directly, or as a global list's item), and a
+    method or a helper writing an object's array, after the function read them: the
+    adjoint read the written array ([2, 4, 6] for [1, 2, 3]), in AST and auto mode,
+    without an error. The helpers are refused from their source, or (an object's
+    attribute: an array or a number, the source cannot tell) run with the arrays of the
+    objects they are given read-only, as the method with its object's."""
     G[:] = [1.0, 2.0, 3.0]
     REFRESHES.buf[:] = [1.0, 2.0, 3.0]
     with pytest.raises(tg.TransformError, match=says):

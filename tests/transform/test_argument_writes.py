@@ -140,3 +140,85 @@ def test_a_global_list_a_helper_appends_to_is_not_a_write():
     """A log kept in a global list: the caller's adjoint holds the arrays it read, not the
     list, so the helper stays transformable."""
     assert argument_writes(logs_to_a_global_list) == NO_WRITES
+
+
+HELD = [np.array([1.0, 2.0, 3.0]), {"w": np.array([4.0])}]
+
+
+class _Holder:
+    def __init__(self):
+        self.buf = np.array([1.0, 2.0])
+        self.count = 0
+
+
+HOLDER = _Holder()
+
+
+def writes_an_item_of_a_global_list():
+    HELD[0] *= 2.0
+    return 0.0
+
+
+def writes_into_an_item_through_a_name():
+    u = HELD[1]["w"]
+    u[0] = 5.0
+    return 0.0
+
+
+def fills_an_item():
+    HELD[0].fill(0.0)
+    return 0.0
+
+
+def copies_into_an_item():
+    np.copyto(HELD[0], 1.0)
+    return 0.0
+
+
+def rebinds_an_item():
+    HELD[0] = np.zeros(3)
+    return 0.0
+
+
+def writes_a_global_objects_array():
+    HOLDER.buf *= 2.0
+    return 0.0
+
+
+def writes_into_a_global_objects_array():
+    HOLDER.buf[0] = 5.0
+    return 0.0
+
+
+def rebinds_a_global_objects_attribute():
+    HOLDER.buf = np.zeros(2)
+    return 0.0
+
+
+def writes_an_arguments_attribute(o):
+    o.buf *= 2.0  # an array it holds, or a number it rebinds: not known from the source
+    return 0.0
+
+
+def writes_through_a_view_of_a_view(p):
+    p[1:][0] = 5.0
+    return 0.0
+
+
+def writes_a_real_part(p):
+    p.real += 1.0
+    return 0.0
+
+
+@pytest.mark.parametrize("fn,want", [
+    (writes_an_item_of_a_global_list, WRITES), (writes_into_an_item_through_a_name, WRITES),
+    (fills_an_item, WRITES), (copies_into_an_item, WRITES), (rebinds_an_item, NO_WRITES),
+    (writes_a_global_objects_array, WRITES), (writes_into_a_global_objects_array, WRITES),
+    (rebinds_a_global_objects_attribute, NO_WRITES), (writes_an_arguments_attribute, UNKNOWN),
+    (writes_through_a_view_of_a_view, WRITES), (writes_a_real_part, WRITES),
+], ids=lambda v: getattr(v, "__name__", v))
+def test_arrays_held_by_global_containers_and_objects(fn, want):
+    """A global list's, dict's or object's arrays are what a caller may have read (``a =
+    np.sum(x * HELD[0])``): a write into one in place counts as a write into a global
+    array; rebinding the item or attribute (``HELD[0] = ...``) writes no array."""
+    assert argument_writes(fn) == want

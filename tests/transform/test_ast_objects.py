@@ -179,3 +179,73 @@ def test_an_index_into_an_object_is_refused_by_name():
         tg.grad(f, mode="ast")(X.copy(), Y.copy())
     assert info.value.construct == "index of an object"
     np.testing.assert_allclose(tg.grad(f, mode="auto")(X.copy(), Y.copy()), Y)
+
+
+# -- a user's method named like an array's -----------------------------------------------------------
+
+class Doubler:
+    """Methods named like an array's that write into the array they are given."""
+
+    def sum(self, v):
+        v *= 2.0
+        return 0.0
+
+    def dot(self, v):
+        v[0] = 5.0
+        return 0.0
+
+
+DOUBLER = Doubler()
+
+
+def a_global_objects_method(x, y):
+    a = np.sum(x * y)
+    t = DOUBLER.sum(y)
+    return a + t
+
+
+def a_parameters_method(x, y, m):
+    a = np.sum(x * y)
+    t = m.dot(y)
+    return a + t
+
+
+def a_local_objects_method(x, y):
+    m = Doubler()
+    a = np.sum(x * y)
+    t = m.sum(y)
+    return a + t
+
+
+@pytest.mark.parametrize("f", [a_global_objects_method, a_parameters_method, a_local_objects_method],
+                         ids=lambda f: f.__name__)
+def test_a_users_method_named_like_an_arrays_that_writes_is_refused(f):
+    """``m.sum(y)`` doubling ``y`` after ``np.sum(x * y)`` read it: AST and auto mode gave
+    [2, 4, 6] (the adjoint read the written y) where the gradient is [1, 2, 3], with no
+    error -- the call was taken for an array's ``sum``. A method named like an array's
+    runs read-only unless its object surely is an array: AST mode refuses the write,
+    auto takes the tape (y is written there as in the function itself)."""
+    def args():
+        return (np.ones(3), np.array([1.0, 2.0, 3.0])) + ((Doubler(),) if f is a_parameters_method else ())
+    with pytest.raises(tg.transform.TransformError, match="writes into an array passed to it"):
+        tg.grad(f, mode="ast")(*args())
+    np.testing.assert_array_equal(tg.grad(f, mode="auto")(*args()), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(tg.grad(f, mode="tape")(*args()), [1.0, 2.0, 3.0])
+
+
+def arrays_methods(x, y):
+    z = y.reshape(3, 1)
+    w = (x * 2.0).reshape(3, 1)
+    return np.sum(w.T.sum(axis=0) * z.T.sum(axis=0)) + x.sum()
+
+
+def test_an_arrays_methods_run_as_written():
+    """The methods of values that surely are arrays (a parameter being differentiated,
+    NumPy's results, arithmetic, an array's methods) are not wrapped; of others (``y``,
+    not differentiated, and ``z`` made by its method) they are, and run as the array's
+    own at run time."""
+    grad = tg.grad(arrays_methods, mode="ast")
+    np.testing.assert_allclose(grad(np.ones(3), np.arange(3.0)), 2.0 * np.arange(3.0) + 1.0)
+    source = grad.source if isinstance(grad.source, str) else grad.source()
+    wrapped = [line.strip() for line in source.splitlines() if "read_only_call" in line]
+    assert wrapped and all("(y." in line or "(z" in line for line in wrapped), wrapped

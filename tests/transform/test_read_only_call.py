@@ -49,3 +49,30 @@ def test_other_errors_pass_through_unchanged():
     with pytest.raises(ValueError, match="its own error"):
         read_only_call(fails, a)
     assert a.flags.writeable
+
+
+def test_the_arrays_held_by_an_object_passed_are_read_only_too():
+    class Box:
+        def __init__(self):
+            self.w, self.n = np.arange(3.0), 0
+
+    def scales(o):
+        o.w *= 2.0
+
+    def counts(o):
+        o.n += 1
+    box = Box()
+    with pytest.raises(WritesIntoArgument, match="held by its object or an object passed to it"):
+        read_only_call(scales, box)
+    np.testing.assert_array_equal(box.w, np.arange(3.0))
+    assert box.w.flags.writeable
+    read_only_call(counts, box)
+    assert box.n == 1
+
+
+def test_a_method_of_an_array_or_a_list_is_called_as_it_is():
+    a = np.arange(4.0)
+    held = [a]
+    assert read_only_call(a.reshape, 2, 2).shape == (2, 2)
+    read_only_call(held.append, 1.0)
+    assert len(held) == 2 and a.flags.writeable

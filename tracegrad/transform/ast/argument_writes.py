@@ -3,7 +3,8 @@
 A function the AST path calls writes into the caller's arrays if it changes a parameter
 in place: ``p[i] = v``, ``p += v``, ``p.append(v)``, or the same through a name bound to
 a parameter or to a view of one (``u = np.expand_dims(p[:, None], 0); u *= v``) -- or
-into a global or closure variable's array (``G[0] = 5``), which the caller may have read. The
+into a global or closure variable's array (``G[0] = 5``), or an array a global list,
+dict or object holds (``L[0] *= 2``, ``M.buf[0] = 5``), which the caller may have read. The
 caller's generated code would not follow such a write (see driver.py, which refuses
 these callees). The reading is flow-insensitive and conservative (a parameter rebound
 first still counts), and follows the parameters into the functions they are passed to:
@@ -12,8 +13,9 @@ first still counts), and follows the parameters into the functions they are pass
 * ``NO_WRITES``: none -- every call given a parameter is NumPy's, tracegrad's, Python's,
   or a user function that writes none either;
 * ``UNKNOWN``: a parameter is passed to a call that cannot be read (a function passed as
-  a value, an object's method): the caller runs it with its arrays read-only
-  (opaque_calls.py).
+  a value, an object's method), or a parameter's attribute is changed (``p.w *= v``: an
+  array it holds, or a number rebound): the caller runs it with its arrays, and those
+  its objects hold, read-only (opaque_calls.py).
 """
 import ast
 import builtins
@@ -80,13 +82,14 @@ def _read(fn):
     names = _bound_to_views(params | _outside_values(fn, node, params), node)
     found = NO_WRITES
     for n in ast.walk(node):
-        if isinstance(n, ast.AugAssign):
-            t = n.target.value if isinstance(n.target, ast.Subscript) else n.target
-            if isinstance(t, ast.Name) and t.id in names:
+        if isinstance(n, ast.AugAssign):  # p += v, p[i] *= v, p.real -= v, L[0] *= v
+            if _may_share(n.target, names):
                 return WRITES
-        elif isinstance(n, ast.Assign):
+            if isinstance(n.target, ast.Attribute) and _may_share(n.target.value, names):
+                found = UNKNOWN  # p.w *= v: an array p holds, or a number it rebinds (run read-only)
+        elif isinstance(n, ast.Assign):  # p[i] = v, p[1:][0] = v, L[0][i] = v (not L[0] = v)
             for t in n.targets:
-                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names:
+                if isinstance(t, ast.Subscript) and _may_share(t.value, names):
                     return WRITES
         elif isinstance(n, ast.Call):
             passed = _passed(n, names)
@@ -105,14 +108,42 @@ def _read(fn):
 
 
 def _outside_values(fn, node, params):
-    """The free names of ``fn`` (globals, closure variables) that hold arrays: a write into
+    """What of ``fn``'s free names (globals, closure variables) holds arrays: a write into
     one (``G[0] = 5``) changes what its caller may have read, as a write into an argument
-    does. (A global list a helper appends to -- a log -- is not one: the caller's adjoint
-    holds the arrays it read, not the list.)"""
+    does. A name holding an array stands for itself; a list, tuple or dict holding arrays
+    for its items (``L[]``: ``L[0] *= 2`` writes the array the caller read as ``L[0]``,
+    ``L.append(v)`` -- a log -- and ``L[0] = v`` write none), an object holding arrays in
+    its attributes for those (``M.``: ``M.buf *= 2``, ``M.buf[0] = 5``)."""
     stored = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     free = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return {name for name in free - stored - params
-            if is_array(_resolved(fn, ast.Name(id=name, ctx=ast.Load())))}
+    found = set()
+    for name in free - stored - params:
+        value = _resolved(fn, ast.Name(id=name, ctx=ast.Load()))
+        if is_array(value):
+            found.add(name)
+        elif isinstance(value, (list, tuple, dict)) and _holds_arrays(value):
+            found.add(name + _ITEMS)
+        elif _has_own_attributes(value) and _holds_arrays(list(vars(value).values())):
+            found.add(name + _ATTRIBUTES)
+    return found
+
+
+_ITEMS, _ATTRIBUTES = "[]", "."  # (marks no identifier can carry: see _may_share)
+
+
+def _holds_arrays(value, depth=4):
+    """Whether a list, tuple or dict ``value`` holds an array, a few levels deep."""
+    if is_array(value):
+        return True
+    if depth and isinstance(value, (list, tuple, dict)):
+        return any(_holds_arrays(v, depth - 1) for v in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def _has_own_attributes(value):
+    """An instance with attributes of its own (not a module, class or function)."""
+    return hasattr(value, "__dict__") and not isinstance(
+        value, (types.ModuleType, type, types.FunctionType, types.MethodType, types.BuiltinFunctionType))
 
 
 def _writes_first_or_out(fn, call, names):
@@ -215,9 +246,14 @@ def _bound_to_views(names, node):
 
 
 def _may_share(v, names):
-    """Whether expression ``v``'s value may be, or share memory with, one of ``names``."""
+    """Whether expression ``v``'s value may be, or share memory with, one of ``names``
+    (where ``L[]`` in ``names`` stands for ``L``'s items, ``M.`` for ``M``'s attributes:
+    _outside_values)."""
     if isinstance(v, ast.Name):
         return v.id in names
+    if isinstance(v, (ast.Subscript, ast.Attribute)) and isinstance(v.value, ast.Name) and (
+            v.value.id + (_ITEMS if isinstance(v, ast.Subscript) else _ATTRIBUTES)) in names:
+        return True
     if isinstance(v, (ast.Subscript, ast.Starred)) or (isinstance(v, ast.Attribute) and v.attr in _VIEW_ATTRS):
         return _may_share(v.value, names)
     if isinstance(v, (ast.Tuple, ast.List)):

@@ -21,7 +21,10 @@ import types
 from ...backend import cpu as _np  # (host arrays: only they have a writeable flag)
 from ..tape.tape import Var
 from ..tree import flatten
+from .argument_writes import KNOWN_TYPES
 from .source import ArgumentsChanged, TransformError, WritesIntoArgument
+
+_KNOWN_EXACT = frozenset(KNOWN_TYPES)
 
 __all__ = ["read_only_call", "float_leaf", "value_leaf", "argument_state", "refuse_written_arguments",
            "refuse_objects_holding_values", "with_tangents"]
@@ -38,16 +41,21 @@ def float_leaf(x):
 
 
 def read_only_call(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` with the NumPy arrays among the arguments (and, for a bound
-    method, among its object's attributes) read-only while it runs. The forward lines run
-    a callee they cannot read (see opaque_calls.py) as it is: a write into an argument
-    there would change an array that the adjoint reads later as it was before (a saved
-    operand), or that the callee's own derivative is traced from -- a wrong gradient,
-    silently. NumPy refuses the write instead, and nothing changes.
+    """``fn(*args, **kwargs)`` with the NumPy arrays among the arguments (and among the
+    attributes of a bound method's object and of the objects passed) read-only while it
+    runs. The forward lines run a callee they cannot read (see opaque_calls.py) as it
+    is: a write into an argument there would change an array that the adjoint reads later
+    as it was before (a saved operand), or that the callee's own derivative is traced
+    from -- a wrong gradient, silently. NumPy refuses the write instead, and nothing
+    changes. A method of an array, a list or another type of KNOWN_TYPES (the object of a
+    method named like one of theirs is only known when it runs) is called as it is.
     (CuPy's arrays have no such flag: there only refuse_written_arguments sees the write,
     when the call's derivative is traced.)"""
-    frozen = [a for a in flatten((args, kwargs))[0] + _held_by(getattr(fn, "__self__", None))
-              if type(a) is _np.ndarray and a.flags.writeable]
+    if type(getattr(fn, "__self__", None)) in _KNOWN_EXACT:
+        return fn(*args, **kwargs)
+    leaves = flatten((args, kwargs))[0]
+    held = [a for obj in [getattr(fn, "__self__", None)] + leaves for a in _held_by(obj)]
+    frozen = [a for a in leaves + held if type(a) is _np.ndarray and a.flags.writeable]
     frozen = list({id(a): a for a in frozen}.values())
     for a in frozen:
         a.flags.writeable = False

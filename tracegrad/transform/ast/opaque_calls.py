@@ -16,38 +16,47 @@ takes the tape, which follows the write.
 NumPy's, SciPy's, tracegrad's and Python's own functions, and the methods of arrays,
 lists, dicts and the other built-in types, are known not to write into their arguments
 (the in-place ones -- ``np.copyto``, ``x.fill``, ``lst.append`` -- are seen by name
-elsewhere) and run as written.
+elsewhere) and run as written. A method named like one of theirs is taken for theirs only
+where its object surely is one (_plain_names): a differentiated parameter, a name bound
+only to NumPy's results, to arithmetic or to literals, or a global holding one. Any other
+object -- a parameter not differentiated, ``m = Model()``, a global model -- may be a
+user's whose ``m.sum(y)`` writes into ``y``: that call runs read-only too (at no cost
+beyond a type check when the object is an array after all).
 """
 import ast
 
-from .argument_writes import UNKNOWN, argument_writes, known_callable, known_method
+from ...backend import cpu as _cpu  # (host-side type checks only)
+from .argument_writes import KNOWN_TYPES, UNKNOWN, argument_writes, known_callable, known_method
 from .nograd import _made_by_library, _walk
-from .resolve import CONSTANT, Direct, User
+from .resolve import CONSTANT, Direct, User, _library
 
 __all__ = ["guard_opaque_calls"]
 
 
-def guard_opaque_calls(stmts, resolver):
+def guard_opaque_calls(stmts, resolver, plain=()):
     """Rewrite, in place, each ANF line of ``stmts`` (``t = h(x)``, ``h(x)``) whose callee
-    cannot be read (see the module docstring) to ``t = read_only_call(h, x)``."""
+    cannot be read (see the module docstring) to ``t = read_only_call(h, x)``. ``plain``:
+    names that hold arrays or built-in values where they are not rebound (the parameters
+    being differentiated)."""
     made = _made_by_library(stmts, resolver)
+    known = _kinds(stmts, resolver, set(plain) | made)
     for s in _walk(stmts):
         call = s.value if isinstance(s, (ast.Assign, ast.Expr)) else None
-        if isinstance(call, ast.Call) and _opaque(call, resolver, made):
+        if isinstance(call, ast.Call) and _opaque(call, resolver, made, known):
             helper = ast.Name(id="read_only_call", ctx=ast.Load())
             helper._helper = True  # (a support function: see driver.render)
             s.value = ast.copy_location(ast.Call(func=helper, args=[call.func] + call.args,
                                                  keywords=call.keywords), call)
 
 
-def _opaque(call, resolver, made):
+def _opaque(call, resolver, made, known):
     f = call.func
     if isinstance(f, ast.Name) and f.id in made:
         return False  # (a function NumPy's or tracegrad's made: tracegrad.grad(h))
     ok, obj = resolver.value(f)
     if not ok:
-        if isinstance(f, ast.Attribute):  # a method of a local value (its object's arrays too)
-            return not known_method(f.attr)
+        if isinstance(f, ast.Attribute):  # a method of a value (its object's arrays too)
+            return not (known_method(f.attr) and _plain(f.value, resolver, known))
         return bool(call.args or call.keywords)  # a local name or a parameter holding a function
     if not (call.args or call.keywords):
         return False  # (no argument to write into; a global it writes: argument_writes)
@@ -57,3 +66,96 @@ def _opaque(call, resolver, made):
     if isinstance(callee, User):  # (a write it surely makes is refused: driver.py)
         return argument_writes(callee.fn) == UNKNOWN
     return not known_callable(obj)
+
+
+def _plain(node, resolver, kinds):
+    """Whether expression ``node`` surely holds an array or a value of a built-in type
+    (KNOWN_TYPES), whose methods named in known_method are theirs (see _kinds)."""
+    return _kind(node, resolver, kinds) is not None
+
+
+ARRAY, PLAIN = "array", "plain"  # an array (its items and views too); a built-in value (its items unknown)
+
+_ARRAY_ATTRIBUTES = {"T", "mT", "real", "imag", "flat", "shape", "strides", "dtype"}
+
+
+def _kinds(body, resolver, arrays):
+    """``{name: ARRAY or PLAIN}`` for the local names of ``body`` (and ``arrays``, given as
+    arrays) whose every binding surely gives an array -- arithmetic, a comparison, a call
+    of NumPy's or tracegrad's, an array's method, an index into an array -- or at least a
+    built-in value (a literal, a comprehension, a call of Python's): flow-insensitive, the
+    largest assignment consistent with all the bindings."""
+    bound = {}
+    for s in _walk(body):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            bound.setdefault(s.targets[0].id, []).append(s.value)
+            continue
+        if isinstance(s, ast.Assign):
+            heads = s.targets  # (unpacking: what each target gets is not followed)
+        elif isinstance(s, (ast.For, ast.AnnAssign)):
+            heads = [s.target]
+        elif isinstance(s, ast.With):
+            heads = [i.optional_vars for i in s.items if i.optional_vars is not None]
+        else:
+            heads = []  # (x += v keeps what x holds)
+        for h in heads:
+            for n in ast.walk(h):
+                if isinstance(n, ast.Name):
+                    bound.setdefault(n.id, []).append(None)
+    kinds = dict.fromkeys(arrays, ARRAY)
+    kinds.update(dict.fromkeys(bound, ARRAY))
+    while True:
+        changed = False
+        for name, values in bound.items():
+            if name not in kinds:
+                continue
+            found = [None if v is None else _kind(v, resolver, kinds) for v in values]
+            if name in arrays:
+                found.append(ARRAY)
+            kind = None if None in found else PLAIN if PLAIN in found else ARRAY
+            if kind != kinds[name]:
+                changed = True
+                if kind is None:
+                    del kinds[name]
+                else:
+                    kinds[name] = kind
+        if not changed:
+            return kinds
+
+
+def _kind(v, resolver, kinds):
+    """ARRAY, PLAIN or None (not known) for what expression ``v`` gives (see _kinds)."""
+    if isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
+        return ARRAY  # (of arrays and numbers)
+    if isinstance(v, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                      ast.SetComp, ast.JoinedStr)):
+        return PLAIN
+    if isinstance(v, ast.Name) and v.id in kinds:
+        return kinds[v.id]
+    if isinstance(v, ast.Attribute) and v.attr in _ARRAY_ATTRIBUTES:
+        return ARRAY if _kind(v.value, resolver, kinds) == ARRAY else None
+    if isinstance(v, ast.Subscript):
+        return ARRAY if _kind(v.value, resolver, kinds) == ARRAY else None
+    if isinstance(v, ast.IfExp):
+        both = {_kind(v.body, resolver, kinds), _kind(v.orelse, resolver, kinds)}
+        return None if None in both else PLAIN if PLAIN in both else ARRAY
+    if isinstance(v, ast.Call):
+        f = v.func
+        if isinstance(f, ast.Attribute) and known_method(f.attr):
+            of = _kind(f.value, resolver, kinds)
+            if of is not None:
+                return of  # x.reshape(-1), x.sum(); a list's copy
+        ok, obj = resolver.value(f)
+        if ok and known_callable(obj):
+            return PLAIN if obj.__class__.__module__ == "builtins" and not _library(obj) else ARRAY
+        return None
+    if isinstance(v, (ast.Name, ast.Attribute)):  # a free name, a module's attribute
+        ok, obj = resolver.value(v)
+        if ok and isinstance(obj, (_ndarray, _np_generic)):
+            return ARRAY
+        if ok and (isinstance(obj, KNOWN_TYPES) or _library(obj)):
+            return PLAIN  # (a ufunc, a Generator: their methods are known too)
+    return None
+
+
+_ndarray, _np_generic = _cpu.ndarray, _cpu.generic
