@@ -283,7 +283,7 @@ class _Writer:
         kinds = ["assign", "assign", "assign", "aug", "copy_write", "copy_write_aug", "pyfloat"]
         if allow_blocks:
             kinds += ["for", "while", "if_data", "if_py", "helper", "helper_tuple", "recursive",
-                      "list_append", "math", "helper_value", "box"]
+                      "list_append", "math", "helper_value", "box", "tool_method"]
         if allow_hazards:
             kinds += ["alias_aug", "alias_view_write", "alias_view_then_base", "out_arg",
                       "fill", "sort", "copyto", "add_at", "float", "int", "item",
@@ -482,6 +482,30 @@ class _Writer:
         t, e = self._target_like(), self.expr(1)
         use = self.draw(st.sampled_from(["Box({t}).scaled({e})", "Box({t}).w * {e}", "Box({t} * {e}).w"]))
         self.try_stmts([f"{self.fresh()} = {use.format(t=t, e=e)}"])
+
+    def st_tool_method(self):
+        """A user's object whose method is named like an array's (``TOOL3.sum(y)``,
+        ``Tool3().dot(x, v1)``), whose body may write into its first argument, one of f's
+        own (directly or through a view): AST mode must not take it for an array's method."""
+        self.features.add("tool_method")
+        own = [n for n in ("x", "y") if isinstance(self.env.get(n), np.ndarray)]
+        if not own:
+            raise _Reject("x and y are not arrays here")
+        args = [self.pick(own)] + ([self._target_like()] if self.draw(st.booleans()) else [])
+        params = [f"p{j}" for j in range(len(args))]
+        sub = _Writer(self.draw, {p: copy.deepcopy(self.env[a]) for p, a in zip(params, args)},
+                      self.ns, self.features, prefix="u", indent="        ")
+        view = self.draw(st.sampled_from([None, "p0", "p0[None]", "np.reshape(p0, -1)", "p0[1:]"]))
+        if view is not None:
+            self.features.add("tool_method_writes")
+            sub.try_stmts([f"u0 = {view}", f"u0 *= {sub.expr(1)}"])
+        cls = self.fresh("Tool")
+        method = self.draw(st.sampled_from(["sum", "dot", "mean", "max", "reshape", "copy"]))
+        body = sub.lines + [f"        return {sub.expr()}"]
+        self._define(f"class {cls}:\n    def {method}(self, {', '.join(params)}):\n" + "\n".join(body)
+                     + f"\n\n\n{cls.upper()} = {cls}()\n")
+        obj = self.draw(st.sampled_from([cls.upper(), f"{cls}()"]))
+        self.try_stmts([f"{self.fresh()} = {obj}.{method}({', '.join(args)})"])
 
     def st_recursive(self):
         self.features.add("recursive")

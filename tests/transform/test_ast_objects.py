@@ -249,3 +249,33 @@ def test_an_arrays_methods_run_as_written():
     source = grad.source if isinstance(grad.source, str) else grad.source()
     wrapped = [line.strip() for line in source.splitlines() if "read_only_call" in line]
     assert wrapped and all("(y." in line or "(z" in line for line in wrapped), wrapped
+
+
+class Scaler:
+    def sum(self, v):
+        u = v[None]
+        u *= 2.0
+        return v * 1.0
+
+
+SCALER = Scaler()
+
+
+def forward_through_a_writing_method(x, y):
+    v = SCALER.sum(y)
+    return np.sum(x * y) + np.sum(v)
+
+
+def test_forward_mode_refuses_a_call_writing_an_argument_carrying_a_tangent():
+    """In forward mode such a call runs on stand-ins for the arguments carrying a tangent,
+    which took the write: the lines after it read y unwritten -- AST and auto gave the
+    value 5.9 and tangent 3.0 for 5.8 and 6.0, with no error (the fuzzer's find). AST mode
+    now refuses the call; nothing was written, so auto runs the tape."""
+    x, y = np.array([0.5, -0.3]), np.array([1.0, 2.0])
+    tangents = (np.ones(2), np.zeros(2))
+    with pytest.raises(tg.transform.TransformError, match="changes an argument carrying a tangent in place"):
+        tg.jvp(forward_through_a_writing_method, (x, y.copy()), tangents, mode="ast")
+    want = forward_through_a_writing_method(x, y.copy())  # 5.8; its tangent sum(2 y) = 6
+    for mode in ("tape", "auto"):
+        value, tangent = tg.jvp(forward_through_a_writing_method, (x, y.copy()), tangents, mode=mode)
+        assert value == pytest.approx(want) and tangent == pytest.approx(np.sum(2.0 * y))

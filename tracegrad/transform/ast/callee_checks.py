@@ -170,15 +170,24 @@ def _has_attributes(x):
         x, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType))
 
 
-def refuse_written_arguments(fn, before, after):
+def refuse_written_arguments(fn, before, after, forward=False):
     """Refuse a callee whose trace changed one of its arguments in place (a write into an
     array, into a view of it, ``+=``, a list's or dict's item, an attribute of an object
     passed to it or of a method's object). The adjoint traces a call it cannot see into (a
     function passed as a value, a method) only now, from its arguments as the forward left
     them: the forward's run of the callee has already changed them, so the trace would
     start from the changed values -- a wrong gradient, where the tape's one trace of the
-    whole function is right."""
+    whole function is right. In forward mode (``forward``) the callee ran on stand-ins for
+    the arguments carrying a tangent, which took the write instead of the caller's arrays:
+    the lines after it would read them unwritten. Nothing was changed there, so mode="auto"
+    may run the tape instead."""
     if before[0] != after[0]:
+        if forward:
+            raise TransformError(f"{_callee_name(fn)}, called from the function being differentiated, changes an "
+                                 "argument carrying a tangent in place; the forward-mode code written from the "
+                                 "source runs that call on stand-ins for its arguments, which take the write "
+                                 "instead of the arrays that the lines after it read",
+                                 construct="in-place change of an argument")
         raise ArgumentsChanged(_callee_name(fn))
 
 

@@ -510,8 +510,13 @@ def _push_builder(fn):
             new = [list(leaves) for leaves, _ in flat]
             for (n, k), v in zip(slots, values):
                 new[n][k] = v
-            return with_tangents(fn, fn(*[unflatten(spec, leaves) for leaves, (_, spec) in zip(new, flat)],
-                                         **tkwargs))
+            called = [unflatten(spec, leaves) for leaves, (_, spec) in zip(new, flat)]
+            before = argument_state(fn, called)
+            out = fn(*called, **tkwargs)
+            # (a write into an argument carrying a tangent would change the tracer standing in for
+            # it, not the caller's array, which later lines would read unwritten: refused)
+            refuse_written_arguments(fn, before, argument_state(fn, called), forward=True)
+            return with_tangents(fn, out)
         out, tout = _push(partial, tuple(diff) + tuple(tans), tuple(range(len(diff)))) if diff else \
             (fn(*args, **tkwargs), None)
         _not_lazy(fn, out)
