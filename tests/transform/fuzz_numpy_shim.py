@@ -18,7 +18,9 @@ binds the shim; method calls NumPy and tracegrad spell differently (``a.dot(b)``
 ``.T`` attribute go through the shim (which uses the Tensor method with NumPy's meaning
 when ``a`` is a Tensor, and ``a``'s own method otherwise); ``name op= value`` goes through
 the shim too, which writes in place into arrays but rebinds a 0-d value that stands for a
-NumPy scalar (a 0-d Tensor is mutable, a NumPy scalar is not).
+NumPy scalar (a 0-d Tensor is mutable, a NumPy scalar is not). ``np.flip`` is a view in
+NumPy and a copy on Tensors: a write (``a op= v``, ``a[i] = v``, ``a[i] op= v``) into an
+array a live flip was taken of, or into the flip, is reported as inexpressible.
 """
 import ast
 import builtins
@@ -64,11 +66,18 @@ def _iop(a, b, op):
     inplace, plain = _IOPS[op]
     if isinstance(a, Tensor) and not _is_array(a):
         return plain(a, b)
+    _refuse_write_into_flipped(a)
     if isinstance(a, _np.ndarray) and isinstance(b, Tensor):
         # NumPy writes into ``a`` (and every name aliasing it); a Tensor operand would make
         # a new Tensor and rebind ``a`` alone, leaving the aliases behind
         raise ShimUnsupported(f"'{op}' of a Tensor into a NumPy array")
     return inplace(a, b)
+
+
+def _setitem(a, index, value):
+    """``a[index] = value`` (refused where NumPy would also write a flip's view of ``a``)."""
+    _refuse_write_into_flipped(a)
+    a[index] = value
 
 
 class ShimUnsupported(NotImplementedError):
@@ -370,7 +379,28 @@ def flip(a, axis=None):
         return _np.flip(a, axis)
     a = _t(a)
     dims = tuple(range(a.ndim)) if axis is None else tuple(axis if isinstance(axis, tuple) else (axis,))
-    return tg.flip(a, dims) if dims else a * 1.0
+    out = tg.flip(a, dims) if dims else a * 1.0
+    _FLIPPED.append((weakref.ref(_root(a)), weakref.ref(out)))
+    return out
+
+
+# NumPy's flip is a view, torch's (and tracegrad's) a copy: (input's root, result) pairs,
+# so that a later write into either, while the other is alive, is reported as inexpressible
+_FLIPPED = []
+
+
+def _root(t):
+    return t._base if getattr(t, "_base", None) is not None else t
+
+
+def _refuse_write_into_flipped(a):
+    if not isinstance(a, Tensor):
+        return
+    _FLIPPED[:] = [(b, c) for b, c in _FLIPPED if b() is not None and c() is not None]
+    root = _root(a)
+    if any(b() is root or c() is a or _root(c()) is root for b, c in _FLIPPED):
+        raise ShimUnsupported("a write into an array np.flip took a view of (or into that view): the eager "
+                              "flip is a copy")
 
 
 def tile(a, reps):
@@ -587,6 +617,20 @@ class _Rewrite(ast.NodeTransformer):
                     func=ast.Attribute(ast.Name("__tracegrad_np_shim__", ast.Load()), "_iop", ast.Load()),
                     args=[ast.Name(node.target.id, ast.Load()), node.value, ast.Constant(self._OPS[type(node.op)])],
                     keywords=[]))
+        if isinstance(node.target, ast.Subscript):  # a[i] op= v: checked as a[i] = v is
+            check = ast.Expr(ast.Call(
+                func=ast.Attribute(ast.Name("__tracegrad_np_shim__", ast.Load()), "_refuse_write_into_flipped",
+                                   ast.Load()), args=[node.target.value], keywords=[]))
+            return [check, node]
+        return node
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        t = node.targets[0]
+        if len(node.targets) == 1 and isinstance(t, ast.Subscript):  # a[i] = v: _setitem(a, i, v)
+            return ast.Expr(ast.Call(
+                func=ast.Attribute(ast.Name("__tracegrad_np_shim__", ast.Load()), "_setitem", ast.Load()),
+                args=[t.value, t.slice, node.value], keywords=[]))
         return node
 
     def visit_Attribute(self, node):
@@ -655,7 +699,8 @@ _NS = {
     "ones_like": _like("ones_like", lambda a: tg.ones_like(a)),
     "empty_like": _like("empty_like", lambda a: tg.zeros_like(a)),
     # the rewritten source's hooks
-    "_method": _method, "_attr": _attr, "_iop": _iop,
+    "_method": _method, "_attr": _attr, "_iop": _iop, "_setitem": _setitem,
+    "_refuse_write_into_flipped": _refuse_write_into_flipped,
 }
 
 

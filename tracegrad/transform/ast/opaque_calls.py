@@ -33,30 +33,30 @@ from .resolve import CONSTANT, Direct, User, _library
 __all__ = ["guard_opaque_calls"]
 
 
-def guard_opaque_calls(stmts, resolver, plain=()):
+def guard_opaque_calls(stmts, resolver, arrays=()):
     """Rewrite, in place, each ANF line of ``stmts`` (``t = h(x)``, ``h(x)``) whose callee
-    cannot be read (see the module docstring) to ``t = read_only_call(h, x)``. ``plain``:
-    names that hold arrays or built-in values where they are not rebound (the parameters
-    being differentiated)."""
+    cannot be read (see the module docstring) to ``t = read_only_call(h, x)``. ``arrays``:
+    names that hold arrays (or lists, tuples and dicts of them) where they are not rebound:
+    the parameters being differentiated."""
     made = _made_by_library(stmts, resolver)
-    known = _kinds(stmts, resolver, set(plain) | made)
+    kinds = _kinds(stmts, resolver, set(arrays) | made)
     for s in _walk(stmts):
         call = s.value if isinstance(s, (ast.Assign, ast.Expr)) else None
-        if isinstance(call, ast.Call) and _opaque(call, resolver, made, known):
+        if isinstance(call, ast.Call) and _opaque(call, resolver, made, kinds):
             helper = ast.Name(id="read_only_call", ctx=ast.Load())
             helper._helper = True  # (a support function: see driver.render)
             s.value = ast.copy_location(ast.Call(func=helper, args=[call.func] + call.args,
                                                  keywords=call.keywords), call)
 
 
-def _opaque(call, resolver, made, known):
+def _opaque(call, resolver, made, kinds):
     f = call.func
     if isinstance(f, ast.Name) and f.id in made:
         return False  # (a function NumPy's or tracegrad's made: tracegrad.grad(h))
     ok, obj = resolver.value(f)
     if not ok:
         if isinstance(f, ast.Attribute):  # a method of a value (its object's arrays too)
-            return not (known_method(f.attr) and _plain(f.value, resolver, known))
+            return not (known_method(f.attr) and _kind(f.value, resolver, kinds) is not None)
         return bool(call.args or call.keywords)  # a local name or a parameter holding a function
     if not (call.args or call.keywords):
         return False  # (no argument to write into; a global it writes: argument_writes)
@@ -66,12 +66,6 @@ def _opaque(call, resolver, made, known):
     if isinstance(callee, User):  # (a write it surely makes is refused: driver.py)
         return argument_writes(callee.fn) == UNKNOWN
     return not known_callable(obj)
-
-
-def _plain(node, resolver, kinds):
-    """Whether expression ``node`` surely holds an array or a value of a built-in type
-    (KNOWN_TYPES), whose methods named in known_method are theirs (see _kinds)."""
-    return _kind(node, resolver, kinds) is not None
 
 
 ARRAY, PLAIN = "array", "plain"  # an array (its items and views too); a built-in value (its items unknown)
