@@ -50,7 +50,7 @@ def test_the_issue_example_reads_like_hand_written_backprop():
     i_h = lines.index("# grad of: h = np.tanh(x @ w)")
     assert lines.index("h = np.tanh(t)") < i_ret < i_h
     # gradients are named after the variables they belong to
-    assert "dt = dh * (1 - h * h)" in lines
+    assert "dt = dh * (1.0 - h * h)" in lines
     assert lines[-1] == "return dw"
     assert {"dh", "dt", "dw"} <= set(_stored(ast.parse(src)))
 

@@ -83,7 +83,7 @@ def test_forward_mode_matches_finite_differences_and_reads_as_tangent_code():
     from tracegrad.transform.ast.driver import tangents
     src = tangents(two_layer, "two_layer_jvp").source
     assert src.startswith("def two_layer_jvp(x, w, dx, dw):")
-    assert "dh = dt * (1 - h * h)" in src     # tanh's rule, applied to the tangent
+    assert "dh = dt * (1.0 - h * h)" in src     # tanh's rule, applied to the tangent
     assert "for i in range(3):" in src         # control flow kept as it is
 
 

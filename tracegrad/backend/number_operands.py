@@ -7,7 +7,9 @@ dtype first) at the cost of an array operand. So one such array is kept per (dty
 met, on float and complex NumPy arrays: the eager fast paths
 (:mod:`tracegrad.runtime.fastpath`) use them for the ``scalar`` rules (whose kernel is
 exactly their operator). The rules' vjps keep their numbers as written (``g * y``, tanh's
-``1 - out * out``): the table is read as mathematics, and the tour shows it.
+``1.0 - out * out``): the table is read as mathematics, and the tour shows it. (Written as
+floats where the operand is a float: NumPy converts an int against a float64 array ~115
+ns slower than a float, 3% of the eager float64 chain's step.)
 
 Zero is never kept (0.0 and -0.0 are one key), nor NaN (no key finds it) nor a value the
 dtype cannot hold (NumPy warns at each operation: the number itself keeps that); the

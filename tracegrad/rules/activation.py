@@ -59,7 +59,7 @@ def sigmoid(xp, x):
 
 @sigmoid.vjp("x", uses="out")
 def sigmoid_vjp(g, out, x):
-    return g * out * (1 - out)
+    return g * out * (1.0 - out)
 
 
 @primitive("LogSigmoidBackward0", dtypes=FLOAT, diagonal=True)

@@ -198,7 +198,7 @@ def tanh(xp, x):
 
 @tanh.vjp("x", uses="out")
 def tanh_vjp(g, out, x):
-    return g * (1 - out * out)
+    return g * (1.0 - out * out)
 
 
 @primitive("ErfBackward0", dtypes=FLOAT, diagonal=True, complex=True)
