@@ -259,6 +259,11 @@ def _pooling_cases(count, seed):
         padding = tuple(int(rng.integers(0, k // 2 + 1)) for k in kernel)
         if any(n + 2 * p - d * (k - 1) - 1 < 0 for n, p, d, k in zip((h, w), padding, dilation, kernel)):
             continue
+        out = [pool.pool_output_size(n, k, s, p, d, False) for n, k, s, p, d in zip((h, w), kernel, stride, padding,
+                                                                                   dilation)]
+        if any(not any(0 <= i * s - p + j * d < n for j in range(k)) for n, k, s, p, d, o in
+               zip((h, w), kernel, stride, padding, dilation, out) for i in range(o + 1)):
+            continue  # (a window of taps in the padding alone: refused, see below)
         x = rng.integers(-2, 3, (2, 3, h, w)).astype(["float32", "float64"][made % 2])
         kind = made % 4
         if kind == 1:
@@ -301,6 +306,18 @@ def test_max_pool_empty_window_with_dilation_points_inside_it(numba_at_once):
         np.testing.assert_array_equal(where, np.full((1, 1, 2, 2), 6))
 
 
+def test_max_pool_window_with_every_tap_in_the_padding_is_refused():
+    """Dilation 3 over a 2x2 plane padded by 1: the one window's taps (-1 and 2 along each
+    dim) all fall in the padding. PyTorch gives -inf with an index beyond the input (which
+    its backward writes through); gathering by it failed here with an IndexError after
+    the empty-window fix above, and before that read element (0, 0). Refused by name."""
+    x = tg.tensor(np.arange(8.0).reshape(2, 1, 2, 2))
+    with pytest.raises(RuntimeError, match=r"max_pool2d: a window of kernel size \(2, 2\), dilation \(3, 3\) "
+                                           r"and padding \(1, 1\) over an input of size \(2, 2\) takes no element"):
+        F.max_pool2d(x, 2, stride=1, padding=1, dilation=3)
+    F.max_pool2d(x, 2, stride=1, padding=1, dilation=1)  # (a window there reaches the input)
+
+
 def test_max_pool_compiled_in_a_network_step_and_over_threads(numba_at_once):
     """max_pool2d forward and backward through the compiled indices equal the NumPy form's;
     the planes split over two intra-op threads give the same indices."""
@@ -331,7 +348,7 @@ def test_max_pool_leaves_other_operands_to_numpy(numba_at_once):
     x = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
     args = ((2, 2), (2, 2), (0, 0), (1, 1), (3, 3), (0, 0))
     assert pool_kernels.max_pool2d_indices(cpu, x, *args) is not None
-    for other in (x.astype(np.float16), x.astype(np.int32), x[..., ::-1], x[0, 0]):
+    for other in (x.astype(np.float16), x.astype(np.int32), x[..., ::-1], x[0, 0], x.astype(">f8")):
         assert pool_kernels.max_pool2d_indices(cpu, other, *args) is None
 
 
@@ -380,5 +397,6 @@ def test_relu_backward_leaves_other_operands_to_the_composite(numba_at_once):
     out = RNG.standard_normal((4, 5)).astype(np.float32)
     assert relu_kernels.relu_backward(cpu, g, out) is not None
     for a, b in ((g.T, out.T), (g, out.astype(np.float64)), (g.astype(np.float16), out.astype(np.float16)),
+                 (g.astype(">f4"), out.astype(">f4")),
                  (np.broadcast_to(g[:1], g.shape), out), (g[0, 0], out[0, 0]), (1.0, out)):
         assert relu_kernels.relu_backward(cpu, a, b) is None

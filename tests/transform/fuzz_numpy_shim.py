@@ -330,7 +330,7 @@ def reshape(a, newshape, order="C"):
     if order != "C":
         raise ShimUnsupported("np.reshape with order")
     newshape = (newshape,) if isinstance(newshape, int) else tuple(newshape)
-    return mark_array(tg.reshape(_t(a), newshape))  # (NumPy: an array, 0-d included)
+    return mark_array(tg.reshape(_own_if_scalar(_t(a)), newshape))  # (NumPy: an array, 0-d included)
 
 
 def ravel(a):
@@ -342,7 +342,13 @@ def transpose(a, axes=None):
         return _np.transpose(a, axes)
     a = _t(a)
     perm = tuple(reversed(range(a.ndim))) if axes is None else tuple(ax % a.ndim for ax in axes)
-    return a.permute(*perm) if a.ndim else mark_array(a)
+    return a.permute(*perm) if a.ndim else mark_array(_own_if_scalar(a))
+
+
+def _own_if_scalar(t):
+    """A 0-d Tensor standing for a NumPy scalar (immutable: reshaping or transposing it
+    makes a new array, never a view a later write would reach) as a copy; else ``t``."""
+    return t * 1.0 if isinstance(t, Tensor) and t.ndim == 0 and not _is_array(t) else t
 
 
 def swapaxes(a, axis1, axis2):
@@ -578,7 +584,7 @@ def _method(obj, name, *args, **kw):
 
 def _attr(obj, name):
     if name == "T" and isinstance(obj, Tensor):
-        return transpose(obj)
+        return obj if obj.ndim == 0 else transpose(obj)  # (a 0-d array's .T is itself, a scalar's too)
     return getattr(obj, name)
 
 

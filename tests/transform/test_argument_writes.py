@@ -222,3 +222,64 @@ def test_arrays_held_by_global_containers_and_objects(fn, want):
     np.sum(x * HELD[0])``): a write into one in place counts as a write into a global
     array; rebinding the item or attribute (``HELD[0] = ...``) writes no array."""
     assert argument_writes(fn) == want
+
+
+class _Layer:
+    def __init__(self):
+        self.w = np.array([1.0, 2.0, 3.0])
+
+
+class _Model:
+    def __init__(self):
+        self.sub = _Layer()
+
+
+LAYERS = [_Layer()]
+MODEL = _Model()
+
+
+def loops_over_held_arrays():
+    for a in HELD[:1]:
+        a *= 2.0
+    return 0.0
+
+
+def unpacks_held_arrays():
+    a, b = HELD
+    a *= 2.0
+    return b
+
+
+def writes_a_listed_objects_array():
+    LAYERS[0].w *= 2.0
+    return 0.0
+
+
+def writes_a_nested_objects_array():
+    MODEL.sub.w[0] = 5.0
+    return 0.0
+
+
+def writes_into_an_arguments_array(o):
+    o.w[0] = 5.0
+    return 0.0
+
+
+def writes_an_arguments_nested_array(o):
+    o.sub.w *= 2.0
+    return 0.0
+
+
+def appends_to_a_held_list():
+    HELD.append(0.0)
+    HELD.pop()
+    return 0.0
+
+
+@pytest.mark.parametrize("fn,want", [
+    (loops_over_held_arrays, WRITES), (unpacks_held_arrays, WRITES), (writes_a_listed_objects_array, WRITES),
+    (writes_a_nested_objects_array, WRITES), (writes_into_an_arguments_array, UNKNOWN),
+    (writes_an_arguments_nested_array, UNKNOWN), (appends_to_a_held_list, NO_WRITES),
+], ids=lambda v: getattr(v, "__name__", v))
+def test_arrays_reached_through_loops_unpacking_and_nested_objects(fn, want):
+    assert argument_writes(fn) == want

@@ -279,3 +279,84 @@ def test_forward_mode_refuses_a_call_writing_an_argument_carrying_a_tangent():
     for mode in ("tape", "auto"):
         value, tangent = tg.jvp(forward_through_a_writing_method, (x, y.copy()), tangents, mode=mode)
         assert value == pytest.approx(want) and tangent == pytest.approx(np.sum(2.0 * y))
+
+
+CONFIG = {"m": DOUBLER}
+LISTED = [DOUBLER]
+
+
+def a_rebound_parameters_method(x, y, m=None):
+    if m is None:
+        m = x * 1.0
+    return np.sum(x * y) + m.sum(y)
+
+
+def a_dict_items_method(x, y):
+    m = CONFIG.get("m")
+    return np.sum(x * y) + m.sum(y)
+
+
+def a_builtins_results_method(x, y):
+    m = max(LISTED, key=id)
+    return np.sum(x * y) + m.sum(y)
+
+
+def an_operands_method(x, y):
+    m = DOUBLER or None
+    return np.sum(x * y) + m.sum(y)
+
+
+@pytest.mark.parametrize("f,extra", [(a_rebound_parameters_method, (DOUBLER,)), (a_dict_items_method, ()),
+                                     (a_builtins_results_method, ()), (an_operands_method, ())],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_objects_not_surely_arrays_keep_their_methods_guarded(f, extra):
+    """A parameter rebound to an array on one path still comes in holding anything; a
+    dict's ``get``, ``max`` of a list, ``a or b`` hand back what they were given: the
+    object's ``sum`` runs read-only (the review's finds: each ran unguarded and gave
+    [2, 4, 6])."""
+    def run(mode):
+        return tg.grad(f, mode=mode)(np.ones(3), np.array([1.0, 2.0, 3.0]), *extra)
+    with pytest.raises(tg.transform.TransformError, match="writes into an array passed to it"):
+        run("ast")
+    np.testing.assert_array_equal(run("auto"), [1.0, 2.0, 3.0])
+
+
+class Counts:
+    def __init__(self):
+        self.calls = 0
+
+    def sum(self, p):
+        self.calls += 1
+        return p * 2.0
+
+
+class Keeps:
+    def sum(self, p, kept):
+        kept.append(p * 2.0)
+        return p * 1.0
+
+
+COUNTS, KEEPS = Counts(), Keeps()
+
+
+def counts_its_calls(x, y):
+    return np.sum(COUNTS.sum(x) * y)
+
+
+def keeps_its_argument(x, y):
+    kept = []
+    v = KEEPS.sum(x, kept)
+    return np.sum(v * y) + np.sum(kept[0])
+
+
+def test_forward_mode_allows_a_callees_own_effects_and_refuses_a_kept_tracer():
+    """A method counting its calls in its object runs in forward mode (its effect is its
+    own); one appending its argument to a list it is given left the tracer standing in for
+    it there (an IndexError before, in AST mode): refused, and auto runs the tape."""
+    x, y, tangents = np.array([0.5, -0.3]), np.array([1.0, 2.0]), (np.ones(2), np.zeros(2))
+    value, tangent = tg.jvp(counts_its_calls, (x, y), tangents, mode="ast")
+    assert value == pytest.approx(np.sum(2 * x * y)) and tangent == pytest.approx(np.sum(2 * y))
+    with pytest.raises(tg.transform.TransformError, match="carrying a tangent in place or keeps it"):
+        tg.jvp(keeps_its_argument, (x, y), tangents, mode="ast")
+    value, tangent = tg.jvp(keeps_its_argument, (x, y), tangents, mode="auto")
+    assert value == pytest.approx(np.sum(x * y) + np.sum(2 * x)) and tangent == pytest.approx(np.sum(y) + 4.0)

@@ -76,3 +76,21 @@ def test_a_method_of_an_array_or_a_list_is_called_as_it_is():
     assert read_only_call(a.reshape, 2, 2).shape == (2, 2)
     read_only_call(held.append, 1.0)
     assert len(held) == 2 and a.flags.writeable
+
+
+def test_arrays_nested_in_an_objects_attributes_are_read_only_too():
+    class Layer:
+        def __init__(self):
+            self.w = np.arange(3.0)
+
+    class Model:
+        def __init__(self):
+            self.layers = [Layer()]
+
+        def bump(self):
+            self.layers[0].w *= 2.0
+    model = Model()
+    with pytest.raises(WritesIntoArgument):
+        read_only_call(model.bump)
+    np.testing.assert_array_equal(model.layers[0].w, np.arange(3.0))
+    assert model.layers[0].w.flags.writeable

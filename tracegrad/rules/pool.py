@@ -10,6 +10,7 @@ an order of magnitude slower than it adds or compares whole arrays. Every rule h
 in its float operand once the max pooling indices are fixed, so each vjp is the other rule
 of its pair and each jvp the rule itself.
 """
+import functools
 import math
 
 from ..backend import threads
@@ -62,6 +63,8 @@ def max_pool2d_indices(xp, x, *, kernel_size, stride, padding, dilation, ceil_mo
     params = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
                   ceil_mode=ceil_mode)
     steps, out, hi = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    _refuse_windows_in_the_padding(tuple(x.shape[-2:]), tuple(kernel_size), steps, tuple(padding),
+                                   tuple(dilation), out)
     where = pool_kernels.max_pool2d_indices(xp, x, kernel_size, steps, padding, dilation, out, hi)
     if where is not None:
         return where
@@ -116,6 +119,23 @@ def _first_inside(xp, starts, dilation):
     negative), taps ``dilation`` apart: where a window with nothing above the padding value
     points, as in PyTorch."""
     return starts + xp.maximum(-(starts // dilation), 0) * dilation
+
+
+@functools.lru_cache(maxsize=256)
+def _refuse_windows_in_the_padding(sizes, kernel_size, stride, padding, dilation, out):
+    """A ValueError where some window's taps all fall in the padding (a dilated kernel
+    stepping over a small input): the maximum of such a window is the padding's -inf and
+    it has no element to point at -- PyTorch gives -inf there with an index beyond the
+    input, which its backward then writes through. (Cached per geometry: every call of
+    a network's pooling asks the same.)"""
+    for n, k, s, p, d, o in zip(sizes, kernel_size, stride, padding, dilation, out):
+        for i in range(o):
+            if not any(0 <= i * s - p + j * d < n for j in range(k)):
+                raise ValueError(f"max_pool2d: a window of kernel size {tuple(kernel_size)}, dilation "
+                                 f"{tuple(dilation)} and padding {tuple(padding)} over an input of size "
+                                 f"{tuple(sizes)} takes no element of the input, only padding (PyTorch "
+                                 "returns -inf there with an index beyond the input); use a smaller "
+                                 "dilation or padding")
 
 
 def _flat_indices(xp, indices, lead, plane):

@@ -12,7 +12,8 @@ ms against the NumPy form's ~1.15 ms.
 
 It picks what the NumPy form picks, as PyTorch's CPU kernel does: the first tap in scan
 order holding the window's maximum, the last NaN where there is one, and for a window
-with nothing above -inf its first element inside the input.
+with nothing above -inf its first tap inside the input (a window whose taps all fall in
+the padding is refused before: tracegrad.rules.pool).
 """
 from ..backend import threads
 from . import compiled
@@ -33,7 +34,8 @@ def max_pool2d_indices(xp, x, kernel_size, stride, padding, dilation, out, hi):
     int64 array (..., *out), ``out`` the pooled sizes, ``hi`` the padding behind that the
     last windows reach; None where the loop does not serve these operands or is not worth
     loading yet (the NumPy form then). The planes are split over the intra-op threads."""
-    if xp.name != "cpu" or x.ndim < 3 or x.dtype.char not in "fd" or not x.flags.c_contiguous:
+    if (xp.name != "cpu" or x.ndim < 3 or x.dtype.char not in "fd" or not x.dtype.isnative
+            or not x.flags.c_contiguous):
         return None
     kind, (kh, kw) = x.dtype.name, kernel_size
     name = f"max_pool2d_indices_{kind}_{kh}x{kw}"

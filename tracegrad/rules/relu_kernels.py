@@ -29,7 +29,7 @@ def relu_backward(xp, g, out):
     array; None where the loop does not serve these operands or is not worth loading yet
     (the composite then)."""
     if (xp.name != "cpu" or not isinstance(g, xp.ndarray) or not isinstance(out, xp.ndarray)
-            or g.dtype != out.dtype or g.dtype.char not in "fd" or g.shape != out.shape
+            or g.dtype != out.dtype or g.dtype.char not in "fd" or not g.dtype.isnative or g.shape != out.shape
             or not g.flags.c_contiguous or not out.flags.c_contiguous or g.ndim == 0):
         return None
     kind = g.dtype.name

@@ -85,12 +85,14 @@ def _read(fn):
         if isinstance(n, ast.AugAssign):  # p += v, p[i] *= v, p.real -= v, L[0] *= v
             if _may_share(n.target, names):
                 return WRITES
-            if isinstance(n.target, ast.Attribute) and _may_share(n.target.value, names):
+            if _through_attribute(n.target, names):
                 found = UNKNOWN  # p.w *= v: an array p holds, or a number it rebinds (run read-only)
         elif isinstance(n, ast.Assign):  # p[i] = v, p[1:][0] = v, L[0][i] = v (not L[0] = v)
             for t in n.targets:
                 if isinstance(t, ast.Subscript) and _may_share(t.value, names):
                     return WRITES
+                if isinstance(t, ast.Subscript) and _through_attribute(t.value, names):
+                    found = UNKNOWN  # p.w[0] = v: into an array p holds (run read-only)
         elif isinstance(n, ast.Call):
             passed = _passed(n, names)
             if passed is None:
@@ -123,7 +125,7 @@ def _outside_values(fn, node, params):
             found.add(name)
         elif isinstance(value, (list, tuple, dict)) and _holds_arrays(value):
             found.add(name + _ITEMS)
-        elif _has_own_attributes(value) and _holds_arrays(list(vars(value).values())):
+        elif _holds_arrays(_own_attributes(value)):
             found.add(name + _ATTRIBUTES)
     return found
 
@@ -131,19 +133,46 @@ def _outside_values(fn, node, params):
 _ITEMS, _ATTRIBUTES = "[]", "."  # (marks no identifier can carry: see _may_share)
 
 
-def _holds_arrays(value, depth=4):
-    """Whether a list, tuple or dict ``value`` holds an array, a few levels deep."""
+def _holds_arrays(value, depth=3, width=64):
+    """Whether ``value`` (a list, tuple, dict, or an object's attributes) holds an array, a
+    few levels deep (the first ``width`` items of each)."""
     if is_array(value):
         return True
-    if depth and isinstance(value, (list, tuple, dict)):
-        return any(_holds_arrays(v, depth - 1) for v in (value.values() if isinstance(value, dict) else value))
+    if depth:
+        if isinstance(value, dict):
+            value = list(value.values())
+        elif not isinstance(value, (list, tuple)):
+            value = _own_attributes(value)
+        return any(_holds_arrays(v, depth - 1) for v in list(value)[:width])
     return False
 
 
-def _has_own_attributes(value):
-    """An instance with attributes of its own (not a module, class or function)."""
-    return hasattr(value, "__dict__") and not isinstance(
-        value, (types.ModuleType, type, types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+def _own_attributes(value):
+    """The values of an instance's own attributes (not a module's, class's or function's),
+    or none where it has none it will show."""
+    if isinstance(value, (types.ModuleType, type, types.FunctionType, types.MethodType,
+                          types.BuiltinFunctionType)) or value is None:
+        return []
+    try:
+        return list(vars(value).values())
+    except Exception:  # noqa: BLE001 -- no __dict__, or one that raises (a proxy's __getattr__)
+        return []
+
+
+def _root(v):
+    """``(name, steps)``: the Name at the bottom of a chain of indexes and attributes
+    (``M.sub.w[0]``: ``M``, 3), or (None, 0)."""
+    steps = 0
+    while isinstance(v, (ast.Subscript, ast.Attribute)):
+        v, steps = v.value, steps + 1
+    return (v.id, steps) if isinstance(v, ast.Name) else (None, 0)
+
+
+def _through_attribute(v, names):
+    """Whether chain ``v`` reaches, from a name of ``names``, an attribute (``p.w``,
+    ``p.sub.w[1:]``): an array an object passed holds, which the source cannot tell."""
+    name, _ = _root(v)
+    return name in names and any(isinstance(n, ast.Attribute) for n in ast.walk(v))
 
 
 def _writes_first_or_out(fn, call, names):
@@ -238,7 +267,8 @@ def _bound_to_views(names, node):
                 value, targets = n.context_expr, [n.optional_vars]
             else:
                 continue
-            if _may_share(value, names):
+            if _may_share(value, names) or (isinstance(value, ast.Name) and value.id + _ITEMS in names):
+                # (a, b = L and for a in L bind L's items)
                 grown |= {t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name)}
         if grown <= names:
             return names
@@ -251,9 +281,9 @@ def _may_share(v, names):
     _outside_values)."""
     if isinstance(v, ast.Name):
         return v.id in names
-    if isinstance(v, (ast.Subscript, ast.Attribute)) and isinstance(v.value, ast.Name) and (
-            v.value.id + (_ITEMS if isinstance(v, ast.Subscript) else _ATTRIBUTES)) in names:
-        return True
+    name, steps = _root(v)
+    if steps and (name + _ITEMS in names or name + _ATTRIBUTES in names):
+        return True  # (L[0], L[0].w, M.sub.w[1:]: what a global container or object holds)
     if isinstance(v, (ast.Subscript, ast.Starred)) or (isinstance(v, ast.Attribute) and v.attr in _VIEW_ATTRS):
         return _may_share(v.value, names)
     if isinstance(v, (ast.Tuple, ast.List)):

@@ -27,6 +27,7 @@ from .source import ArgumentsChanged, TransformError, WritesIntoArgument
 _KNOWN_EXACT = frozenset(KNOWN_TYPES)
 
 __all__ = ["read_only_call", "float_leaf", "value_leaf", "argument_state", "refuse_written_arguments",
+           "tracers_held", "refuse_written_tangents",
            "refuse_objects_holding_values", "with_tangents"]
 
 
@@ -69,12 +70,21 @@ def read_only_call(fn, *args, **kwargs):
         _writable_again(frozen)
 
 
-def _held_by(obj):
-    """The arrays a method's object holds in its attributes (and their lists, tuples and
-    dicts): ``self.buf *= 2`` writes into what the caller read as ``o.buf``."""
-    if not _has_attributes(obj) or isinstance(obj, Var):
+def _held_by(obj, depth=0, seen=None):
+    """The arrays an object holds in its attributes (and their lists, tuples and dicts, and
+    the objects there, a few levels deep): ``self.buf *= 2`` or ``self.layers[0].w *= 2``
+    writes into what the caller read as ``o.buf``."""
+    if depth > 3 or not _has_attributes(obj) or isinstance(obj, Var):
         return []
-    return flatten(list(vars(obj).values()))[0]
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    try:
+        leaves = flatten(list(vars(obj).values()))[0]
+    except Exception:  # noqa: BLE001 -- a __dict__ that raises (a proxy's __getattr__)
+        return []
+    return [a for x in leaves for a in ([x] if not _has_attributes(x) else _held_by(x, depth + 1, seen))]
 
 
 def _writable_again(arrays):
@@ -166,29 +176,58 @@ def _leaf_state(x, depth, state, seen):
 
 
 def _has_attributes(x):
-    return hasattr(x, "__dict__") and not isinstance(
-        x, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType))
+    if isinstance(x, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return False
+    try:
+        return hasattr(x, "__dict__")
+    except Exception:  # noqa: BLE001 -- a proxy whose __getattr__ raises something else
+        return False
 
 
-def refuse_written_arguments(fn, before, after, forward=False):
+def refuse_written_arguments(fn, before, after):
     """Refuse a callee whose trace changed one of its arguments in place (a write into an
     array, into a view of it, ``+=``, a list's or dict's item, an attribute of an object
     passed to it or of a method's object). The adjoint traces a call it cannot see into (a
     function passed as a value, a method) only now, from its arguments as the forward left
     them: the forward's run of the callee has already changed them, so the trace would
     start from the changed values -- a wrong gradient, where the tape's one trace of the
-    whole function is right. In forward mode (``forward``) the callee ran on stand-ins for
-    the arguments carrying a tangent, which took the write instead of the caller's arrays:
-    the lines after it would read them unwritten. Nothing was changed there, so mode="auto"
-    may run the tape instead."""
+    whole function is right."""
     if before[0] != after[0]:
-        if forward:
-            raise TransformError(f"{_callee_name(fn)}, called from the function being differentiated, changes an "
-                                 "argument carrying a tangent in place; the forward-mode code written from the "
-                                 "source runs that call on stand-ins for its arguments, which take the write "
-                                 "instead of the arrays that the lines after it read",
-                                 construct="in-place change of an argument")
         raise ArgumentsChanged(_callee_name(fn))
+
+
+def tracers_held(fn, args):
+    """The tracers among ``fn``'s arguments, and among the attributes of the objects there
+    and of a bound method's object (a few levels deep), each with the value it names: a
+    write into a tracer gives it a new one (tracer.take_over)."""
+    found, seen = set(), set()
+
+    def walk(value, depth):
+        for x in flatten(value)[0]:
+            if isinstance(x, Var):
+                found.add((id(x), x.id))
+            elif depth < 3 and id(x) not in seen and _has_attributes(x):
+                seen.add(id(x))
+                walk(list(vars(x).values()), depth + 1)
+    walk(args, 0)
+    walk(getattr(fn, "__self__", None), 0)
+    return found
+
+
+def refuse_written_tangents(fn, before, after):
+    """Refuse a callee that, run in forward mode on tracers standing in for its arguments
+    that carry a tangent, wrote into one (the tracer took the write, not the caller's
+    array, which the lines after it read unwritten) or kept one in an argument or an
+    object (``lst.append(p)``: a tracer left behind after the trace). ``before`` and
+    ``after``: :func:`tracers_held` around the call. Nothing of the caller's was changed,
+    so mode="auto" may run the tape instead; the callee's other effects (a counter in its
+    object) are its own."""
+    if before != after:
+        raise TransformError(f"{_callee_name(fn)}, called from the function being differentiated, changes an "
+                             "argument carrying a tangent in place or keeps it; the forward-mode code written "
+                             "from the source runs that call on stand-ins for its arguments, which would take "
+                             "the write (or be left behind) instead of the arrays that the lines after it read",
+                             construct="in-place change of an argument")
 
 
 def with_tangents(fn, out):

@@ -356,7 +356,7 @@ def _build_adjoint(fn, positions, name, single, has_aux, with_value, internal, p
         rev = Reverse(unit, resolver, located, user_adjoint, is_nograd, grad_of_target)
         dout = unit.namer.fresh("dout")
         forward, adj, wrt_grads = rev.run(body, params, wrt, _name(dout), has_aux)
-        guard_opaque_calls(forward, resolver, wrt)
+        guard_opaque_calls(forward, resolver, wrt, params)
         grads = sig.results(positions, lambda p: copy.deepcopy(wrt_grads[wrt.index(p)]))
         stack = unit.namer.fresh("stack")
         forward, adj = finish(rev, forward, adj, stack)

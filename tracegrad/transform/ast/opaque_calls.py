@@ -17,7 +17,7 @@ NumPy's, SciPy's, tracegrad's and Python's own functions, and the methods of arr
 lists, dicts and the other built-in types, are known not to write into their arguments
 (the in-place ones -- ``np.copyto``, ``x.fill``, ``lst.append`` -- are seen by name
 elsewhere) and run as written. A method named like one of theirs is taken for theirs only
-where its object surely is one (_plain_names): a differentiated parameter, a name bound
+where its object surely is one (_kinds): a differentiated parameter, a name bound
 only to NumPy's results, to arithmetic or to literals, or a global holding one. Any other
 object -- a parameter not differentiated, ``m = Model()``, a global model -- may be a
 user's whose ``m.sum(y)`` writes into ``y``: that call runs read-only too (at no cost
@@ -33,13 +33,13 @@ from .resolve import CONSTANT, Direct, User, _library
 __all__ = ["guard_opaque_calls"]
 
 
-def guard_opaque_calls(stmts, resolver, arrays=()):
+def guard_opaque_calls(stmts, resolver, arrays=(), params=()):
     """Rewrite, in place, each ANF line of ``stmts`` (``t = h(x)``, ``h(x)``) whose callee
     cannot be read (see the module docstring) to ``t = read_only_call(h, x)``. ``arrays``:
     names that hold arrays (or lists, tuples and dicts of them) where they are not rebound:
-    the parameters being differentiated."""
+    the parameters being differentiated; ``params``: all the parameters."""
     made = _made_by_library(stmts, resolver)
-    kinds = _kinds(stmts, resolver, set(arrays) | made)
+    kinds = _kinds(stmts, resolver, set(arrays) | made, params)
     for s in _walk(stmts):
         call = s.value if isinstance(s, (ast.Assign, ast.Expr)) else None
         if isinstance(call, ast.Call) and _opaque(call, resolver, made, kinds):
@@ -73,29 +73,36 @@ ARRAY, PLAIN = "array", "plain"  # an array (its items and views too); a built-i
 _ARRAY_ATTRIBUTES = {"T", "mT", "real", "imag", "flat", "shape", "strides", "dtype"}
 
 
-def _kinds(body, resolver, arrays):
+def _kinds(body, resolver, arrays, params=()):
     """``{name: ARRAY or PLAIN}`` for the local names of ``body`` (and ``arrays``, given as
-    arrays) whose every binding surely gives an array -- arithmetic, a comparison, a call
-    of NumPy's or tracegrad's, an array's method, an index into an array -- or at least a
-    built-in value (a literal, a comprehension, a call of Python's): flow-insensitive, the
-    largest assignment consistent with all the bindings."""
-    bound = {}
+    arrays) whose every binding surely gives an array -- arithmetic on known values, a
+    call of NumPy's or tracegrad's, an array's method, an index into an array -- or at
+    least a built-in value (a literal, a comprehension, a call of a built-in type):
+    flow-insensitive, the largest assignment consistent with all the bindings. ``params``
+    not in ``arrays`` come in holding anything."""
+    bound = {p: [None] for p in params if p not in arrays}
     for s in _walk(body):
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             bound.setdefault(s.targets[0].id, []).append(s.value)
             continue
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):  # m += v: m.__iadd__(v)
+            bound.setdefault(s.target.id, []).append(ast.BinOp(left=s.target, op=s.op, right=s.value))
+            continue
         if isinstance(s, ast.Assign):
             heads = s.targets  # (unpacking: what each target gets is not followed)
-        elif isinstance(s, (ast.For, ast.AnnAssign)):
+        elif isinstance(s, (ast.For, ast.AnnAssign, ast.AugAssign)):
             heads = [s.target]
         elif isinstance(s, ast.With):
             heads = [i.optional_vars for i in s.items if i.optional_vars is not None]
         else:
-            heads = []  # (x += v keeps what x holds)
+            heads = []
         for h in heads:
             for n in ast.walk(h):
                 if isinstance(n, ast.Name):
                     bound.setdefault(n.id, []).append(None)
+    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):  # (x := v, comprehension variables)
+        if isinstance(n, ast.NamedExpr):
+            bound.setdefault(n.target.id, []).append(None)
     kinds = dict.fromkeys(arrays, ARRAY)
     kinds.update(dict.fromkeys(bound, ARRAY))
     while True:
@@ -106,7 +113,7 @@ def _kinds(body, resolver, arrays):
             found = [None if v is None else _kind(v, resolver, kinds) for v in values]
             if name in arrays:
                 found.append(ARRAY)
-            kind = None if None in found else PLAIN if PLAIN in found else ARRAY
+            kind = _weakest(found)
             if kind != kinds[name]:
                 changed = True
                 if kind is None:
@@ -117,10 +124,24 @@ def _kinds(body, resolver, arrays):
             return kinds
 
 
+def _weakest(found):
+    return None if None in found else PLAIN if PLAIN in found else ARRAY
+
+
+# Python's calls whose results are surely of a built-in type (not max, getattr, next...,
+# which hand back what they are given)
+_BUILT_IN_RESULTS = {int, float, complex, bool, str, bytes, list, tuple, dict, set, frozenset, len, range,
+                     sorted, repr, isinstance, round, divmod, hash, id, type(None)}
+
+
 def _kind(v, resolver, kinds):
     """ARRAY, PLAIN or None (not known) for what expression ``v`` gives (see _kinds)."""
-    if isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
-        return ARRAY  # (of arrays and numbers)
+    if isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Compare)):  # (of known operands: a user's
+        operands = [v.left, v.right] if isinstance(v, ast.BinOp) else [v.operand] if isinstance(
+            v, ast.UnaryOp) else [v.left] + v.comparators  # operator could give anything)
+        return ARRAY if all(_kind(o, resolver, kinds) is not None for o in operands) else None
+    if isinstance(v, ast.BoolOp):  # (one of its operands)
+        return _weakest([_kind(o, resolver, kinds) for o in v.values])
     if isinstance(v, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
                       ast.SetComp, ast.JoinedStr)):
         return PLAIN
@@ -128,28 +149,29 @@ def _kind(v, resolver, kinds):
         return kinds[v.id]
     if isinstance(v, ast.Attribute) and v.attr in _ARRAY_ATTRIBUTES:
         return ARRAY if _kind(v.value, resolver, kinds) == ARRAY else None
-    if isinstance(v, ast.Subscript):
+    if isinstance(v, ast.Subscript):  # (an array's items; a list's or dict's could be anything)
         return ARRAY if _kind(v.value, resolver, kinds) == ARRAY else None
     if isinstance(v, ast.IfExp):
-        both = {_kind(v.body, resolver, kinds), _kind(v.orelse, resolver, kinds)}
-        return None if None in both else PLAIN if PLAIN in both else ARRAY
+        return _weakest([_kind(v.body, resolver, kinds), _kind(v.orelse, resolver, kinds)])
     if isinstance(v, ast.Call):
         f = v.func
-        if isinstance(f, ast.Attribute) and known_method(f.attr):
-            of = _kind(f.value, resolver, kinds)
-            if of is not None:
-                return of  # x.reshape(-1), x.sum(); a list's copy
+        if isinstance(f, ast.Attribute) and known_method(f.attr) and _kind(f.value, resolver, kinds) == ARRAY:
+            return ARRAY  # x.reshape(-1), x.sum() (a list's or dict's get, pop... hand back an item)
         ok, obj = resolver.value(f)
-        if ok and known_callable(obj):
-            return PLAIN if obj.__class__.__module__ == "builtins" and not _library(obj) else ARRAY
-        return None
+        if ok and _library(obj):
+            return ARRAY
+        try:
+            return PLAIN if ok and obj in _BUILT_IN_RESULTS else None
+        except TypeError:  # (unhashable)
+            return None
     if isinstance(v, (ast.Name, ast.Attribute)):  # a free name, a module's attribute
         ok, obj = resolver.value(v)
-        if ok and isinstance(obj, (_ndarray, _np_generic)):
+        if ok and (type(obj) is _ndarray or isinstance(obj, _np_generic)):
             return ARRAY
-        if ok and (isinstance(obj, KNOWN_TYPES) or _library(obj)):
+        if ok and (type(obj) in _KNOWN_EXACT or _library(obj)):
             return PLAIN  # (a ufunc, a Generator: their methods are known too)
     return None
 
 
 _ndarray, _np_generic = _cpu.ndarray, _cpu.generic
+_KNOWN_EXACT = frozenset(KNOWN_TYPES)

@@ -32,6 +32,7 @@ from ..tree import flatten, unflatten
 from .resolve import host_function
 from .callee_checks import (argument_state, float_leaf, read_only_call,  # noqa: F401  (read_only_call:
                             refuse_objects_holding_values, refuse_written_arguments,  # generated code)
+                            refuse_written_tangents, tracers_held,
                             value_leaf, with_tangents)
 from .adapters import by_keyword, numbers_bound, without_zero_tangents  # noqa: F401  (by_keyword: generated code)
 from .sequences import GradDict, GradList, add, any_sequence, as_grad, binop_grads, binop_tangent
@@ -511,11 +512,9 @@ def _push_builder(fn):
             for (n, k), v in zip(slots, values):
                 new[n][k] = v
             called = [unflatten(spec, leaves) for leaves, (_, spec) in zip(new, flat)]
-            before = argument_state(fn, called)
+            before = tracers_held(fn, called)
             out = fn(*called, **tkwargs)
-            # (a write into an argument carrying a tangent would change the tracer standing in for
-            # it, not the caller's array, which later lines would read unwritten: refused)
-            refuse_written_arguments(fn, before, argument_state(fn, called), forward=True)
+            refuse_written_tangents(fn, before, tracers_held(fn, called))
             return with_tangents(fn, out)
         out, tout = _push(partial, tuple(diff) + tuple(tans), tuple(range(len(diff)))) if diff else \
             (fn(*args, **tkwargs), None)
