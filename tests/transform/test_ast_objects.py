@@ -360,3 +360,27 @@ def test_forward_mode_allows_a_callees_own_effects_and_refuses_a_kept_tracer():
         tg.jvp(keeps_its_argument, (x, y), tangents, mode="ast")
     value, tangent = tg.jvp(keeps_its_argument, (x, y), tangents, mode="auto")
     assert value == pytest.approx(np.sum(x * y) + np.sum(2 * x)) and tangent == pytest.approx(np.sum(y) + 4.0)
+
+
+class Writer:
+    def sum(self, p):
+        u = p[None]
+        u *= 2.0
+        return p * 1.0
+
+
+def an_unused_call_writing_an_argument(x, y):
+    unused = Writer().sum(y)
+    return np.sum(x * y)
+
+
+def test_forward_mode_keeps_and_refuses_an_unused_call_that_writes():
+    """``unused = Writer().sum(y)`` doubles y and its result is never read: the forward-mode
+    code dropped the line as dead, so y stayed unwritten -- value -0.1 and tangent 3.2 for
+    -0.2 and 6.4 in AST and auto mode (the fuzzer, seed 24). Such a call is kept (and its
+    write refused); auto runs the tape."""
+    x, y, tangents = np.array([0.5, -0.3]), np.array([1.0, 2.0]), (np.ones(2), np.ones(2))
+    with pytest.raises(tg.transform.TransformError, match="carrying a tangent in place"):
+        tg.jvp(an_unused_call_writing_an_argument, (x, y.copy()), tangents, mode="ast")
+    value, tangent = tg.jvp(an_unused_call_writing_an_argument, (x, y.copy()), tangents, mode="auto")
+    assert value == pytest.approx(np.sum(x * 2 * y)) and tangent == pytest.approx(np.sum(2 * y) + np.sum(x) * 2)

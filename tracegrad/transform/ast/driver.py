@@ -19,6 +19,7 @@ from . import reuse
 from .lower import local_functions, scope_names
 from .signature import ALL, Signature
 from .on_tape import put_on_tape, retrying
+from .nograd import _walk
 from .opaque_calls import guard_opaque_calls
 from .optimize import optimize
 from .resolve import Resolver, User, on_device, still_written_for, structure
@@ -536,7 +537,9 @@ def _build_tangents(fn, name, per, key, positions=None, on_tape=frozenset()):
     try:
         fwd = Forward(unit, resolver, located, user_jvp, lambda w: _context_is(resolver, w, no_grad),
                       grad_of_target)
+        primal = {id(s) for s in _walk(body)}  # (before run: the lines it keeps as they are)
         out = fwd.run(body, params)
+        guard_opaque_calls(out, resolver, params, sig.names(), only=primal)
         checker = _name("check_unaliased")
         checker._helper = True
         checked = set()  # (names the checks read by name: kept, as the adjoint keeps them)

@@ -33,14 +33,18 @@ from .resolve import CONSTANT, Direct, User, _library
 __all__ = ["guard_opaque_calls"]
 
 
-def guard_opaque_calls(stmts, resolver, arrays=(), params=()):
+def guard_opaque_calls(stmts, resolver, arrays=(), params=(), only=None):
     """Rewrite, in place, each ANF line of ``stmts`` (``t = h(x)``, ``h(x)``) whose callee
     cannot be read (see the module docstring) to ``t = read_only_call(h, x)``. ``arrays``:
     names that hold arrays (or lists, tuples and dicts of them) where they are not rebound:
-    the parameters being differentiated; ``params``: all the parameters."""
+    the parameters being differentiated; ``params``: all the parameters; ``only``: the ids
+    of the statements to look at (forward mode's lines of the function itself, not those
+    the transformation wrote between them)."""
     made = _made_by_library(stmts, resolver)
     kinds = _kinds(stmts, resolver, set(arrays) | made, params)
     for s in _walk(stmts):
+        if only is not None and id(s) not in only:
+            continue
         call = s.value if isinstance(s, (ast.Assign, ast.Expr)) else None
         if isinstance(call, ast.Call) and _opaque(call, resolver, made, kinds):
             helper = ast.Name(id="read_only_call", ctx=ast.Load())

@@ -60,13 +60,15 @@ class Facts:
 def _pure(expr):
     """Whether dropping ``expr`` unevaluated changes nothing: no list mutation, no
     printing, no random numbers drawn, no call of a function the AST path cannot read
-    (run read-only: it may try to write into its arguments, see opaque_calls.py)."""
+    (run read-only: it may try to write into its arguments, see opaque_calls.py), no
+    forward-mode call of one (``call_jvp``: the call itself, which may write into its
+    arguments -- the write is then refused -- or change what it holds)."""
     for n in ast.walk(expr):
         if isinstance(n, ast.Call):
             f = n.func
             if isinstance(f, ast.Attribute) and f.attr in _IMPURE_METHODS:
                 return False
-            if isinstance(f, ast.Name) and f.id in ("print", "read_only_call"):
+            if isinstance(f, ast.Name) and f.id in ("print", "read_only_call", "call_jvp", "jvp_at", "star_jvp"):
                 return False
             if "random" in ast.unparse(f):
                 return False
