@@ -18,10 +18,11 @@ lists, dicts and the other built-in types, are known not to write into their arg
 (the in-place ones -- ``np.copyto``, ``x.fill``, ``lst.append`` -- are seen by name
 elsewhere) and run as written. A method named like one of theirs is taken for theirs only
 where its object surely is one (_kinds): a differentiated parameter, a name bound
-only to NumPy's results, to arithmetic or to literals, or a global holding one. Any other
-object -- a parameter not differentiated, ``m = Model()``, a global model -- may be a
-user's whose ``m.sum(y)`` writes into ``y``: that call runs read-only too (at no cost
-beyond a type check when the object is an array after all).
+only to NumPy's results, to arithmetic on such values or to literals, or a global
+holding one. Any other object -- a parameter not differentiated, ``m = Model()``, a
+global model, a dict's item -- may be a user's whose ``m.sum(y)`` writes into ``y``: that
+call runs read-only too (at no cost beyond a type check when the object is an array after
+all). In forward mode only the function's own lines are looked at (``only``).
 """
 import ast
 
@@ -104,7 +105,7 @@ def _kinds(body, resolver, arrays, params=()):
             for n in ast.walk(h):
                 if isinstance(n, ast.Name):
                     bound.setdefault(n.id, []).append(None)
-    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):  # (x := v, comprehension variables)
+    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):  # (x := v inside an expression)
         if isinstance(n, ast.NamedExpr):
             bound.setdefault(n.target.id, []).append(None)
     kinds = dict.fromkeys(arrays, ARRAY)
@@ -135,7 +136,7 @@ def _weakest(found):
 # Python's calls whose results are surely of a built-in type (not max, getattr, next...,
 # which hand back what they are given)
 _BUILT_IN_RESULTS = {int, float, complex, bool, str, bytes, list, tuple, dict, set, frozenset, len, range,
-                     sorted, repr, isinstance, round, divmod, hash, id, type(None)}
+                     sorted, repr, isinstance, round, divmod, hash, id}
 
 
 def _kind(v, resolver, kinds):
