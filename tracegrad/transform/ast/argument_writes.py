@@ -28,8 +28,8 @@ from .aliasing import _VIEW_ATTRS, _VIEW_FUNCTIONS, _VIEW_METHODS
 from .resolve import _library
 from .source import ByCode, TransformError, function_tree
 
-__all__ = ["WRITES", "NO_WRITES", "UNKNOWN", "argument_writes", "writes_its_arguments", "known_callable",
-           "known_method"]
+__all__ = ["WRITES", "NO_WRITES", "UNKNOWN", "KNOWN_TYPES", "KNOWN_EXACT", "argument_writes",
+           "writes_its_arguments", "known_callable", "known_method", "own_attributes"]
 
 WRITES, NO_WRITES, UNKNOWN = "writes", "no writes", "unknown"
 
@@ -43,6 +43,7 @@ _IN_PLACE_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "fi
 # as a call whose result is not used)
 KNOWN_TYPES = (np.ndarray, np.generic, np.random.Generator, np.random.RandomState, Tensor, list, tuple,
                dict, set, str, bytes, int, float, complex)
+KNOWN_EXACT = frozenset(KNOWN_TYPES)  # (a value of exactly one of them: not a user's subclass)
 
 # NumPy's functions that write into their first argument
 _NUMPY_WRITES = ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
@@ -125,7 +126,7 @@ def _outside_values(fn, node, params):
             found.add(name)
         elif isinstance(value, (list, tuple, dict)) and _holds_arrays(value):
             found.add(name + _ITEMS)
-        elif _holds_arrays(_own_attributes(value)):
+        elif _holds_arrays(list((own_attributes(value) or {}).values())):
             found.add(name + _ATTRIBUTES)
     return found
 
@@ -142,21 +143,23 @@ def _holds_arrays(value, depth=3, width=64):
         if isinstance(value, dict):
             value = list(value.values())
         elif not isinstance(value, (list, tuple)):
-            value = _own_attributes(value)
+            value = list((own_attributes(value) or {}).values())
         return any(_holds_arrays(v, depth - 1) for v in list(value)[:width])
     return False
 
 
-def _own_attributes(value):
-    """The values of an instance's own attributes (not a module's, class's or function's),
-    or none where it has none it will show."""
+def own_attributes(value):
+    """The dict of an instance's own attributes, or None: for a module, a class, a function
+    or a method, and for a value without one it will show (no ``__dict__``, or a proxy
+    whose ``__getattr__`` raises)."""
     if isinstance(value, (types.ModuleType, type, types.FunctionType, types.MethodType,
-                          types.BuiltinFunctionType)) or value is None:
-        return []
+                          types.BuiltinFunctionType)):
+        return None
     try:
-        return list(vars(value).values())
-    except Exception:  # noqa: BLE001 -- no __dict__, or one that raises (a proxy's __getattr__)
-        return []
+        attributes = vars(value)
+    except Exception:  # noqa: BLE001 -- no __dict__, or one that raises
+        return None
+    return attributes if isinstance(attributes, dict) else None
 
 
 def _root(v):

@@ -16,15 +16,11 @@ needs it (support.call_vjp_at). Three things would go wrong unseen there:
   which nothing can be marked -- a zero gradient -- :func:`refuse_objects_holding_values`
   (and, in forward mode, :func:`with_tangents`).
 """
-import types
-
 from ...backend import cpu as _np  # (host arrays: only they have a writeable flag)
 from ..tape.tape import Var
 from ..tree import flatten
-from .argument_writes import KNOWN_TYPES
+from .argument_writes import KNOWN_EXACT, own_attributes
 from .source import ArgumentsChanged, TransformError, WritesIntoArgument
-
-_KNOWN_EXACT = frozenset(KNOWN_TYPES)
 
 __all__ = ["read_only_call", "float_leaf", "value_leaf", "argument_state", "refuse_written_arguments",
            "tracers_held", "refuse_written_tangents",
@@ -52,7 +48,7 @@ def read_only_call(fn, *args, **kwargs):
     method named like one of theirs is only known when it runs) is called as it is.
     (CuPy's arrays have no such flag: there only refuse_written_arguments sees the write,
     when the call's derivative is traced.)"""
-    if type(getattr(fn, "__self__", None)) in _KNOWN_EXACT:
+    if type(getattr(fn, "__self__", None)) in KNOWN_EXACT:
         return fn(*args, **kwargs)
     leaves = flatten((args, kwargs))[0]
     held = [a for obj in [getattr(fn, "__self__", None)] + leaves for a in _held_by(obj)]
@@ -74,16 +70,12 @@ def _held_by(obj, depth=0, seen=None):
     """The arrays an object holds in its attributes (and their lists, tuples and dicts, and
     the objects there, a few levels deep): ``self.buf *= 2`` or ``self.layers[0].w *= 2``
     writes into what the caller read as ``o.buf``."""
-    if depth > 3 or not _has_attributes(obj) or isinstance(obj, Var):
-        return []
+    attributes = None if depth > 3 or isinstance(obj, Var) else own_attributes(obj)
     seen = set() if seen is None else seen
-    if id(obj) in seen:
+    if attributes is None or id(obj) in seen:
         return []
     seen.add(id(obj))
-    try:
-        leaves = flatten(list(vars(obj).values()))[0]
-    except Exception:  # noqa: BLE001 -- a __dict__ that raises (a proxy's __getattr__)
-        return []
+    leaves = flatten(list(attributes.values()))[0]
     return [a for x in leaves for a in ([x] if not _has_attributes(x) else _held_by(x, depth + 1, seen))]
 
 
@@ -143,7 +135,7 @@ def _holds_values(x, depth):
     if value_leaf(x) or not _has_attributes(x) or depth > 3:
         return False
     return any(isinstance(v, Var) or float_leaf(v) or _holds_values(v, depth + 1)
-               for v in flatten(list(vars(x).values()))[0])
+               for v in flatten(list(own_attributes(x).values()))[0])
 
 
 def argument_state(fn, args):
@@ -171,17 +163,12 @@ def _leaf_state(x, depth, state, seen):
         return id(x), version
     if depth < 3 and id(x) not in seen and _has_attributes(x):
         seen.add(id(x))
-        return id(x), tuple((k, state(v, depth + 1)) for k, v in list(vars(x).items()))
+        return id(x), tuple((k, state(v, depth + 1)) for k, v in list(own_attributes(x).items()))
     return id(x), None
 
 
 def _has_attributes(x):
-    if isinstance(x, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
-        return False
-    try:
-        return hasattr(x, "__dict__")
-    except Exception:  # noqa: BLE001 -- a proxy whose __getattr__ raises something else
-        return False
+    return own_attributes(x) is not None
 
 
 def refuse_written_arguments(fn, before, after):
@@ -208,7 +195,7 @@ def tracers_held(fn, args):
                 found.add((id(x), x.id))
             elif depth < 3 and id(x) not in seen and _has_attributes(x):
                 seen.add(id(x))
-                walk(list(vars(x).values()), depth + 1)
+                walk(list(own_attributes(x).values()), depth + 1)
     walk(args, 0)
     walk(getattr(fn, "__self__", None), 0)
     return found

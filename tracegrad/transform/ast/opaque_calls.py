@@ -27,7 +27,7 @@ all). In forward mode only the function's own lines are looked at (``only``).
 import ast
 
 from ...backend import cpu as _cpu  # (host-side type checks only)
-from .argument_writes import KNOWN_TYPES, UNKNOWN, argument_writes, known_callable, known_method
+from .argument_writes import KNOWN_EXACT, UNKNOWN, argument_writes, known_callable, known_method
 from .nograd import _made_by_library, _walk
 from .resolve import CONSTANT, Direct, User, _library
 
@@ -173,10 +173,9 @@ def _kind(v, resolver, kinds):
         ok, obj = resolver.value(v)
         if ok and (type(obj) is _ndarray or isinstance(obj, _np_generic)):
             return ARRAY
-        if ok and (type(obj) in _KNOWN_EXACT or _library(obj)):
+        if ok and (type(obj) in KNOWN_EXACT or _library(obj)):
             return PLAIN  # (a ufunc, a Generator: their methods are known too)
     return None
 
 
 _ndarray, _np_generic = _cpu.ndarray, _cpu.generic
-_KNOWN_EXACT = frozenset(KNOWN_TYPES)

@@ -59,9 +59,8 @@ class WritesIntoArgument(TransformError):
     def __init__(self, name, why):
         super().__init__(f"{name}, called from the function being differentiated, writes into an array "
                          f"passed to it or held by its object or an object passed to it ({why}); the code "
-                         "written from the source "
-                         "reads its arrays as they were where they were read, which such a write would "
-                         "change under it (the write was stopped: the array is unchanged)",
+                         "written from the source reads its arrays as they were where they were read, which "
+                         "such a write would change under it (the write was stopped: the array is unchanged)",
                          construct="in-place change of an argument")
 
 
