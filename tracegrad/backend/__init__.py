@@ -148,8 +148,9 @@ def move(array, ns):
 
 def memory_root(a):
     """The array whose memory ``a`` uses: itself, or the end of its chain of ``.base``."""
-    while getattr(a, "base", None) is not None:
-        a = a.base
+    base = getattr(a, "base", None)
+    while base is not None:
+        a, base = base, getattr(base, "base", None)
     return a
 
 

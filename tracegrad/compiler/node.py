@@ -61,9 +61,15 @@ class CompiledFunctionBackward(Node):
                 r = np.asarray(r)  # (a NumPy scalar from a reduction)
             if r.dtype != dtype:
                 r = r.astype(dtype)
-            elif id(memory_root(r)) in held:
-                r = r.copy()
-            held.add(id(memory_root(r)))
+            else:
+                root = id(memory_root(r))
+                if root in held:
+                    r = r.copy()
+                else:
+                    held.add(root)
+                    out[i] = r
+                    continue
+            held.add(id(r))  # (a new array: its own root)
             out[i] = r
         return tuple(out)
 

@@ -78,12 +78,18 @@ def _update_all(params, grads, states, lr, momentum, dampening, weight_decay, ne
     values = (as_float(lr), momentum, 1 - dampening, weight_decay)
     flags = (momentum != 0, dampening != 0, weight_decay != 0, nesterov, maximize)
     ops = dtype = kind = None
+    plain = not any(flags)  # p -= lr * g alone (_update's steps then, inline: the usual case)
     for p, grad, st in zip(params, grads, states):
         data = p._data
         if data.dtype != dtype or type(data) is not kind:
             dtype, kind = data.dtype, type(data)
             ops = operands(data, *values, real=False)
-        _update(p, data, grad, st, ops, *flags)
+        if plain:
+            xp = ops[0]
+            xp.subtract(data, xp.multiply(grad, ops[1]), out=data)  # (0-d arrays too)
+            bump(p)
+        else:
+            _update(p, data, grad, st, ops, *flags)
 
 
 def _update(p, param, grad, state, ops, use_momentum, dampened, decayed, nesterov, maximize):

@@ -14,6 +14,8 @@ def sum_to(xp, x, *, shape):
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and x.shape[lead + i] != 1)
+    if axes and len(axes) == lead and shape:  # leading dims only (a bias's gradient): the sum
+        return x.sum(axis=axes)  # has the shape, a new array rather than a reshaped view
     if axes:
         x = x.sum(axis=axes, keepdims=True)
     return x.reshape(shape) if x.shape != shape else x

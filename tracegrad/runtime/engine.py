@@ -314,12 +314,21 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
     if dispatch.observer is not None:
         apply = dispatch.observer.timed_backward(apply or _plain_apply)
         accumulate = dispatch.observer.timed_accumulate(_accumulate_grad)
+    # a leaf without hooks adds its gradient into .grad as soon as it is complete (what
+    # _accumulate_grad does then), unless a profiler times each accumulation or gradients
+    # are captured
+    plain_leaves = dispatch.observer is None and wanted is None and targets is None
 
     released = 0
     while ready:
         node, grads = ready.pop()
         if type(node) is accumulate_grad:
             extra = node._extra
+            if (extra is None and plain_leaves and grads is not None and grads[0] is not None
+                    and node.variable._extra is None):  # no hooks: straight into .grad
+                with _ACCUMULATE:
+                    _add_into_grad(node.variable, grads[0], graph, fresh.pop(node, False))
+                continue
             if grads is not None:
                 if grads[0] is not None:
                     var_extra = node.variable._extra
@@ -380,14 +389,22 @@ def _propagate(roots, root_grads, root_nodes, deps, skip, wanted, captured, keep
                     is_leaf = type(nxt) is accumulate_grad
                     if buf is None:
                         if g is not None:
+                            if is_leaf:  # (a custom backward's results may be held by the user)
+                                is_fresh = _is_fresh(g, in_grads if opaque or node._opaque else grads, graph)
+                                # a leaf without hooks takes its gradient now (as when popped,
+                                # below); a view waits until the gradients here are dropped
+                                if (is_fresh is not VIEW and plain_leaves and nxt._extra is None
+                                        and nxt.variable._extra is None):
+                                    with _ACCUMULATE:
+                                        _add_into_grad(nxt.variable, g, graph, is_fresh)
+                                    continue
+                                fresh[nxt] = is_fresh
                             outs = nxt._outs
                             if outs is None:
                                 buf = [g]
                             else:
                                 buf = [None] * len(outs)
                                 buf[nr] = g
-                            if is_leaf:  # (a custom backward's results may be held by the user)
-                                fresh[nxt] = _is_fresh(g, in_grads if opaque or node._opaque else grads, graph)
                     elif g is not None:
                         _add_grad(buf, fresh, nxt, nr, g, in_grads if opaque or node._opaque else grads, graph)
                     if is_leaf:
@@ -549,6 +566,8 @@ def _count_deps(root_nodes, target_nodes):
     return deps, skip
 
 
+_NDARRAY = backend.cpu.ndarray
+
 VIEW = "view"  # freshness of a gradient that is a new view (of some array) a vjp made
 
 
@@ -561,6 +580,8 @@ def _is_fresh(g, incoming, graph):
     for x in incoming:
         if x is g:
             return False
+    if type(data) is _NDARRAY:  # (the common case, without the namespace lookup)
+        return True if data.base is None else VIEW
     if not hasattr(data, "base"):
         return True
     return True if backend.namespace_of(data).owns_data(data) else VIEW
@@ -608,7 +629,8 @@ def _add_into_grad(var, g, graph, fresh):
             data, fresh = data.astype(var._data.dtype), True
         if current is None:
             keep = fresh is True or (fresh is VIEW and _sole_view(data))
-            var._grad = wrap(_with_layout_of(var._data, data, keep))
+            var._grad = wrap(data if keep and data.strides == var._data.strides  # (_with_layout_of's
+                             else _with_layout_of(var._data, data, keep))        # common case, inline)
         elif current._requires_grad or not _writable_in_place(current._data):
             var._grad = wrap(quietly(_add, current._data, data))
         else:

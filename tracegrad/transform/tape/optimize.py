@@ -31,11 +31,12 @@ _TRIVIAL = {"mul", "sub", "div", "pow", "where", "broadcast_to", "sum_to", "resh
 
 def simplify(tape):
     """One forward pass: aliases, stop_gradient and trivial ops (``x * 1``, ``x - 0``,
-    ``where(<literal>, a, b)``, a reshape to the same shape) are replaced by the operand
-    they equal; eqns whose operands are all constants are evaluated once; an eqn equal to
+    ``where(<literal>, a, b)``, a reshape to the same shape, two dims swapped and swapped
+    back) are replaced by the operand they equal; eqns whose operands are all constants are evaluated once; an eqn equal to
     an earlier one (same op, operands and params) reuses its results. Guards and custom
     ops are kept as they are."""
     sub, seen, kept = {}, {}, []
+    maker = {}  # the eqns kept that swap two dims, by the id of their result
     live = tape.live
     for e in tape.eqns:
         ins = e.ins
@@ -53,6 +54,11 @@ def simplify(tape):
             continue
         if not e.multi and op.name in _TRIVIAL:
             same = _trivial(e)
+            if same is not None and _same_meta(e.outs[0], same):
+                sub[e.outs[0].id] = same
+                continue
+        if not e.multi and op.name in _SWAPS:
+            same = _swapped_back(e, maker)
             if same is not None and _same_meta(e.outs[0], same):
                 sub[e.outs[0].id] = same
                 continue
@@ -81,6 +87,8 @@ def simplify(tape):
             continue
         seen[key] = e
         kept.append(e)
+        if op.name in _SWAPS:
+            maker[e.outs[0].id] = e
     tape.eqns = kept
     if sub:
         def look(a):
@@ -121,6 +129,33 @@ def _trivial(e):
             and tuple(e.params.get("shape")) == ins[0].shape:
         return ins[0]
     return None
+
+
+_SWAPS = {"t", "transpose"}
+
+
+def _swap(e):
+    """The two dims eqn ``e`` (``t`` or ``transpose``) swaps, as a set; None for a swap of
+    a dim with itself or a ``t`` of fewer than two dims."""
+    x = e.ins[0]
+    if not isinstance(x, Var):
+        return None
+    n = len(x.shape)
+    if e.op.name == "t":
+        return {0, 1} if n == 2 else None
+    dims = {d % n for d in (e.params["dim0"], e.params["dim1"])} if n else set()
+    return dims if len(dims) == 2 else None
+
+
+def _swapped_back(e, maker):
+    """The operand of the swap that made ``e``'s operand, where ``e`` swaps the same two
+    dims back (``t(transpose(g, 0, 1))``, a linear layer's weight gradient): the value is
+    that operand's."""
+    inner = maker.get(e.ins[0].id) if isinstance(e.ins[0], Var) else None
+    if inner is None:
+        return None
+    pair = _swap(e)
+    return inner.ins[0] if pair is not None and pair == _swap(inner) else None
 
 
 def _key(x):
