@@ -250,6 +250,30 @@ def test_multiplying_by_one_and_subtracting_zero_are_forwarded():
     assert not any(re.fullmatch(r"  %\d+ = sub \S+ 0", line) for line in body(str(dg.tape)))
 
 
+def test_two_dims_swapped_back_are_the_operand():
+    """Two dims swapped and swapped back (``dim0``/``dim1`` in either order or counted
+    from the end) are the operand itself: no swap is left of them. A linear layer's weight
+    gradient, the transpose of a product transposed back, reaches its leaf so without a
+    view. Swaps of other dims are composed, not cancelled."""
+    m = RNG.standard_normal((3, 4, 5))
+
+    def back(a):
+        return np.sum(np.swapaxes(np.swapaxes(a, 0, 2), -1, 0) * np.sin(a))
+    a = RNG.standard_normal((3, 4, 5))
+    assert ops(tg.trace(back)(a)).count("transpose") == 2
+    dg = tg.grad(back)
+    np.testing.assert_allclose(dg(a), np.sin(a) + a * np.cos(a), rtol=1e-13)
+    assert "transpose" not in ops(dg.tape)
+
+    n = RNG.standard_normal((4, 5, 3))
+
+    def other(a):
+        return np.sum(np.swapaxes(np.swapaxes(a, 0, 1), 1, 2) * n)
+    dh = tg.grad(other)
+    np.testing.assert_array_equal(dh(m), np.transpose(n, (2, 0, 1)))
+    assert ops(dh.tape).count("transpose") == 2
+
+
 def test_adding_zero_is_kept_for_the_sign_of_zero():
     g = tg.value_and_grad(lambda a: np.sum(1 / ((-a) + 0)))
     a = np.array([0.0, 1.0])
