@@ -32,9 +32,9 @@ _TRIVIAL = {"mul", "sub", "div", "pow", "where", "broadcast_to", "sum_to", "resh
 def simplify(tape):
     """One forward pass: aliases, stop_gradient and trivial ops (``x * 1``, ``x - 0``,
     ``where(<literal>, a, b)``, a reshape to the same shape, two dims swapped and swapped
-    back) are replaced by the operand they equal; eqns whose operands are all constants are evaluated once; an eqn equal to
-    an earlier one (same op, operands and params) reuses its results. Guards and custom
-    ops are kept as they are."""
+    back) are replaced by the operand they equal; eqns whose operands are all constants
+    are evaluated once; an eqn equal to an earlier one (same op, operands and params)
+    reuses its results. Guards and custom ops are kept as they are."""
     sub, seen, kept = {}, {}, []
     maker = {}  # the eqns kept that swap two dims, by the id of their result
     live = tape.live
