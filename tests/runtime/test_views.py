@@ -1,4 +1,6 @@
 """Views: shared storage, strides, storage offsets, contiguity and ``_base``, as in PyTorch."""
+import re
+
 import numpy as np
 import pytest
 
@@ -325,6 +327,27 @@ def test_out_of_range_tensor_index_raises_index_error():
     x = tg.zeros(3)
     with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 3"):
         x[tg.tensor([0, 5])]
+
+
+@pytest.mark.parametrize("index,message", [
+    ((slice(None), [1, 4]), "index 4 is out of bounds for dimension 0 with size 4"),
+    ((slice(None), [-9, 5]), "index -9 is out of bounds for dimension 0 with size 4"),
+    ((slice(None), [[1], [6]]), "index 6 is out of bounds for dimension 0 with size 4"),
+    (([0, 1], [5, 1]), "index 5 is out of bounds for dimension 1 with size 4"),
+    ((slice(None), [0, 1], [1, 7]), "index 7 is out of bounds for dimension 1 with size 5"),
+    ((tg.tensor([[True, False, True, False], [False] * 4]), [9, 0]),
+     "index 9 is out of bounds for dimension 2 with size 5"),
+    ((slice(None), 5), "index 5 is out of bounds for dimension 1 with size 4"),
+])
+def test_a_bad_index_tensor_is_numbered_among_the_index_tensors(index, message):
+    """PyTorch's message numbers an index tensor (or list) that is out of range by its place
+    among the index tensors (a mask counts one per dim), not by the dim it indexes, and
+    names its first bad element; an int index names its dim."""
+    x = tg.zeros(2, 4, 5)
+    with pytest.raises(IndexError, match=re.escape(message)):
+        x[index]
+    with pytest.raises(IndexError, match=re.escape(message)):
+        x[index] = 1.0
 
 
 def test_numpy_integer_scalars_index_like_ints():

@@ -34,7 +34,8 @@ def split_index(x, index):
     xp = backend.namespace_of(x._data)
     parts, arrays = [], []
     dim = 0
-    ndim = x.ndim
+    looked_up = 0  # the index tensors so far (a mask counts one per dim): PyTorch's kernel
+    ndim = x.ndim  # numbers a bad index by its place among them, not by the dim it indexes
     consumed = sum(1 for p in index if p is not None and p is not Ellipsis and not _is_mask(p))
     consumed += sum(p.ndim for p in index if _is_mask(p))
     for p in index:
@@ -48,6 +49,7 @@ def split_index(x, index):
         elif isinstance(p, bool):
             parts.append(I.ARRAY)
             arrays.append(xp.asarray(p))
+            looked_up += 1
         elif isinstance(p, numbers.Integral):  # NumPy's integer scalars index as ints too
             p = int(p)
             if dim >= ndim:
@@ -66,18 +68,23 @@ def split_index(x, index):
             operand = _index_array(p, x, xp)
             arr = operand._data if isinstance(operand, Tensor) else operand
             if _per_sample(operand):  # (its bounds are checked by the kernel, sample by sample)
-                dim += arr.ndim if arr.dtype.kind == "b" else 1
+                step = arr.ndim if arr.dtype.kind == "b" else 1
+                dim += step
+                looked_up += step
             elif arr.dtype.kind == "b":
                 _check_mask(x, arr, dim)
                 dim += arr.ndim
+                looked_up += arr.ndim
             else:
                 if dim < ndim and arr.size:
                     size = x.shape[dim]
-                    hi, lo = int(arr.max()), int(arr.min())
-                    if hi >= size or lo < -size:
-                        bad = hi if hi >= size else lo
-                        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+                    if int(arr.max()) >= size or int(arr.min()) < -size:
+                        first = int(((arr >= size) | (arr < -size)).argmax())
+                        bad = int(arr.reshape(-1)[first])
+                        raise IndexError(f"index {bad} is out of bounds for dimension {looked_up} with "
+                                         f"size {size}")
                 dim += 1
+                looked_up += 1
             parts.append(I.ARRAY)
             arrays.append(operand)
     if dim > ndim:
