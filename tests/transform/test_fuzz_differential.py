@@ -59,6 +59,9 @@ INTERNAL = re.compile(
 RTOL, ATOL = 1e-5, 1e-6          # a mode against finite differences
 MODE_RTOL, MODE_ATOL = 1e-7, 1e-9  # two modes against each other
 H1, H2 = 1e-5, 1e-4              # the two finite-difference steps
+# A third, smaller step: a branch taken by the sign of a rounding error (a sum that is
+# identically zero, compared with 0) can make the two steps above agree by chance
+H3 = 1e-6
 
 SHRINK = os.environ.get("TRACEGRAD_FUZZ_SHRINK", "0") == "1"
 # Shrinking a failure can take minutes; the failing program is printed whole either way
@@ -130,10 +133,13 @@ def fd_grad(f, args, argnums, h):
 
 
 def fd_reliable(f, args, argnums):
-    """Central differences at two steps; None where they disagree (a kink, a branch)."""
+    """Central differences at three steps; None where they disagree (a kink, a branch)."""
     g1, g2 = fd_grad(f, args, argnums, H1), fd_grad(f, args, argnums, H2)
     for a, b in zip(g1, g2):
         if not np.all(np.isfinite(a)) or not np.allclose(a, b, rtol=1e-6, atol=1e-7):
+            return None
+    for a, b in zip(g1, fd_grad(f, args, argnums, H3)):
+        if not np.allclose(a, b, rtol=1e-5, atol=1e-6):
             return None
     return g1
 
@@ -330,6 +336,8 @@ def check_jvp(f, program, value):
     d1 = fd_directional(f, program.args, tangents, H1)
     d2 = fd_directional(f, program.args, tangents, H2)
     if not (np.isfinite(d1) and np.isclose(d1, d2, rtol=1e-6, atol=1e-7)):
+        return []
+    if not np.isclose(d1, fd_directional(f, program.args, tangents, H3), rtol=1e-5, atol=1e-6):
         return []
     problems = []
     for mode in ("tape", "ast", "auto"):
