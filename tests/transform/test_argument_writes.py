@@ -283,3 +283,51 @@ def appends_to_a_held_list():
 ], ids=lambda v: getattr(v, "__name__", v))
 def test_arrays_reached_through_loops_unpacking_and_nested_objects(fn, want):
     assert argument_writes(fn) == want
+
+
+LATER = []  # filled after the helpers below are read
+
+
+class _Slot:
+    def __init__(self):
+        self.w = None  # an array is put here later
+
+
+SLOT = _Slot()
+COUNTS = {"calls": 0}
+SETTINGS = _Holder.__new__(_Holder)
+SETTINGS.__dict__.update(scale=2, name="run")
+
+
+def writes_what_an_empty_list_will_hold():
+    for a in LATER:
+        a *= 2.0
+    return 0.0
+
+
+def writes_what_a_placeholder_will_hold():
+    SLOT.w *= 2.0
+    return 0.0
+
+
+def counts_its_calls():
+    COUNTS["calls"] += 1
+    return 0.0
+
+
+def changes_a_setting():
+    SETTINGS.scale += 1
+    return 0.0
+
+
+@pytest.mark.parametrize("fn,want", [
+    (writes_what_an_empty_list_will_hold, UNKNOWN), (writes_what_a_placeholder_will_hold, UNKNOWN),
+    (counts_its_calls, NO_WRITES), (changes_a_setting, NO_WRITES),
+], ids=lambda v: getattr(v, "__name__", v))
+def test_a_write_through_what_a_global_holds_later_is_unknown(fn, want):
+    """A global list, dict or object that holds no array when the source is read may hold
+    one when the helper runs (``LATER = []`` filled later, ``SLOT.w = None`` set later): a
+    write through what it holds is UNKNOWN (the call then runs with what its globals hold
+    read-only), not NO_WRITES. One holding numbers and strings only (a counter, settings)
+    is taken to stay so."""
+    assert argument_writes(fn) == want

@@ -94,3 +94,66 @@ def test_arrays_nested_in_an_objects_attributes_are_read_only_too():
         read_only_call(model.bump)
     np.testing.assert_array_equal(model.layers[0].w, np.arange(3.0))
     assert model.layers[0].w.flags.writeable
+
+
+LATER = []
+
+
+class _Slot:
+    w = None
+
+
+SLOT = _Slot()
+W = np.ones(3)
+
+
+def _doubles_what_later_holds(y):
+    for a in LATER:
+        a *= 2.0
+    return 0.0
+
+
+def _doubles_the_slot(y):
+    if SLOT.w is not None:
+        SLOT.w *= 2.0
+    return 0.0
+
+
+def _reads_w_around(helper):
+    def f(x):
+        a = np.sum(x * W)
+        s = helper(x)
+        return a + np.sum(x * W) + s
+    return f
+
+
+@pytest.mark.parametrize("helper,fill,empty", [
+    (_doubles_what_later_holds, lambda: LATER.append(W), LATER.clear),
+    (_doubles_the_slot, lambda: setattr(SLOT, "w", W), lambda: setattr(SLOT, "w", None)),
+], ids=["a global list filled later", "a global object's attribute set later"])
+def test_an_array_a_global_comes_to_hold_is_read_only_in_a_helper(helper, fill, empty):
+    """A helper writes, in place, what a global list or object holds; it held no array when
+    the AST path read the source, and holds the array the function reads (W) when the
+    gradient runs. AST mode stops the write with a clear error (W unchanged) instead of
+    differentiating with W changed under it; auto mode runs the tape: the gradient with
+    W read before (1) and after (2) the write, as tape mode gives."""
+    import tracegrad as tg
+    f = _reads_w_around(helper)
+    x = np.array([1.0, 2.0, 3.0])
+    empty()
+    W[:] = 1.0
+    try:
+        ast, auto = tg.grad(f, mode="ast"), tg.grad(f, mode="auto")
+        np.testing.assert_array_equal(ast(x), [2.0, 2.0, 2.0])  # (nothing held: no write)
+        np.testing.assert_array_equal(auto(x), [2.0, 2.0, 2.0])
+        fill()
+        with pytest.raises(WritesIntoArgument, match="or by a global it reads"):
+            ast(x)
+        np.testing.assert_array_equal(W, [1.0, 1.0, 1.0])
+        assert W.flags.writeable
+        np.testing.assert_array_equal(auto(x), [3.0, 3.0, 3.0])
+        W[:] = 1.0
+        np.testing.assert_array_equal(tg.grad(f, mode="tape")(x), [3.0, 3.0, 3.0])
+    finally:
+        empty()
+        W[:] = 1.0

@@ -13,9 +13,12 @@ first still counts), and follows the parameters into the functions they are pass
 * ``NO_WRITES``: none -- every call given a parameter is NumPy's, tracegrad's, Python's,
   or a user function that writes none either;
 * ``UNKNOWN``: a parameter is passed to a call that cannot be read (a function passed as
-  a value, an object's method), or a parameter's attribute is changed (``p.w *= v``: an
-  array it holds, or a number rebound): the caller runs it with its arrays, and those
-  its objects hold, read-only (opaque_calls.py).
+  a value, an object's method), a parameter's attribute is changed (``p.w *= v``: an
+  array it holds, or a number rebound), or a write goes through what a global list, dict
+  or object holds while it holds no array (``for a in L: a *= 2`` with ``L = []`` then:
+  filled later, what it holds is what the write reaches): the caller runs it with its
+  arrays, those its objects hold and those its globals hold, read-only (opaque_calls.py,
+  callee_checks.read_only_call).
 """
 import ast
 import builtins
@@ -80,7 +83,20 @@ def _read(fn):
     for extra in (a.vararg, a.kwarg):
         if extra is not None:
             params.add(extra.arg)
-    names = _bound_to_views(params | _outside_values(fn, node, params), node)
+    holding, unfilled = _outside_values(fn, node, params)
+    found = _scan(fn, node, _bound_to_views(params | holding, node))
+    if found == WRITES or not unfilled:
+        return found
+    # a write through what a global container or object holds when it holds no array yet
+    # (L = [] filled later, M.w = None set later): what it writes is known only when it
+    # runs, which then does so with what they hold read-only (read_only_call)
+    later = _scan(fn, node, _bound_to_views(params | holding | unfilled, node))
+    return UNKNOWN if later != NO_WRITES else found
+
+
+def _scan(fn, node, names):
+    """The verdict for ``fn`` (its tree ``node``), where ``names`` (see _may_share) are
+    what its writes must not reach."""
     found = NO_WRITES
     for n in ast.walk(node):
         if isinstance(n, ast.AugAssign):  # p += v, p[i] *= v, p.real -= v, L[0] *= v
@@ -111,24 +127,43 @@ def _read(fn):
 
 
 def _outside_values(fn, node, params):
-    """What of ``fn``'s free names (globals, closure variables) holds arrays: a write into
-    one (``G[0] = 5``) changes what its caller may have read, as a write into an argument
-    does. A name holding an array stands for itself; a list, tuple or dict holding arrays
-    for its items (``L[]``: ``L[0] *= 2`` writes the array the caller read as ``L[0]``,
-    ``L.append(v)`` -- a log -- and ``L[0] = v`` write none), an object holding arrays in
-    its attributes for those (``M.``: ``M.buf *= 2``, ``M.buf[0] = 5``)."""
+    """``(holding, unfilled)``: which of ``fn``'s free names (globals, closure variables) hold
+    arrays -- a write into one (``G[0] = 5``) changes what its caller may have read, as a
+    write into an argument does -- and which hold containers or objects that may hold
+    arrays later but hold none now. A name holding an array stands for itself; a list,
+    tuple or dict for its items (``L[]``: ``L[0] *= 2`` writes the array the caller read
+    as ``L[0]``, ``L.append(v)`` -- a log -- and ``L[0] = v`` write none), an object for
+    what its attributes hold (``M.``: ``M.buf *= 2``, ``M.buf[0] = 5``)."""
     stored = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     free = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    found = set()
+    holding, unfilled = set(), set()
     for name in free - stored - params:
         value = _resolved(fn, ast.Name(id=name, ctx=ast.Load()))
+        attributes = own_attributes(value)
         if is_array(value):
-            found.add(name)
-        elif isinstance(value, (list, tuple, dict)) and _holds_arrays(value):
-            found.add(name + _ITEMS)
-        elif _holds_arrays(list((own_attributes(value) or {}).values())):
-            found.add(name + _ATTRIBUTES)
-    return found
+            holding.add(name)
+        elif isinstance(value, (list, tuple, dict)):
+            items = list(value.values()) if isinstance(value, dict) else list(value)
+            if _holds_arrays(value):
+                holding.add(name + _ITEMS)
+            elif _may_hold_later(items):
+                unfilled.add(name + _ITEMS)
+        elif attributes is not None:
+            if _holds_arrays(list(attributes.values())):
+                holding.add(name + _ATTRIBUTES)
+            elif _may_hold_later(list(attributes.values())):
+                unfilled.add(name + _ATTRIBUTES)
+    return holding, unfilled
+
+
+_NUMBERS = (bool, int, float, complex, str, bytes)
+
+
+def _may_hold_later(items):
+    """Whether a container or object holding ``items`` (no array among them) may come to
+    hold one: it holds nothing, a placeholder (None), or containers and objects. One
+    holding numbers and strings only (a counter, a configuration) is taken to stay so."""
+    return not items or any(not isinstance(v, _NUMBERS) for v in items[:64])
 
 
 _ITEMS, _ATTRIBUTES = "[]", "."  # (marks no identifier can carry: see _may_share)

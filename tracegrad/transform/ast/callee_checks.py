@@ -16,10 +16,14 @@ needs it (support.call_vjp_at). Three things would go wrong unseen there:
   which nothing can be marked -- a zero gradient -- :func:`refuse_objects_holding_values`
   (and, in forward mode, :func:`with_tangents`).
 """
+import itertools
+import types
+
 from ...backend import cpu as _np  # (host arrays: only they have a writeable flag)
 from ..tape.tape import Var
 from ..tree import flatten
 from .argument_writes import KNOWN_EXACT, own_attributes
+from .resolve import _library
 from .source import ArgumentsChanged, TransformError, WritesIntoArgument
 
 __all__ = ["read_only_call", "float_leaf", "value_leaf", "argument_state", "refuse_written_arguments",
@@ -52,6 +56,7 @@ def read_only_call(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     leaves = flatten((args, kwargs))[0]
     held = [a for obj in [getattr(fn, "__self__", None)] + leaves for a in _held_by(obj)]
+    held += _held_by_globals(fn)
     frozen = [a for a in leaves + held if type(a) is _np.ndarray and a.flags.writeable]
     frozen = list({id(a): a for a in frozen}.values())
     for a in frozen:
@@ -77,6 +82,51 @@ def _held_by(obj, depth=0, seen=None):
     seen.add(id(obj))
     leaves = flatten(list(attributes.values()))[0]
     return [a for x in leaves for a in ([x] if not _has_attributes(x) else _held_by(x, depth + 1, seen))]
+
+
+def _held_by_globals(fn, depth=0, seen=None):
+    """The arrays a user function's globals and closure variables hold, now (and those of
+    the user functions it names, two levels down): ``for a in L: a *= 2`` writes what
+    ``L`` holds when it runs, which may be an array the caller read (argument_writes
+    could only say UNKNOWN, ``L`` holding none when it read the source)."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    seen = set() if seen is None else seen
+    if code is None or id(code) in seen or depth > 2:
+        return []
+    seen.add(id(code))
+    fn = getattr(fn, "__func__", fn)
+    scope = getattr(fn, "__globals__", {})
+    values = [scope[n] for n in code.co_names if n in scope]
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # (an empty cell)
+            pass
+    found = []
+    for v in values:
+        if isinstance(v, types.FunctionType):
+            if not _library(v):
+                found += _held_by_globals(v, depth + 1, seen)
+        else:
+            found += _held_in(v)
+    return found
+
+
+def _held_in(v, depth=0):
+    """The arrays value ``v`` is or holds: as an item of a list, tuple or dict (the first
+    _ITEMS of each, a few levels deep: a global list of a million numbers is not walked
+    at every call) or in an object's attributes (_held_by)."""
+    if isinstance(v, (list, tuple, dict)):
+        if depth > 3:
+            return []
+        items = v.values() if isinstance(v, dict) else v
+        return [a for x in itertools.islice(items, _ITEMS) for a in _held_in(x, depth + 1)]
+    if _has_attributes(v):
+        return _held_by(v)
+    return [v]  # (an array, or a value that is none: the caller keeps arrays only)
+
+
+_ITEMS = 4096
 
 
 def _writable_again(arrays):

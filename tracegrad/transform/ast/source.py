@@ -52,15 +52,18 @@ class ArgumentsChanged(TransformError):
 
 class WritesIntoArgument(TransformError):
     """A callee the adjoint runs as it is, unread (a function passed as a value, an
-    object's method, a callable object), tried to write into an array passed to it:
-    during the call those arrays are read-only (see callee_checks.read_only_call), so NumPy
-    refused the write and nothing was changed -- mode="auto" runs the tape instead."""
+    object's method, a callable object, a function whose writes depend on what its globals
+    hold), tried to write into an array passed to it, or held by its object, the objects
+    passed or its globals: during the call those arrays are read-only (see
+    callee_checks.read_only_call), so NumPy refused the write and nothing was changed --
+    mode="auto" runs the tape instead."""
 
     def __init__(self, name, why):
         super().__init__(f"{name}, called from the function being differentiated, writes into an array "
-                         f"passed to it or held by its object or an object passed to it ({why}); the code "
-                         "written from the source reads its arrays as they were where they were read, which "
-                         "such a write would change under it (the write was stopped: the array is unchanged)",
+                         f"passed to it or held by its object or an object passed to it or by a global it "
+                         f"reads ({why}); the code written from the source reads its arrays as they were "
+                         "where they were read, which such a write would change under it (the write was "
+                         "stopped: the array is unchanged)",
                          construct="in-place change of an argument")
 
 
