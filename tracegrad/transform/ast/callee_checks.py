@@ -91,8 +91,8 @@ def _held_by_globals(fn, depth=0, seen=None):
     could only say UNKNOWN, ``L`` holding none when it read the source)."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     seen = set() if seen is None else seen
-    if code is None or id(code) in seen or depth > 2:
-        return []
+    if code is None or id(code) in seen or depth > 2 or _library(getattr(fn, "__func__", fn)):
+        return []  # (NumPy's, SciPy's, tracegrad's functions: their module's state is theirs)
     seen.add(id(code))
     fn = getattr(fn, "__func__", fn)
     scope = getattr(fn, "__globals__", {})
@@ -105,8 +105,7 @@ def _held_by_globals(fn, depth=0, seen=None):
     found = []
     for v in values:
         if isinstance(v, types.FunctionType):
-            if not _library(v):
-                found += _held_by_globals(v, depth + 1, seen)
+            found += _held_by_globals(v, depth + 1, seen)
         else:
             found += _held_in(v)
     return found
