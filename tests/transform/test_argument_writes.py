@@ -331,3 +331,53 @@ def test_a_write_through_what_a_global_holds_later_is_unknown(fn, want):
     read-only), not NO_WRITES. One holding numbers and strings only (a counter, settings)
     is taken to stay so."""
     assert argument_writes(fn) == want
+
+
+CONFIG = {"w": np.array([1.0, 2.0]), "scale": 2.0}
+
+
+def writes_what_get_hands_out():
+    w = CONFIG.get("w")
+    w *= 2.0
+    return 0.0
+
+
+def writes_the_values_of_items():
+    for _, v in CONFIG.items():
+        v *= 2.0
+    return 0.0
+
+
+def writes_into_the_values():
+    for v in CONFIG.values():
+        v[0] = 5.0
+    return 0.0
+
+
+def writes_what_a_copy_holds():
+    for a in HELD.copy()[:1]:
+        a *= 2.0
+    return 0.0
+
+
+def writes_what_getattr_hands_out():
+    w = getattr(HOLDER, "buf")
+    w *= 2.0
+    return 0.0
+
+
+def only_reads_what_get_hands_out():
+    w = CONFIG.get("w")
+    return float(np.sum(w))
+
+
+@pytest.mark.parametrize("fn,want", [
+    (writes_what_get_hands_out, WRITES), (writes_the_values_of_items, WRITES),
+    (writes_into_the_values, WRITES), (writes_what_a_copy_holds, WRITES),
+    (writes_what_getattr_hands_out, WRITES), (only_reads_what_get_hands_out, NO_WRITES),
+], ids=lambda v: getattr(v, "__name__", v))
+def test_items_handed_out_by_a_global_containers_methods(fn, want):
+    """``CONFIG.get("w")``, ``.values()``, ``.items()``, ``.copy()`` and ``getattr(M, "w")``
+    hand out what a global container or object holds: a write into it in place is a write
+    into an array the caller may have read."""
+    assert argument_writes(fn) == want

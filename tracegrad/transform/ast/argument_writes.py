@@ -4,7 +4,8 @@ A function the AST path calls writes into the caller's arrays if it changes a pa
 in place: ``p[i] = v``, ``p += v``, ``p.append(v)``, or the same through a name bound to
 a parameter or to a view of one (``u = np.expand_dims(p[:, None], 0); u *= v``) -- or
 into a global or closure variable's array (``G[0] = 5``), or an array a global list,
-dict or object holds (``L[0] *= 2``, ``M.buf[0] = 5``), which the caller may have read. The
+dict or object holds (``L[0] *= 2``, ``M.buf[0] = 5``, ``w = CFG.get("w"); w *= 2``),
+which the caller may have read. The
 caller's generated code would not follow such a write (see driver.py, which refuses
 these callees). The reading is flow-insensitive and conservative (a parameter rebound
 first still counts), and follows the parameters into the functions they are passed to:
@@ -167,6 +168,9 @@ def _may_hold_later(items):
 
 
 _ITEMS, _ATTRIBUTES = "[]", "."  # (marks no identifier can carry: see _may_share)
+
+# methods of a list or dict that hand out what it holds (or a shallow copy holding it)
+_ITEM_GETTERS = {"get", "setdefault", "pop", "popitem", "values", "items", "copy"}
 
 
 def _holds_arrays(value, depth=3, width=64):
@@ -332,6 +336,12 @@ def _may_share(v, names):
         f = v.func
         if isinstance(f, ast.Attribute) and f.attr in _VIEW_METHODS and _may_share(f.value, names):
             return True  # p.reshape(2)
+        if isinstance(f, ast.Attribute) and f.attr in _ITEM_GETTERS and isinstance(f.value, ast.Name) \
+                and f.value.id + _ITEMS in names:
+            return True  # CFG.get("w"), CFG.values(), L.copy(): what a global container holds
+        if isinstance(f, ast.Name) and f.id == "getattr" and v.args and isinstance(v.args[0], ast.Name) \
+                and v.args[0].id + _ATTRIBUTES in names:
+            return True  # getattr(M, "w"): what a global object holds
         name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
         return name in _VIEW_FUNCTIONS and bool(v.args) and _may_share(v.args[0], names)
     return False
