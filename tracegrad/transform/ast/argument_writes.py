@@ -5,10 +5,10 @@ in place: ``p[i] = v``, ``p += v``, ``p.append(v)``, or the same through a name 
 a parameter or to a view of one (``u = np.expand_dims(p[:, None], 0); u *= v``) -- or
 into a global or closure variable's array (``G[0] = 5``), or an array a global list,
 dict or object holds (``L[0] *= 2``, ``M.buf[0] = 5``, ``w = CFG.get("w"); w *= 2``),
-which the caller may have read. The
-caller's generated code would not follow such a write (see driver.py, which refuses
-these callees). The reading is flow-insensitive and conservative (a parameter rebound
-first still counts), and follows the parameters into the functions they are passed to:
+which the caller may have read. The caller's generated code would not follow such a
+write (see driver.py, which refuses these callees). The reading is flow-insensitive and
+conservative (a parameter rebound first still counts), and follows the parameters into
+the functions they are passed to:
 
 * ``WRITES``: a write, here or in a user function called with a parameter;
 * ``NO_WRITES``: none -- every call given a parameter is NumPy's, tracegrad's, Python's,
