@@ -157,3 +157,25 @@ def test_an_array_a_global_comes_to_hold_is_read_only_in_a_helper(helper, fill, 
     finally:
         empty()
         W[:] = 1.0
+
+
+@pytest.mark.parametrize("make", [
+    lambda path: np.memmap(path, dtype=np.float64, mode="w+", shape=(3,)),
+    lambda path: np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False]),
+    lambda path: np.asmatrix(np.ones((1, 3))),
+], ids=["memmap", "masked array", "matrix"])
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_arrays_of_numpys_subclasses_are_read_only_too(make, tmp_path):
+    """A memmap, a masked array or a matrix passed to a callee is frozen as an array is: the
+    write is refused and the array is unchanged and writeable again."""
+    a = make(tmp_path / "a.bin")
+    a[...] = 1.0
+    before = np.array(a)
+
+    def doubles(p):
+        p *= 2.0
+
+    with pytest.raises(WritesIntoArgument):
+        read_only_call(doubles, a)
+    np.testing.assert_array_equal(np.array(a), before)
+    assert a.flags.writeable

@@ -57,7 +57,8 @@ def read_only_call(fn, *args, **kwargs):
     leaves = flatten((args, kwargs))[0]
     held = [a for obj in [getattr(fn, "__self__", None)] + leaves for a in _held_by(obj)]
     held += _held_by_globals(fn)
-    frozen = [a for a in leaves + held if type(a) is _np.ndarray and a.flags.writeable]
+    frozen = [a for a in leaves + held if isinstance(a, _np.ndarray) and a.flags.writeable]  # (memmaps,
+    # masked arrays and matrices too: their writes are refused alike)
     frozen = list({id(a): a for a in frozen}.values())
     for a in frozen:
         a.flags.writeable = False
