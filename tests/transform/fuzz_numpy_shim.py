@@ -360,7 +360,7 @@ def swapaxes(a, axis1, axis2):
 def expand_dims(a, axis):
     if not _any_tensor(a):
         return _np.expand_dims(a, axis)
-    a = _t(a)
+    a = _own_if_scalar(_t(a))  # (of a NumPy scalar: a new array, not a view of it)
     if isinstance(axis, tuple):
         raise ShimUnsupported("np.expand_dims with a tuple axis")
     return tg.unsqueeze(a, axis if axis >= 0 else a.ndim + 1 + axis)

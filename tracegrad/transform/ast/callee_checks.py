@@ -114,19 +114,19 @@ def _held_by_globals(fn, depth=0, seen=None):
 
 def _held_in(v, depth=0):
     """The arrays value ``v`` is or holds: as an item of a list, tuple or dict (the first
-    _ITEMS of each, a few levels deep: a global list of a million numbers is not walked
+    _WALKED of each, a few levels deep: a global list of a million numbers is not walked
     at every call) or in an object's attributes (_held_by)."""
     if isinstance(v, (list, tuple, dict)):
         if depth > 3:
             return []
         items = v.values() if isinstance(v, dict) else v
-        return [a for x in itertools.islice(items, _ITEMS) for a in _held_in(x, depth + 1)]
+        return [a for x in itertools.islice(items, _WALKED) for a in _held_in(x, depth + 1)]
     if _has_attributes(v):
         return _held_by(v)
     return [v]  # (an array, or a value that is none: the caller keeps arrays only)
 
 
-_ITEMS = 4096
+_WALKED = 4096
 
 
 def _writable_again(arrays):
