@@ -23,6 +23,7 @@ the functions they are passed to:
 """
 import ast
 import builtins
+import itertools
 import types
 
 from ...backend import cpu as np  # (host-side type checks only)
@@ -128,9 +129,9 @@ def _scan(fn, node, names):
 
 
 def _outside_values(fn, node, params):
-    """``(holding, unfilled)``: which of ``fn``'s free names (globals, closure variables) hold
-    arrays -- a write into one (``G[0] = 5``) changes what its caller may have read, as a
-    write into an argument does -- and which hold containers or objects that may hold
+    """``(holding, unfilled)``: which of ``fn``'s free names (globals, closure variables)
+    hold arrays -- a write into one (``G[0] = 5``) changes what its caller may have read,
+    as a write into an argument does -- and which hold containers or objects that may hold
     arrays later but hold none now. A name holding an array stands for itself; a list,
     tuple or dict for its items (``L[]``: ``L[0] *= 2`` writes the array the caller read
     as ``L[0]``, ``L.append(v)`` -- a log -- and ``L[0] = v`` write none), an object for
@@ -144,7 +145,7 @@ def _outside_values(fn, node, params):
         if is_array(value):
             holding.add(name)
         elif isinstance(value, (list, tuple, dict)):
-            items = list(value.values()) if isinstance(value, dict) else list(value)
+            items = list(itertools.islice(value.values() if isinstance(value, dict) else value, 64))
             if _holds_arrays(value):
                 holding.add(name + _ITEMS)
             elif _may_hold_later(items):
