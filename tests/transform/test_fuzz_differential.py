@@ -58,7 +58,7 @@ INTERNAL = re.compile(
 
 RTOL, ATOL = 1e-5, 1e-6          # a mode against finite differences
 MODE_RTOL, MODE_ATOL = 1e-7, 1e-9  # two modes against each other
-H1, H2 = 1e-5, 1e-4              # the two finite-difference steps
+H1, H2 = 1e-5, 1e-4              # the finite-difference steps (with H3)
 # A third, smaller step: a branch taken by the sign of a rounding error (a sum that is
 # identically zero, compared with 0) can make the two steps above agree by chance
 H3 = 1e-6
