@@ -90,12 +90,12 @@ def _held_by_globals(fn, depth=0, seen=None):
     the user functions it names, two levels down): ``for a in L: a *= 2`` writes what
     ``L`` holds when it runs, which may be an array the caller read (argument_writes
     could only say UNKNOWN, ``L`` holding none when it read the source)."""
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    fn = getattr(fn, "__func__", fn)  # (a bound method: its function)
+    code = getattr(fn, "__code__", None)
     seen = set() if seen is None else seen
-    if code is None or id(code) in seen or depth > 2 or _library(getattr(fn, "__func__", fn)):
+    if code is None or id(code) in seen or depth > 2 or _library(fn):
         return []  # (NumPy's, SciPy's, tracegrad's functions: their module's state is theirs)
     seen.add(id(code))
-    fn = getattr(fn, "__func__", fn)
     scope = getattr(fn, "__globals__", {})
     values = [scope[n] for n in code.co_names if n in scope]
     for cell in getattr(fn, "__closure__", None) or ():
